@@ -1,0 +1,521 @@
+//! # coxswain-conformance
+//!
+//! Conformance traces (`conformance/FORMAT.md`): the contract ports of coxswain are checked
+//! against. A trace is JSON lines: an optional `given` log to restore from, then inputs (`in`),
+//! each followed by every output it must emit (`out`) or the kind of its rejection (`rejected`).
+//!
+//! This crate only translates between the trace format and the core: [`replay`] parses a trace,
+//! feeds its inputs to the real [`Machine`] and compares every output; [`Recorder`] writes the
+//! trace of a run (the model checker prints counterexamples with it). It decides nothing itself.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+use std::fmt;
+use std::path::Path;
+
+use coxswain_core::{Input, Machine, Output, Rejected};
+use serde_json::{json, Value};
+
+/// Why a trace did not replay.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TraceError {
+    /// The file could not be read.
+    #[error("cannot read trace: {0}")]
+    Io(String),
+    /// A line is not valid trace syntax.
+    #[error("line {line}: malformed trace: {message}")]
+    Malformed {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The machine did something other than the trace expects.
+    #[error("line {line}: expected {expected}, actual {actual}")]
+    Mismatch {
+        /// 1-based line number of the first difference.
+        line: usize,
+        /// What the trace expects there.
+        expected: String,
+        /// What the machine did.
+        actual: String,
+    },
+}
+
+/// What a trace that replayed exactly contained.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Replayed {
+    /// Inputs applied (including rejected ones).
+    pub inputs: usize,
+    /// Outputs compared.
+    pub outputs: usize,
+    /// Inputs that were rejected as expected.
+    pub rejections: usize,
+}
+
+/// One line of a trace.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Line {
+    /// `{"note": …}`: ignored.
+    Note(String),
+    /// `{"given": {"log": […], "seedLength": n}}`: restore from this log first.
+    Given {
+        /// The durable log.
+        log: Vec<Value>,
+        /// The seed boundary (S46).
+        seed_length: usize,
+    },
+    /// `{"in": …}`: one input.
+    In(Input),
+    /// `{"out": …}`: the next expected output.
+    Out(Value),
+    /// `{"rejected": kind}`: the preceding input (or the given log) must be rejected.
+    Rejected(String),
+}
+
+/// A parsed trace: its lines with their 1-based line numbers (blank lines dropped).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trace {
+    /// `(line number, line)` in file order.
+    pub lines: Vec<(usize, Line)>,
+}
+
+impl Trace {
+    /// Parses a trace from its text.
+    pub fn parse(text: &str) -> Result<Trace, TraceError> {
+        let mut lines = Vec::new();
+        for (index, raw) in text.lines().enumerate() {
+            let number = index + 1;
+            if raw.trim().is_empty() {
+                continue;
+            }
+            let malformed = |message: String| TraceError::Malformed {
+                line: number,
+                message,
+            };
+            let value: Value =
+                serde_json::from_str(raw).map_err(|e| malformed(format!("not JSON: {e}")))?;
+            let Some(object) = value.as_object().filter(|o| o.len() == 1) else {
+                return Err(malformed("a line is an object with exactly one key".into()));
+            };
+            let Some((key, body)) = object.iter().next() else {
+                return Err(malformed("empty object".into()));
+            };
+            let line = match key.as_str() {
+                "note" => Line::Note(body.as_str().unwrap_or_default().to_owned()),
+                "given" => {
+                    let log = body
+                        .get("log")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .ok_or_else(|| malformed("`given` needs a `log` array".into()))?;
+                    let seed_length = match body.get("seedLength") {
+                        None => 0,
+                        Some(n) => n
+                            .as_u64()
+                            .and_then(|n| usize::try_from(n).ok())
+                            .ok_or_else(|| malformed("`seedLength` is not an integer".into()))?,
+                    };
+                    Line::Given { log, seed_length }
+                }
+                "in" => Line::In(
+                    serde_json::from_value(body.clone())
+                        .map_err(|e| malformed(format!("unknown input {body}: {e}")))?,
+                ),
+                "out" => Line::Out(body.clone()),
+                "rejected" => Line::Rejected(
+                    body.as_str()
+                        .ok_or_else(|| malformed("`rejected` takes a string".into()))?
+                        .to_owned(),
+                ),
+                other => return Err(malformed(format!("unknown key `{other}`"))),
+            };
+            if matches!(line, Line::Given { .. })
+                && lines.iter().any(|(_, l)| !matches!(l, Line::Note(_)))
+            {
+                return Err(malformed("`given` must be the first line after notes".into()));
+            }
+            lines.push((number, line));
+        }
+        Ok(Trace { lines })
+    }
+}
+
+/// Reads and replays one trace file.
+pub fn replay_file(path: &Path) -> Result<Replayed, TraceError> {
+    let text = std::fs::read_to_string(path).map_err(|e| TraceError::Io(e.to_string()))?;
+    replay(&Trace::parse(&text)?)
+}
+
+/// Replays a trace against a fresh (or restored) [`Machine`] and compares every output.
+pub fn replay(trace: &Trace) -> Result<Replayed, TraceError> {
+    let mut lines = trace
+        .lines
+        .iter()
+        .filter(|(_, line)| !matches!(line, Line::Note(_)))
+        .peekable();
+    let mut summary = Replayed::default();
+    let mut machine = Machine::new();
+    if let Some((number, Line::Given { log, seed_length })) = lines.peek() {
+        let number = *number;
+        lines.next();
+        let restored = Machine::restore(log, *seed_length);
+        match (restored, lines.peek()) {
+            (Err(_), Some((_, Line::Rejected(kind)))) if kind == "invalid-log" => {
+                summary.rejections += 1;
+                return match lines.nth(1) {
+                    None => Ok(summary),
+                    Some((line, _)) => Err(TraceError::Malformed {
+                        line: *line,
+                        message: "a trace ends after an invalid-log rejection".into(),
+                    }),
+                };
+            }
+            (Err(error), next) => {
+                return Err(TraceError::Mismatch {
+                    line: next.map_or(number, |(line, _)| *line),
+                    expected: "the log to restore".into(),
+                    actual: format!("rejected invalid-log ({error})"),
+                })
+            }
+            (Ok(_), Some((line, Line::Rejected(kind)))) => {
+                return Err(TraceError::Mismatch {
+                    line: *line,
+                    expected: format!("rejected {kind}"),
+                    actual: "the log restored".into(),
+                })
+            }
+            (Ok(restored), _) => machine = restored,
+        }
+    }
+    while let Some((number, line)) = lines.next() {
+        let input = match line {
+            Line::In(input) => input,
+            Line::Given { .. } => {
+                return Err(TraceError::Malformed {
+                    line: *number,
+                    message: "`given` must come first".into(),
+                })
+            }
+            other => {
+                return Err(TraceError::Malformed {
+                    line: *number,
+                    message: format!("{} with no input before it", describe_line(other)),
+                })
+            }
+        };
+        summary.inputs += 1;
+        let result = machine.handle(input.clone());
+        let mut actual = Vec::new();
+        while let Some(output) = machine.poll_output() {
+            actual.push(output_json(&output));
+        }
+        if let Err(rejection) = result {
+            match lines.next() {
+                Some((_, Line::Rejected(kind))) if *kind == rejection.kind() => {
+                    summary.rejections += 1;
+                    continue;
+                }
+                Some((line, expected)) => {
+                    return Err(TraceError::Mismatch {
+                        line: *line,
+                        expected: describe_line(expected),
+                        actual: describe_rejection(&rejection),
+                    })
+                }
+                None => {
+                    return Err(TraceError::Mismatch {
+                        line: *number,
+                        expected: "the input to be accepted".into(),
+                        actual: describe_rejection(&rejection),
+                    })
+                }
+            }
+        }
+        let mut emitted = actual.into_iter();
+        loop {
+            let expected = match lines.peek() {
+                Some((line, Line::Out(value))) => Some((*line, value)),
+                Some((line, Line::Rejected(kind))) => {
+                    return Err(TraceError::Mismatch {
+                        line: *line,
+                        expected: format!("rejected {kind}"),
+                        actual: "the input was accepted".into(),
+                    })
+                }
+                _ => None,
+            };
+            match (expected, emitted.next()) {
+                (Some((line, expected)), Some(actual)) => {
+                    if *expected != actual {
+                        return Err(TraceError::Mismatch {
+                            line,
+                            expected: format!("out {expected}"),
+                            actual: format!("out {actual}"),
+                        });
+                    }
+                    summary.outputs += 1;
+                    lines.next();
+                }
+                (Some((line, expected)), None) => {
+                    return Err(TraceError::Mismatch {
+                        line,
+                        expected: format!("out {expected}"),
+                        actual: format!("no further output of the input at line {number}"),
+                    })
+                }
+                (None, Some(actual)) => {
+                    let line = lines.peek().map_or(*number + 1, |(line, _)| *line);
+                    return Err(TraceError::Mismatch {
+                        line,
+                        expected: format!("no further output of the input at line {number}"),
+                        actual: format!("out {actual}"),
+                    });
+                }
+                (None, None) => break,
+            }
+        }
+    }
+    Ok(summary)
+}
+
+fn describe_line(line: &Line) -> String {
+    match line {
+        Line::Note(_) => "a note".into(),
+        Line::Given { .. } => "given".into(),
+        Line::In(input) => format!("in {}", input_json(input)),
+        Line::Out(value) => format!("out {value}"),
+        Line::Rejected(kind) => format!("rejected {kind}"),
+    }
+}
+
+fn describe_rejection(rejection: &Rejected) -> String {
+    format!("rejected {} ({rejection})", rejection.kind())
+}
+
+/// An output as the value of an `"out"` line.
+pub fn output_json(output: &Output) -> Value {
+    serde_json::to_value(output).unwrap_or_else(|e| json!({ "unserializable": e.to_string() }))
+}
+
+/// An input as the value of an `"in"` line.
+pub fn input_json(input: &Input) -> Value {
+    serde_json::to_value(input).unwrap_or_else(|e| json!({ "unserializable": e.to_string() }))
+}
+
+/// Writes the trace of a run: apply inputs to a real machine and record each with its outputs.
+#[derive(Debug)]
+pub struct Recorder {
+    machine: Machine,
+    text: String,
+}
+
+impl Recorder {
+    /// A trace of a fresh machine, starting with a note.
+    pub fn new(note: &str) -> Self {
+        Recorder::from_machine(note, Machine::new())
+    }
+
+    /// A trace of a machine restored from `log` (recorded as its `given` line).
+    pub fn restored(
+        note: &str,
+        log: &[Value],
+        seed_length: usize,
+    ) -> Result<Self, coxswain_core::InvalidLog> {
+        let machine = Machine::restore(log, seed_length)?;
+        let mut recorder = Recorder::from_machine(note, machine);
+        recorder.push_line(&json!({"given": {"log": log, "seedLength": seed_length}}));
+        Ok(recorder)
+    }
+
+    /// A trace of a given machine (with the `seeded-bugs` feature, possibly a deliberately broken
+    /// one: its trace shows what it did, which the real machine will not replay).
+    pub fn from_machine(note: &str, machine: Machine) -> Self {
+        let mut recorder = Recorder {
+            machine,
+            text: String::new(),
+        };
+        recorder.push_line(&json!({ "note": note }));
+        recorder
+    }
+
+    /// Applies an input and records it with its outputs or its rejection.
+    pub fn input(&mut self, input: Input) -> Result<(), Rejected> {
+        self.push_line(&json!({ "in": input_json(&input) }));
+        let result = self.machine.handle(input);
+        while let Some(output) = self.machine.poll_output() {
+            self.push_line(&json!({ "out": output_json(&output) }));
+        }
+        if let Err(rejection) = &result {
+            self.push_line(&json!({ "rejected": rejection.kind() }));
+        }
+        result
+    }
+
+    /// The machine, as the recorded inputs left it.
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// The trace text (JSON lines, newline-terminated).
+    pub fn finish(self) -> String {
+        self.text
+    }
+
+    fn push_line(&mut self, value: &Value) {
+        self.text.push_str(&value.to_string());
+        self.text.push('\n');
+    }
+}
+
+impl fmt::Display for Replayed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} inputs, {} outputs, {} rejections",
+            self.inputs, self.outputs, self.rejections
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = r#"{"note":"FORMAT.md example: an idle follow-up, one text step"}
+{"in":{"followup":{"id":"a","source":{"kind":"user"},"content":"hi"}}}
+{"out":{"event":{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"inserted":[{"id":"a","source":{"kind":"user"},"content":"hi"}],"wakeup":true}}}}
+{"out":{"notify":{"type":"agent/inbox/inserted","message":{"id":"a","source":{"kind":"user"},"content":"hi"}}}}
+{"out":{"notify":{"type":"agent/status","status":"running"}}}
+{"out":{"event":{"type":"turn/start","data":{"turn":1}}}}
+{"out":{"event":{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}}}}
+{"out":{"notify":{"type":"agent/inbox/claimed","message":{"id":"a","source":{"kind":"user"},"content":"hi"},"turn":1}}}
+{"out":{"request":{"preStep":{"turn":1,"step":1,"messages":[{"id":"a","source":{"kind":"user"},"content":"hi"}]}}}}
+{"in":{"preStep":{"enter":[{"id":"a","source":{"kind":"user"},"content":"hi"}]}}}
+{"out":{"event":{"type":"step/start","data":{"turn":1,"step":1}}}}
+{"out":{"event":{"type":"user/message","data":{"id":"a","source":{"kind":"user"},"content":"hi"}}}}
+{"out":{"request":{"step":{"turn":1,"step":1}}}}
+{"in":{"step":"completed"}}
+{"out":{"event":{"type":"step/end","data":{"turn":1,"step":1}}}}
+{"out":{"request":{"turnStopping":{"turn":1}}}}
+{"in":{"turnStopping":"done"}}
+{"out":{"event":{"type":"turn/end","data":{"turn":1,"reason":{"kind":"completed"}}}}}
+{"out":{"notify":{"type":"agent/status","status":"idle"}}}
+"#;
+
+    #[test]
+    fn format_md_example_replays() {
+        let trace = Trace::parse(EXAMPLE).unwrap();
+        assert_eq!(
+            replay(&trace),
+            Ok(Replayed {
+                inputs: 4,
+                outputs: 14,
+                rejections: 0
+            })
+        );
+    }
+
+    #[test]
+    fn a_changed_output_is_reported_at_its_line() {
+        let text = EXAMPLE.replace(r#""status":"idle""#, r#""status":"running""#);
+        let Err(TraceError::Mismatch { line, .. }) = replay(&Trace::parse(&text).unwrap()) else {
+            panic!("expected a mismatch");
+        };
+        assert_eq!(line, 19);
+    }
+
+    #[test]
+    fn a_missing_output_is_reported_at_the_next_input() {
+        let text: String = EXAMPLE
+            .lines()
+            .filter(|l| !l.contains("agent/inbox/claimed"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let Err(TraceError::Mismatch { line, actual, .. }) = replay(&Trace::parse(&text).unwrap())
+        else {
+            panic!("expected a mismatch");
+        };
+        assert_eq!(line, 8);
+        assert!(actual.contains("agent/inbox/claimed"), "{actual}");
+    }
+
+    #[test]
+    fn an_extra_expected_output_is_reported() {
+        let text = format!("{EXAMPLE}{}\n", r#"{"out":{"disposed":{}}}"#);
+        let Err(TraceError::Mismatch { line, .. }) = replay(&Trace::parse(&text).unwrap()) else {
+            panic!("expected a mismatch");
+        };
+        assert_eq!(line, 20);
+    }
+
+    #[test]
+    fn rejections_are_checked_by_kind() {
+        let ok = "{\"in\":{\"step\":\"completed\"}}\n{\"rejected\":\"unexpected-completion\"}\n";
+        assert_eq!(
+            replay(&Trace::parse(ok).unwrap()).map(|r| r.rejections),
+            Ok(1)
+        );
+        let wrong = "{\"in\":{\"step\":\"completed\"}}\n{\"rejected\":\"busy\"}\n";
+        assert!(matches!(
+            replay(&Trace::parse(wrong).unwrap()),
+            Err(TraceError::Mismatch { line: 2, .. })
+        ));
+        let unexpected = "{\"in\":{\"step\":\"completed\"}}\n";
+        assert!(matches!(
+            replay(&Trace::parse(unexpected).unwrap()),
+            Err(TraceError::Mismatch { line: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn invalid_log_after_given() {
+        let text = "{\"given\":{\"log\":[{\"data\":{}}]}}\n{\"rejected\":\"invalid-log\"}\n";
+        assert_eq!(
+            replay(&Trace::parse(text).unwrap()).map(|r| r.rejections),
+            Ok(1)
+        );
+        let valid = "{\"given\":{\"log\":[]}}\n{\"rejected\":\"invalid-log\"}\n";
+        assert!(matches!(
+            replay(&Trace::parse(valid).unwrap()),
+            Err(TraceError::Mismatch { line: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn malformed_lines_are_reported() {
+        for (text, line) in [
+            ("{\"in\":{\"bogus\":1}}", 1),
+            ("\n{\"out\":1,\"in\":2}", 2),
+            ("not json", 1),
+            ("{\"in\":{\"clear\":{}}}\n{\"given\":{\"log\":[]}}", 2),
+            ("{\"rejected\":\"busy\"}", 1),
+        ] {
+            let result = Trace::parse(text).and_then(|t| replay(&t));
+            assert!(
+                matches!(result, Err(TraceError::Malformed { line: l, .. }) if l == line),
+                "{text}: {result:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn recorder_output_replays() {
+        let mut recorder = Recorder::new("recorded");
+        let m = coxswain_core::Message::user("a", "hi");
+        let b = coxswain_core::Message::user("b", "more");
+        recorder.input(Input::Followup(m.into())).unwrap();
+        recorder.input(Input::Steer(b.clone().into())).unwrap();
+        assert!(recorder.input(Input::Steer(b.into())).is_err());
+        recorder
+            .input(Input::Cancel {
+                cause: coxswain_core::CancelCause::User,
+                keep_inbox: false,
+            })
+            .unwrap();
+        let text = recorder.finish();
+        let replayed = replay(&Trace::parse(&text).unwrap()).unwrap();
+        assert_eq!(replayed.inputs, 4);
+        assert_eq!(replayed.rejections, 1);
+    }
+}

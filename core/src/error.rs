@@ -1,0 +1,159 @@
+//! Typed errors: one for rejected inputs, one for invalid logs.
+
+use std::fmt;
+
+use crate::message::MessageId;
+use crate::output::Outstanding;
+
+/// Why an input was rejected. A rejected input changed nothing and emitted nothing (S5).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Rejected {
+    /// The id is already pending in NT or NS (S9, S13).
+    #[error("message `{0}` is already pending")]
+    AlreadyPending(MessageId),
+    /// The answer does not match the outstanding request, or `end_maintenance` came with no
+    /// maintenance active (S4).
+    #[error("unexpected completion: {answered} while {}", DisplayOutstanding(.outstanding))]
+    UnexpectedCompletion {
+        /// What the input tried to complete.
+        answered: Completion,
+        /// What was actually outstanding.
+        outstanding: Option<Outstanding>,
+    },
+    /// `begin_maintenance` while not idle (S43).
+    #[error("busy: maintenance can only begin while idle")]
+    Busy,
+    /// The machine is disposed; it accepts no input (S45).
+    #[error("the machine is disposed")]
+    Disposed,
+}
+
+impl Rejected {
+    /// The rejection kind of the conformance trace format: `already-pending`,
+    /// `unexpected-completion`, `busy` or `disposed`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Rejected::AlreadyPending(_) => "already-pending",
+            Rejected::UnexpectedCompletion { .. } => "unexpected-completion",
+            Rejected::Busy => "busy",
+            Rejected::Disposed => "disposed",
+        }
+    }
+}
+
+/// What an input tried to complete (for [`Rejected::UnexpectedCompletion`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Completion {
+    /// An answer to `preStep`.
+    PreStep,
+    /// An answer to `step`.
+    Step,
+    /// An answer to `turnStopping`.
+    TurnStopping,
+    /// `end_maintenance`.
+    EndMaintenance,
+}
+
+impl fmt::Display for Completion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Completion::PreStep => "a preStep answer",
+            Completion::Step => "a step answer",
+            Completion::TurnStopping => "a turnStopping answer",
+            Completion::EndMaintenance => "endMaintenance",
+        })
+    }
+}
+
+struct DisplayOutstanding<'a>(&'a Option<Outstanding>);
+
+impl fmt::Display for DisplayOutstanding<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            None => f.write_str("nothing is outstanding"),
+            Some(Outstanding::PreStep { turn, step }) => {
+                write!(f, "preStep (turn {turn}, step {step}) is outstanding")
+            }
+            Some(Outstanding::Step { turn, step }) => {
+                write!(f, "step (turn {turn}, step {step}) is outstanding")
+            }
+            Some(Outstanding::TurnStopping { turn }) => {
+                write!(f, "turnStopping (turn {turn}) is outstanding")
+            }
+        }
+    }
+}
+
+/// A durable log the machine cannot be restored from (S46, S47). Nothing was restored.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid log: event {index}: {violation}")]
+pub struct InvalidLog {
+    /// The 0-based position of the offending event in the log.
+    pub index: usize,
+    /// The rule it breaks.
+    pub violation: LogViolation,
+}
+
+/// The rule an invalid log breaks (S46).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogViolation {
+    /// The event has no string `type`.
+    #[error("no string `type` (S46)")]
+    MissingType,
+    /// A `turn/start` has no non-negative integer `turn`.
+    #[error("`turn/start` without a non-negative integer `turn` (S46)")]
+    TurnWithoutNumber,
+    /// A replayed splice has no valid `target`.
+    #[error("splice without a valid `target` (S46)")]
+    SpliceTarget,
+    /// A replayed splice's `start` is not an integer in `0..=len`.
+    #[error("splice `start` is not an integer in range (S11, S46)")]
+    SpliceStart,
+    /// A replayed splice's `removedCount` is not an integer with `start + removedCount <= len`.
+    #[error("splice `removedCount` is not an integer in range (S11, S46)")]
+    SpliceRemovedCount,
+    /// A replayed splice's `inserted` is not a list of messages with string ids.
+    #[error("splice `inserted` is not a list of messages with string ids (S46)")]
+    SpliceInserted,
+    /// A replayed splice has `wakeup` present but not `true`.
+    #[error("splice `wakeup` present but not `true` (S10, S46)")]
+    SpliceWakeup,
+    /// A replayed splice would make an id pending twice.
+    #[error("splice makes `{0}` pending twice (S13, S46)")]
+    AlreadyPending(MessageId),
+    /// The log ends inside the turn this event opened: run crash repair first (S50).
+    #[error("the log ends inside the turn this event opened; run crash repair first (S46, S50)")]
+    OpenTurn,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_read_well() {
+        assert_eq!(
+            Rejected::AlreadyPending("a".into()).to_string(),
+            "message `a` is already pending"
+        );
+        assert_eq!(
+            Rejected::UnexpectedCompletion {
+                answered: Completion::Step,
+                outstanding: Some(Outstanding::PreStep { turn: 2, step: 1 }),
+            }
+            .to_string(),
+            "unexpected completion: a step answer while preStep (turn 2, step 1) is outstanding"
+        );
+        assert_eq!(
+            InvalidLog {
+                index: 3,
+                violation: LogViolation::SpliceStart
+            }
+            .to_string(),
+            "invalid log: event 3: splice `start` is not an integer in range (S11, S46)"
+        );
+    }
+}

@@ -1,0 +1,380 @@
+//! The two pending lists and their durable splice projection (SPEC §3).
+//!
+//! Every change to a list goes through one method here, which emits the change's durable
+//! `agent/inbox/spliced` event and its notifications in the order of S14. The machine decides
+//! *when* to change the lists; this module decides *how a change is recorded*.
+//!
+//! Costs do not grow with queue depth where they need not: an index maps every pending id to its
+//! list and a sort key, so the duplicate check of S13 is O(1), appends and claims are O(1) per
+//! message, and finding a message's position for `remove`/`replace` is a binary search. Items keep
+//! ascending keys: appends take keys above every key in the list, prepends keys below.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+use smallvec::SmallVec;
+
+use crate::input::Target;
+use crate::message::{Batch, MessageId, SharedMessage};
+use crate::output::{Event, Notification, Output, Splice, SpliceOutcome};
+
+/// A deterministic hasher: the core never reads randomness (S1), and model-checking needs runs
+/// to be reproducible.
+type IdHasher = BuildHasherDefault<DefaultHasher>;
+
+/// One pending message and whether it was delivered waking (S19).
+#[derive(Clone, Debug)]
+pub struct Pending {
+    message: SharedMessage,
+    waking: bool,
+    key: i64,
+}
+
+impl Pending {
+    /// The message.
+    pub fn message(&self) -> &SharedMessage {
+        &self.message
+    }
+
+    /// Whether it was delivered with `wakeup = true` (S19).
+    pub fn is_waking(&self) -> bool {
+        self.waking
+    }
+}
+
+/// One pending list, in ascending key order.
+#[derive(Clone, Debug, Default)]
+struct List {
+    items: VecDeque<Pending>,
+    /// The key the next prepend takes; decreases.
+    front_key: i64,
+    /// The key the next append takes; increases.
+    back_key: i64,
+}
+
+impl List {
+    fn next_back_key(&mut self) -> i64 {
+        let key = self.back_key;
+        // Wrapping is unreachable in practice (2^63 appends to one machine).
+        self.back_key = self.back_key.wrapping_add(1);
+        key
+    }
+
+    fn next_front_key(&mut self) -> i64 {
+        self.front_key = self.front_key.wrapping_sub(1);
+        self.front_key
+    }
+
+    fn position(&self, key: i64) -> Option<usize> {
+        self.items.binary_search_by_key(&key, |item| item.key).ok()
+    }
+}
+
+/// Where an id is pending.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    target: Target,
+    key: i64,
+}
+
+/// NT and NS, the index of pending ids, and the count of waking items.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Inbox {
+    next_turn: List,
+    next_step: List,
+    index: HashMap<MessageId, Slot, IdHasher>,
+    waking: usize,
+}
+
+/// Equality and hashing look at the lists' contents only (ids, messages, waking flags, order):
+/// keys and the index are derived bookkeeping, and two inboxes holding the same items behave the
+/// same. This is the canonical view the model checker compares.
+impl PartialEq for Inbox {
+    fn eq(&self, other: &Self) -> bool {
+        fn same(a: &List, b: &List) -> bool {
+            a.items.len() == b.items.len()
+                && a.items
+                    .iter()
+                    .zip(&b.items)
+                    .all(|(x, y)| x.waking == y.waking && x.message == y.message)
+        }
+        same(&self.next_turn, &other.next_turn) && same(&self.next_step, &other.next_step)
+    }
+}
+
+impl Eq for Inbox {}
+
+impl Hash for Inbox {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        for list in [&self.next_turn, &self.next_step] {
+            list.items.len().hash(state);
+            for item in &list.items {
+                item.message.hash(state);
+                item.waking.hash(state);
+            }
+        }
+    }
+}
+
+impl Inbox {
+    fn list(&self, target: Target) -> &List {
+        match target {
+            Target::NextTurn => &self.next_turn,
+            Target::NextStep => &self.next_step,
+        }
+    }
+
+    fn list_mut(&mut self, target: Target) -> &mut List {
+        match target {
+            Target::NextTurn => &mut self.next_turn,
+            Target::NextStep => &mut self.next_step,
+        }
+    }
+
+    /// The items of one list, in order.
+    pub(crate) fn items(&self, target: Target) -> &VecDeque<Pending> {
+        &self.list(target).items
+    }
+
+    pub(crate) fn len(&self, target: Target) -> usize {
+        self.list(target).items.len()
+    }
+
+    pub(crate) fn contains(&self, id: &MessageId) -> bool {
+        self.index.contains_key(id)
+    }
+
+    /// Waking work (S19): at least one pending item, in either list, delivered waking.
+    pub(crate) fn has_waking_work(&self) -> bool {
+        self.waking > 0
+    }
+
+    /// Where `id` is pending: its list and position (S15 looks in NT, then NS; an id is pending
+    /// at most once, S9).
+    pub(crate) fn locate(&self, id: &MessageId) -> Option<(Target, usize)> {
+        let slot = self.index.get(id)?;
+        let position = self.list(slot.target).position(slot.key)?;
+        Some((slot.target, position))
+    }
+
+    /// Appends a message to the end of `target` (S17). The caller checked the id is not pending.
+    pub(crate) fn append(
+        &mut self,
+        target: Target,
+        message: SharedMessage,
+        waking: bool,
+        out: &mut VecDeque<Output>,
+    ) {
+        let start = self.len(target);
+        self.insert_item(target, message, waking, start, out);
+    }
+
+    /// Puts a quiet message first in `target` (S15). The caller checked the id is not pending.
+    pub(crate) fn prepend(
+        &mut self,
+        target: Target,
+        message: SharedMessage,
+        out: &mut VecDeque<Output>,
+    ) {
+        self.insert_item(target, message, false, 0, out);
+    }
+
+    /// Inserts at the front (`start == 0`) or the back (`start == len`).
+    fn insert_item(
+        &mut self,
+        target: Target,
+        message: SharedMessage,
+        waking: bool,
+        start: usize,
+        out: &mut VecDeque<Output>,
+    ) {
+        out.push_back(Output::Event(Event::Spliced(Splice {
+            target,
+            start,
+            removed_count: 0,
+            inserted: SmallVec::from_elem(message.clone(), 1),
+            outcome: None,
+            wakeup: waking,
+        })));
+        let list = self.list_mut(target);
+        let key = if start == 0 && !list.items.is_empty() {
+            list.next_front_key()
+        } else {
+            list.next_back_key()
+        };
+        let item = Pending {
+            message: message.clone(),
+            waking,
+            key,
+        };
+        if start == 0 {
+            list.items.push_front(item);
+        } else {
+            list.items.push_back(item);
+        }
+        self.index
+            .insert(message.id().clone(), Slot { target, key });
+        self.waking += usize::from(waking);
+        out.push_back(Output::Notify(Notification::Inserted { message }));
+    }
+
+    /// Ordinary removal of the item at `position` (S12, S15).
+    pub(crate) fn remove_at(
+        &mut self,
+        target: Target,
+        position: usize,
+        out: &mut VecDeque<Output>,
+    ) {
+        let Some(item) = self.list_mut(target).items.remove(position) else {
+            return;
+        };
+        out.push_back(Output::Event(Event::Spliced(Splice {
+            target,
+            start: position,
+            removed_count: 1,
+            inserted: SmallVec::new(),
+            outcome: Some(SpliceOutcome::Canceled),
+            wakeup: false,
+        })));
+        self.forget(&item);
+        out.push_back(Output::Notify(Notification::Discarded {
+            message: item.message,
+        }));
+    }
+
+    /// Replaces the item at `position` in place (S15): the replacement keeps the slot and inherits
+    /// the waking flag. The caller checked the new id is not pending elsewhere.
+    pub(crate) fn replace_at(
+        &mut self,
+        target: Target,
+        position: usize,
+        message: SharedMessage,
+        out: &mut VecDeque<Output>,
+    ) {
+        let list = self.list_mut(target);
+        let Some(item) = list.items.get_mut(position) else {
+            return;
+        };
+        let old = std::mem::replace(&mut item.message, message.clone());
+        let waking = item.waking;
+        let key = item.key;
+        out.push_back(Output::Event(Event::Spliced(Splice {
+            target,
+            start: position,
+            removed_count: 1,
+            inserted: SmallVec::from_elem(message.clone(), 1),
+            outcome: Some(SpliceOutcome::Canceled),
+            wakeup: waking,
+        })));
+        self.index.remove(old.id());
+        self.index
+            .insert(message.id().clone(), Slot { target, key });
+        out.push_back(Output::Notify(Notification::Discarded { message: old }));
+        out.push_back(Output::Notify(Notification::Inserted { message }));
+    }
+
+    /// `clear()` (S15): NS then NT, each non-empty list one ordinary splice followed by its
+    /// `discarded` notifications in list order.
+    pub(crate) fn clear(&mut self, out: &mut VecDeque<Output>) {
+        self.clear_list(Target::NextStep, out);
+        self.clear_list(Target::NextTurn, out);
+    }
+
+    /// Clears one list as an ordinary removal.
+    pub(crate) fn clear_list(&mut self, target: Target, out: &mut VecDeque<Output>) {
+        let count = self.len(target);
+        if count == 0 {
+            return;
+        }
+        out.push_back(Output::Event(Event::Spliced(Splice {
+            target,
+            start: 0,
+            removed_count: count,
+            inserted: SmallVec::new(),
+            outcome: Some(SpliceOutcome::Canceled),
+            wakeup: false,
+        })));
+        let mut items = std::mem::take(&mut self.list_mut(target).items);
+        for item in items.drain(..) {
+            self.forget(&item);
+            out.push_back(Output::Notify(Notification::Discarded {
+                message: item.message,
+            }));
+        }
+        // Hand the emptied buffer back so its capacity is reused.
+        let list = self.list_mut(target);
+        list.items = items;
+        list.front_key = 0;
+        list.back_key = 0;
+    }
+
+    /// Claims (S28) as pure deletions: all of NS, then at a turn boundary the first NT item. Emits
+    /// the splices; the caller emits `claimed` for the returned batch, which is in claim order.
+    pub(crate) fn claim(&mut self, turn_boundary: bool, out: &mut VecDeque<Output>) -> Batch {
+        let mut batch = Batch::new();
+        let ns = self.len(Target::NextStep);
+        if ns > 0 {
+            out.push_back(claim_splice(Target::NextStep, ns));
+            let mut items = std::mem::take(&mut self.next_step.items);
+            for item in items.drain(..) {
+                self.forget(&item);
+                batch.push(item.message);
+            }
+            self.next_step.items = items;
+            self.next_step.front_key = 0;
+            self.next_step.back_key = 0;
+        }
+        if turn_boundary {
+            if let Some(item) = self.next_turn.items.pop_front() {
+                out.push_back(claim_splice(Target::NextTurn, 1));
+                self.forget(&item);
+                batch.push(item.message);
+            }
+        }
+        batch
+    }
+
+    /// Drops an item that left its list from the index and the waking count.
+    fn forget(&mut self, item: &Pending) {
+        self.index.remove(item.message.id());
+        self.waking -= usize::from(item.waking);
+    }
+
+    /// Builds an inbox from restored lists (S46, S48). The caller checked ids are unique.
+    pub(crate) fn from_lists(
+        next_turn: impl IntoIterator<Item = (SharedMessage, bool)>,
+        next_step: impl IntoIterator<Item = (SharedMessage, bool)>,
+    ) -> Self {
+        let mut inbox = Inbox::default();
+        for (target, items) in [
+            (Target::NextTurn, next_turn.into_iter().collect::<Vec<_>>()),
+            (Target::NextStep, next_step.into_iter().collect::<Vec<_>>()),
+        ] {
+            for (message, waking) in items {
+                let key = inbox.list_mut(target).next_back_key();
+                inbox
+                    .index
+                    .insert(message.id().clone(), Slot { target, key });
+                inbox.waking += usize::from(waking);
+                inbox.list_mut(target).items.push_back(Pending {
+                    message,
+                    waking,
+                    key,
+                });
+            }
+        }
+        inbox
+    }
+}
+
+fn claim_splice(target: Target, removed_count: usize) -> Output {
+    Output::Event(Event::Spliced(Splice {
+        target,
+        start: 0,
+        removed_count,
+        inserted: SmallVec::new(),
+        outcome: None,
+        wakeup: false,
+    }))
+}

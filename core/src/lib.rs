@@ -1,0 +1,44 @@
+//! # coxswain-core
+//!
+//! The sans-IO state machine that owns how input reaches an LLM agent loop. For every message a
+//! user or plugin delivers it decides which queue it joins (the next turn, or the next step of the
+//! running turn), whether it makes the model run, when the running loop claims it, what a cancel
+//! does to it, and which durable events record all of that — so that a crash, a resume or a port
+//! to another language loses and duplicates nothing.
+//!
+//! The machine never does IO (S1): no async, no clock, no randomness, no files. The host feeds it
+//! inputs ([`Machine::followup`], [`Machine::answer_step`], … or [`Machine::handle`]) and drains
+//! its [`Output`]s with [`Machine::poll_output`]: durable [`Event`]s to append to the session log,
+//! live [`Notification`]s, and [`Request`]s for the host's asynchronous work (the pre-step
+//! decision, the step, the turn-stopping hooks, and the `abort` signal). A log written from those
+//! events restores the machine ([`Machine::restore`], [`Restorer`]).
+//!
+//! Rule numbers (S1–S50, I1–I10) refer to the project's `SPEC.md`.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod bugs;
+mod error;
+mod inbox;
+mod input;
+mod machine;
+mod message;
+mod output;
+mod restore;
+
+#[cfg(feature = "seeded-bugs")]
+pub use bugs::SeededBug;
+pub use error::{Completion, InvalidLog, LogViolation, Rejected};
+pub use inbox::Pending;
+pub use input::{
+    CancelCause, ErrorInfo, Input, MaintenanceInput, PreStepAnswer, StepAnswer, Target,
+    TurnStoppingAnswer,
+};
+pub use machine::Machine;
+pub use message::{Batch, Message, MessageId, SharedMessage, BATCH_INLINE};
+pub use output::{
+    Event, Notification, Outstanding, Output, Request, Splice, SpliceOutcome, Status,
+    TurnEndReason,
+};
+pub use restore::Restorer;

@@ -1,0 +1,806 @@
+//! The delivery state machine: phases, the wake latch, turns and steps, cancellation, disposal.
+//!
+//! One method per input. Each first validates (and on failure returns a [`Rejected`] having
+//! changed nothing, S5), then applies the whole transition and queues its outputs.
+
+use std::collections::VecDeque;
+
+use crate::bugs::seeded_bug;
+use crate::error::{Completion, Rejected};
+use crate::inbox::{Inbox, Pending};
+use crate::input::{
+    CancelCause, ErrorInfo, Input, MaintenanceInput, PreStepAnswer, StepAnswer, Target,
+    TurnStoppingAnswer,
+};
+use crate::message::{MessageId, SharedMessage};
+use crate::output::{Event, Notification, Outstanding, Output, Request, Status, TurnEndReason};
+
+/// The sans-IO delivery state machine of one agent session.
+///
+/// # Calling contract
+///
+/// * Feed one input at a time through a method ([`followup`](Machine::followup),
+///   [`answer_step`](Machine::answer_step), …) or [`handle`](Machine::handle). Each input either
+///   succeeds completely or returns [`Rejected`] having changed nothing and emitted nothing (S5).
+/// * After every input, drain [`poll_output`](Machine::poll_output) until it returns `None`, in
+///   order, before acting on any output (S1). Append every [`Output::Event`] to the session's
+///   durable log (in order, before acknowledging the input to its caller), publish every
+///   [`Output::Notify`], and carry out every [`Output::Request`].
+/// * Answer the outstanding request (`preStep`, `step` or `turnStopping`; at most one at a time,
+///   S4) with [`answer_pre_step`](Machine::answer_pre_step), [`answer_step`](Machine::answer_step)
+///   or [`answer_turn_stopping`](Machine::answer_turn_stopping) when the work is done. An `abort`
+///   request is a signal to stop in-flight work; it is never answered, and the outstanding request
+///   must still be answered (S40). Anything the host does in reaction to an output is a later input.
+///
+/// ```
+/// use coxswain_core::{Machine, Message, Output, PreStepAnswer, Request, StepAnswer, TurnStoppingAnswer};
+///
+/// let mut machine = Machine::new();
+/// machine.followup(Message::user("m1", "hello"))?;
+/// let mut batch = None;
+/// while let Some(output) = machine.poll_output() {
+///     if let Output::Request(Request::PreStep { messages, .. }) = output {
+///         batch = Some(messages);
+///     }
+/// }
+/// machine.answer_pre_step(PreStepAnswer::Enter(batch.unwrap_or_default()))?;
+/// machine.answer_step(StepAnswer::Completed)?;
+/// machine.answer_turn_stopping(TurnStoppingAnswer::Done)?;
+/// assert!(machine.is_quiescent());
+/// # Ok::<(), coxswain_core::Rejected>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Machine {
+    inbox: Inbox,
+    phase: Phase,
+    /// The number of the last opened turn (S27); the running turn's number while running.
+    last_turn: u64,
+    outputs: VecDeque<Output>,
+    #[cfg(feature = "seeded-bugs")]
+    seeded_bug: Option<crate::bugs::SeededBug>,
+}
+
+/// The activity phase (S23). Disposing is a flag on the activity's cancellation (S45).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Phase {
+    Idle,
+    Maintenance(Activity),
+    Running(Run),
+    Disposed,
+}
+
+/// What a running driver or a maintenance job carries: its cancellation and its wake latch.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Activity {
+    /// Set by the activity's first cancel (S39); a later cancel keeps the first cause.
+    cancel: Option<Cancellation>,
+    /// The wake latch (S24–S26). While running it can only be set once a cancel was requested.
+    wake_requested: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Cancellation {
+    cause: CancelCause,
+    /// `dispose()` was called: the machine becomes disposed when this activity ends (S45).
+    disposing: bool,
+}
+
+impl Activity {
+    /// S24: latch a wake unless disposing or cancelled with cause `disposed`.
+    fn latch(&mut self) {
+        let suppressed = self
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.disposing || c.cause == CancelCause::Disposed);
+        if !suppressed {
+            self.wake_requested = true;
+        }
+    }
+}
+
+/// The running turn (its number is `Machine::last_turn`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Run {
+    activity: Activity,
+    /// The last entered step of the turn, 0 before the first.
+    step: u64,
+    awaiting: Awaiting,
+    /// Some step of the turn hit the output limit (the sticky reason of S34).
+    max_tokens: bool,
+}
+
+/// The outstanding request of a running turn (S4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Awaiting {
+    /// `after_terminal`: the latest step's outcome was terminal and the turn only goes on for
+    /// NS items (S30, S33).
+    PreStep { after_terminal: bool },
+    Step,
+    TurnStopping,
+}
+
+impl Run {
+    fn new() -> Self {
+        Run {
+            activity: Activity::default(),
+            step: 0,
+            awaiting: Awaiting::PreStep {
+                after_terminal: false,
+            },
+            max_tokens: false,
+        }
+    }
+
+    /// S34: the reason of a normal stop.
+    fn stop_reason(&self) -> TurnEndReason {
+        if self.max_tokens {
+            TurnEndReason::MaxTokens
+        } else {
+            TurnEndReason::Completed
+        }
+    }
+}
+
+impl Default for Machine {
+    fn default() -> Self {
+        Machine::new()
+    }
+}
+
+impl Machine {
+    /// A fresh machine: idle, both lists empty, no turn yet.
+    pub fn new() -> Self {
+        Machine::with_state(Inbox::default(), 0)
+    }
+
+    pub(crate) fn with_state(inbox: Inbox, last_turn: u64) -> Self {
+        Machine {
+            inbox,
+            phase: Phase::Idle,
+            last_turn,
+            outputs: VecDeque::new(),
+            #[cfg(feature = "seeded-bugs")]
+            seeded_bug: None,
+        }
+    }
+
+    /// Test-only: this machine breaks one rule on purpose (see [`SeededBug`](crate::SeededBug)).
+    #[cfg(feature = "seeded-bugs")]
+    pub fn with_seeded_bug(mut self, bug: Option<crate::bugs::SeededBug>) -> Self {
+        self.seeded_bug = bug;
+        self
+    }
+
+    /// The next queued output, in emission order. Drain until `None` after every input.
+    #[must_use]
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    // ----- queries -----
+
+    /// The public status (S23): `running` while a driver runs, otherwise `idle`.
+    pub fn status(&self) -> Status {
+        match self.phase {
+            Phase::Running(_) => Status::Running,
+            _ => Status::Idle,
+        }
+    }
+
+    /// No driver and no maintenance is active (S44).
+    pub fn is_quiescent(&self) -> bool {
+        matches!(self.phase, Phase::Idle | Phase::Disposed)
+    }
+
+    /// `disposed` was emitted: every input is now rejected (S45).
+    pub fn is_disposed(&self) -> bool {
+        matches!(self.phase, Phase::Disposed)
+    }
+
+    /// A maintenance job is active (S43).
+    pub fn is_maintenance(&self) -> bool {
+        matches!(self.phase, Phase::Maintenance(_))
+    }
+
+    /// The current activity's cancellation was requested (S18), `dispose` included.
+    pub fn is_cancel_requested(&self) -> bool {
+        self.activity().is_some_and(|a| a.cancel.is_some())
+    }
+
+    /// The items pending in one list, in order.
+    pub fn pending(&self, target: Target) -> impl ExactSizeIterator<Item = &Pending> + '_ {
+        self.inbox.items(target).iter()
+    }
+
+    /// Whether `id` is pending in either list.
+    pub fn is_pending(&self, id: &MessageId) -> bool {
+        self.inbox.contains(id)
+    }
+
+    /// The request the machine waits on, if any (S4).
+    pub fn outstanding(&self) -> Option<Outstanding> {
+        let Phase::Running(run) = &self.phase else {
+            return None;
+        };
+        let turn = self.last_turn;
+        Some(match run.awaiting {
+            Awaiting::PreStep { .. } => Outstanding::PreStep {
+                turn,
+                step: run.step + 1,
+            },
+            Awaiting::Step => Outstanding::Step {
+                turn,
+                step: run.step,
+            },
+            Awaiting::TurnStopping => Outstanding::TurnStopping { turn },
+        })
+    }
+
+    /// The number of the last opened turn, 0 before the first (S27, S46).
+    pub fn last_turn(&self) -> u64 {
+        self.last_turn
+    }
+
+    // ----- inputs -----
+
+    /// Applies one input given as a value. `remove` and `replace` report whether the id was
+    /// pending only through their own methods.
+    pub fn handle(&mut self, input: Input) -> Result<(), Rejected> {
+        match input {
+            Input::Send {
+                message,
+                target,
+                wakeup,
+            } => self.send(message, target, wakeup),
+            Input::Followup(message) => self.followup(message),
+            Input::Steer(message) => self.steer(message),
+            Input::Inject(message) => self.inject(message),
+            Input::Remove(id) => self.remove(&id).map(drop),
+            Input::Replace { id, message } => self.replace(&id, message).map(drop),
+            Input::Prepend { target, message } => self.prepend(target, message),
+            Input::Clear {} => self.clear(),
+            Input::Cancel { cause, keep_inbox } => self.cancel(cause, keep_inbox),
+            Input::Maintenance(MaintenanceInput::Begin) => self.begin_maintenance(),
+            Input::Maintenance(MaintenanceInput::End) => self.end_maintenance(),
+            Input::Dispose {} => self.dispose(),
+            Input::PreStep(answer) => self.answer_pre_step(answer),
+            Input::Step(answer) => self.answer_step(answer),
+            Input::TurnStopping(answer) => self.answer_turn_stopping(answer),
+        }
+    }
+
+    /// `send(message, target, wakeup)` (S16–S21): append the message to the end of `target`
+    /// (or of NT, for a waking send after a cancel, S18); a waking send then wakes (S24).
+    pub fn send(
+        &mut self,
+        message: impl Into<SharedMessage>,
+        target: Target,
+        wakeup: bool,
+    ) -> Result<(), Rejected> {
+        let message = message.into();
+        self.check_live()?;
+        self.check_not_pending(message.id())?;
+        // S18: a steer sent after a stop cannot join the aborted turn.
+        let target = if wakeup && self.is_cancel_requested() && !seeded_bug!(self, SteerJoinsAbortedTurn)
+        {
+            Target::NextTurn
+        } else {
+            target
+        };
+        self.inbox.append(target, message, wakeup, &mut self.outputs);
+        #[cfg(feature = "seeded-bugs")]
+        if seeded_bug!(self, SpliceStartOffByOne) {
+            self.seed_splice_start_off_by_one();
+        }
+        if wakeup || (seeded_bug!(self, InjectWakes) && matches!(self.phase, Phase::Idle)) {
+            self.wake();
+        }
+        Ok(())
+    }
+
+    /// `followup(m) = send(m, next-turn, true)`: a turn of its own (S22).
+    pub fn followup(&mut self, message: impl Into<SharedMessage>) -> Result<(), Rejected> {
+        self.send(message, Target::NextTurn, true)
+    }
+
+    /// `steer(m) = send(m, next-step, true)`: joins the running turn at its next boundary.
+    pub fn steer(&mut self, message: impl Into<SharedMessage>) -> Result<(), Rejected> {
+        self.send(message, Target::NextStep, true)
+    }
+
+    /// `inject(m) = send(m, next-step, false)`: context that rides along, never wakes (S20).
+    pub fn inject(&mut self, message: impl Into<SharedMessage>) -> Result<(), Rejected> {
+        self.send(message, Target::NextStep, false)
+    }
+
+    /// `remove(id)` (S15): discard a pending message. `Ok(false)` (nothing emitted) if it is not
+    /// pending.
+    pub fn remove(&mut self, id: &MessageId) -> Result<bool, Rejected> {
+        self.check_live()?;
+        let Some((target, position)) = self.inbox.locate(id) else {
+            return Ok(false);
+        };
+        self.inbox.remove_at(target, position, &mut self.outputs);
+        Ok(true)
+    }
+
+    /// `replace(id, message)` (S15): swap a pending message in place; the replacement inherits its
+    /// waking flag. `Ok(false)` (nothing emitted) if `id` is not pending; rejected if the new id is
+    /// pending elsewhere.
+    pub fn replace(
+        &mut self,
+        id: &MessageId,
+        message: impl Into<SharedMessage>,
+    ) -> Result<bool, Rejected> {
+        let message = message.into();
+        self.check_live()?;
+        let Some((target, position)) = self.inbox.locate(id) else {
+            return Ok(false);
+        };
+        if message.id() != id && self.inbox.contains(message.id()) {
+            if seeded_bug!(self, RejectedReplaceRemoves) {
+                self.inbox.remove_at(target, position, &mut self.outputs);
+                self.outputs.clear();
+            }
+            return Err(Rejected::AlreadyPending(message.id().clone()));
+        }
+        self.inbox
+            .replace_at(target, position, message, &mut self.outputs);
+        Ok(true)
+    }
+
+    /// `prepend(target, message)` (S15): put a quiet message first in `target`.
+    pub fn prepend(
+        &mut self,
+        target: Target,
+        message: impl Into<SharedMessage>,
+    ) -> Result<(), Rejected> {
+        let message = message.into();
+        self.check_live()?;
+        self.check_not_pending(message.id())?;
+        self.inbox.prepend(target, message, &mut self.outputs);
+        Ok(())
+    }
+
+    /// `clear()` (S15): discard everything pending, NS first. Touches neither phase nor latch.
+    pub fn clear(&mut self) -> Result<(), Rejected> {
+        self.check_live()?;
+        self.inbox.clear(&mut self.outputs);
+        Ok(())
+    }
+
+    /// `cancel(cause, { keepInbox })` (S39): without `keep_inbox`, clear both lists (and the
+    /// current activity's latch); then, if an activity runs, request its cancellation (the first
+    /// cause wins) and, on its first cancel only, emit `abort`.
+    pub fn cancel(&mut self, cause: CancelCause, keep_inbox: bool) -> Result<(), Rejected> {
+        self.check_live()?;
+        self.apply_cancel(cause, keep_inbox);
+        Ok(())
+    }
+
+    /// `dispose()` (S45): `cancel(disposed)` without `keepInbox`, then disposing until quiescent;
+    /// `disposed` is the last output of the input that makes the machine quiescent.
+    pub fn dispose(&mut self) -> Result<(), Rejected> {
+        self.check_live()?;
+        self.apply_cancel(CancelCause::Disposed, false);
+        match self.activity_mut() {
+            Some(activity) => {
+                if let Some(cancellation) = activity.cancel.as_mut() {
+                    cancellation.disposing = true;
+                }
+            }
+            None => self.finish_disposal(),
+        }
+        Ok(())
+    }
+
+    /// `beginMaintenance()` (S43): only while idle; status stays `idle`, nothing is emitted.
+    pub fn begin_maintenance(&mut self) -> Result<(), Rejected> {
+        self.check_live()?;
+        if !matches!(self.phase, Phase::Idle) {
+            return Err(Rejected::Busy);
+        }
+        self.phase = Phase::Maintenance(Activity::default());
+        Ok(())
+    }
+
+    /// `endMaintenance()` (S43): back to idle, then replay the latch (S25) or finish disposal.
+    pub fn end_maintenance(&mut self) -> Result<(), Rejected> {
+        self.check_live()?;
+        let Phase::Maintenance(activity) = &self.phase else {
+            return Err(self.unexpected(Completion::EndMaintenance));
+        };
+        let activity = activity.clone();
+        self.phase = Phase::Idle;
+        self.activity_ended(activity);
+        Ok(())
+    }
+
+    /// Answers the outstanding `preStep` request (S29, S30).
+    pub fn answer_pre_step(&mut self, answer: PreStepAnswer) -> Result<(), Rejected> {
+        self.check_live()?;
+        let Some(Awaiting::PreStep { after_terminal }) = self.awaiting() else {
+            return Err(self.unexpected(Completion::PreStep));
+        };
+        // S30, in this order: cancellation, fail, reject, then the entered batch.
+        if self.end_if_cancelled() {
+            return Ok(());
+        }
+        let messages = match answer {
+            PreStepAnswer::Fail(error) => {
+                self.fail(error);
+                return Ok(());
+            }
+            PreStepAnswer::Reject => {
+                self.end_turn(TurnEndReason::Blocked);
+                return Ok(());
+            }
+            PreStepAnswer::Enter(messages) => messages,
+        };
+        let Some(run) = self.running_mut() else {
+            return Ok(());
+        };
+        if messages.is_empty() && (run.step == 0 || after_terminal) {
+            // An empty first batch ends the turn at once, with no step. After a terminal step the
+            // turn only went on for NS items, and the host dropped them all: stop now with the
+            // sticky reason, without turnStopping and without looking at NS again.
+            let reason = if run.step == 0 {
+                TurnEndReason::Completed
+            } else {
+                run.stop_reason()
+            };
+            self.end_turn(reason);
+            return Ok(());
+        }
+        // Enter the step (after a `continue`, even with no new messages).
+        run.step += 1;
+        run.awaiting = Awaiting::Step;
+        let step = run.step;
+        let turn = self.last_turn;
+        self.outputs
+            .push_back(Output::Event(Event::StepStart { turn, step }));
+        for message in messages {
+            self.outputs
+                .push_back(Output::Event(Event::UserMessage(message)));
+        }
+        self.outputs
+            .push_back(Output::Request(Request::Step { turn, step }));
+        Ok(())
+    }
+
+    /// Answers the outstanding `step` request (S32, S33): `step/end` first, always.
+    pub fn answer_step(&mut self, answer: StepAnswer) -> Result<(), Rejected> {
+        self.check_live()?;
+        let (Some(Awaiting::Step), Some(run)) = (self.awaiting(), self.running()) else {
+            return Err(self.unexpected(Completion::Step));
+        };
+        let (turn, step) = (self.last_turn, run.step);
+        if !(matches!(answer, StepAnswer::Fail(_)) && seeded_bug!(self, FailedStepNeverEnds)) {
+            self.outputs
+                .push_back(Output::Event(Event::StepEnd { turn, step }));
+        }
+        if self.end_if_cancelled() {
+            return Ok(());
+        }
+        let terminal = match answer {
+            StepAnswer::Fail(error) => {
+                self.fail(error);
+                return Ok(());
+            }
+            StepAnswer::Continue => false,
+            StepAnswer::Completed => true,
+            StepAnswer::MaxTokens => {
+                if let Some(run) = self.running_mut() {
+                    run.max_tokens = true;
+                }
+                true
+            }
+        };
+        let stops = if terminal {
+            self.inbox.len(Target::NextStep) == 0
+        } else {
+            seeded_bug!(self, MaxTokensStopsToolStep)
+                && self.running().is_some_and(|run| run.max_tokens)
+        };
+        if stops {
+            self.request_turn_stopping();
+        } else {
+            // A tool step goes on; a terminal step goes on only for the NS items.
+            self.claim_and_request_pre_step(false, terminal);
+        }
+        Ok(())
+    }
+
+    /// Answers the outstanding `turnStopping` request (S33).
+    pub fn answer_turn_stopping(&mut self, answer: TurnStoppingAnswer) -> Result<(), Rejected> {
+        self.check_live()?;
+        let (Some(Awaiting::TurnStopping), Some(run)) = (self.awaiting(), self.running()) else {
+            return Err(self.unexpected(Completion::TurnStopping));
+        };
+        let reason = run.stop_reason();
+        if self.end_if_cancelled() {
+            return Ok(());
+        }
+        match answer {
+            TurnStoppingAnswer::Fail(error) => self.fail(error),
+            TurnStoppingAnswer::Done if self.inbox.len(Target::NextStep) == 0 => {
+                self.end_turn(reason)
+            }
+            // Hooks steered or injected meanwhile: the turn goes on for them.
+            TurnStoppingAnswer::Done => self.claim_and_request_pre_step(false, true),
+        }
+        Ok(())
+    }
+
+    // ----- transitions shared by several inputs -----
+
+    fn check_live(&self) -> Result<(), Rejected> {
+        if self.is_disposed() {
+            Err(Rejected::Disposed)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn check_not_pending(&self, id: &MessageId) -> Result<(), Rejected> {
+        let pending = match self.inbox.locate(id) {
+            Some((Target::NextStep, _)) if seeded_bug!(self, DuplicateInNextStep) => false,
+            found => found.is_some(),
+        };
+        if pending {
+            Err(Rejected::AlreadyPending(id.clone()))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn unexpected(&self, answered: Completion) -> Rejected {
+        Rejected::UnexpectedCompletion {
+            answered,
+            outstanding: self.outstanding(),
+        }
+    }
+
+    fn activity(&self) -> Option<&Activity> {
+        match &self.phase {
+            Phase::Maintenance(activity) => Some(activity),
+            Phase::Running(run) => Some(&run.activity),
+            Phase::Idle | Phase::Disposed => None,
+        }
+    }
+
+    fn activity_mut(&mut self) -> Option<&mut Activity> {
+        match &mut self.phase {
+            Phase::Maintenance(activity) => Some(activity),
+            Phase::Running(run) => Some(&mut run.activity),
+            Phase::Idle | Phase::Disposed => None,
+        }
+    }
+
+    fn running(&self) -> Option<&Run> {
+        match &self.phase {
+            Phase::Running(run) => Some(run),
+            _ => None,
+        }
+    }
+
+    fn running_mut(&mut self) -> Option<&mut Run> {
+        match &mut self.phase {
+            Phase::Running(run) => Some(run),
+            _ => None,
+        }
+    }
+
+    fn awaiting(&self) -> Option<Awaiting> {
+        self.running().map(|run| run.awaiting)
+    }
+
+    /// S30, S33: once cancellation was requested, any answer ends the turn `aborted` with the
+    /// first cause. Returns whether it did.
+    fn end_if_cancelled(&mut self) -> bool {
+        let cause = self
+            .running()
+            .and_then(|run| run.activity.cancel.as_ref())
+            .map(|cancellation| cancellation.cause.clone());
+        match cause {
+            Some(reason) => {
+                self.end_turn(TurnEndReason::Aborted { reason });
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// S39 on a live machine (shared by `cancel` and `dispose`).
+    fn apply_cancel(&mut self, cause: CancelCause, keep_inbox: bool) {
+        if !keep_inbox {
+            self.inbox.clear(&mut self.outputs);
+            if let Some(activity) = self.activity_mut() {
+                activity.wake_requested = false;
+            }
+        } else if seeded_bug!(self, KeepInboxDropsSteps) {
+            self.inbox.clear_list(Target::NextStep, &mut self.outputs);
+        }
+        let Some(activity) = self.activity_mut() else {
+            return;
+        };
+        if activity.cancel.is_none() {
+            activity.cancel = Some(Cancellation {
+                cause: cause.clone(),
+                disposing: false,
+            });
+            self.outputs
+                .push_back(Output::Request(Request::Abort { cause }));
+        }
+    }
+
+    /// S24: what a waking send does in each phase.
+    fn wake(&mut self) {
+        let forget = seeded_bug!(self, MaintenanceForgetsWake);
+        match &mut self.phase {
+            Phase::Idle => self.start_driver(),
+            Phase::Running(run) if run.activity.cancel.is_none() => {
+                // The live driver claims the input at its next boundary.
+            }
+            Phase::Running(run) => run.activity.latch(),
+            Phase::Maintenance(_) if forget => {}
+            Phase::Maintenance(activity) => activity.latch(),
+            Phase::Disposed => {}
+        }
+    }
+
+    /// Idle → running: `status running`, then open a turn (S24).
+    fn start_driver(&mut self) {
+        self.phase = Phase::Running(Run::new());
+        self.push_status(Status::Running);
+        if seeded_bug!(self, StatusTwice) {
+            self.push_status(Status::Running);
+        }
+        self.open_turn();
+    }
+
+    /// S27: `turn/start`, claim at the turn boundary, request the pre-step decision. The caller
+    /// installed a fresh `Run`.
+    fn open_turn(&mut self) {
+        // Saturates rather than wraps: 2^64 turns are unreachable, but a restored log may start
+        // near the limit, and a panic must not be reachable from input.
+        self.last_turn = self.last_turn.saturating_add(1);
+        self.outputs.push_back(Output::Event(Event::TurnStart {
+            turn: self.last_turn,
+        }));
+        self.claim_and_request_pre_step(true, false);
+    }
+
+    /// S28, S29: claim (all of NS, and at a turn boundary the first NT item), emit `claimed` for
+    /// each, then request the pre-step decision.
+    fn claim_and_request_pre_step(&mut self, turn_boundary: bool, after_terminal: bool) {
+        let turn = self.last_turn;
+        #[cfg(feature = "seeded-bugs")]
+        let steps_pending = self.inbox.len(Target::NextStep);
+        #[allow(unused_mut)]
+        let mut messages = self.inbox.claim(turn_boundary, &mut self.outputs);
+        #[cfg(feature = "seeded-bugs")]
+        self.seed_claim_bugs(turn_boundary, steps_pending, &mut messages);
+        for message in &messages {
+            self.outputs
+                .push_back(Output::Notify(Notification::Claimed {
+                    message: message.clone(),
+                    turn,
+                }));
+        }
+        let Phase::Running(run) = &mut self.phase else {
+            return;
+        };
+        run.awaiting = Awaiting::PreStep { after_terminal };
+        let step = run.step + 1;
+        self.outputs.push_back(Output::Request(Request::PreStep {
+            turn,
+            step,
+            messages,
+        }));
+    }
+
+    fn request_turn_stopping(&mut self) {
+        let Phase::Running(run) = &mut self.phase else {
+            return;
+        };
+        run.awaiting = Awaiting::TurnStopping;
+        self.outputs.push_back(Output::Request(Request::TurnStopping {
+            turn: self.last_turn,
+        }));
+    }
+
+    /// S38: `agent/error`, then `turn/end error`, then the driver exits.
+    fn fail(&mut self, error: ErrorInfo) {
+        let Phase::Running(run) = &self.phase else {
+            return;
+        };
+        self.outputs.push_back(Output::Notify(Notification::Error {
+            turn: self.last_turn,
+            step: run.step,
+            error: error.clone(),
+        }));
+        self.end_turn(TurnEndReason::Error { error });
+    }
+
+    /// S35: `turn/end`, then either the next turn in the same running interval (after
+    /// `completed`, `max-tokens` or `blocked` with waking work pending) or the driver's exit.
+    fn end_turn(&mut self, reason: TurnEndReason) {
+        let continues = matches!(
+            reason,
+            TurnEndReason::Completed | TurnEndReason::MaxTokens | TurnEndReason::Blocked
+        ) && self.inbox.has_waking_work();
+        self.outputs.push_back(Output::Event(Event::TurnEnd {
+            turn: self.last_turn,
+            reason,
+        }));
+        let Phase::Running(run) = &mut self.phase else {
+            return;
+        };
+        if continues {
+            // A fresh activity: new cancellation token, latch clear, no status change.
+            *run = Run::new();
+            self.open_turn();
+            return;
+        }
+        let activity = std::mem::take(&mut run.activity);
+        self.phase = Phase::Idle;
+        self.push_status(Status::Idle);
+        self.activity_ended(activity);
+    }
+
+    /// An activity ended and the machine is idle: finish a disposal, or replay the latch (S25).
+    fn activity_ended(&mut self, activity: Activity) {
+        let disposing = activity.cancel.as_ref().is_some_and(|c| c.disposing);
+        if disposing {
+            self.finish_disposal();
+        } else if activity.wake_requested && self.inbox.has_waking_work() {
+            self.start_driver();
+        }
+    }
+
+    fn finish_disposal(&mut self) {
+        self.phase = Phase::Disposed;
+        self.outputs.push_back(Output::Disposed);
+    }
+
+    fn push_status(&mut self, status: Status) {
+        self.outputs
+            .push_back(Output::Notify(Notification::Status { status }));
+    }
+
+    /// Seeded bugs `ClaimTakesTwoTurnItems` and `ClaimForgetsStep`.
+    #[cfg(feature = "seeded-bugs")]
+    fn seed_claim_bugs(
+        &mut self,
+        turn_boundary: bool,
+        steps_pending: usize,
+        messages: &mut crate::message::Batch,
+    ) {
+        if turn_boundary && seeded_bug!(self, ClaimTakesTwoTurnItems) {
+            for message in self.inbox.claim(true, &mut self.outputs) {
+                messages.push(message);
+            }
+        }
+        if steps_pending >= 2 && seeded_bug!(self, ClaimForgetsStep) {
+            let forgotten = steps_pending - 1;
+            *messages = std::mem::take(messages)
+                .into_iter()
+                .enumerate()
+                .filter_map(|(i, message)| (i != forgotten).then_some(message))
+                .collect();
+        }
+    }
+
+    /// Seeded bug `SpliceStartOffByOne`: the append just queued reports `start = len + 1`.
+    #[cfg(feature = "seeded-bugs")]
+    fn seed_splice_start_off_by_one(&mut self) {
+        let splice = self.outputs.iter_mut().rev().find_map(|output| match output {
+            Output::Event(Event::Spliced(splice)) => Some(splice),
+            _ => None,
+        });
+        if let Some(splice) = splice {
+            splice.start += 1;
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! Messages and their identities (SPEC §2).
+//!
+//! A [`Message`] is a complete, immutable user-role message minted by the caller (S6). The machine
+//! reads nothing but its [`MessageId`]; every other field is carried verbatim (S7, S8), so a message
+//! restored from a log written by another implementation comes back out exactly as it was written.
+//! Messages travel as [`SharedMessage`] (`Arc<Message>`): the pending list, the durable splice, the
+//! notifications, the pre-step request and the `user/message` event all share one allocation.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{self, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+use smallvec::SmallVec;
+
+/// A message as the machine shares it (S8): cloning it bumps a reference count.
+pub type SharedMessage = Arc<Message>;
+
+/// The caller-minted identity of a message (S6): an opaque string, unique among the messages
+/// currently pending (S9). Cloning it is a reference-count bump.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MessageId(Arc<str>);
+
+impl MessageId {
+    /// Wraps a caller-minted id.
+    pub fn new(id: impl Into<Arc<str>>) -> Self {
+        MessageId(id.into())
+    }
+
+    /// The id as a string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Borrow<str> for MessageId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for MessageId {
+    fn from(id: &str) -> Self {
+        MessageId::new(id)
+    }
+}
+
+impl From<String> for MessageId {
+    fn from(id: String) -> Self {
+        MessageId::new(id)
+    }
+}
+
+impl Serialize for MessageId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let id = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Ok(MessageId::new(&*id))
+    }
+}
+
+/// A user-role message: `{ id, source, content }` (S6).
+///
+/// Only [`id`](Message::id) means anything to the machine. The other fields (normally `source`,
+/// whose `kind` tells a human prompt from injected context (S7), and `content`) are kept as the
+/// JSON object they were given in, so they serialize back byte-for-byte equal in value.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Message {
+    id: MessageId,
+    fields: Map<String, Value>,
+}
+
+impl Message {
+    /// A message `{ id, source, content }`. `source` should be an object with a string `kind`
+    /// (`{"kind": "user"}` for a human prompt); the machine does not inspect it.
+    pub fn new(id: impl Into<MessageId>, source: Value, content: Value) -> Self {
+        let mut fields = Map::new();
+        fields.insert("source".to_owned(), source);
+        fields.insert("content".to_owned(), content);
+        Message {
+            id: id.into(),
+            fields,
+        }
+    }
+
+    /// A human prompt: `{ id, source: { kind: "user" }, content }`.
+    pub fn user(id: impl Into<MessageId>, content: impl Into<Value>) -> Self {
+        Message::new(id, serde_json::json!({ "kind": "user" }), content.into())
+    }
+
+    /// A message from its id and any other fields, carried verbatim. An `id` key among `fields`
+    /// is ignored: the explicit id wins.
+    pub fn from_fields(id: impl Into<MessageId>, mut fields: Map<String, Value>) -> Self {
+        fields.remove("id");
+        Message {
+            id: id.into(),
+            fields,
+        }
+    }
+
+    /// Parses a message from a JSON value: an object with a string `id`. `None` otherwise.
+    pub fn from_json(value: &Value) -> Option<Self> {
+        let object = value.as_object()?;
+        let id = object.get("id")?.as_str()?;
+        let mut fields = object.clone();
+        fields.remove("id");
+        Some(Message {
+            id: MessageId::new(id),
+            fields,
+        })
+    }
+
+    /// The caller-minted id.
+    pub fn id(&self) -> &MessageId {
+        &self.id
+    }
+
+    /// The `source` field, if present.
+    pub fn source(&self) -> Option<&Value> {
+        self.fields.get("source")
+    }
+
+    /// `source.kind`, if present: `"user"` for a human prompt (S7).
+    pub fn source_kind(&self) -> Option<&str> {
+        self.source()?.get("kind")?.as_str()
+    }
+
+    /// The `content` field, if present.
+    pub fn content(&self) -> Option<&Value> {
+        self.fields.get("content")
+    }
+
+    /// Every field but `id`, as given.
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.fields
+    }
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = f.debug_struct("Message");
+        s.field("id", &self.id);
+        for (key, value) in &self.fields {
+            s.field(key, value);
+        }
+        s.finish()
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.fields.len() + 1))?;
+        map.serialize_entry("id", &self.id)?;
+        for (key, value) in &self.fields {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MessageVisitor;
+
+        impl<'de> Visitor<'de> for MessageVisitor {
+            type Value = Message;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a message object with a string `id`")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Message, A::Error> {
+                let mut id = None;
+                let mut fields = Map::new();
+                while let Some(key) = access.next_key::<String>()? {
+                    if key == "id" {
+                        if id.is_some() {
+                            return Err(de::Error::duplicate_field("id"));
+                        }
+                        id = Some(access.next_value::<MessageId>()?);
+                    } else {
+                        let value = access.next_value::<Value>()?;
+                        fields.insert(key, value);
+                    }
+                }
+                let id = id.ok_or_else(|| de::Error::missing_field("id"))?;
+                Ok(Message { id, fields })
+            }
+        }
+
+        deserializer.deserialize_map(MessageVisitor)
+    }
+}
+
+/// Inline capacity of a [`Batch`]: a claim of up to this many messages does not allocate.
+pub const BATCH_INLINE: usize = 4;
+
+/// An ordered batch of shared messages: a claimed batch (S28) or the messages a step enters
+/// (S29). Small batches live inline, so the common claim does not allocate. The host can hand the
+/// batch of a `preStep` request straight back as its `enter` answer.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Batch(SmallVec<[SharedMessage; BATCH_INLINE]>);
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Batch(SmallVec::new())
+    }
+
+    /// Appends a message.
+    pub fn push(&mut self, message: SharedMessage) {
+        self.0.push(message);
+    }
+
+    /// The messages in order.
+    pub fn as_slice(&self) -> &[SharedMessage] {
+        &self.0
+    }
+
+    /// Whether the batch outgrew its inline storage and allocated.
+    pub fn spilled(&self) -> bool {
+        self.0.spilled()
+    }
+}
+
+impl fmt::Debug for Batch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.iter()).finish()
+    }
+}
+
+impl std::ops::Deref for Batch {
+    type Target = [SharedMessage];
+
+    fn deref(&self) -> &[SharedMessage] {
+        &self.0
+    }
+}
+
+impl FromIterator<SharedMessage> for Batch {
+    fn from_iter<I: IntoIterator<Item = SharedMessage>>(iter: I) -> Self {
+        Batch(iter.into_iter().collect())
+    }
+}
+
+impl FromIterator<Message> for Batch {
+    fn from_iter<I: IntoIterator<Item = Message>>(iter: I) -> Self {
+        Batch(iter.into_iter().map(Arc::new).collect())
+    }
+}
+
+impl From<Vec<SharedMessage>> for Batch {
+    fn from(messages: Vec<SharedMessage>) -> Self {
+        Batch(SmallVec::from_vec(messages))
+    }
+}
+
+impl IntoIterator for Batch {
+    type Item = SharedMessage;
+    type IntoIter = smallvec::IntoIter<[SharedMessage; BATCH_INLINE]>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Batch {
+    type Item = &'a SharedMessage;
+    type IntoIter = std::slice::Iter<'a, SharedMessage>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl Serialize for Batch {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Batch {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        SmallVec::deserialize(deserializer).map(Batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn s6_message_round_trips_verbatim() {
+        let wire = json!({"id": "a", "source": {"kind": "plugin", "name": "x"}, "content": [1, {"b": null}], "extra": true});
+        let message: Message = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(message.id().as_str(), "a");
+        assert_eq!(message.source_kind(), Some("plugin"));
+        assert_eq!(serde_json::to_value(&message).unwrap(), wire);
+        assert_eq!(Message::from_json(&wire), Some(message));
+    }
+
+    #[test]
+    fn s6_message_needs_a_string_id() {
+        assert!(serde_json::from_value::<Message>(json!({"source": {}})).is_err());
+        assert!(serde_json::from_value::<Message>(json!({"id": 1})).is_err());
+        assert!(serde_json::from_value::<Message>(json!("a")).is_err());
+        assert_eq!(Message::from_json(&json!({"id": 1})), None);
+    }
+
+    #[test]
+    fn s7_user_message_shape() {
+        let message = Message::user("a", "hi");
+        assert_eq!(
+            serde_json::to_value(&message).unwrap(),
+            json!({"id": "a", "source": {"kind": "user"}, "content": "hi"})
+        );
+        assert_eq!(message.content(), Some(&json!("hi")));
+    }
+}

@@ -1,0 +1,377 @@
+//! Outputs: durable events, notifications, requests and the end of the machine's life.
+//!
+//! Every output serializes exactly as an `"out"` line of the conformance trace format
+//! (`conformance/FORMAT.md`); an [`Event`] alone serializes as the `{ type, data }` record the host
+//! appends to the session's durable log.
+
+use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
+
+use crate::input::{CancelCause, ErrorInfo, Target};
+use crate::message::{Batch, SharedMessage};
+
+/// One output of the machine. Drain them with [`Machine::poll_output`](crate::Machine::poll_output)
+/// after every input, in order, before acting on any of them (S1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Output {
+    /// Append this event to the session's durable log.
+    Event(Event),
+    /// Publish this live, non-durable signal.
+    Notify(Notification),
+    /// Do this asynchronous work and report back with an input (or, for `abort`, just do it).
+    Request(Request),
+    /// The machine is disposed (S45): the last output it ever emits.
+    #[serde(with = "empty_object")]
+    Disposed,
+}
+
+/// A durable event: the host appends it to the session's append-only log.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum Event {
+    /// `agent/inbox/spliced`: one change to one pending list (S10).
+    #[serde(rename = "agent/inbox/spliced")]
+    Spliced(Splice),
+    /// `turn/start` (S27).
+    #[serde(rename = "turn/start")]
+    TurnStart {
+        /// The turn number.
+        turn: u64,
+    },
+    /// `step/start` (S30).
+    #[serde(rename = "step/start")]
+    StepStart {
+        /// The turn number.
+        turn: u64,
+        /// The step number within the turn, from 1.
+        step: u64,
+    },
+    /// `user/message`: a message the step enters (S30).
+    #[serde(rename = "user/message")]
+    UserMessage(SharedMessage),
+    /// `step/end` (S32).
+    #[serde(rename = "step/end")]
+    StepEnd {
+        /// The turn number.
+        turn: u64,
+        /// The step number.
+        step: u64,
+    },
+    /// `turn/end` (S35).
+    #[serde(rename = "turn/end")]
+    TurnEnd {
+        /// The turn number.
+        turn: u64,
+        /// Why the turn ended.
+        reason: TurnEndReason,
+    },
+}
+
+/// The data of an `agent/inbox/spliced` event: `splice(target, start, removedCount, inserted)`
+/// on one list (S10, S11), with coordinates normalised (`start + removed_count <= len`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Splice {
+    /// The list changed.
+    pub target: Target,
+    /// Where the change starts.
+    pub start: usize,
+    /// How many items were removed (omitted on the wire when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub removed_count: usize,
+    /// The messages inserted at `start`, in order.
+    pub inserted: SmallVec<[SharedMessage; 1]>,
+    /// `canceled` on an ordinary removal that removed something (S12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<SpliceOutcome>,
+    /// The inserted item is waking (S10, S19); omitted on the wire when false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub wakeup: bool,
+}
+
+/// The outcome of an ordinary removal (S12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpliceOutcome {
+    /// The removed items were cancelled (remove, replace, clear, cancel).
+    Canceled,
+}
+
+/// Why a turn ended (S36).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum TurnEndReason {
+    /// The model stopped and no step hit the output limit.
+    Completed,
+    /// The model stopped and some step of the turn hit the output limit (sticky, S34).
+    MaxTokens,
+    /// The pre-step decision rejected the step.
+    Blocked,
+    /// The turn was cancelled.
+    Aborted {
+        /// The first cancel cause of the turn.
+        reason: CancelCause,
+    },
+    /// A host answer failed (S38).
+    Error {
+        /// The failure.
+        error: ErrorInfo,
+    },
+    /// Written only by crash repair (S50); never emitted by the machine.
+    Interrupted,
+}
+
+/// A live, non-durable signal.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Notification {
+    /// A message joined a pending list.
+    #[serde(rename = "agent/inbox/inserted")]
+    Inserted {
+        /// The message.
+        message: SharedMessage,
+    },
+    /// A pending message was removed by an ordinary removal (S12).
+    #[serde(rename = "agent/inbox/discarded")]
+    Discarded {
+        /// The message.
+        message: SharedMessage,
+    },
+    /// A pending message was claimed by a turn (S28).
+    #[serde(rename = "agent/inbox/claimed")]
+    Claimed {
+        /// The message.
+        message: SharedMessage,
+        /// The claiming turn.
+        turn: u64,
+    },
+    /// The public status changed (S23).
+    #[serde(rename = "agent/status")]
+    Status {
+        /// The new status.
+        status: Status,
+    },
+    /// A turn failed (S38).
+    #[serde(rename = "agent/error")]
+    Error {
+        /// The turn.
+        turn: u64,
+        /// The last entered step, 0 if none.
+        step: u64,
+        /// The failure.
+        error: ErrorInfo,
+    },
+}
+
+/// The public status (S23): `running` while a driver runs, `idle` otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// No driver is running (maintenance and disposal included).
+    Idle,
+    /// A driver is running a turn.
+    Running,
+}
+
+/// Work the machine asks the host to do.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Request {
+    /// Decide the step (hooks, prompt assembly) for the claimed batch; answer with
+    /// [`PreStepAnswer`](crate::PreStepAnswer) (S29).
+    PreStep {
+        /// The turn.
+        turn: u64,
+        /// The number the step will get if entered.
+        step: u64,
+        /// The claimed batch: all of NS, then at a turn boundary the first NT item.
+        messages: Batch,
+    },
+    /// Run the step (model call, tools); answer with [`StepAnswer`](crate::StepAnswer) (S32).
+    Step {
+        /// The turn.
+        turn: u64,
+        /// The step.
+        step: u64,
+    },
+    /// Run the turn-stopping hooks; answer with [`TurnStoppingAnswer`](crate::TurnStoppingAnswer)
+    /// (S33).
+    TurnStopping {
+        /// The turn.
+        turn: u64,
+    },
+    /// Stop the in-flight work of the current activity (S39). Fire and forget: never answered,
+    /// and the outstanding request must still be answered (S40).
+    Abort {
+        /// The first cancel cause of the activity.
+        cause: CancelCause,
+    },
+}
+
+/// The request the machine waits on (S4): at most one at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outstanding {
+    /// A `preStep` request for this turn and prospective step.
+    PreStep {
+        /// The turn.
+        turn: u64,
+        /// The number the step will get if entered.
+        step: u64,
+    },
+    /// A `step` request.
+    Step {
+        /// The turn.
+        turn: u64,
+        /// The step.
+        step: u64,
+    },
+    /// A `turnStopping` request.
+    TurnStopping {
+        /// The turn.
+        turn: u64,
+    },
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// `Output::Disposed` is `{"disposed": {}}` on the wire.
+mod empty_object {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Empty {}
+
+    pub(super) fn serialize<S: Serializer>(serializer: S) -> Result<S::Ok, S::Error> {
+        Empty {}.serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<(), D::Error> {
+        Empty::deserialize(deserializer).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Message;
+    use serde_json::{json, Value};
+    use std::sync::Arc;
+
+    fn round_trip(output: Output, wire: Value) {
+        assert_eq!(serde_json::to_value(&output).unwrap(), wire);
+        assert_eq!(serde_json::from_value::<Output>(wire).unwrap(), output);
+    }
+
+    #[test]
+    fn outputs_serialize_as_format_md_out_lines() {
+        let m: SharedMessage = Arc::new(Message::user("a", "hi"));
+        let mj = json!({"id": "a", "source": {"kind": "user"}, "content": "hi"});
+        round_trip(
+            Output::Event(Event::Spliced(Splice {
+                target: Target::NextTurn,
+                start: 0,
+                removed_count: 0,
+                inserted: SmallVec::from_elem(m.clone(), 1),
+                outcome: None,
+                wakeup: true,
+            })),
+            json!({"event": {"type": "agent/inbox/spliced", "data": {"target": "next-turn", "start": 0, "inserted": [mj], "wakeup": true}}}),
+        );
+        round_trip(
+            Output::Event(Event::Spliced(Splice {
+                target: Target::NextStep,
+                start: 1,
+                removed_count: 2,
+                inserted: SmallVec::new(),
+                outcome: Some(SpliceOutcome::Canceled),
+                wakeup: false,
+            })),
+            json!({"event": {"type": "agent/inbox/spliced", "data": {"target": "next-step", "start": 1, "removedCount": 2, "inserted": [], "outcome": "canceled"}}}),
+        );
+        round_trip(
+            Output::Event(Event::TurnStart { turn: 1 }),
+            json!({"event": {"type": "turn/start", "data": {"turn": 1}}}),
+        );
+        round_trip(
+            Output::Event(Event::StepStart { turn: 1, step: 2 }),
+            json!({"event": {"type": "step/start", "data": {"turn": 1, "step": 2}}}),
+        );
+        round_trip(
+            Output::Event(Event::UserMessage(m.clone())),
+            json!({"event": {"type": "user/message", "data": mj}}),
+        );
+        round_trip(
+            Output::Event(Event::TurnEnd {
+                turn: 3,
+                reason: TurnEndReason::Aborted {
+                    reason: CancelCause::User,
+                },
+            }),
+            json!({"event": {"type": "turn/end", "data": {"turn": 3, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}}}),
+        );
+        round_trip(
+            Output::Event(Event::TurnEnd {
+                turn: 3,
+                reason: TurnEndReason::Error {
+                    error: ErrorInfo::new("boom", "E1"),
+                },
+            }),
+            json!({"event": {"type": "turn/end", "data": {"turn": 3, "reason": {"kind": "error", "error": {"message": "boom", "code": "E1"}}}}}),
+        );
+        round_trip(
+            Output::Event(Event::TurnEnd {
+                turn: 1,
+                reason: TurnEndReason::MaxTokens,
+            }),
+            json!({"event": {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "max-tokens"}}}}),
+        );
+        round_trip(
+            Output::Notify(Notification::Claimed {
+                message: m.clone(),
+                turn: 1,
+            }),
+            json!({"notify": {"type": "agent/inbox/claimed", "message": mj, "turn": 1}}),
+        );
+        round_trip(
+            Output::Notify(Notification::Status {
+                status: Status::Running,
+            }),
+            json!({"notify": {"type": "agent/status", "status": "running"}}),
+        );
+        round_trip(
+            Output::Notify(Notification::Error {
+                turn: 1,
+                step: 0,
+                error: ErrorInfo::new("m", "c"),
+            }),
+            json!({"notify": {"type": "agent/error", "turn": 1, "step": 0, "error": {"message": "m", "code": "c"}}}),
+        );
+        round_trip(
+            Output::Request(Request::PreStep {
+                turn: 1,
+                step: 1,
+                messages: [m.clone()].into_iter().collect(),
+            }),
+            json!({"request": {"preStep": {"turn": 1, "step": 1, "messages": [mj]}}}),
+        );
+        round_trip(
+            Output::Request(Request::TurnStopping { turn: 2 }),
+            json!({"request": {"turnStopping": {"turn": 2}}}),
+        );
+        round_trip(
+            Output::Request(Request::Abort {
+                cause: CancelCause::Disposed,
+            }),
+            json!({"request": {"abort": {"cause": {"kind": "disposed"}}}}),
+        );
+        round_trip(Output::Disposed, json!({"disposed": {}}));
+    }
+}

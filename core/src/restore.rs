@@ -1,0 +1,289 @@
+//! Restoring a machine from a durable log (SPEC §9, S46–S48).
+//!
+//! [`Restorer`] reads a log one event at a time (so a log file can be streamed), rebuilding the
+//! two pending lists from every `agent/inbox/spliced` event at or after the seed boundary and
+//! `lastTurn` from the last `turn/start` of the whole log; every other event is read past. It
+//! validates as it goes and produces a [`Machine`] only when the whole log was valid: nothing is
+//! ever partially restored (S47). The restored machine is idle and emits nothing; its items park
+//! until the next wake (S48).
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashSet, VecDeque};
+use std::hash::BuildHasherDefault;
+
+use serde_json::Value;
+
+use crate::error::{InvalidLog, LogViolation};
+use crate::inbox::Inbox;
+use crate::input::Target;
+use crate::machine::Machine;
+use crate::message::{Message, MessageId, SharedMessage};
+use crate::output::{Event, Splice};
+
+/// Rebuilds a [`Machine`] from a durable log, one event at a time.
+///
+/// ```
+/// use coxswain_core::{Machine, Restorer};
+/// use serde_json::json;
+///
+/// let log = [
+///     json!({"type": "agent/inbox/spliced", "data": {"target": "next-turn", "start": 0,
+///            "inserted": [{"id": "a", "source": {"kind": "user"}, "content": "hi"}], "wakeup": true}}),
+///     json!({"type": "model/output", "data": "anything"}),
+/// ];
+/// let machine = Machine::restore(&log, 0)?;
+/// assert_eq!(machine.pending(coxswain_core::Target::NextTurn).len(), 1);
+/// # Ok::<(), coxswain_core::InvalidLog>(())
+/// ```
+#[derive(Debug)]
+pub struct Restorer {
+    seed_length: usize,
+    /// The index the next event gets.
+    index: usize,
+    next_turn: VecDeque<(SharedMessage, bool)>,
+    next_step: VecDeque<(SharedMessage, bool)>,
+    pending: HashSet<MessageId, BuildHasherDefault<DefaultHasher>>,
+    last_turn: u64,
+    /// The index of the `turn/start` of the turn still open, if any.
+    open_turn: Option<usize>,
+    /// The first error: a restorer that failed keeps failing.
+    failed: Option<InvalidLog>,
+}
+
+/// A splice as read from the log, validated except for its coordinates.
+struct RawSplice<'a> {
+    target: Target,
+    start: Option<u64>,
+    removed_count: Option<u64>,
+    inserted: Inserted<'a>,
+    wakeup: bool,
+}
+
+enum Inserted<'a> {
+    Json(&'a [Value]),
+    Typed(&'a [SharedMessage]),
+}
+
+impl Restorer {
+    /// A restorer that replays splices from event `seed_length` on (S46). A seed boundary past the
+    /// end of the log means no splice is replayed (the boundary is clamped to the length).
+    pub fn new(seed_length: usize) -> Self {
+        Restorer {
+            seed_length,
+            index: 0,
+            next_turn: VecDeque::new(),
+            next_step: VecDeque::new(),
+            pending: HashSet::default(),
+            last_turn: 0,
+            open_turn: None,
+            failed: None,
+        }
+    }
+
+    /// Reads the next event of the log, as JSON: `{ type, data }` (other keys are ignored).
+    pub fn push_json(&mut self, event: &Value) -> Result<(), InvalidLog> {
+        self.guard(|this| {
+            let Some(kind) = event.get("type").and_then(Value::as_str) else {
+                return Err(LogViolation::MissingType);
+            };
+            let data = event.get("data").unwrap_or(&Value::Null);
+            match kind {
+                "agent/inbox/spliced" if this.replays() => this.apply(parse_splice(data)?),
+                "turn/start" => {
+                    let turn = data
+                        .get("turn")
+                        .and_then(Value::as_u64)
+                        .ok_or(LogViolation::TurnWithoutNumber)?;
+                    this.turn_started(turn);
+                    Ok(())
+                }
+                "turn/end" => {
+                    this.open_turn = None;
+                    Ok(())
+                }
+                _ => Ok(()),
+            }
+        })
+    }
+
+    /// Reads the next event of the log, as a typed event the machine emitted.
+    pub fn push_event(&mut self, event: &Event) -> Result<(), InvalidLog> {
+        self.guard(|this| match event {
+            Event::Spliced(splice) if this.replays() => this.apply(typed_splice(splice)),
+            Event::TurnStart { turn } => {
+                this.turn_started(*turn);
+                Ok(())
+            }
+            Event::TurnEnd { .. } => {
+                this.open_turn = None;
+                Ok(())
+            }
+            _ => Ok(()),
+        })
+    }
+
+    /// Reads past an event the host wrote (model output, tool calls…): it only counts toward
+    /// the seed boundary. Equivalent to [`push_json`](Restorer::push_json) with any other `type`.
+    pub fn skip_host_event(&mut self) -> Result<(), InvalidLog> {
+        self.guard(|_| Ok(()))
+    }
+
+    /// The restored machine: idle, emitting nothing (S48). Fails if the log ends inside an open
+    /// turn (run crash repair first, S50) or if any event was invalid.
+    pub fn finish(self) -> Result<Machine, InvalidLog> {
+        if let Some(error) = self.failed {
+            return Err(error);
+        }
+        if let Some(index) = self.open_turn {
+            return Err(InvalidLog {
+                index,
+                violation: LogViolation::OpenTurn,
+            });
+        }
+        let inbox = Inbox::from_lists(self.next_turn, self.next_step);
+        Ok(Machine::with_state(inbox, self.last_turn))
+    }
+
+    /// The number of events read so far.
+    pub fn events_read(&self) -> usize {
+        self.index
+    }
+
+    fn guard(
+        &mut self,
+        step: impl FnOnce(&mut Self) -> Result<(), LogViolation>,
+    ) -> Result<(), InvalidLog> {
+        if let Some(error) = &self.failed {
+            return Err(error.clone());
+        }
+        let index = self.index;
+        self.index += 1;
+        step(self).map_err(|violation| {
+            let error = InvalidLog { index, violation };
+            self.failed = Some(error.clone());
+            error
+        })
+    }
+
+    /// Splices before the seed boundary are not read (S46).
+    fn replays(&self) -> bool {
+        // `index` was already advanced past the current event.
+        self.index > self.seed_length
+    }
+
+    fn turn_started(&mut self, turn: u64) {
+        self.last_turn = turn;
+        self.open_turn = Some(self.index - 1);
+    }
+
+    fn list_mut(&mut self, target: Target) -> &mut VecDeque<(SharedMessage, bool)> {
+        match target {
+            Target::NextTurn => &mut self.next_turn,
+            Target::NextStep => &mut self.next_step,
+        }
+    }
+
+    /// Applies one splice after checking its coordinates (S11) and ids (S13).
+    fn apply(&mut self, splice: RawSplice<'_>) -> Result<(), LogViolation> {
+        let len = self.list_mut(splice.target).len();
+        let start = splice
+            .start
+            .and_then(|start| usize::try_from(start).ok())
+            .filter(|&start| start <= len)
+            .ok_or(LogViolation::SpliceStart)?;
+        let removed = splice
+            .removed_count
+            .map_or(Some(0), |count| usize::try_from(count).ok())
+            .filter(|&count| count <= len - start)
+            .ok_or(LogViolation::SpliceRemovedCount)?;
+        let inserted: Vec<SharedMessage> = match splice.inserted {
+            Inserted::Typed(messages) => messages.to_vec(),
+            Inserted::Json(values) => values
+                .iter()
+                .map(|value| Message::from_json(value).map(SharedMessage::new))
+                .collect::<Option<_>>()
+                .ok_or(LogViolation::SpliceInserted)?,
+        };
+        let list = match splice.target {
+            Target::NextTurn => &mut self.next_turn,
+            Target::NextStep => &mut self.next_step,
+        };
+        for (message, _) in list.drain(start..start + removed) {
+            self.pending.remove(message.id());
+        }
+        for (offset, message) in inserted.into_iter().enumerate() {
+            if !self.pending.insert(message.id().clone()) {
+                return Err(LogViolation::AlreadyPending(message.id().clone()));
+            }
+            list.insert(start + offset, (message, splice.wakeup));
+        }
+        Ok(())
+    }
+}
+
+impl Machine {
+    /// Restores a machine from a durable log of JSON events `{ type, data }` (S46–S48), replaying
+    /// splices from `seed_length` on. See [`Restorer`] to stream a log instead.
+    pub fn restore(log: &[Value], seed_length: usize) -> Result<Machine, InvalidLog> {
+        let mut restorer = Restorer::new(seed_length);
+        for event in log {
+            restorer.push_json(event)?;
+        }
+        restorer.finish()
+    }
+
+    /// Restores a machine from the typed events it (or another machine) emitted.
+    pub fn restore_events<'a>(
+        log: impl IntoIterator<Item = &'a Event>,
+        seed_length: usize,
+    ) -> Result<Machine, InvalidLog> {
+        let mut restorer = Restorer::new(seed_length);
+        for event in log {
+            restorer.push_event(event)?;
+        }
+        restorer.finish()
+    }
+}
+
+fn parse_splice(data: &Value) -> Result<RawSplice<'_>, LogViolation> {
+    let target = match data.get("target").and_then(Value::as_str) {
+        Some("next-turn") => Target::NextTurn,
+        Some("next-step") => Target::NextStep,
+        _ => return Err(LogViolation::SpliceTarget),
+    };
+    let start = Some(
+        data.get("start")
+            .and_then(Value::as_u64)
+            .ok_or(LogViolation::SpliceStart)?,
+    );
+    let removed_count = match data.get("removedCount") {
+        None => None,
+        Some(count) => Some(count.as_u64().ok_or(LogViolation::SpliceRemovedCount)?),
+    };
+    let inserted = data
+        .get("inserted")
+        .and_then(Value::as_array)
+        .ok_or(LogViolation::SpliceInserted)?;
+    let wakeup = match data.get("wakeup") {
+        None => false,
+        Some(Value::Bool(true)) => true,
+        Some(_) => return Err(LogViolation::SpliceWakeup),
+    };
+    Ok(RawSplice {
+        target,
+        start,
+        removed_count,
+        inserted: Inserted::Json(inserted),
+        wakeup,
+    })
+}
+
+fn typed_splice(splice: &Splice) -> RawSplice<'_> {
+    RawSplice {
+        target: splice.target,
+        start: u64::try_from(splice.start).ok(),
+        removed_count: u64::try_from(splice.removed_count).ok(),
+        inserted: Inserted::Typed(&splice.inserted),
+        wakeup: splice.wakeup,
+    }
+}
