@@ -378,3 +378,129 @@ fn claim_splice(target: Target, removed_count: usize) -> Output {
         wakeup: false,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Message;
+    use std::sync::Arc;
+
+    fn user(id: &str) -> SharedMessage {
+        Arc::new(Message::user(id, id))
+    }
+
+    fn ids(inbox: &Inbox, target: Target) -> Vec<&str> {
+        inbox
+            .items(target)
+            .iter()
+            .map(|item| item.message().id().as_str())
+            .collect()
+    }
+
+    fn splice_of(output: &Output) -> &Splice {
+        match output {
+            Output::Event(Event::Spliced(splice)) => splice,
+            other => panic!("not a splice: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn s15_positions_follow_prepends_appends_and_removals() {
+        let mut inbox = Inbox::default();
+        let mut out = VecDeque::new();
+        for id in ["a", "b", "c"] {
+            inbox.append(Target::NextTurn, user(id), true, &mut out);
+        }
+        inbox.prepend(Target::NextTurn, user("p"), &mut out);
+        inbox.prepend(Target::NextTurn, user("q"), &mut out);
+        assert_eq!(ids(&inbox, Target::NextTurn), ["q", "p", "a", "b", "c"]);
+        for (id, position) in [("q", 0), ("p", 1), ("a", 2), ("b", 3), ("c", 4)] {
+            assert_eq!(inbox.locate(&id.into()), Some((Target::NextTurn, position)));
+        }
+        out.clear();
+        inbox.remove_at(Target::NextTurn, 2, &mut out);
+        assert_eq!(splice_of(&out[0]).start, 2);
+        assert_eq!(inbox.locate(&"b".into()), Some((Target::NextTurn, 2)));
+        assert_eq!(inbox.locate(&"a".into()), None);
+        // Emptied by removals, then refilled from both ends: still ordered.
+        for id in ["q", "p", "b", "c"] {
+            let (target, position) = inbox.locate(&id.into()).unwrap();
+            inbox.remove_at(target, position, &mut out);
+        }
+        inbox.prepend(Target::NextTurn, user("x"), &mut out);
+        inbox.append(Target::NextTurn, user("y"), false, &mut out);
+        inbox.prepend(Target::NextTurn, user("w"), &mut out);
+        assert_eq!(ids(&inbox, Target::NextTurn), ["w", "x", "y"]);
+        assert_eq!(inbox.locate(&"y".into()), Some((Target::NextTurn, 2)));
+        assert!(!inbox.has_waking_work());
+    }
+
+    #[test]
+    fn s19_waking_count_follows_every_exit() {
+        let mut inbox = Inbox::default();
+        let mut out = VecDeque::new();
+        inbox.append(Target::NextStep, user("s"), true, &mut out);
+        inbox.append(Target::NextTurn, user("f"), true, &mut out);
+        inbox.append(Target::NextTurn, user("q"), false, &mut out);
+        assert!(inbox.has_waking_work());
+        inbox.replace_at(Target::NextTurn, 0, user("f2"), &mut out);
+        assert!(inbox.items(Target::NextTurn)[0].is_waking());
+        let batch = inbox.claim(false, &mut out);
+        assert_eq!(batch.len(), 1);
+        assert!(inbox.has_waking_work(), "f2 is still pending");
+        let batch = inbox.claim(true, &mut out);
+        assert_eq!(batch.len(), 1);
+        assert!(!inbox.has_waking_work(), "only the quiet q is left");
+        inbox.clear(&mut out);
+        assert_eq!(inbox.len(Target::NextTurn), 0);
+        assert!(inbox.index.is_empty());
+    }
+
+    #[test]
+    fn s14_replace_records_splice_then_discarded_then_inserted() {
+        let mut inbox = Inbox::default();
+        let mut out = VecDeque::new();
+        inbox.append(Target::NextStep, user("a"), false, &mut out);
+        out.clear();
+        inbox.replace_at(Target::NextStep, 0, user("b"), &mut out);
+        assert_eq!(out.len(), 3);
+        let splice = splice_of(&out[0]);
+        assert_eq!(
+            (
+                splice.start,
+                splice.removed_count,
+                splice.outcome,
+                splice.wakeup
+            ),
+            (0, 1, Some(SpliceOutcome::Canceled), false)
+        );
+        assert!(
+            matches!(&out[1], Output::Notify(Notification::Discarded { message }) if message.id().as_str() == "a")
+        );
+        assert!(
+            matches!(&out[2], Output::Notify(Notification::Inserted { message }) if message.id().as_str() == "b")
+        );
+        assert!(inbox.contains(&"b".into()));
+        assert!(!inbox.contains(&"a".into()));
+    }
+
+    #[test]
+    fn equality_ignores_keys() {
+        let mut out = VecDeque::new();
+        let mut one = Inbox::default();
+        one.append(Target::NextTurn, user("a"), true, &mut out);
+        let mut two = Inbox::default();
+        two.append(Target::NextTurn, user("z"), true, &mut out);
+        two.append(Target::NextTurn, user("a"), true, &mut out);
+        two.remove_at(Target::NextTurn, 0, &mut out);
+        assert_eq!(one, two);
+        let hash = |inbox: &Inbox| {
+            let mut hasher = DefaultHasher::new();
+            inbox.hash(&mut hasher);
+            hasher.finish()
+        };
+        assert_eq!(hash(&one), hash(&two));
+        two.append(Target::NextStep, user("b"), false, &mut out);
+        assert_ne!(one, two);
+    }
+}

@@ -253,7 +253,8 @@ mod tests {
 
     #[test]
     fn s39_keep_inbox_defaults_to_false() {
-        let input: Input = serde_json::from_value(json!({"cancel": {"cause": {"kind": "user"}}})).unwrap();
+        let input: Input =
+            serde_json::from_value(json!({"cancel": {"cause": {"kind": "user"}}})).unwrap();
         assert_eq!(
             input,
             Input::Cancel {

@@ -38,7 +38,6 @@ pub use input::{
 pub use machine::Machine;
 pub use message::{Batch, Message, MessageId, SharedMessage, BATCH_INLINE};
 pub use output::{
-    Event, Notification, Outstanding, Output, Request, Splice, SpliceOutcome, Status,
-    TurnEndReason,
+    Event, Notification, Output, Outstanding, Request, Splice, SpliceOutcome, Status, TurnEndReason,
 };
 pub use restore::Restorer;

@@ -13,7 +13,7 @@ use crate::input::{
     TurnStoppingAnswer,
 };
 use crate::message::{MessageId, SharedMessage};
-use crate::output::{Event, Notification, Outstanding, Output, Request, Status, TurnEndReason};
+use crate::output::{Event, Notification, Output, Outstanding, Request, Status, TurnEndReason};
 
 /// The sans-IO delivery state machine of one agent session.
 ///
@@ -114,7 +114,9 @@ struct Run {
 enum Awaiting {
     /// `after_terminal`: the latest step's outcome was terminal and the turn only goes on for
     /// NS items (S30, S33).
-    PreStep { after_terminal: bool },
+    PreStep {
+        after_terminal: bool,
+    },
     Step,
     TurnStopping,
 }
@@ -281,13 +283,14 @@ impl Machine {
         self.check_live()?;
         self.check_not_pending(message.id())?;
         // S18: a steer sent after a stop cannot join the aborted turn.
-        let target = if wakeup && self.is_cancel_requested() && !seeded_bug!(self, SteerJoinsAbortedTurn)
-        {
-            Target::NextTurn
-        } else {
-            target
-        };
-        self.inbox.append(target, message, wakeup, &mut self.outputs);
+        let target =
+            if wakeup && self.is_cancel_requested() && !seeded_bug!(self, SteerJoinsAbortedTurn) {
+                Target::NextTurn
+            } else {
+                target
+            };
+        self.inbox
+            .append(target, message, wakeup, &mut self.outputs);
         #[cfg(feature = "seeded-bugs")]
         if seeded_bug!(self, SpliceStartOffByOne) {
             self.seed_splice_start_off_by_one();
@@ -705,9 +708,10 @@ impl Machine {
             return;
         };
         run.awaiting = Awaiting::TurnStopping;
-        self.outputs.push_back(Output::Request(Request::TurnStopping {
-            turn: self.last_turn,
-        }));
+        self.outputs
+            .push_back(Output::Request(Request::TurnStopping {
+                turn: self.last_turn,
+            }));
     }
 
     /// S38: `agent/error`, then `turn/end error`, then the driver exits.
@@ -795,12 +799,615 @@ impl Machine {
     /// Seeded bug `SpliceStartOffByOne`: the append just queued reports `start = len + 1`.
     #[cfg(feature = "seeded-bugs")]
     fn seed_splice_start_off_by_one(&mut self) {
-        let splice = self.outputs.iter_mut().rev().find_map(|output| match output {
-            Output::Event(Event::Spliced(splice)) => Some(splice),
-            _ => None,
-        });
+        let splice = self
+            .outputs
+            .iter_mut()
+            .rev()
+            .find_map(|output| match output {
+                Output::Event(Event::Spliced(splice)) => Some(splice),
+                _ => None,
+            });
         if let Some(splice) = splice {
             splice.start += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Batch, Message};
+    use serde_json::{json, Value};
+    use std::sync::Arc;
+
+    fn user(id: &str) -> SharedMessage {
+        Arc::new(Message::user(id, id))
+    }
+
+    fn mj(id: &str) -> Value {
+        json!({"id": id, "source": {"kind": "user"}, "content": id})
+    }
+
+    fn drain(machine: &mut Machine) -> Vec<Value> {
+        std::iter::from_fn(|| machine.poll_output())
+            .map(|output| serde_json::to_value(output).unwrap())
+            .collect()
+    }
+
+    fn splice(data: Value) -> Value {
+        json!({"event": {"type": "agent/inbox/spliced", "data": data}})
+    }
+
+    fn event(kind: &str, data: Value) -> Value {
+        json!({"event": {"type": kind, "data": data}})
+    }
+
+    fn notify(body: Value) -> Value {
+        json!({ "notify": body })
+    }
+
+    fn status(status: &str) -> Value {
+        notify(json!({"type": "agent/status", "status": status}))
+    }
+
+    fn request(body: Value) -> Value {
+        json!({ "request": body })
+    }
+
+    /// A machine running turn 1 for follow-up `a`, awaiting its first pre-step; outputs drained.
+    fn running() -> Machine {
+        let mut machine = Machine::new();
+        machine.followup(user("a")).unwrap();
+        drain(&mut machine);
+        machine
+    }
+
+    /// Asserts the input is rejected with `kind`, emitting nothing and changing nothing (S5).
+    fn assert_rejected(
+        machine: &mut Machine,
+        input: impl FnOnce(&mut Machine) -> Result<(), Rejected>,
+        kind: &str,
+    ) {
+        let before = machine.clone();
+        let error = input(machine).expect_err("the input must be rejected");
+        assert_eq!(error.kind(), kind);
+        assert_eq!(*machine, before, "a rejected input changed the machine");
+        assert_eq!(
+            machine.poll_output(),
+            None,
+            "a rejected input emitted output"
+        );
+    }
+
+    #[test]
+    fn s24_idle_followup_opens_a_turn_in_the_same_transition() {
+        let mut machine = Machine::new();
+        machine.followup(user("a")).unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                splice(
+                    json!({"target": "next-turn", "start": 0, "inserted": [mj("a")], "wakeup": true})
+                ),
+                notify(json!({"type": "agent/inbox/inserted", "message": mj("a")})),
+                status("running"),
+                event("turn/start", json!({"turn": 1})),
+                splice(
+                    json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []})
+                ),
+                notify(json!({"type": "agent/inbox/claimed", "message": mj("a"), "turn": 1})),
+                request(json!({"preStep": {"turn": 1, "step": 1, "messages": [mj("a")]}})),
+            ]
+        );
+        assert_eq!(machine.status(), Status::Running);
+        assert_eq!(
+            machine.outstanding(),
+            Some(Outstanding::PreStep { turn: 1, step: 1 })
+        );
+    }
+
+    #[test]
+    fn s20_idle_inject_only_records_and_notifies() {
+        let mut machine = Machine::new();
+        machine.inject(user("c")).unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                splice(json!({"target": "next-step", "start": 0, "inserted": [mj("c")]})),
+                notify(json!({"type": "agent/inbox/inserted", "message": mj("c")})),
+            ]
+        );
+        assert_eq!(machine.status(), Status::Idle);
+        assert!(machine.is_quiescent());
+        assert_eq!(machine.last_turn(), 0);
+    }
+
+    #[test]
+    fn s28_turn_boundary_claims_all_steps_then_one_followup() {
+        let mut machine = Machine::new();
+        machine.send(user("q"), Target::NextTurn, false).unwrap();
+        machine.inject(user("c")).unwrap();
+        machine.prepend(Target::NextStep, user("p")).unwrap();
+        drain(&mut machine);
+        machine.followup(user("f")).unwrap();
+        let outputs = drain(&mut machine);
+        assert_eq!(
+            outputs[4..],
+            [
+                splice(
+                    json!({"target": "next-step", "start": 0, "removedCount": 2, "inserted": []})
+                ),
+                splice(
+                    json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []})
+                ),
+                notify(json!({"type": "agent/inbox/claimed", "message": mj("p"), "turn": 1})),
+                notify(json!({"type": "agent/inbox/claimed", "message": mj("c"), "turn": 1})),
+                notify(json!({"type": "agent/inbox/claimed", "message": mj("q"), "turn": 1})),
+                request(
+                    json!({"preStep": {"turn": 1, "step": 1, "messages": [mj("p"), mj("c"), mj("q")]}})
+                ),
+            ]
+        );
+        // S19: the follow-up queued behind the quiet item waits for a turn of its own.
+        let pending: Vec<_> = machine
+            .pending(Target::NextTurn)
+            .map(|item| (item.message().id().as_str().to_owned(), item.is_waking()))
+            .collect();
+        assert_eq!(pending, vec![("f".to_owned(), true)]);
+    }
+
+    #[test]
+    fn s30_s32_s33_text_step_and_turn_stopping() {
+        let mut machine = running();
+        machine
+            .answer_pre_step(PreStepAnswer::Enter([user("a")].into_iter().collect()))
+            .unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                event("step/start", json!({"turn": 1, "step": 1})),
+                event("user/message", mj("a")),
+                request(json!({"step": {"turn": 1, "step": 1}})),
+            ]
+        );
+        machine.answer_step(StepAnswer::MaxTokens).unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                event("step/end", json!({"turn": 1, "step": 1})),
+                request(json!({"turnStopping": {"turn": 1}})),
+            ]
+        );
+        machine
+            .answer_turn_stopping(TurnStoppingAnswer::Done)
+            .unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                event(
+                    "turn/end",
+                    json!({"turn": 1, "reason": {"kind": "max-tokens"}})
+                ),
+                status("idle"),
+            ]
+        );
+        assert!(machine.is_quiescent());
+        assert_eq!(machine.outstanding(), None);
+    }
+
+    #[test]
+    fn s34_tool_step_after_max_tokens_still_continues() {
+        let mut machine = running();
+        machine
+            .answer_pre_step(PreStepAnswer::Enter([user("a")].into_iter().collect()))
+            .unwrap();
+        machine.answer_step(StepAnswer::MaxTokens).unwrap();
+        machine.steer(user("s")).unwrap();
+        machine
+            .answer_turn_stopping(TurnStoppingAnswer::Done)
+            .unwrap();
+        drain(&mut machine);
+        machine
+            .answer_pre_step(PreStepAnswer::Enter([user("s")].into_iter().collect()))
+            .unwrap();
+        drain(&mut machine);
+        machine.answer_step(StepAnswer::Continue).unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                event("step/end", json!({"turn": 1, "step": 2})),
+                request(json!({"preStep": {"turn": 1, "step": 3, "messages": []}})),
+            ]
+        );
+        // S30: enter([]) after a continue opens a step with no new messages.
+        machine
+            .answer_pre_step(PreStepAnswer::Enter(Batch::new()))
+            .unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                event("step/start", json!({"turn": 1, "step": 3})),
+                request(json!({"step": {"turn": 1, "step": 3}})),
+            ]
+        );
+        machine.answer_step(StepAnswer::Completed).unwrap();
+        machine
+            .answer_turn_stopping(TurnStoppingAnswer::Done)
+            .unwrap();
+        let outputs = drain(&mut machine);
+        assert_eq!(
+            outputs[2],
+            event(
+                "turn/end",
+                json!({"turn": 1, "reason": {"kind": "max-tokens"}})
+            )
+        );
+    }
+
+    #[test]
+    fn s38_error_path_reports_the_last_entered_step() {
+        let mut machine = running();
+        machine
+            .answer_pre_step(PreStepAnswer::Enter([user("a")].into_iter().collect()))
+            .unwrap();
+        drain(&mut machine);
+        machine
+            .answer_step(StepAnswer::Fail(ErrorInfo::new("boom", "E")))
+            .unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                event("step/end", json!({"turn": 1, "step": 1})),
+                notify(
+                    json!({"type": "agent/error", "turn": 1, "step": 1, "error": {"message": "boom", "code": "E"}})
+                ),
+                event(
+                    "turn/end",
+                    json!({"turn": 1, "reason": {"kind": "error", "error": {"message": "boom", "code": "E"}}})
+                ),
+                status("idle"),
+            ]
+        );
+    }
+
+    #[test]
+    fn s38_failure_after_cancel_is_aborted_without_agent_error() {
+        let mut machine = running();
+        machine.cancel(CancelCause::Parent, true).unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![request(json!({"abort": {"cause": {"kind": "parent"}}}))]
+        );
+        machine
+            .answer_pre_step(PreStepAnswer::Fail(ErrorInfo::new("x", "y")))
+            .unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                event(
+                    "turn/end",
+                    json!({"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "parent"}}})
+                ),
+                status("idle"),
+            ]
+        );
+    }
+
+    #[test]
+    fn s35_blocked_turn_continues_with_the_next_followup() {
+        let mut machine = running();
+        machine.followup(user("b")).unwrap();
+        drain(&mut machine);
+        machine.answer_pre_step(PreStepAnswer::Reject).unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                event(
+                    "turn/end",
+                    json!({"turn": 1, "reason": {"kind": "blocked"}})
+                ),
+                event("turn/start", json!({"turn": 2})),
+                splice(
+                    json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []})
+                ),
+                notify(json!({"type": "agent/inbox/claimed", "message": mj("b"), "turn": 2})),
+                request(json!({"preStep": {"turn": 2, "step": 1, "messages": [mj("b")]}})),
+            ]
+        );
+    }
+
+    #[test]
+    fn s18_s25_steer_after_cancel_queues_and_replays_at_exit() {
+        let mut machine = running();
+        machine.cancel(CancelCause::User, true).unwrap();
+        drain(&mut machine);
+        assert!(machine.is_cancel_requested());
+        machine.steer(user("s")).unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                splice(
+                    json!({"target": "next-turn", "start": 0, "inserted": [mj("s")], "wakeup": true})
+                ),
+                notify(json!({"type": "agent/inbox/inserted", "message": mj("s")})),
+            ]
+        );
+        machine.answer_pre_step(PreStepAnswer::Reject).unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                event(
+                    "turn/end",
+                    json!({"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}})
+                ),
+                status("idle"),
+                status("running"),
+                event("turn/start", json!({"turn": 2})),
+                splice(
+                    json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []})
+                ),
+                notify(json!({"type": "agent/inbox/claimed", "message": mj("s"), "turn": 2})),
+                request(json!({"preStep": {"turn": 2, "step": 1, "messages": [mj("s")]}})),
+            ]
+        );
+    }
+
+    #[test]
+    fn s24_disposed_cause_does_not_latch() {
+        let mut machine = running();
+        machine.cancel(CancelCause::Disposed, true).unwrap();
+        machine.followup(user("f")).unwrap();
+        drain(&mut machine);
+        machine.answer_pre_step(PreStepAnswer::Reject).unwrap();
+        let outputs = drain(&mut machine);
+        assert_eq!(outputs.last(), Some(&status("idle")));
+        assert!(!machine.is_disposed(), "a disposed cause does not dispose");
+        assert_eq!(machine.pending(Target::NextTurn).len(), 1);
+    }
+
+    #[test]
+    fn s39_cancel_clears_then_aborts_once() {
+        let mut machine = running();
+        machine.inject(user("c")).unwrap();
+        machine.followup(user("f")).unwrap();
+        drain(&mut machine);
+        machine
+            .cancel(CancelCause::Hook { reason: "r".into() }, false)
+            .unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                splice(
+                    json!({"target": "next-step", "start": 0, "removedCount": 1, "inserted": [], "outcome": "canceled"})
+                ),
+                notify(json!({"type": "agent/inbox/discarded", "message": mj("c")})),
+                splice(
+                    json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": [], "outcome": "canceled"})
+                ),
+                notify(json!({"type": "agent/inbox/discarded", "message": mj("f")})),
+                request(json!({"abort": {"cause": {"kind": "hook", "reason": "r"}}})),
+            ]
+        );
+        machine.cancel(CancelCause::User, false).unwrap();
+        assert_eq!(drain(&mut machine), Vec::<Value>::new());
+        machine.answer_pre_step(PreStepAnswer::Reject).unwrap();
+        assert_eq!(
+            drain(&mut machine)[0],
+            event(
+                "turn/end",
+                json!({"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "hook", "reason": "r"}}})
+            )
+        );
+    }
+
+    #[test]
+    fn s39_idle_cancel_never_aborts() {
+        let mut machine = Machine::new();
+        machine.cancel(CancelCause::User, false).unwrap();
+        machine.cancel(CancelCause::User, true).unwrap();
+        assert_eq!(drain(&mut machine), Vec::<Value>::new());
+    }
+
+    #[test]
+    fn s43_s25_maintenance_latch_replays_at_end() {
+        let mut machine = Machine::new();
+        machine.begin_maintenance().unwrap();
+        machine.followup(user("f")).unwrap();
+        assert_eq!(drain(&mut machine).len(), 2, "latched, not woken");
+        assert_eq!(machine.status(), Status::Idle);
+        machine.end_maintenance().unwrap();
+        let outputs = drain(&mut machine);
+        assert_eq!(outputs[0], status("running"));
+        assert_eq!(outputs[1], event("turn/start", json!({"turn": 1})));
+        assert_eq!(outputs.len(), 5);
+    }
+
+    #[test]
+    fn s45_dispose_while_running_ends_with_disposed() {
+        let mut machine = running();
+        machine.dispose().unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![request(json!({"abort": {"cause": {"kind": "disposed"}}}))]
+        );
+        machine.followup(user("late")).unwrap();
+        drain(&mut machine);
+        machine.dispose().unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                splice(
+                    json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": [], "outcome": "canceled"})
+                ),
+                notify(json!({"type": "agent/inbox/discarded", "message": mj("late")})),
+            ]
+        );
+        machine.answer_pre_step(PreStepAnswer::Reject).unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                event(
+                    "turn/end",
+                    json!({"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "disposed"}}})
+                ),
+                status("idle"),
+                json!({"disposed": {}}),
+            ]
+        );
+        assert!(machine.is_disposed());
+        assert_eq!(machine.status(), Status::Idle);
+        assert_rejected(&mut machine, |m| m.clear(), "disposed");
+        assert_rejected(
+            &mut machine,
+            |m| m.remove(&"x".into()).map(drop),
+            "disposed",
+        );
+        assert_rejected(&mut machine, |m| m.end_maintenance(), "disposed");
+    }
+
+    #[test]
+    fn s45_dispose_idle_is_immediate() {
+        let mut machine = Machine::new();
+        machine.inject(user("c")).unwrap();
+        drain(&mut machine);
+        machine.dispose().unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                splice(
+                    json!({"target": "next-step", "start": 0, "removedCount": 1, "inserted": [], "outcome": "canceled"})
+                ),
+                notify(json!({"type": "agent/inbox/discarded", "message": mj("c")})),
+                json!({"disposed": {}}),
+            ]
+        );
+    }
+
+    #[test]
+    fn s5_every_rejection_changes_nothing() {
+        let mut machine = running();
+        machine.inject(user("c")).unwrap();
+        drain(&mut machine);
+        assert_rejected(&mut machine, |m| m.steer(user("c")), "already-pending");
+        assert_rejected(&mut machine, |m| m.followup(user("c")), "already-pending");
+        assert_rejected(
+            &mut machine,
+            |m| m.prepend(Target::NextTurn, user("c")),
+            "already-pending",
+        );
+        machine.inject(user("d")).unwrap();
+        drain(&mut machine);
+        assert_rejected(
+            &mut machine,
+            |m| m.replace(&"c".into(), user("d")).map(drop),
+            "already-pending",
+        );
+        assert_rejected(
+            &mut machine,
+            |m| m.answer_step(StepAnswer::Completed),
+            "unexpected-completion",
+        );
+        assert_rejected(
+            &mut machine,
+            |m| m.answer_turn_stopping(TurnStoppingAnswer::Done),
+            "unexpected-completion",
+        );
+        assert_rejected(
+            &mut machine,
+            |m| m.end_maintenance(),
+            "unexpected-completion",
+        );
+        assert_rejected(&mut machine, |m| m.begin_maintenance(), "busy");
+        let mut idle = Machine::new();
+        assert_rejected(
+            &mut idle,
+            |m| m.answer_pre_step(PreStepAnswer::Reject),
+            "unexpected-completion",
+        );
+    }
+
+    #[test]
+    fn s4_unexpected_completion_names_what_is_outstanding() {
+        let mut machine = running();
+        assert_eq!(
+            machine.answer_step(StepAnswer::Continue),
+            Err(Rejected::UnexpectedCompletion {
+                answered: Completion::Step,
+                outstanding: Some(Outstanding::PreStep { turn: 1, step: 1 }),
+            })
+        );
+    }
+
+    #[test]
+    fn s15_replace_inherits_waking_and_absent_ids_are_not_errors() {
+        let mut machine = Machine::new();
+        machine.begin_maintenance().unwrap();
+        machine.followup(user("a")).unwrap();
+        machine.inject(user("b")).unwrap();
+        drain(&mut machine);
+        assert_eq!(machine.replace(&"a".into(), user("a2")), Ok(true));
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                splice(
+                    json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": [mj("a2")], "outcome": "canceled", "wakeup": true})
+                ),
+                notify(json!({"type": "agent/inbox/discarded", "message": mj("a")})),
+                notify(json!({"type": "agent/inbox/inserted", "message": mj("a2")})),
+            ]
+        );
+        assert_eq!(machine.replace(&"zz".into(), user("b")), Ok(false));
+        assert_eq!(machine.remove(&"zz".into()), Ok(false));
+        assert_eq!(drain(&mut machine), Vec::<Value>::new());
+        assert_eq!(machine.remove(&"b".into()), Ok(true));
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                splice(
+                    json!({"target": "next-step", "start": 0, "removedCount": 1, "inserted": [], "outcome": "canceled"})
+                ),
+                notify(json!({"type": "agent/inbox/discarded", "message": mj("b")})),
+            ]
+        );
+    }
+
+    #[test]
+    fn s9_claimed_ids_may_be_delivered_again() {
+        let mut machine = running();
+        assert_eq!(machine.followup(user("a")), Ok(()));
+    }
+
+    #[test]
+    fn s28_common_claims_do_not_allocate_a_batch() {
+        let mut machine = Machine::new();
+        for id in ["s1", "s2", "s3"] {
+            machine.inject(user(id)).unwrap();
+        }
+        machine.followup(user("f")).unwrap();
+        let batch = std::iter::from_fn(|| machine.poll_output())
+            .find_map(|output| match output {
+                Output::Request(Request::PreStep { messages, .. }) => Some(messages),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(batch.len(), 4);
+        assert!(!batch.spilled());
+    }
+
+    #[test]
+    fn handle_dispatches_like_the_methods() {
+        let mut by_method = Machine::new();
+        let mut by_value = Machine::new();
+        by_method.followup(user("a")).unwrap();
+        by_value.handle(Input::Followup(user("a"))).unwrap();
+        by_method.cancel(CancelCause::User, true).unwrap();
+        by_value
+            .handle(Input::Cancel {
+                cause: CancelCause::User,
+                keep_inbox: true,
+            })
+            .unwrap();
+        assert_eq!(drain(&mut by_method), drain(&mut by_value));
+        assert_eq!(by_method, by_value);
     }
 }

@@ -287,3 +287,222 @@ fn typed_splice(splice: &Splice) -> RawSplice<'_> {
         wakeup: splice.wakeup,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn m(id: &str) -> Value {
+        json!({"id": id, "source": {"kind": "user"}, "content": id})
+    }
+
+    fn spliced(data: Value) -> Value {
+        json!({"type": "agent/inbox/spliced", "data": data})
+    }
+
+    fn ids(machine: &Machine, target: Target) -> Vec<(String, bool)> {
+        machine
+            .pending(target)
+            .map(|item| (item.message().id().to_string(), item.is_waking()))
+            .collect()
+    }
+
+    fn violation(log: &[Value], seed: usize) -> (usize, LogViolation) {
+        let error = Machine::restore(log, seed).unwrap_err();
+        (error.index, error.violation)
+    }
+
+    #[test]
+    fn s46_replays_splices_and_reads_past_everything_else() {
+        let log = [
+            spliced(
+                json!({"target": "next-turn", "start": 0, "inserted": [m("a"), m("b")], "wakeup": true}),
+            ),
+            json!({"type": "turn/start", "data": {"turn": 4}, "seq": 9}),
+            spliced(json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []})),
+            json!({"type": "model/output", "data": [1, 2]}),
+            json!({"type": "turn/end", "data": {"turn": 4, "reason": {"kind": "completed"}}}),
+            spliced(
+                json!({"target": "next-step", "start": 0, "removedCount": 0, "inserted": [m("c")], "outcome": "whatever", "extra": 1}),
+            ),
+            spliced(json!({"target": "next-turn", "start": 1, "inserted": [m("d")]})),
+        ];
+        let machine = Machine::restore(&log, 0).unwrap();
+        assert_eq!(
+            ids(&machine, Target::NextTurn),
+            [("b".to_owned(), true), ("d".to_owned(), false)]
+        );
+        assert_eq!(ids(&machine, Target::NextStep), [("c".to_owned(), false)]);
+        assert_eq!(machine.last_turn(), 4);
+        assert_eq!(machine.status(), crate::Status::Idle);
+        let mut machine = machine;
+        assert_eq!(machine.poll_output(), None, "restoring emits nothing (S46)");
+        assert_eq!(
+            machine.outstanding(),
+            None,
+            "restoring never wakes the driver (S48)"
+        );
+    }
+
+    #[test]
+    fn s46_seed_boundary_skips_earlier_splices_but_not_turns() {
+        let log = [
+            spliced(json!({"target": "bogus"})),
+            json!({"type": "turn/start", "data": {"turn": 7}}),
+            json!({"type": "turn/end", "data": {"turn": 7}}),
+            spliced(json!({"target": "next-step", "start": 0, "inserted": [m("x")]})),
+        ];
+        let machine = Machine::restore(&log, 3).unwrap();
+        assert_eq!(ids(&machine, Target::NextStep), [("x".to_owned(), false)]);
+        assert_eq!(machine.last_turn(), 7);
+        let machine = Machine::restore(&log, 99).unwrap();
+        assert_eq!(ids(&machine, Target::NextStep), []);
+        assert_eq!(violation(&log, 0), (0, LogViolation::SpliceTarget));
+    }
+
+    #[test]
+    fn s46_s47_each_violation_names_its_event() {
+        let ok = spliced(json!({"target": "next-turn", "start": 0, "inserted": [m("a")]}));
+        let cases = [
+            (json!({"data": {}}), LogViolation::MissingType),
+            (json!({"type": 3}), LogViolation::MissingType),
+            (
+                json!({"type": "turn/start", "data": {}}),
+                LogViolation::TurnWithoutNumber,
+            ),
+            (
+                json!({"type": "turn/start", "data": {"turn": -1}}),
+                LogViolation::TurnWithoutNumber,
+            ),
+            (
+                json!({"type": "turn/start", "data": {"turn": 1.5}}),
+                LogViolation::TurnWithoutNumber,
+            ),
+            (
+                spliced(json!({"start": 0, "inserted": []})),
+                LogViolation::SpliceTarget,
+            ),
+            (
+                spliced(json!({"target": "next-turn", "start": 2, "inserted": []})),
+                LogViolation::SpliceStart,
+            ),
+            (
+                spliced(json!({"target": "next-turn", "start": "0", "inserted": []})),
+                LogViolation::SpliceStart,
+            ),
+            (
+                spliced(
+                    json!({"target": "next-turn", "start": 0, "removedCount": 2, "inserted": []}),
+                ),
+                LogViolation::SpliceRemovedCount,
+            ),
+            (
+                spliced(
+                    json!({"target": "next-turn", "start": 1, "removedCount": 1, "inserted": []}),
+                ),
+                LogViolation::SpliceRemovedCount,
+            ),
+            (
+                spliced(
+                    json!({"target": "next-turn", "start": 0, "removedCount": null, "inserted": []}),
+                ),
+                LogViolation::SpliceRemovedCount,
+            ),
+            (
+                spliced(json!({"target": "next-turn", "start": 0})),
+                LogViolation::SpliceInserted,
+            ),
+            (
+                spliced(json!({"target": "next-turn", "start": 0, "inserted": [{"id": 1}]})),
+                LogViolation::SpliceInserted,
+            ),
+            (
+                spliced(json!({"target": "next-turn", "start": 0, "inserted": ["a"]})),
+                LogViolation::SpliceInserted,
+            ),
+            (
+                spliced(
+                    json!({"target": "next-turn", "start": 0, "inserted": [], "wakeup": false}),
+                ),
+                LogViolation::SpliceWakeup,
+            ),
+            (
+                spliced(json!({"target": "next-step", "start": 0, "inserted": [m("a")]})),
+                LogViolation::AlreadyPending("a".into()),
+            ),
+            (
+                spliced(json!({"target": "next-step", "start": 0, "inserted": [m("b"), m("b")]})),
+                LogViolation::AlreadyPending("b".into()),
+            ),
+        ];
+        for (bad, expected) in cases {
+            let log = [ok.clone(), json!({"type": "host/event"}), bad.clone()];
+            assert_eq!(violation(&log, 0), (2, expected), "{bad}");
+        }
+    }
+
+    #[test]
+    fn s46_a_log_ending_inside_a_turn_needs_repair() {
+        let log = [
+            json!({"type": "turn/start", "data": {"turn": 1}}),
+            json!({"type": "turn/end", "data": {"turn": 1}}),
+            json!({"type": "turn/start", "data": {"turn": 2}}),
+            json!({"type": "step/start", "data": {"turn": 2, "step": 1}}),
+        ];
+        assert_eq!(violation(&log, 0), (2, LogViolation::OpenTurn));
+        let mut repaired = log.to_vec();
+        repaired.push(json!({"type": "step/end", "data": {"turn": 2, "step": 1}}));
+        repaired.push(
+            json!({"type": "turn/end", "data": {"turn": 2, "reason": {"kind": "interrupted"}}}),
+        );
+        assert_eq!(Machine::restore(&repaired, 0).unwrap().last_turn(), 2);
+    }
+
+    #[test]
+    fn s47_a_failed_restorer_stays_failed() {
+        let mut restorer = Restorer::new(0);
+        let error = restorer.push_json(&json!({})).unwrap_err();
+        assert_eq!(
+            restorer.push_json(&json!({"type": "x"})),
+            Err(error.clone())
+        );
+        assert_eq!(restorer.finish().unwrap_err(), error);
+    }
+
+    #[test]
+    fn s49_typed_and_json_restores_agree() {
+        let mut machine = Machine::new();
+        let mut events = Vec::new();
+        let drain = |machine: &mut Machine, events: &mut Vec<Event>| {
+            while let Some(output) = machine.poll_output() {
+                if let crate::Output::Event(event) = output {
+                    events.push(event);
+                }
+            }
+        };
+        machine.inject(Message::user("c", "c")).unwrap();
+        machine.followup(Message::user("a", "a")).unwrap();
+        machine.followup(Message::user("b", "b")).unwrap();
+        machine
+            .prepend(Target::NextTurn, Message::user("p", "p"))
+            .unwrap();
+        machine.cancel(crate::CancelCause::User, true).unwrap();
+        machine
+            .answer_pre_step(crate::PreStepAnswer::Reject)
+            .unwrap();
+        drain(&mut machine, &mut events);
+        let typed = Machine::restore_events(&events, 0).unwrap();
+        let json: Vec<Value> = events
+            .iter()
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect();
+        let from_json = Machine::restore(&json, 0).unwrap();
+        assert_eq!(typed, from_json);
+        assert_eq!(typed, machine);
+        assert_eq!(
+            ids(&typed, Target::NextTurn),
+            [("p".to_owned(), false), ("b".to_owned(), true)]
+        );
+    }
+}

@@ -133,7 +133,9 @@ impl Trace {
             if matches!(line, Line::Given { .. })
                 && lines.iter().any(|(_, l)| !matches!(l, Line::Note(_)))
             {
-                return Err(malformed("`given` must be the first line after notes".into()));
+                return Err(malformed(
+                    "`given` must be the first line after notes".into(),
+                ));
             }
             lines.push((number, line));
         }
