@@ -87,7 +87,7 @@ impl fmt::Display for DisplayOutstanding<'_> {
 }
 
 /// A durable log the machine cannot be restored from (S46, S47). Nothing was restored.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[error("invalid log: event {index}: {violation}")]
 pub struct InvalidLog {
     /// The 0-based position of the offending event in the log.
@@ -97,7 +97,7 @@ pub struct InvalidLog {
 }
 
 /// The rule an invalid log breaks (S46).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum LogViolation {
     /// The event has no string `type`.

@@ -35,7 +35,7 @@ use crate::output::{Event, Splice};
 /// assert_eq!(machine.pending(coxswain_core::Target::NextTurn).len(), 1);
 /// # Ok::<(), coxswain_core::InvalidLog>(())
 /// ```
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Restorer {
     seed_length: usize,
     /// The index the next event gets.
@@ -48,6 +48,46 @@ pub struct Restorer {
     open_turn: Option<usize>,
     /// The first error: a restorer that failed keeps failing.
     failed: Option<InvalidLog>,
+}
+
+/// Restorers compare by what they restored so far and how they will read the rest: the lists,
+/// `lastTurn`, whether a turn is open, whether the seed boundary is behind, and a failure. The
+/// count of events read is left out, so a model checker holding a restorer in its state does not
+/// tell apart two histories that restored the same thing.
+impl PartialEq for Restorer {
+    fn eq(&self, other: &Self) -> bool {
+        self.canonical() == other.canonical()
+    }
+}
+
+impl Eq for Restorer {}
+
+impl std::hash::Hash for Restorer {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.canonical().hash(state);
+    }
+}
+
+type CanonicalRestorer<'a> = (
+    usize,
+    &'a VecDeque<(SharedMessage, bool)>,
+    &'a VecDeque<(SharedMessage, bool)>,
+    u64,
+    bool,
+    &'a Option<InvalidLog>,
+);
+
+impl Restorer {
+    fn canonical(&self) -> CanonicalRestorer<'_> {
+        (
+            self.seed_length.saturating_sub(self.index),
+            &self.next_turn,
+            &self.next_step,
+            self.last_turn,
+            self.open_turn.is_some(),
+            &self.failed,
+        )
+    }
 }
 
 /// A splice as read from the log, validated except for its coordinates.
@@ -147,6 +187,28 @@ impl Restorer {
     /// The number of events read so far.
     pub fn events_read(&self) -> usize {
         self.index
+    }
+
+    /// The items the log so far leaves pending in one list, with their waking flags.
+    pub fn pending(
+        &self,
+        target: Target,
+    ) -> impl ExactSizeIterator<Item = (&SharedMessage, bool)> + '_ {
+        let list = match target {
+            Target::NextTurn => &self.next_turn,
+            Target::NextStep => &self.next_step,
+        };
+        list.iter().map(|(message, waking)| (message, *waking))
+    }
+
+    /// The `turn` of the last `turn/start` read so far (0 if none).
+    pub fn last_turn(&self) -> u64 {
+        self.last_turn
+    }
+
+    /// The index of the `turn/start` of a turn the log so far leaves open.
+    pub fn open_turn(&self) -> Option<usize> {
+        self.open_turn
     }
 
     fn guard(
