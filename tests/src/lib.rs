@@ -1,0 +1,5 @@
+//! Integration, property and conformance tests of coxswain, compiled as one test binary.
+#[cfg(test)]
+mod conformance;
+#[cfg(test)]
+mod reference;
