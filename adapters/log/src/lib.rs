@@ -5,9 +5,21 @@
 //! * [`Auditor`]: checks a log event by event against the invariants a log can show (I1, I2, I4,
 //!   I5 and the splice rules) — the engine of `coxswain verify`, and the history checker of the
 //!   model checker and the property tests.
+//! * The JSON-lines record format ([`encode`], [`parse`]): one `{seq, type, data}` object per
+//!   line, the machine's events ([`Entry::Machine`]) and the host's ([`HostEvent`]) interleaved,
+//!   a torn final line detected ([`TornTail`]), corruption named by line ([`CorruptLine`]).
+//! * Crash repair ([`repair`], S50): audit what was read back, close an interrupted turn, restore
+//!   the machine.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod audit;
+mod jsonl;
+mod repair;
 
 pub use audit::{Auditor, Rule, Violation};
+pub use jsonl::{
+    encode, event_type, parse, CorruptLine, Entry, HostEvent, Parsed, Problem, Record,
+    ReservedType, TornTail, MACHINE_EVENT_TYPES,
+};
+pub use repair::{repair, RepairError, Repaired};
