@@ -1,1 +1,23 @@
-//! placeholder
+//! # coxswain-model
+//!
+//! A [stateright] model of the coxswain core. Its actions are the environment's choices — every
+//! kind of delivery over a small pool of message ids, queue edits, cancels with each cause and
+//! with or without `keepInbox`, maintenance, disposal, crash-and-restore, and every answer the
+//! host may give — and its transition is the *real* [`coxswain_core::Machine`]: there is no
+//! second copy of any delivery rule here. A [`Monitor`] watches every transition and checks
+//! SPEC §10 (I1–I10) plus the rules a history shows (S5, S10, S18, S33, S39, S49); the model
+//! exposes one property per invariant, I9 as an `eventually` property, and one `sometimes`
+//! property per situation it must reach, so a passing run is not vacuous.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod check;
+mod model;
+mod monitor;
+
+pub use check::{
+    check, counterexample, CheckReport, Counterexample, Progress, PropertyReport, Verdict,
+};
+pub use model::{Action, Bound, Cause, DeliveryModel, State, LIVENESS};
+pub use monitor::{Fact, Invariant, Monitor, Violation};
+pub use stateright;

@@ -19,7 +19,11 @@ fn corpus() -> Vec<PathBuf> {
 #[test]
 fn every_trace_of_the_corpus_replays() {
     let files = corpus();
-    assert!(files.len() >= 60, "the corpus shrank to {} traces", files.len());
+    assert!(
+        files.len() >= 60,
+        "the corpus shrank to {} traces",
+        files.len()
+    );
     let failures: Vec<String> = files
         .iter()
         .filter_map(|file| {
@@ -37,7 +41,10 @@ fn every_trace_cites_its_rules_in_a_leading_note() {
         let text = std::fs::read_to_string(&file).unwrap();
         let first = text.lines().next().unwrap_or_default();
         let note: serde_json::Value = serde_json::from_str(first).unwrap();
-        let note = note.get("note").and_then(|n| n.as_str()).unwrap_or_default();
+        let note = note
+            .get("note")
+            .and_then(|n| n.as_str())
+            .unwrap_or_default();
         assert!(
             note.contains('S') && note.chars().any(|c| c.is_ascii_digit()),
             "{} does not open with a note citing rules",

@@ -2,4 +2,6 @@
 #[cfg(test)]
 mod conformance;
 #[cfg(test)]
+mod model_check;
+#[cfg(test)]
 mod reference;

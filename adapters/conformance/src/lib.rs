@@ -310,6 +310,8 @@ pub fn input_json(input: &Input) -> Value {
 pub struct Recorder {
     machine: Machine,
     text: String,
+    /// The durable log so far: the given log, then every event emitted.
+    log: Vec<Value>,
 }
 
 impl Recorder {
@@ -327,6 +329,7 @@ impl Recorder {
         let machine = Machine::restore(log, seed_length)?;
         let mut recorder = Recorder::from_machine(note, machine);
         recorder.push_line(&json!({"given": {"log": log, "seedLength": seed_length}}));
+        recorder.log = log.to_vec();
         Ok(recorder)
     }
 
@@ -336,6 +339,7 @@ impl Recorder {
         let mut recorder = Recorder {
             machine,
             text: String::new(),
+            log: Vec::new(),
         };
         recorder.push_line(&json!({ "note": note }));
         recorder
@@ -346,7 +350,11 @@ impl Recorder {
         self.push_line(&json!({ "in": input_json(&input) }));
         let result = self.machine.handle(input);
         while let Some(output) = self.machine.poll_output() {
-            self.push_line(&json!({ "out": output_json(&output) }));
+            let value = output_json(&output);
+            if let Some(event) = value.get("event") {
+                self.log.push(event.clone());
+            }
+            self.push_line(&json!({ "out": value }));
         }
         if let Err(rejection) = &result {
             self.push_line(&json!({ "rejected": rejection.kind() }));
@@ -357,6 +365,11 @@ impl Recorder {
     /// The machine, as the recorded inputs left it.
     pub fn machine(&self) -> &Machine {
         &self.machine
+    }
+
+    /// The durable log so far: the given log, then every event the recorded inputs emitted.
+    pub fn log(&self) -> &[Value] {
+        &self.log
     }
 
     /// The trace text (JSON lines, newline-terminated).

@@ -1,0 +1,202 @@
+//! Running the model checker and reporting what it proved.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use coxswain_conformance::Recorder;
+use serde_json::Value;
+use stateright::{Checker, Expectation, HasDiscoveries, Model, Path};
+
+use crate::model::{Action, DeliveryModel, State};
+
+/// What a property's check found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// `always` / `eventually`: no counterexample in the whole bound.
+    Holds,
+    /// `always` / `eventually`: a counterexample.
+    Fails(Counterexample),
+    /// `sometimes`: an example was found.
+    Reached,
+    /// `sometimes`: the bound never reaches it (the property is vacuous here).
+    Unreached,
+}
+
+/// A path that breaks a property, as the checker found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counterexample {
+    /// The environment's choices, in order.
+    pub actions: Vec<Action>,
+    /// The monitor's account of the violation (for `always` properties).
+    pub detail: Option<String>,
+    /// The path as a conformance trace (FORMAT.md) that `coxswain conform` replays.
+    pub trace: String,
+}
+
+/// One property and its verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PropertyReport {
+    /// The property's name.
+    pub name: &'static str,
+    /// `always`, `eventually` or `sometimes`.
+    pub expectation: &'static str,
+    /// What the check found.
+    pub verdict: Verdict,
+}
+
+/// The outcome of a model-checking run.
+#[derive(Clone, Debug)]
+pub struct CheckReport {
+    /// Distinct states explored.
+    pub unique_states: usize,
+    /// States generated, repeats included.
+    pub total_states: usize,
+    /// The deepest path explored.
+    pub max_depth: usize,
+    /// Wall-clock time.
+    pub elapsed: Duration,
+    /// Whether every reachable state was explored (false if stopped at a discovery).
+    pub exhaustive: bool,
+    /// Every property with its verdict.
+    pub properties: Vec<PropertyReport>,
+}
+
+impl CheckReport {
+    /// Every safety and liveness property holds and every `sometimes` property was reached.
+    pub fn passed(&self) -> bool {
+        self.exhaustive
+            && self
+                .properties
+                .iter()
+                .all(|p| matches!(p.verdict, Verdict::Holds | Verdict::Reached))
+    }
+
+    /// The report of one property.
+    pub fn property(&self, name: &str) -> Option<&PropertyReport> {
+        self.properties.iter().find(|p| p.name == name)
+    }
+}
+
+/// Progress while the checker runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Distinct states so far.
+    pub unique_states: usize,
+    /// Deepest path so far.
+    pub max_depth: usize,
+    /// Time so far.
+    pub elapsed: Duration,
+}
+
+/// Checks the model exhaustively with breadth-first search on `threads` threads, calling
+/// `progress` about every `interval`. With `stop_at`, stops as soon as any of those properties
+/// has a discovery (used to prove seeded bugs are caught quickly); the run is then not
+/// exhaustive.
+pub fn check(
+    model: DeliveryModel,
+    threads: usize,
+    stop_at: Option<BTreeSet<&'static str>>,
+    interval: Duration,
+    mut progress: impl FnMut(Progress),
+) -> CheckReport {
+    let start = Instant::now();
+    let mut builder = model.clone().checker().threads(threads.max(1));
+    if let Some(names) = stop_at.clone() {
+        builder = builder.finish_when(HasDiscoveries::AnyOf(names));
+    }
+    let checker = builder.spawn_bfs();
+    while !checker.is_done() {
+        progress(Progress {
+            unique_states: checker.unique_state_count(),
+            max_depth: checker.max_depth(),
+            elapsed: start.elapsed(),
+        });
+        std::thread::sleep(interval);
+    }
+    let checker = checker.join();
+    let elapsed = start.elapsed();
+    let discoveries = checker.discoveries();
+    let properties = model
+        .properties()
+        .into_iter()
+        .map(|property| {
+            let found = discoveries.get(property.name);
+            let verdict = match (&property.expectation, found) {
+                (Expectation::Sometimes, Some(_)) => Verdict::Reached,
+                (Expectation::Sometimes, None) => Verdict::Unreached,
+                (_, None) => Verdict::Holds,
+                (_, Some(path)) => Verdict::Fails(counterexample(&model, path.clone())),
+            };
+            PropertyReport {
+                name: property.name,
+                expectation: match property.expectation {
+                    Expectation::Always => "always",
+                    Expectation::Eventually => "eventually",
+                    Expectation::Sometimes => "sometimes",
+                },
+                verdict,
+            }
+        })
+        .collect();
+    let stopped_early =
+        stop_at.is_some_and(|names| names.iter().any(|n| discoveries.contains_key(n)));
+    CheckReport {
+        unique_states: checker.unique_state_count(),
+        total_states: checker.state_count(),
+        max_depth: checker.max_depth(),
+        elapsed,
+        exhaustive: !stopped_early,
+        properties,
+    }
+}
+
+/// Turns a checker path into a counterexample with its conformance trace.
+pub fn counterexample(model: &DeliveryModel, path: Path<State, Action>) -> Counterexample {
+    let detail = path
+        .last_state()
+        .monitor
+        .violation()
+        .map(ToString::to_string);
+    let steps: Vec<(State, Option<Action>)> = path.into();
+    let actions: Vec<Action> = steps.iter().filter_map(|(_, action)| *action).collect();
+    Counterexample {
+        trace: trace(model, &steps, detail.as_deref()),
+        actions,
+        detail,
+    }
+}
+
+/// Records the inputs of a path as a FORMAT.md trace. A crash-restore starts the trace over
+/// from the repaired log (a `given` line), since a trace has one machine.
+fn trace(model: &DeliveryModel, steps: &[(State, Option<Action>)], detail: Option<&str>) -> String {
+    let note = format!(
+        "model-checker counterexample ({:?}){}",
+        model.bound(),
+        detail.map(|d| format!(": {d}")).unwrap_or_default()
+    );
+    let mut recorder = Recorder::from_machine(&note, model.machine());
+    for (state, action) in steps {
+        let Some(action) = *action else { continue };
+        if action == Action::CrashRestore {
+            let mut log: Vec<Value> = recorder.log().to_vec();
+            log.extend(
+                state
+                    .monitor
+                    .auditor()
+                    .closers()
+                    .iter()
+                    .filter_map(|event| serde_json::to_value(event).ok()),
+            );
+            match Recorder::restored(&note, &log, 0) {
+                Ok(restored) => recorder = restored,
+                Err(_) => break,
+            }
+            continue;
+        }
+        if let Some(input) = model.input(state, action) {
+            // Rejections are recorded as `rejected` lines.
+            let _ = recorder.input(input);
+        }
+    }
+    recorder.finish()
+}

@@ -1,0 +1,449 @@
+//! The stateright model: the environment's choices as actions, the real core as the transition.
+//!
+//! [`DeliveryModel::next_state`] clones the state, applies one input to the *real*
+//! [`Machine`](coxswain_core::Machine) and feeds what it emitted to the [`Monitor`]. No delivery
+//! rule lives here: the actions are only what a user, a plugin or the host may do.
+
+use std::sync::Arc;
+
+use coxswain_core::{
+    Batch, CancelCause, ErrorInfo, Input, Machine, MaintenanceInput, Message, PreStepAnswer,
+    SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
+};
+use stateright::{Model, Property};
+
+use crate::monitor::{Fact, Invariant, Monitor};
+
+/// The bound of a model run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Bound {
+    /// Message ids in the pool (`m1`, `m2`, …). Deliveries of a pending id exercise S13.
+    pub messages: u8,
+    /// Environment operations per path: deliveries, queue edits, cancels, maintenance begins,
+    /// disposals and crash-restores. Host answers and maintenance ends are not counted.
+    pub operations: u8,
+    /// `continue` answers per path (tool steps), so a turn cannot loop forever.
+    pub tool_steps: u8,
+    /// Whether the environment may crash the process and restore from the log (S49, S50).
+    pub crashes: bool,
+}
+
+impl Bound {
+    /// The bound CI checks exhaustively.
+    pub const CI: Bound = Bound {
+        messages: 3,
+        operations: 5,
+        tool_steps: 2,
+        crashes: true,
+    };
+
+    /// The bigger bound documented in the README.
+    pub const DEEP: Bound = Bound {
+        messages: 4,
+        operations: 5,
+        tool_steps: 2,
+        crashes: true,
+    };
+}
+
+/// One choice of the environment (user, plugin, host).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// `send(message i, target, wakeup)`: followup, steer, inject, or a quiet next-turn send.
+    Send {
+        /// Index into the pool.
+        message: u8,
+        /// The requested list.
+        target: Target,
+        /// Whether it wakes.
+        wakeup: bool,
+    },
+    /// `remove(id i)`.
+    Remove(u8),
+    /// `replace(id i, message j)`.
+    Replace(u8, u8),
+    /// `prepend(target, message i)`.
+    Prepend(Target, u8),
+    /// `clear()`.
+    Clear,
+    /// `cancel(cause, keepInbox)`.
+    Cancel(Cause, bool),
+    /// `beginMaintenance()`.
+    BeginMaintenance,
+    /// `endMaintenance()`.
+    EndMaintenance,
+    /// `dispose()`.
+    Dispose,
+    /// The process crashes; the log is repaired and the machine restored from it (S50, S49).
+    CrashRestore,
+    /// The environment stops: no more operations on this path (host answers go on).
+    Stop,
+    /// Pre-step: enter the claimed batch.
+    EnterClaimed,
+    /// Pre-step: enter no message.
+    EnterEmpty,
+    /// Pre-step: enter the claimed batch plus a message the hook added.
+    EnterWithExtra,
+    /// Pre-step: reject.
+    Reject,
+    /// Pre-step: fail.
+    FailPreStep,
+    /// Step: the model stopped.
+    StepCompleted,
+    /// Step: the model hit the output limit.
+    StepMaxTokens,
+    /// Step: tools ran.
+    StepContinue,
+    /// Step: failed.
+    FailStep,
+    /// Turn-stopping hooks done.
+    TurnStoppingDone,
+    /// Turn-stopping hooks failed.
+    FailTurnStopping,
+}
+
+/// A cancel cause (S36).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cause {
+    /// `{kind: "user"}`.
+    User,
+    /// `{kind: "parent"}`.
+    Parent,
+    /// `{kind: "hook", reason: "stop"}`.
+    Hook,
+    /// `{kind: "disposed"}` (an ordinary cancel, S24).
+    Disposed,
+}
+
+impl Cause {
+    const ALL: [Cause; 4] = [Cause::User, Cause::Parent, Cause::Hook, Cause::Disposed];
+
+    fn cause(self) -> CancelCause {
+        match self {
+            Cause::User => CancelCause::User,
+            Cause::Parent => CancelCause::Parent,
+            Cause::Hook => CancelCause::Hook {
+                reason: "stop".into(),
+            },
+            Cause::Disposed => CancelCause::Disposed,
+        }
+    }
+}
+
+/// A model state: the real machine, its monitor, and the environment's remaining budget.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    /// The machine under check.
+    pub machine: Machine,
+    /// The invariant monitor and its compact history.
+    pub monitor: Monitor,
+    /// Environment operations left on this path.
+    pub operations_left: u8,
+    /// `continue` answers left on this path.
+    pub tool_steps_left: u8,
+}
+
+/// The model of one agent session under every environment the bound allows.
+#[derive(Clone, Debug)]
+pub struct DeliveryModel {
+    bound: Bound,
+    pool: Vec<SharedMessage>,
+    extra: SharedMessage,
+    #[cfg(feature = "seeded-bugs")]
+    bug: Option<coxswain_core::SeededBug>,
+}
+
+impl DeliveryModel {
+    /// A model with this bound, checking the real machine.
+    pub fn new(bound: Bound) -> Self {
+        let pool = (1..=bound.messages)
+            .map(|i| Arc::new(Message::user(format!("m{i}"), format!("message {i}"))))
+            .collect();
+        DeliveryModel {
+            bound,
+            pool,
+            extra: Arc::new(Message::new(
+                "hook-extra",
+                serde_json::json!({"kind": "plugin", "name": "hook"}),
+                "added by the pre-step hook".into(),
+            )),
+            #[cfg(feature = "seeded-bugs")]
+            bug: None,
+        }
+    }
+
+    /// Test-only: check a machine carrying a seeded bug instead.
+    #[cfg(feature = "seeded-bugs")]
+    pub fn with_seeded_bug(mut self, bug: coxswain_core::SeededBug) -> Self {
+        self.bug = Some(bug);
+        self
+    }
+
+    /// The bound.
+    pub fn bound(&self) -> Bound {
+        self.bound
+    }
+
+    /// A fresh machine as this model checks it.
+    pub fn machine(&self) -> Machine {
+        self.prepare(Machine::new())
+    }
+
+    #[cfg(feature = "seeded-bugs")]
+    fn prepare(&self, machine: Machine) -> Machine {
+        machine.with_seeded_bug(self.bug)
+    }
+
+    #[cfg(not(feature = "seeded-bugs"))]
+    fn prepare(&self, machine: Machine) -> Machine {
+        machine
+    }
+
+    fn message(&self, index: u8) -> Option<SharedMessage> {
+        self.pool.get(usize::from(index)).cloned()
+    }
+
+    /// The input an action stands for in a state, or `None` for crash-restore and stop (which
+    /// are not inputs) and for answers that need a batch when none was requested.
+    pub fn input(&self, state: &State, action: Action) -> Option<Input> {
+        let error = |what: &str| ErrorInfo::new(format!("{what} failed"), "E_MODEL");
+        Some(match action {
+            Action::Send {
+                message,
+                target,
+                wakeup,
+            } => {
+                let message = self.message(message)?;
+                match (target, wakeup) {
+                    (Target::NextTurn, true) => Input::Followup(message),
+                    (Target::NextStep, true) => Input::Steer(message),
+                    (Target::NextStep, false) => Input::Inject(message),
+                    (Target::NextTurn, false) => Input::Send {
+                        message,
+                        target,
+                        wakeup,
+                    },
+                }
+            }
+            Action::Remove(i) => Input::Remove(self.message(i)?.id().clone()),
+            Action::Replace(i, j) => Input::Replace {
+                id: self.message(i)?.id().clone(),
+                message: self.message(j)?,
+            },
+            Action::Prepend(target, i) => Input::Prepend {
+                target,
+                message: self.message(i)?,
+            },
+            Action::Clear => Input::Clear {},
+            Action::Cancel(cause, keep_inbox) => Input::Cancel {
+                cause: cause.cause(),
+                keep_inbox,
+            },
+            Action::BeginMaintenance => Input::Maintenance(MaintenanceInput::Begin),
+            Action::EndMaintenance => Input::Maintenance(MaintenanceInput::End),
+            Action::Dispose => Input::Dispose {},
+            Action::CrashRestore | Action::Stop => return None,
+            Action::EnterClaimed => {
+                Input::PreStep(PreStepAnswer::Enter(claimed(state).unwrap_or_default()))
+            }
+            Action::EnterEmpty => Input::PreStep(PreStepAnswer::Enter(Batch::new())),
+            Action::EnterWithExtra => {
+                let mut batch = claimed(state).unwrap_or_default();
+                batch.push(self.extra.clone());
+                Input::PreStep(PreStepAnswer::Enter(batch))
+            }
+            Action::Reject => Input::PreStep(PreStepAnswer::Reject),
+            Action::FailPreStep => Input::PreStep(PreStepAnswer::Fail(error("pre-step"))),
+            Action::StepCompleted => Input::Step(StepAnswer::Completed),
+            Action::StepMaxTokens => Input::Step(StepAnswer::MaxTokens),
+            Action::StepContinue => Input::Step(StepAnswer::Continue),
+            Action::FailStep => Input::Step(StepAnswer::Fail(error("step"))),
+            Action::TurnStoppingDone => Input::TurnStopping(TurnStoppingAnswer::Done),
+            Action::FailTurnStopping => {
+                Input::TurnStopping(TurnStoppingAnswer::Fail(error("turn-stopping")))
+            }
+        })
+    }
+}
+
+fn claimed(state: &State) -> Option<Batch> {
+    state.monitor.pre_step_batch().cloned()
+}
+
+/// One `always` property per invariant.
+macro_rules! always_holds {
+    ($($invariant:ident),* $(,)?) => {
+        vec![$(Property::always(
+            Invariant::$invariant.name(),
+            |_: &DeliveryModel, s: &State| !s.monitor.violated(Invariant::$invariant),
+        )),*]
+    };
+}
+
+/// One `sometimes` property per fact: proof that the bound reaches it.
+macro_rules! sometimes_reached {
+    ($($fact:ident),* $(,)?) => {
+        vec![$(Property::sometimes(
+            Fact::$fact.name(),
+            |_: &DeliveryModel, s: &State| s.monitor.saw(Fact::$fact),
+        )),*]
+    };
+}
+
+/// The name of the `eventually` property checking I9.
+pub const LIVENESS: &str = "I9 liveness";
+
+impl Model for DeliveryModel {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        vec![State {
+            machine: self.machine(),
+            monitor: Monitor::new(),
+            operations_left: self.bound.operations,
+            tool_steps_left: self.bound.tool_steps,
+        }]
+    }
+
+    fn actions(&self, state: &State, actions: &mut Vec<Action>) {
+        if state.monitor.violation().is_some() {
+            return;
+        }
+        // The host answers whatever is outstanding; answers to nothing exercise S4.
+        actions.extend([
+            Action::EnterClaimed,
+            Action::EnterEmpty,
+            Action::EnterWithExtra,
+            Action::Reject,
+            Action::FailPreStep,
+            Action::StepCompleted,
+            Action::StepMaxTokens,
+            Action::FailStep,
+            Action::TurnStoppingDone,
+            Action::FailTurnStopping,
+            Action::EndMaintenance,
+        ]);
+        if state.tool_steps_left > 0 {
+            actions.push(Action::StepContinue);
+        }
+        if state.operations_left == 0 {
+            return;
+        }
+        actions.push(Action::Stop);
+        let messages = self.bound.messages;
+        for i in 0..messages {
+            for (target, wakeup) in [
+                (Target::NextTurn, true),
+                (Target::NextStep, true),
+                (Target::NextStep, false),
+                (Target::NextTurn, false),
+            ] {
+                actions.push(Action::Send {
+                    message: i,
+                    target,
+                    wakeup,
+                });
+            }
+        }
+        for i in 0..messages {
+            actions.push(Action::Remove(i));
+            actions.extend((0..messages).map(|j| Action::Replace(i, j)));
+            actions.push(Action::Prepend(Target::NextTurn, i));
+            actions.push(Action::Prepend(Target::NextStep, i));
+        }
+        actions.push(Action::Clear);
+        for cause in Cause::ALL {
+            actions.push(Action::Cancel(cause, false));
+            actions.push(Action::Cancel(cause, true));
+        }
+        actions.extend([Action::BeginMaintenance, Action::Dispose]);
+        if self.bound.crashes && !state.machine.is_disposed() {
+            actions.push(Action::CrashRestore);
+        }
+    }
+
+    fn next_state(&self, last: &State, action: Action) -> Option<State> {
+        let mut next = last.clone();
+        match action {
+            Action::Stop => {
+                next.operations_left = 0;
+                return Some(next);
+            }
+            Action::CrashRestore => {
+                next.operations_left = next.operations_left.saturating_sub(1);
+                if let Ok(machine) = next.monitor.crash_and_restore() {
+                    next.machine = self.prepare(machine);
+                }
+                return Some(next);
+            }
+            Action::StepContinue => next.tool_steps_left = next.tool_steps_left.saturating_sub(1),
+            Action::EndMaintenance
+            | Action::EnterClaimed
+            | Action::EnterEmpty
+            | Action::EnterWithExtra
+            | Action::Reject
+            | Action::FailPreStep
+            | Action::StepCompleted
+            | Action::StepMaxTokens
+            | Action::FailStep
+            | Action::TurnStoppingDone
+            | Action::FailTurnStopping => {}
+            _ => next.operations_left = next.operations_left.saturating_sub(1),
+        }
+        let input = self.input(last, action)?;
+        let result = next.machine.handle(input.clone());
+        let outputs: Vec<_> = std::iter::from_fn(|| next.machine.poll_output()).collect();
+        let observed =
+            next.monitor
+                .observe(&last.machine, &input, &result, &outputs, &next.machine);
+        // A rejected input changed nothing (checked): not a new state, unless it broke S5.
+        if result.is_err() && observed.is_ok() {
+            return None;
+        }
+        Some(next)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        let mut properties = always_holds![
+            I1SpliceProjection,
+            I2Identity,
+            I3Conservation,
+            I4ClaimShape,
+            I5TurnEnclosure,
+            I6Cancel,
+            I7IdleInjection,
+            I8Status,
+            I10OneRequest,
+            S5Rejection,
+            S10SpliceShape,
+            S18Retarget,
+            S33ToolStepContinues,
+            S39OneAbort,
+            S49ReplayEquivalence,
+        ];
+        // I9: once the environment stops, every waking delivery is claimed or discarded unless
+        // the spec lets it park, and the machine is quiescent. The condition can only hold once
+        // no operation is left, which every terminal state satisfies (`Stop`), so it is
+        // evaluated where the path ends rather than vacuously at its start.
+        properties.push(Property::eventually(LIVENESS, |_, s: &State| {
+            s.operations_left == 0 && s.machine.is_quiescent() && s.monitor.waking_work_settled()
+        }));
+        properties.extend(sometimes_reached![
+            BlockedTurnContinued,
+            CompletedTurnContinued,
+            LatchReplayedAtExit,
+            LatchReplayedAtMaintenanceEnd,
+            WakeLatchedDuringMaintenance,
+            KeepInboxParked,
+            ToolContextClaimed,
+            MaxTokensThenContinue,
+            RestoredMidTurn,
+            DisposedWhileRunning,
+            Disposed,
+            TurnFailed,
+            SteerRetargeted,
+        ]);
+        properties
+    }
+}
