@@ -1,1 +1,54 @@
-//! placeholder
+//! # coxswain-tokio
+//!
+//! The tokio runtime side of coxswain: one driver task per agent owns the sans-IO core
+//! ([`coxswain_core::Machine`]) and the agent's [`DurableLog`]; an [`Agent`] handle delivers to
+//! it; the embedder's [`Host`] does the asynchronous work the core asks for. The driver only
+//! translates: every delivery decision (routing, latch, claims, turns) is the core's.
+//!
+//! ```
+//! use coxswain_tokio::coxswain_core::{Message, StepAnswer};
+//! use coxswain_tokio::{Agent, FileLog, Host, StepContext};
+//!
+//! struct Model;
+//!
+//! impl Host for Model {
+//!     async fn step(&self, cx: StepContext) -> StepAnswer {
+//!         // Call the model here; its output goes in the log, inside the step.
+//!         let said = serde_json::json!({"text": "hello"});
+//!         if cx.record("model/output", said).await.is_err() {
+//!             return StepAnswer::Completed;
+//!         }
+//!         StepAnswer::Completed
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let log = FileLog::open(dir.path().join("session.jsonl")).await?;
+//! let (agent, _recovery) = Agent::open(Model, log).await?;
+//! agent.followup(Message::user("m1", "hi")).await?; // resolves once durable
+//! agent.when_idle().await?;
+//! agent.dispose().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Resume is the same call on a log that holds a session: [`Agent::open`] reads it back, drops a
+//! torn final line, closes an interrupted turn (S50) and restores the core (S46–S48).
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod agent;
+mod driver;
+mod host;
+mod log;
+
+pub use agent::{
+    Agent, AgentError, Ending, OpenError, Options, PendingSnapshot, Recovery, Update,
+};
+pub use host::{Host, PreStepContext, StepContext, TurnStoppingContext};
+pub use log::{DurableLog, FileLog, LogError, MemoryLog, ReadBack, SyncPolicy};
+
+pub use coxswain_core;
+pub use coxswain_log;

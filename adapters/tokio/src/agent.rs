@@ -1,0 +1,495 @@
+//! The [`Agent`] handle: a cheap, cloneable front to one driver task.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use coxswain_core::{
+    CancelCause, MessageId, Notification, Pending, Rejected, SharedMessage, Status, Target,
+};
+use coxswain_log::{repair, Entry, HostEvent, RepairError, ReservedType, TornTail};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::driver::Driver;
+use crate::host::Host;
+use crate::log::{DurableLog, LogError};
+
+/// A handle to one running agent: cheap to clone, `Send + Sync`. Every call goes to the agent's
+/// driver task, which owns the core and the log; a delivery resolves once its durable splice is
+/// persisted (and fails, changing nothing, if the core rejects it).
+///
+/// The driver task ends when the agent is disposed ([`dispose`](Agent::dispose)), closed
+/// ([`close`](Agent::close)), stopped by a persistence failure, or when every handle is dropped
+/// and no host call is running.
+#[derive(Clone, Debug)]
+pub struct Agent {
+    pub(crate) inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) tx: mpsc::Sender<Command>,
+    pub(crate) state: watch::Receiver<State>,
+    /// A receiver kept only to hand out new ones; the driver holds the only sender.
+    pub(crate) updates: broadcast::Receiver<Update>,
+}
+
+/// What the driver publishes after every input.
+#[derive(Clone, Debug)]
+pub(crate) struct State {
+    pub(crate) status: Status,
+    pub(crate) quiescent: bool,
+    pub(crate) ended: Option<Ending>,
+}
+
+pub(crate) type Reply<T> = oneshot::Sender<Result<T, AgentError>>;
+
+/// A maintenance job, as the driver spawns it.
+pub(crate) type Job =
+    Box<dyn FnOnce(CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+pub(crate) enum Command {
+    Call { call: Call, reply: Reply<bool> },
+    Maintenance { job: Job, reply: Reply<()> },
+    Record {
+        turn: u64,
+        step: u64,
+        events: Vec<HostEvent>,
+        reply: Reply<()>,
+    },
+    Pending { reply: oneshot::Sender<PendingSnapshot> },
+    Close { reply: oneshot::Sender<()> },
+}
+
+/// One core input a caller makes.
+#[derive(Debug)]
+pub(crate) enum Call {
+    Send {
+        message: SharedMessage,
+        target: Target,
+        wakeup: bool,
+    },
+    Remove(MessageId),
+    Replace(MessageId, SharedMessage),
+    Prepend(Target, SharedMessage),
+    Clear,
+    Cancel(CancelCause, bool),
+    Dispose,
+}
+
+/// Why a call on an [`Agent`] failed.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The core rejected the input; nothing changed (S5).
+    #[error("rejected: {0}")]
+    Rejected(#[from] Rejected),
+    /// Appending this input's durable events failed, so it is not acknowledged. The agent
+    /// stopped: re-open it from its log.
+    #[error("the input is not durable: {0}; the agent stopped, re-open it from the log")]
+    Persistence(LogError),
+    /// The agent stopped after a persistence failure: re-open it from its log.
+    #[error("the agent stopped after a persistence failure; re-open it from the log")]
+    Stopped,
+    /// The agent was closed.
+    #[error("the agent is closed")]
+    Closed,
+    /// A host event was recorded after its step was answered.
+    #[error("the step is closed: host events go inside their step")]
+    StepClosed,
+    /// A host event used a type of the machine's own vocabulary.
+    #[error(transparent)]
+    Reserved(#[from] ReservedType),
+    /// The maintenance job panicked (the maintenance ended all the same).
+    #[error("the maintenance job panicked")]
+    JobPanicked,
+}
+
+/// How an agent's driver task ended.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Ending {
+    /// The core emitted `disposed` (S45).
+    Disposed,
+    /// [`Agent::close`] was called, or every handle was dropped.
+    Closed,
+    /// An append failed: the log holds less than the core did.
+    Stopped(LogError),
+}
+
+impl Ending {
+    fn error(&self) -> AgentError {
+        match self {
+            Ending::Disposed => AgentError::Rejected(Rejected::Disposed),
+            Ending::Closed => AgentError::Closed,
+            Ending::Stopped(_) => AgentError::Stopped,
+        }
+    }
+}
+
+/// A live update from an agent ([`Agent::subscribe`]), in the core's output order.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Update {
+    /// A record was appended to the durable log (the machine's event or the host's).
+    Recorded {
+        /// Its `seq` in the log.
+        seq: u64,
+        /// The record.
+        entry: Entry,
+    },
+    /// A live notification of the core: inserted, discarded, claimed, status, error.
+    Notified(Notification),
+    /// The driver task ended; no update follows.
+    Ended(Ending),
+}
+
+/// The pending lists at one moment ([`Agent::pending`]).
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct PendingSnapshot {
+    /// NT, in order.
+    pub next_turn: Vec<Pending>,
+    /// NS, in order.
+    pub next_step: Vec<Pending>,
+}
+
+/// What [`Agent::open`] found in the log and did to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Recovery {
+    /// Complete records read back.
+    pub records: usize,
+    /// A torn final record the log dropped (S50).
+    pub torn_tail: Option<TornTail>,
+    /// The turn the log ended inside, now closed `interrupted` (S50).
+    pub interrupted_turn: Option<u64>,
+    /// Closers appended (`step/end`, `turn/end`).
+    pub closers: usize,
+    /// The last turn number; the next turn is this + 1.
+    pub last_turn: u64,
+    /// Items parked in NT.
+    pub pending_next_turn: usize,
+    /// Items parked in NS.
+    pub pending_next_step: usize,
+}
+
+/// An agent could not be opened on its log.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// Reading or repairing the log failed (or a line is not a record).
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// The log breaks a rule before its end; it names the line.
+    #[error("the log cannot be repaired: {0}")]
+    Corrupt(#[from] RepairError),
+}
+
+/// Settings of an agent.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Options {
+    /// The agent's name in `tracing` spans.
+    pub name: String,
+    /// How many calls may wait for the driver before callers wait to send.
+    pub channel_capacity: usize,
+    /// How many updates a subscriber may fall behind before it lags.
+    pub update_capacity: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            name: "agent".to_owned(),
+            channel_capacity: 64,
+            update_capacity: 1024,
+        }
+    }
+}
+
+impl Options {
+    /// The default options with this name.
+    pub fn named(name: impl Into<String>) -> Self {
+        Options {
+            name: name.into(),
+            ..Options::default()
+        }
+    }
+}
+
+impl Agent {
+    /// Opens an agent on `log` with default [`Options`]. See [`open_with`](Agent::open_with).
+    pub async fn open<H: Host, L: DurableLog>(
+        host: H,
+        log: L,
+    ) -> Result<(Agent, Recovery), OpenError> {
+        Agent::open_with(Options::default(), host, log).await
+    }
+
+    /// Opens an agent on `log`, which may be empty (a new session) or hold a session to resume:
+    /// reads it back (dropping a torn tail), audits and repairs it (closing an interrupted turn,
+    /// S50), restores the core from it (S46–S48: items park, nothing wakes), and spawns the
+    /// driver task on the current tokio runtime. Many agents share one runtime.
+    pub async fn open_with<H: Host, L: DurableLog>(
+        options: Options,
+        host: H,
+        mut log: L,
+    ) -> Result<(Agent, Recovery), OpenError> {
+        let span = tracing::info_span!("agent", name = %options.name);
+        let read = log.read_back().instrument(span.clone()).await?;
+        let repaired = repair(&read.records)?;
+        if !repaired.closers.is_empty() {
+            let closers: Vec<Entry> = repaired
+                .closers
+                .iter()
+                .cloned()
+                .map(Entry::Machine)
+                .collect();
+            log.append(&closers).await?;
+            log.sync().await?;
+        }
+        let machine = repaired.machine;
+        let recovery = Recovery {
+            records: read.records.len(),
+            torn_tail: read.torn,
+            interrupted_turn: repaired.interrupted,
+            closers: repaired.closers.len(),
+            last_turn: machine.last_turn(),
+            pending_next_turn: machine.pending(Target::NextTurn).len(),
+            pending_next_step: machine.pending(Target::NextStep).len(),
+        };
+        tracing::info!(parent: &span, ?recovery, "opened");
+        let (tx, rx) = mpsc::channel(options.channel_capacity.max(1));
+        let (state_tx, state_rx) = watch::channel(State {
+            status: machine.status(),
+            quiescent: machine.is_quiescent(),
+            ended: None,
+        });
+        let (updates_tx, updates_rx) = broadcast::channel(options.update_capacity.max(1));
+        let agent = Agent {
+            inner: Arc::new(Inner {
+                tx,
+                state: state_rx,
+                updates: updates_rx,
+            }),
+        };
+        let driver = Driver::new(
+            machine,
+            log,
+            Arc::new(host),
+            rx,
+            Arc::downgrade(&agent.inner),
+            state_tx,
+            updates_tx,
+            span.clone(),
+        );
+        tokio::spawn(driver.run().instrument(span));
+        Ok((agent, recovery))
+    }
+
+    /// `send(message, target, wakeup)` (S16).
+    pub async fn send(
+        &self,
+        message: impl Into<SharedMessage>,
+        target: Target,
+        wakeup: bool,
+    ) -> Result<(), AgentError> {
+        let message = message.into();
+        self.call(Call::Send {
+            message,
+            target,
+            wakeup,
+        })
+        .await
+        .map(drop)
+    }
+
+    /// A follow-up: a turn of its own (S22).
+    pub async fn followup(&self, message: impl Into<SharedMessage>) -> Result<(), AgentError> {
+        self.send(message, Target::NextTurn, true).await
+    }
+
+    /// Steering: joins the running turn at its next step boundary.
+    pub async fn steer(&self, message: impl Into<SharedMessage>) -> Result<(), AgentError> {
+        self.send(message, Target::NextStep, true).await
+    }
+
+    /// Context that rides along with the next step; never wakes (S20).
+    pub async fn inject(&self, message: impl Into<SharedMessage>) -> Result<(), AgentError> {
+        self.send(message, Target::NextStep, false).await
+    }
+
+    /// Removes a pending message (S15); `false` if it was not pending.
+    pub async fn remove(&self, id: impl Into<MessageId>) -> Result<bool, AgentError> {
+        self.call(Call::Remove(id.into())).await
+    }
+
+    /// Replaces a pending message in place (S15); `false` if `id` was not pending.
+    pub async fn replace(
+        &self,
+        id: impl Into<MessageId>,
+        message: impl Into<SharedMessage>,
+    ) -> Result<bool, AgentError> {
+        let message = message.into();
+        self.call(Call::Replace(id.into(), message)).await
+    }
+
+    /// Puts a quiet message first in `target` (S15).
+    pub async fn prepend(
+        &self,
+        target: Target,
+        message: impl Into<SharedMessage>,
+    ) -> Result<(), AgentError> {
+        let message = message.into();
+        self.call(Call::Prepend(target, message)).await.map(drop)
+    }
+
+    /// Discards everything pending (S15).
+    pub async fn clear(&self) -> Result<(), AgentError> {
+        self.call(Call::Clear).await.map(drop)
+    }
+
+    /// `cancel(cause, { keepInbox })` (S39). Resolves once the cancel is durable; the running
+    /// activity's token is tripped by then, and the turn ends when the host's call returns.
+    pub async fn cancel(&self, cause: CancelCause, keep_inbox: bool) -> Result<(), AgentError> {
+        self.call(Call::Cancel(cause, keep_inbox)).await.map(drop)
+    }
+
+    /// Runs a maintenance job (S43): only while idle (else [`Rejected::Busy`]). The job runs in
+    /// a task of its own with a fresh cancellation token (a `cancel` trips it); when it returns
+    /// the maintenance ends and a wake latched meanwhile replays (S25). Resolves with the job's
+    /// value once the end is durable. Dropping this future does not stop the job.
+    pub async fn run_maintenance<F, Fut, T>(&self, job: F) -> Result<T, AgentError>
+    where
+        F: FnOnce(CancellationToken) -> Fut + Send + 'static,
+        Fut: Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (value_tx, value_rx) = oneshot::channel();
+        let job: Job = Box::new(move |token| {
+            Box::pin(async move {
+                let _ = value_tx.send(job(token).await);
+            })
+        });
+        self.request(|reply| Command::Maintenance { job, reply })
+            .await??;
+        value_rx.await.map_err(|_| AgentError::JobPanicked)
+    }
+
+    /// Resolves once the agent is quiescent (S44): no turn and no maintenance running. Fails if
+    /// the agent stopped or was closed first; succeeds if it was disposed.
+    pub async fn when_idle(&self) -> Result<(), AgentError> {
+        let mut state = self.inner.state.clone();
+        let ended = match state.wait_for(|s| s.quiescent || s.ended.is_some()).await {
+            Ok(s) => s.ended.clone(),
+            Err(_) => Some(Ending::Closed),
+        };
+        match ended {
+            None | Some(Ending::Disposed) => Ok(()),
+            Some(ending) => Err(ending.error()),
+        }
+    }
+
+    /// Live updates from now on: every durable record as it is appended and every notification,
+    /// in the core's order, then [`Update::Ended`]. A subscriber that falls more than
+    /// [`Options::update_capacity`] behind lags (it skips).
+    pub fn subscribe(&self) -> broadcast::Receiver<Update> {
+        self.inner.updates.resubscribe()
+    }
+
+    /// Disposes the agent (S45): cancels everything, waits for the running host call to return,
+    /// and resolves once `disposed` was emitted, the log synced and the driver ended.
+    pub async fn dispose(&self) -> Result<(), AgentError> {
+        self.call(Call::Dispose).await?;
+        match self.wait_ended().await {
+            Ending::Disposed => Ok(()),
+            ending => Err(ending.error()),
+        }
+    }
+
+    /// Stops the driver now, without disposing: the running host call's token is tripped and
+    /// its answer ignored, the log is synced, and the driver ends. A turn left open is closed
+    /// `interrupted` when the log is opened again, as after a crash. Resolves once the log is
+    /// synced.
+    pub async fn close(&self) -> Result<(), AgentError> {
+        let (reply, done) = oneshot::channel();
+        if self.inner.tx.send(Command::Close { reply }).await.is_ok() {
+            let _ = done.await;
+        }
+        self.wait_ended().await;
+        Ok(())
+    }
+
+    /// The public status (S23).
+    pub fn status(&self) -> Status {
+        self.inner.state.borrow().status
+    }
+
+    /// How the driver ended, if it did.
+    pub fn ending(&self) -> Option<Ending> {
+        self.inner.state.borrow().ended.clone()
+    }
+
+    /// A snapshot of both pending lists.
+    pub async fn pending(&self) -> Result<PendingSnapshot, AgentError> {
+        let (reply, snapshot) = oneshot::channel();
+        if self.inner.tx.send(Command::Pending { reply }).await.is_err() {
+            return Err(self.ended_error());
+        }
+        snapshot.await.map_err(|_| self.ended_error())
+    }
+
+    pub(crate) async fn record(
+        &self,
+        turn: u64,
+        step: u64,
+        events: Vec<HostEvent>,
+    ) -> Result<(), AgentError> {
+        self.request(|reply| Command::Record {
+            turn,
+            step,
+            events,
+            reply,
+        })
+        .await?
+    }
+
+    async fn call(&self, call: Call) -> Result<bool, AgentError> {
+        self.request(|reply| Command::Call { call, reply }).await?
+    }
+
+    /// Sends a command and waits for its reply; a driver that is gone answers with how it ended.
+    async fn request<T>(
+        &self,
+        command: impl FnOnce(Reply<T>) -> Command,
+    ) -> Result<Result<T, AgentError>, AgentError> {
+        let (reply, answer) = oneshot::channel();
+        if self.inner.tx.send(command(reply)).await.is_err() {
+            return Err(self.ended_error());
+        }
+        answer.await.map_err(|_| self.ended_error())
+    }
+
+    fn ended_error(&self) -> AgentError {
+        match &self.inner.state.borrow().ended {
+            Some(ending) => ending.error(),
+            None => AgentError::Closed,
+        }
+    }
+
+    async fn wait_ended(&self) -> Ending {
+        let mut state = self.inner.state.clone();
+        let ended = match state.wait_for(|s| s.ended.is_some()).await {
+            Ok(s) => s.ended.clone().unwrap_or(Ending::Closed),
+            Err(_) => Ending::Closed,
+        };
+        ended
+    }
+}
+
+pub(crate) fn ending_error(ending: &Ending) -> AgentError {
+    ending.error()
+}

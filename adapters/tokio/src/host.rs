@@ -1,0 +1,95 @@
+//! The embedder's side: the [`Host`] trait and the contexts its calls receive.
+
+use std::future::Future;
+
+use coxswain_core::{Batch, PreStepAnswer, StepAnswer, TurnStoppingAnswer};
+use coxswain_log::HostEvent;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Agent, AgentError};
+
+/// The embedder's asynchronous work, which the core sequences (S3): the pre-step decision, the
+/// step, and the turn-stopping hooks. At most one call runs at a time per agent (S4), in a task
+/// of its own, so deliveries keep flowing meanwhile.
+///
+/// Every call gets the current activity's [`CancellationToken`] (a fresh one per turn, S42),
+/// which the core's `abort` request trips. Cancellation is cooperative (S40): a call should
+/// return soon after its token trips, but whatever it returns is still awaited, and the turn
+/// closes only then. A call that panics answers `fail` with code `host-panic`.
+pub trait Host: Send + Sync + 'static {
+    /// The pre-step decision (hooks, prompt assembly) for the claimed batch (S29). The default
+    /// enters the claimed batch as it is.
+    fn pre_step(&self, cx: PreStepContext) -> impl Future<Output = PreStepAnswer> + Send {
+        async move { PreStepAnswer::Enter(cx.messages) }
+    }
+
+    /// The step: the model call and its tools (S32). Tool-produced context is an ordinary
+    /// [`inject`](Agent::inject) through [`StepContext::agent`]; the host's own durable events
+    /// go through [`StepContext::record`], so they land between `step/start` and `step/end`.
+    fn step(&self, cx: StepContext) -> impl Future<Output = StepAnswer> + Send;
+
+    /// The turn-stopping hooks (S33); they may steer or inject meanwhile. The default does
+    /// nothing.
+    fn turn_stopping(&self, cx: TurnStoppingContext) -> impl Future<Output = TurnStoppingAnswer> + Send {
+        drop(cx);
+        async { TurnStoppingAnswer::Done }
+    }
+}
+
+/// What [`Host::pre_step`] gets.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct PreStepContext {
+    /// The turn.
+    pub turn: u64,
+    /// The number the step gets if entered.
+    pub step: u64,
+    /// The claimed batch: all of NS, then at a turn boundary the first NT item (S28).
+    pub messages: Batch,
+    /// Tripped when the turn is cancelled.
+    pub cancel: CancellationToken,
+    /// The agent, to deliver to.
+    pub agent: Agent,
+}
+
+/// What [`Host::step`] gets.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct StepContext {
+    /// The turn.
+    pub turn: u64,
+    /// The step.
+    pub step: u64,
+    /// Tripped when the turn is cancelled.
+    pub cancel: CancellationToken,
+    /// The agent, to deliver to (tool context is an [`inject`](Agent::inject), S31).
+    pub agent: Agent,
+}
+
+impl StepContext {
+    /// Appends one host event (model output, a tool call…) to the durable log, inside this step.
+    /// Resolves once it is durable. Fails with [`AgentError::StepClosed`] once the step was
+    /// answered, and with [`AgentError::Reserved`] for a type of the machine's own.
+    pub async fn record(&self, kind: impl Into<String>, data: Value) -> Result<(), AgentError> {
+        let event = HostEvent::new(kind, data)?;
+        self.record_all(vec![event]).await
+    }
+
+    /// Appends several host events as one batch (see [`record`](StepContext::record)).
+    pub async fn record_all(&self, events: Vec<HostEvent>) -> Result<(), AgentError> {
+        self.agent.record(self.turn, self.step, events).await
+    }
+}
+
+/// What [`Host::turn_stopping`] gets.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct TurnStoppingContext {
+    /// The turn.
+    pub turn: u64,
+    /// Tripped when the turn is cancelled.
+    pub cancel: CancellationToken,
+    /// The agent, to deliver to (hooks may steer or inject).
+    pub agent: Agent,
+}
