@@ -1,0 +1,15 @@
+//! The tokio driver's tests, as one binary: every delivery kind, cancel in every phase, latch
+//! replay, maintenance, dispose, resume after a crash, persistence failure, many agents on one
+//! runtime, concurrency, and a crash at every append point.
+
+mod support;
+
+mod cancel;
+mod concurrency;
+mod crash;
+mod delivery;
+mod dispose;
+mod maintenance;
+mod persistence;
+mod resume;
+mod runtime;

@@ -1,0 +1,71 @@
+//! Many agents on one runtime, handles dropped, host panics, close mid-turn.
+
+use coxswain_tokio::coxswain_core::StepAnswer;
+use coxswain_tokio::{AgentError, Ending, Update};
+
+use crate::support::*;
+
+#[tokio::test(start_paused = true)]
+async fn many_agents_share_one_runtime() {
+    let mut runs = Vec::new();
+    for _ in 0..32 {
+        runs.push(tokio::spawn(async {
+            let (agent, log) = open(FakeHost::new()).await;
+            for id in ["a", "b", "c"] {
+                agent.followup(user(id)).await.unwrap();
+            }
+            agent.when_idle().await.unwrap();
+            brief(&log)
+        }));
+    }
+    for run in runs {
+        let log = run.await.unwrap();
+        assert_eq!(log.len(), 21);
+        let ends: Vec<&String> = log.iter().filter(|l| l.starts_with("end")).collect();
+        assert_eq!(ends, ["end 1 completed", "end 2 completed", "end 3 completed"]);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_every_handle_ends_the_driver() {
+    let (agent, _log) = open(FakeHost::new()).await;
+    let mut updates = agent.subscribe();
+    drop(agent);
+    assert!(matches!(
+        updates.recv().await,
+        Ok(Update::Ended(Ending::Closed))
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_host_fails_the_turn_and_the_agent_goes_on() {
+    let host = FakeHost::new().on_step(|cx| async move {
+        if cx.turn == 1 {
+            panic!("tool crashed");
+        }
+        StepAnswer::Completed
+    });
+    let (agent, log) = open(host).await;
+    let mut updates = agent.subscribe();
+    agent.followup(user("a")).await.unwrap();
+    agent.when_idle().await.unwrap();
+    assert_eq!(brief(&log)[5..], ["/step 1.1", "end 1 error host-panic"]);
+    assert!(notes(&drain_updates(&mut updates)).contains(&"error 1.1 host-panic".to_owned()));
+    agent.followup(user("b")).await.unwrap();
+    agent.when_idle().await.unwrap();
+    assert_eq!(brief(&log).last().unwrap(), "end 2 completed");
+}
+
+#[tokio::test(start_paused = true)]
+async fn close_mid_turn_leaves_the_turn_for_repair() {
+    let (agent, log) = open(FakeHost::new()).await;
+    agent.followup(user("a")).await.unwrap();
+    sleep(10).await;
+    agent.close().await.unwrap();
+    assert!(matches!(agent.ending(), Some(Ending::Closed)));
+    assert!(matches!(agent.followup(user("b")).await, Err(AgentError::Closed)));
+    assert_eq!(brief(&log).last().unwrap(), "msg a");
+    let (_agent, log, recovery) = reopen(FakeHost::new(), log.bytes()).await;
+    assert_eq!(recovery.interrupted_turn, Some(1));
+    assert_eq!(brief(&log)[5..], ["/step 1.1", "end 1 interrupted"]);
+}
