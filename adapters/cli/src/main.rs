@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod check;
 mod conform;
 
 /// Drive, check and verify the coxswain delivery state machine.
@@ -24,11 +25,14 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Model-check the real core (stateright) at a bound and print what it proved.
+    Check(check::CheckArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Conform { files } => conform::run(&files),
+        Command::Check(args) => check::run(&args),
     }
 }

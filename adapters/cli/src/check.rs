@@ -1,0 +1,125 @@
+//! `coxswain check`: model-check the real core at a bound and print what it proved.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use coxswain_model::stateright::Model;
+use coxswain_model::{check, Bound, DeliveryModel, Verdict};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Flags of `coxswain check`.
+#[derive(Args, Debug)]
+pub(crate) struct CheckArgs {
+    /// Message ids in the pool [default: the CI bound's].
+    #[arg(long)]
+    messages: Option<u8>,
+    /// Environment operations per path (deliveries, edits, cancels, maintenance, dispose,
+    /// crash-restore) [default: the CI bound's].
+    #[arg(long)]
+    operations: Option<u8>,
+    /// `continue` answers per path [default: the CI bound's].
+    #[arg(long)]
+    tool_steps: Option<u8>,
+    /// Leave crash-and-restore out of the environment.
+    #[arg(long)]
+    no_crashes: bool,
+    /// Start from the bigger documented bound instead of the CI bound.
+    #[arg(long)]
+    deep: bool,
+    /// Checker threads.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Serve stateright's Explorer web UI on this address (e.g. localhost:3000) instead of
+    /// checking; blocks until interrupted.
+    #[arg(long, value_name = "ADDR")]
+    explore: Option<String>,
+}
+
+pub(crate) fn run(args: &CheckArgs) -> ExitCode {
+    let base = if args.deep { Bound::DEEP } else { Bound::CI };
+    let bound = Bound {
+        messages: args.messages.unwrap_or(base.messages),
+        operations: args.operations.unwrap_or(base.operations),
+        tool_steps: args.tool_steps.unwrap_or(base.tool_steps),
+        crashes: base.crashes && !args.no_crashes,
+    };
+    let model = DeliveryModel::new(bound);
+    println!("coxswain check: the real core under every environment of the bound");
+    println!(
+        "  bound: {} message ids, {} operations per path, {} tool steps, crash-restore {}",
+        bound.messages,
+        bound.operations,
+        bound.tool_steps,
+        if bound.crashes { "on" } else { "off" }
+    );
+    println!("  threads: {}", args.threads);
+    if let Some(address) = &args.explore {
+        println!("  serving the Explorer on http://{address} (Ctrl-C to stop)");
+        model.checker().threads(args.threads).serve(address.as_str());
+        return ExitCode::SUCCESS;
+    }
+
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("  {spinner} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    let report = check(model, args.threads, None, Duration::from_millis(200), |p| {
+        let rate = p.unique_states as f64 / p.elapsed.as_secs_f64().max(1e-3);
+        bar.set_message(format!(
+            "{} states, depth {}, {:.1?} ({:.0} states/s)",
+            p.unique_states, p.max_depth, p.elapsed, rate
+        ));
+        bar.tick();
+    });
+    bar.finish_and_clear();
+
+    let seconds = report.elapsed.as_secs_f64();
+    println!(
+        "  explored: {} unique states ({} generated), max depth {}, {:.1} s, {:.0} states/s, {}",
+        report.unique_states,
+        report.total_states,
+        report.max_depth,
+        seconds,
+        report.unique_states as f64 / seconds.max(1e-3),
+        if report.exhaustive { "exhaustive" } else { "stopped early" }
+    );
+    println!();
+    let mut counterexamples = Vec::new();
+    for property in &report.properties {
+        let (mark, verdict) = match &property.verdict {
+            Verdict::Holds => ("ok  ", "holds"),
+            Verdict::Reached => ("ok  ", "reached"),
+            Verdict::Unreached => ("FAIL", "never reached (vacuous at this bound)"),
+            Verdict::Fails(counterexample) => {
+                counterexamples.push((property.name, counterexample));
+                ("FAIL", "counterexample below")
+            }
+        };
+        println!(
+            "  {mark} {:<10} {:<55} {verdict}",
+            property.expectation, property.name
+        );
+    }
+    for (name, counterexample) in counterexamples {
+        println!();
+        println!("counterexample for {name}:");
+        if let Some(detail) = &counterexample.detail {
+            println!("  {detail}");
+        }
+        println!("  actions: {:?}", counterexample.actions);
+        println!("  trace (replay with `coxswain conform FILE`):");
+        print!("{}", counterexample.trace);
+    }
+    println!();
+    if report.passed() {
+        println!(
+            "PASS: every invariant holds and every situation is reached in all {} states",
+            report.unique_states
+        );
+        ExitCode::SUCCESS
+    } else {
+        println!("FAIL");
+        ExitCode::FAILURE
+    }
+}
