@@ -298,14 +298,19 @@ mod tests {
                 r#"{"seq":1,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"inserted":[{"id":"a","content":"hi","source":{"kind":"user"}}],"wakeup":true}}"#
             )
         );
-        assert_eq!(it.next(), Some(r#"{"seq":2,"type":"turn/start","data":{"turn":1}}"#));
+        assert_eq!(
+            it.next(),
+            Some(r#"{"seq":2,"type":"turn/start","data":{"turn":1}}"#)
+        );
         assert_eq!(
             it.next(),
             Some(r#"{"seq":3,"type":"model/output","data":{"text":"x"}}"#)
         );
         assert_eq!(
             it.next(),
-            Some(r#"{"seq":4,"type":"turn/end","data":{"turn":1,"reason":{"kind":"interrupted"}}}"#)
+            Some(
+                r#"{"seq":4,"type":"turn/end","data":{"turn":1,"reason":{"kind":"interrupted"}}}"#
+            )
         );
         assert!(text.ends_with('\n'));
     }

@@ -165,8 +165,8 @@ mod tests {
         let bytes = session_log();
         for cut in 0..=bytes.len() {
             let parsed = parse(&bytes[..cut]).unwrap();
-            let repaired = repair(&parsed.records)
-                .unwrap_or_else(|e| panic!("cut at byte {cut}: {e}"));
+            let repaired =
+                repair(&parsed.records).unwrap_or_else(|e| panic!("cut at byte {cut}: {e}"));
             let balanced = repaired.interrupted.is_none();
             assert_eq!(balanced, repaired.closers.is_empty());
         }

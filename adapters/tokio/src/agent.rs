@@ -51,16 +51,26 @@ pub(crate) type Job =
     Box<dyn FnOnce(CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 
 pub(crate) enum Command {
-    Call { call: Call, reply: Reply<bool> },
-    Maintenance { job: Job, reply: Reply<()> },
+    Call {
+        call: Call,
+        reply: Reply<bool>,
+    },
+    Maintenance {
+        job: Job,
+        reply: Reply<()>,
+    },
     Record {
         turn: u64,
         step: u64,
         events: Vec<HostEvent>,
         reply: Reply<()>,
     },
-    Pending { reply: oneshot::Sender<PendingSnapshot> },
-    Close { reply: oneshot::Sender<()> },
+    Pending {
+        reply: oneshot::Sender<PendingSnapshot>,
+    },
+    Close {
+        reply: oneshot::Sender<()>,
+    },
 }
 
 /// One core input a caller makes.
@@ -436,7 +446,13 @@ impl Agent {
     /// A snapshot of both pending lists.
     pub async fn pending(&self) -> Result<PendingSnapshot, AgentError> {
         let (reply, snapshot) = oneshot::channel();
-        if self.inner.tx.send(Command::Pending { reply }).await.is_err() {
+        if self
+            .inner
+            .tx
+            .send(Command::Pending { reply })
+            .await
+            .is_err()
+        {
             return Err(self.ended_error());
         }
         snapshot.await.map_err(|_| self.ended_error())

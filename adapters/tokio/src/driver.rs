@@ -177,9 +177,10 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                 .prepend(*target, message.clone())
                 .map(|()| true),
             Call::Clear => self.machine.clear().map(|()| true),
-            Call::Cancel(cause, keep_inbox) => {
-                self.machine.cancel(cause.clone(), *keep_inbox).map(|()| true)
-            }
+            Call::Cancel(cause, keep_inbox) => self
+                .machine
+                .cancel(cause.clone(), *keep_inbox)
+                .map(|()| true),
             Call::Dispose => self.machine.dispose().map(|()| true),
         };
         let value = match result {
@@ -378,7 +379,10 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                     agent,
                 };
                 let call = async move { Answer::Step(host.step(cx).await) };
-                (Kind::Step, tokio::spawn(call.instrument(self.step_span.clone())))
+                (
+                    Kind::Step,
+                    tokio::spawn(call.instrument(self.step_span.clone())),
+                )
             }
             Request::TurnStopping { turn } => {
                 let cx = TurnStoppingContext {

@@ -31,7 +31,10 @@ pub trait Host: Send + Sync + 'static {
 
     /// The turn-stopping hooks (S33); they may steer or inject meanwhile. The default does
     /// nothing.
-    fn turn_stopping(&self, cx: TurnStoppingContext) -> impl Future<Output = TurnStoppingAnswer> + Send {
+    fn turn_stopping(
+        &self,
+        cx: TurnStoppingContext,
+    ) -> impl Future<Output = TurnStoppingAnswer> + Send {
         drop(cx);
         async { TurnStoppingAnswer::Done }
     }

@@ -44,9 +44,7 @@ mod driver;
 mod host;
 mod log;
 
-pub use agent::{
-    Agent, AgentError, Ending, OpenError, Options, PendingSnapshot, Recovery, Update,
-};
+pub use agent::{Agent, AgentError, Ending, OpenError, Options, PendingSnapshot, Recovery, Update};
 pub use host::{Host, PreStepContext, StepContext, TurnStoppingContext};
 pub use log::{DurableLog, FileLog, LogError, MemoryLog, ReadBack, SyncPolicy};
 

@@ -103,7 +103,10 @@ impl FileLog {
     }
 
     /// Opens (or creates) the log at `path`, syncing as `policy` says.
-    pub async fn open_with(path: impl AsRef<Path>, policy: SyncPolicy) -> Result<FileLog, LogError> {
+    pub async fn open_with(
+        path: impl AsRef<Path>,
+        policy: SyncPolicy,
+    ) -> Result<FileLog, LogError> {
         let path = path.as_ref().to_owned();
         let existed = tokio::fs::try_exists(&path).await?;
         let mut file = tokio::fs::OpenOptions::new()
@@ -188,7 +191,10 @@ impl DurableLog for FileLog {
 }
 
 /// Parses a log file's bytes and cuts a torn tail off the file.
-async fn read_and_cut(file: &mut tokio::fs::File, bytes: &[u8]) -> Result<(ReadBack, u64), LogError> {
+async fn read_and_cut(
+    file: &mut tokio::fs::File,
+    bytes: &[u8],
+) -> Result<(ReadBack, u64), LogError> {
     let parsed = parse(bytes)?;
     if parsed.torn.is_some() {
         file.set_len(parsed.complete_len as u64).await?;

@@ -1,6 +1,8 @@
 //! Cancel in every phase (S39–S42), keepInbox parking, and latch replay (S25).
 
-use coxswain_tokio::coxswain_core::{CancelCause, PreStepAnswer, Status, StepAnswer, TurnStoppingAnswer};
+use coxswain_tokio::coxswain_core::{
+    CancelCause, PreStepAnswer, Status, StepAnswer, TurnStoppingAnswer,
+};
 use serde_json::json;
 
 use crate::support::*;
@@ -16,7 +18,12 @@ async fn s39_an_idle_cancel_clears_and_aborts_nothing() {
     agent.cancel(CancelCause::User, true).await.unwrap();
     assert_eq!(
         brief(&log),
-        ["NS 0 +[c]", "NT 0 +[q]", "NS 0 -1 canceled", "NT 0 -1 canceled"]
+        [
+            "NS 0 +[c]",
+            "NT 0 +[q]",
+            "NS 0 -1 canceled",
+            "NT 0 -1 canceled"
+        ]
     );
     assert_eq!(
         notes(&drain_updates(&mut updates)),
@@ -38,7 +45,12 @@ async fn s30_a_cancel_during_the_pre_step_ends_the_turn_without_a_step() {
     agent.when_idle().await.unwrap();
     assert_eq!(
         brief(&log),
-        ["NT 0 +[a] wakeup", "turn 1", "NT 0 -1", "end 1 aborted user"]
+        [
+            "NT 0 +[a] wakeup",
+            "turn 1",
+            "NT 0 -1",
+            "end 1 aborted user"
+        ]
     );
     assert_eq!(host.calls(), ["pre_step 1.1 [a]"]);
 }
@@ -103,7 +115,12 @@ async fn s33_a_cancel_during_turn_stopping_ends_the_turn_aborted() {
     sleep(150).await;
     assert_eq!(host.calls().last().unwrap(), "turn_stopping 1");
     agent
-        .cancel(CancelCause::Hook { reason: "budget".into() }, true)
+        .cancel(
+            CancelCause::Hook {
+                reason: "budget".into(),
+            },
+            true,
+        )
         .await
         .unwrap();
     agent.when_idle().await.unwrap();
@@ -203,7 +220,12 @@ async fn s18_s25_s42_a_steer_after_cancel_queues_latches_and_replays_with_fresh_
         .collect();
     assert_eq!(
         statuses,
-        ["status running", "status idle", "status running", "status idle"]
+        [
+            "status running",
+            "status idle",
+            "status running",
+            "status idle"
+        ]
     );
     // Turns 2 and 3 got fresh, untripped tokens (no " cancelled" suffix).
     assert_eq!(host.calls()[2], "pre_step 2.1 [b]");

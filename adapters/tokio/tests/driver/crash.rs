@@ -1,0 +1,210 @@
+//! A crash at every append point (S50): a scripted session's log is cut after every line and in
+//! the middle of every line; each image is repaired (torn tail dropped, open turn closed) and
+//! restored, the invariants hold, no acknowledged message is lost, and the agent goes on.
+
+use coxswain_tokio::coxswain_core::{CancelCause, Message, StepAnswer, Target};
+use coxswain_tokio::coxswain_log::{parse, Auditor};
+use coxswain_tokio::{Agent, FileLog, MemoryLog, SyncPolicy};
+use serde_json::json;
+
+use crate::support::*;
+
+/// A delivery and the number of complete log lines when it was acknowledged: a crash that keeps
+/// at least that many lines happened after the acknowledgement.
+type Ack = (String, usize);
+
+/// Steps of 30 ms; every third turn's first step runs a tool (host events and a tool-context
+/// inject) and continues; the first step of the turn after it hits the output limit.
+fn session_host() -> FakeHost {
+    FakeHost::new().on_step(|cx| async move {
+        if sleep_or_cancel(30, &cx.cancel).await {
+            sleep(5).await;
+            return StepAnswer::Completed;
+        }
+        if cx.step == 1 && cx.turn % 3 == 1 {
+            cx.record("tool/call", json!({"name": "grep"})).await.ok();
+            let tool = Message::new(
+                format!("tool-{}", cx.turn).as_str(),
+                json!({"kind": "tool"}),
+                json!("3 matches"),
+            );
+            cx.agent.inject(tool).await.ok();
+            cx.record("tool/result", json!("ok")).await.ok();
+            return StepAnswer::Continue;
+        }
+        if cx.step == 1 && cx.turn % 3 == 2 {
+            return StepAnswer::MaxTokens;
+        }
+        StepAnswer::Completed
+    })
+}
+
+/// Runs the scripted session (every delivery kind, edits, cancels with and without keepInbox,
+/// latch replay, maintenance) and returns its log and the acknowledgements.
+async fn session() -> (Vec<u8>, Vec<Ack>) {
+    let (agent, log) = open(session_host()).await;
+    let mut acks: Vec<Ack> = Vec::new();
+    let lines = |log: &MemoryLog| log.records().unwrap().len();
+    macro_rules! ack {
+        ($id:expr, $call:expr) => {{
+            $call.await.unwrap();
+            acks.push(($id.to_owned(), lines(&log)));
+        }};
+    }
+    ack!("c1", agent.inject(user("c1")));
+    ack!("a1", agent.followup(user("a1")));
+    sleep(10).await;
+    ack!("s1", agent.steer(user("s1")));
+    sleep(10).await;
+    ack!("a2", agent.followup(user("a2")));
+    ack!("q1", agent.send(user("q1"), Target::NextTurn, false));
+    ack!("p1", agent.prepend(Target::NextStep, user("p1")));
+    sleep(20).await;
+    assert!(agent.replace("a2", user("a2b")).await.unwrap());
+    acks.push(("a2b".to_owned(), lines(&log)));
+    assert!(agent.remove("q1").await.unwrap());
+    sleep(15).await;
+    agent.cancel(CancelCause::User, true).await.unwrap();
+    ack!("s2", agent.steer(user("s2")));
+    sleep(300).await;
+    let job = {
+        let agent = agent.clone();
+        tokio::spawn(async move {
+            agent
+                .run_maintenance(|token| async move { sleep_or_cancel(50, &token).await })
+                .await
+        })
+    };
+    sleep(10).await;
+    ack!("a3", agent.followup(user("a3")));
+    job.await.unwrap().unwrap();
+    sleep(10).await;
+    ack!("a4", agent.followup(user("a4")));
+    ack!("a5", agent.followup(user("a5")));
+    sleep(5).await;
+    agent.cancel(CancelCause::Parent, false).await.unwrap();
+    agent.when_idle().await.unwrap();
+    ack!("a6", agent.followup(user("a6")));
+    agent.when_idle().await.unwrap();
+    ack!("c9", agent.inject(user("c9")));
+    agent.close().await.unwrap();
+    (log.bytes(), acks)
+}
+
+/// What one crash image must restore to, and a check that the agent goes on from it.
+async fn check_image(image: Vec<u8>, acks: &[Ack], file: Option<&std::path::Path>) -> usize {
+    let parsed = parse(&image).unwrap();
+    let complete = parsed.records.len();
+    let mut prefix = Auditor::new();
+    for record in &parsed.records {
+        prefix.push_json(&record.event).unwrap();
+    }
+    let quick = FakeHost::new().on_step(|_| async { StepAnswer::Completed });
+    let (agent, recovery, log) = match file {
+        None => {
+            let log = MemoryLog::from_bytes(image.clone());
+            let (agent, recovery) = Agent::open(quick, log.clone()).await.unwrap();
+            (agent, recovery, log)
+        }
+        Some(path) => {
+            std::fs::write(path, &image).unwrap();
+            let file_log = FileLog::open_with(path, SyncPolicy::EveryAppend)
+                .await
+                .unwrap();
+            let (agent, recovery) = Agent::open(quick, file_log).await.unwrap();
+            // The torn tail is physically gone; the closers follow the complete lines.
+            let on_disk = std::fs::read(path).unwrap();
+            assert_eq!(
+                &on_disk[..parsed.complete_len],
+                &image[..parsed.complete_len]
+            );
+            assert_eq!(parse(&on_disk).unwrap().torn, None);
+            (agent, recovery, MemoryLog::from_bytes(on_disk))
+        }
+    };
+    assert_eq!(recovery.records, complete);
+    assert_eq!(recovery.torn_tail, parsed.torn);
+    assert_eq!(recovery.interrupted_turn, prefix.open_turn());
+    assert_eq!(recovery.closers, prefix.closers().len());
+
+    // The repaired log: every real event kept, closers appended, invariants hold.
+    let repaired = log.records().unwrap();
+    check_seq(&repaired);
+    assert_eq!(repaired.len(), complete + recovery.closers);
+    let auditor = audit(&repaired);
+    assert_eq!(auditor.open_turn(), None);
+    let ledger = Ledger::of(&repaired);
+    ledger.check_conservation();
+    // No acknowledged message is lost: each is pending, claimed or discarded.
+    for (id, lines_at_ack) in acks {
+        if *lines_at_ack <= complete {
+            assert!(ledger.inserted.contains(id), "acknowledged {id} lost");
+        }
+    }
+    if file.is_none() {
+        assert_eq!(
+            pending(&agent).await,
+            (ledger.next_turn.clone(), ledger.next_step.clone())
+        );
+    }
+    // The agent goes on: a new turn with the next number, FIFO behind parked follow-ups.
+    agent.followup(user("after-crash")).await.unwrap();
+    agent.when_idle().await.unwrap();
+    agent.close().await.unwrap();
+    let after = match file {
+        None => log.records().unwrap(),
+        Some(path) => parse(&std::fs::read(path).unwrap()).unwrap().records,
+    };
+    check_seq(&after);
+    let auditor = audit(&after);
+    assert_eq!(auditor.open_turn(), None);
+    let ledger = Ledger::of(&after);
+    ledger.check_conservation();
+    assert!(ledger.claimed.contains(&"after-crash".to_owned()));
+    assert!(auditor.last_turn() > prefix.last_turn());
+    usize::from(recovery.interrupted_turn.is_some())
+}
+
+#[tokio::test(start_paused = true)]
+async fn s50_a_crash_after_every_line_and_mid_line_recovers() {
+    let (bytes, acks) = session().await;
+    let records = parse(&bytes).unwrap().records;
+    let lines = records.len();
+    if std::env::var_os("SHOW_SESSION").is_some() {
+        for (i, r) in records.iter().enumerate() {
+            println!("{:3} {}", i + 1, brief_event(&r.event));
+        }
+    }
+    assert_eq!(lines, 56, "the scripted session's log length");
+    assert_eq!(acks.len(), 13);
+    audit(&records);
+
+    let mut ends = vec![0];
+    ends.extend(
+        bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b == b'\n')
+            .map(|(i, _)| i + 1),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crash.jsonl");
+    let (mut boundaries, mut torn, mut interrupted) = (0, 0, 0);
+    for (i, &end) in ends.iter().enumerate() {
+        interrupted += check_image(bytes[..end].to_vec(), &acks, None).await;
+        boundaries += 1;
+        if let Some(&next) = ends.get(i + 1) {
+            let mid = end + (next - end) / 2;
+            interrupted += check_image(bytes[..mid].to_vec(), &acks, Some(&path)).await;
+            torn += 1;
+        }
+    }
+    assert_eq!((boundaries, torn), (lines + 1, lines));
+    println!(
+        "crash: 1 session of {lines} lines ({} acknowledged deliveries); {} crash images \
+         ({boundaries} after a line, {torn} mid-line, {interrupted} inside a turn) all repaired, \
+         restored and continued",
+        acks.len(),
+        boundaries + torn
+    );
+}

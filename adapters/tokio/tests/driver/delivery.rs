@@ -4,8 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use coxswain_tokio::coxswain_core::{
-    ErrorInfo, Message, MessageId, PreStepAnswer, Rejected, Status, StepAnswer,
-    TurnStoppingAnswer,
+    ErrorInfo, Message, MessageId, PreStepAnswer, Rejected, Status, StepAnswer, TurnStoppingAnswer,
 };
 use coxswain_tokio::{AgentError, StepContext};
 use serde_json::json;
@@ -121,7 +120,9 @@ async fn s31_tool_context_and_host_events_land_inside_their_step() {
             if cx.step > 1 {
                 return StepAnswer::Completed;
             }
-            cx.record("tool/call", json!({"name": "grep"})).await.unwrap();
+            cx.record("tool/call", json!({"name": "grep"}))
+                .await
+                .unwrap();
             let tool = Message::new("t1", json!({"kind": "tool"}), json!("3 matches"));
             cx.agent.inject(tool).await.unwrap();
             cx.record("tool/result", json!("ok")).await.unwrap();
@@ -210,7 +211,10 @@ async fn s15_queue_edits_are_ordinary_splices_and_wake_nothing() {
 async fn s13_a_rejected_delivery_appends_nothing() {
     let (agent, log) = open(FakeHost::new()).await;
     agent.inject(user("c")).await.unwrap();
-    for attempt in [agent.inject(user("c")).await, agent.followup(user("c")).await] {
+    for attempt in [
+        agent.inject(user("c")).await,
+        agent.followup(user("c")).await,
+    ] {
         match attempt {
             Err(AgentError::Rejected(Rejected::AlreadyPending(id))) => {
                 assert_eq!(id, MessageId::from("c"))

@@ -39,7 +39,10 @@ async fn a_failed_append_of_a_host_answer_stops_the_agent_mid_turn() {
     agent.followup(user("a")).await.unwrap();
     agent.when_idle().await.unwrap_err();
     let all = drain_updates(&mut updates);
-    assert!(matches!(all.last(), Some(Update::Ended(Ending::Stopped(_)))));
+    assert!(matches!(
+        all.last(),
+        Some(Update::Ended(Ending::Stopped(_)))
+    ));
     assert!(matches!(
         agent.followup(user("b")).await,
         Err(AgentError::Stopped)

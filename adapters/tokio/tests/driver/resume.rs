@@ -1,12 +1,20 @@
 //! Resume (S46–S48) after a simulated crash, torn tails (S50), corrupt logs (S47).
 
-use coxswain_tokio::coxswain_core::{StepAnswer, Status};
+use coxswain_tokio::coxswain_core::{Status, StepAnswer};
 use coxswain_tokio::coxswain_log::{CorruptLine, RepairError, Rule, TornTail};
 use coxswain_tokio::{Agent, FileLog, LogError, MemoryLog, OpenError, Recovery};
 
 use crate::support::*;
 
-type Facts = (usize, Option<TornTail>, Option<u64>, usize, u64, usize, usize);
+type Facts = (
+    usize,
+    Option<TornTail>,
+    Option<u64>,
+    usize,
+    u64,
+    usize,
+    usize,
+);
 
 fn recovery_facts(r: &Recovery) -> Facts {
     (
@@ -99,13 +107,7 @@ async fn s50_a_file_with_a_torn_tail_is_cut_and_continued() {
     let (agent, recovery) = Agent::open(quick(), FileLog::open(&path).await.unwrap())
         .await
         .unwrap();
-    assert_eq!(
-        recovery.torn_tail,
-        Some(TornTail {
-            line: 8,
-            bytes: 24
-        })
-    );
+    assert_eq!(recovery.torn_tail, Some(TornTail { line: 8, bytes: 24 }));
     assert_eq!(recovery.records, 7);
     assert_eq!(recovery.interrupted_turn, None);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), complete as u64);
@@ -129,7 +131,9 @@ async fn s47_a_log_corrupt_before_its_end_is_rejected_naming_the_line() {
     match Agent::open(FakeHost::new(), MemoryLog::from_bytes(bytes)).await {
         Err(OpenError::Corrupt(error @ RepairError::Corrupt { .. })) => {
             assert_eq!(error.line(), 3);
-            assert!(matches!(&error, RepairError::Corrupt { violation, .. } if violation.rule == Rule::I5));
+            assert!(
+                matches!(&error, RepairError::Corrupt { violation, .. } if violation.rule == Rule::I5)
+            );
         }
         other => panic!("{:?}", other.map(|(_, r)| r)),
     }

@@ -22,7 +22,10 @@ async fn many_agents_share_one_runtime() {
         let log = run.await.unwrap();
         assert_eq!(log.len(), 21);
         let ends: Vec<&String> = log.iter().filter(|l| l.starts_with("end")).collect();
-        assert_eq!(ends, ["end 1 completed", "end 2 completed", "end 3 completed"]);
+        assert_eq!(
+            ends,
+            ["end 1 completed", "end 2 completed", "end 3 completed"]
+        );
     }
 }
 
@@ -63,7 +66,10 @@ async fn close_mid_turn_leaves_the_turn_for_repair() {
     sleep(10).await;
     agent.close().await.unwrap();
     assert!(matches!(agent.ending(), Some(Ending::Closed)));
-    assert!(matches!(agent.followup(user("b")).await, Err(AgentError::Closed)));
+    assert!(matches!(
+        agent.followup(user("b")).await,
+        Err(AgentError::Closed)
+    ));
     assert_eq!(brief(&log).last().unwrap(), "msg a");
     let (_agent, log, recovery) = reopen(FakeHost::new(), log.bytes()).await;
     assert_eq!(recovery.interrupted_turn, Some(1));

@@ -10,8 +10,8 @@ use coxswain_tokio::coxswain_core::{
 };
 use coxswain_tokio::coxswain_log::{Auditor, Entry, Record};
 use coxswain_tokio::{
-    Agent, DurableLog, Host, LogError, MemoryLog, PreStepContext, ReadBack, Recovery,
-    StepContext, TurnStoppingContext, Update,
+    Agent, DurableLog, Host, LogError, MemoryLog, PreStepContext, ReadBack, Recovery, StepContext,
+    TurnStoppingContext, Update,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -73,8 +73,17 @@ impl FakeHost {
 impl Host for FakeHost {
     async fn pre_step(&self, cx: PreStepContext) -> PreStepAnswer {
         let ids: Vec<&str> = cx.messages.iter().map(|m| m.id().as_str()).collect();
-        let cancelled = if cx.cancel.is_cancelled() { " cancelled" } else { "" };
-        self.note(format!("pre_step {}.{} [{}]{cancelled}", cx.turn, cx.step, ids.join(",")));
+        let cancelled = if cx.cancel.is_cancelled() {
+            " cancelled"
+        } else {
+            ""
+        };
+        self.note(format!(
+            "pre_step {}.{} [{}]{cancelled}",
+            cx.turn,
+            cx.step,
+            ids.join(",")
+        ));
         match &self.pre_step {
             Some(f) => f(cx).await,
             None => PreStepAnswer::Enter(cx.messages),
@@ -150,7 +159,11 @@ pub(crate) fn brief_event(event: &Value) -> String {
     let n = |key: &str| data[key].as_u64().unwrap_or(0);
     match kind {
         "agent/inbox/spliced" => {
-            let target = if data["target"] == "next-turn" { "NT" } else { "NS" };
+            let target = if data["target"] == "next-turn" {
+                "NT"
+            } else {
+                "NS"
+            };
             let mut s = format!("{target} {}", n("start"));
             if n("removedCount") > 0 {
                 s += &format!(" -{}", n("removedCount"));
@@ -237,7 +250,10 @@ impl Ledger {
             } else {
                 &mut ledger.next_step
             };
-            let gone: Vec<String> = list.drain(start..start + removed).map(|(id, _)| id).collect();
+            let gone: Vec<String> = list
+                .drain(start..start + removed)
+                .map(|(id, _)| id)
+                .collect();
             let ids: Vec<String> = data["inserted"]
                 .as_array()
                 .unwrap()
@@ -273,7 +289,10 @@ impl Ledger {
         let mut inserted: Vec<&String> = self.inserted.iter().collect();
         fates.sort();
         inserted.sort();
-        assert_eq!(fates, inserted, "every inserted message has exactly one fate");
+        assert_eq!(
+            fates, inserted,
+            "every inserted message has exactly one fate"
+        );
     }
 }
 
@@ -312,7 +331,11 @@ pub(crate) fn notes(updates: &[Update]) -> Vec<String> {
                 }
                 Notification::Status { status } => format!(
                     "status {}",
-                    if *status == Status::Running { "running" } else { "idle" }
+                    if *status == Status::Running {
+                        "running"
+                    } else {
+                        "idle"
+                    }
                 ),
                 Notification::Error { turn, step, error } => {
                     format!("error {turn}.{step} {}", error.code)
@@ -365,7 +388,6 @@ pub(crate) fn nt(ids: &[&str]) -> Vec<(String, bool)> {
 }
 
 pub(crate) const NT: Target = Target::NextTurn;
-pub(crate) const NS: Target = Target::NextStep;
 
 pub(crate) fn open_memory() -> MemoryLog {
     MemoryLog::new()
