@@ -8,6 +8,8 @@ use clap::{Parser, Subcommand};
 
 mod check;
 mod conform;
+mod run;
+mod verify;
 
 /// Drive, check and verify the coxswain delivery state machine.
 #[derive(Parser, Debug)]
@@ -27,12 +29,28 @@ enum Command {
     },
     /// Model-check the real core (stateright) at a bound and print what it proved.
     Check(check::CheckArgs),
+    /// Run a scripted agent session on the tokio adapter and print its timeline.
+    Run {
+        /// The session script (JSON; see examples/ and the top of adapters/cli/src/run.rs).
+        script: PathBuf,
+        /// Where to write the JSON-lines log (default: a new temp dir); an existing log is resumed.
+        #[arg(long)]
+        log: Option<PathBuf>,
+    },
+    /// Check a durable log (JSON lines) against I1, I2, I5 and the splice rules.
+    /// Exit status: 0 ok, 1 violation, 2 needs crash repair.
+    Verify {
+        /// The log file.
+        log: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Conform { files } => conform::run(&files),
+        Command::Run { script, log } => run::run(&script, log.as_deref()),
+        Command::Verify { log } => verify::run(&log),
         Command::Check(args) => check::run(&args),
     }
 }
