@@ -390,7 +390,8 @@ impl Agent {
     }
 
     /// Resolves once the agent is quiescent (S44): no turn and no maintenance running. Fails if
-    /// the agent stopped or was closed first; succeeds if it was disposed.
+    /// the agent stopped or was closed first; succeeds if it was disposed. Never await it inside
+    /// a host call or a maintenance job: the activity it waits for includes that call.
     pub async fn when_idle(&self) -> Result<(), AgentError> {
         let mut state = self.inner.state.clone();
         let ended = match state.wait_for(|s| s.quiescent || s.ended.is_some()).await {
@@ -411,7 +412,8 @@ impl Agent {
     }
 
     /// Disposes the agent (S45): cancels everything, waits for the running host call to return,
-    /// and resolves once `disposed` was emitted, the log synced and the driver ended.
+    /// and resolves once `disposed` was emitted, the log synced and the driver ended. Never await
+    /// it inside a host call (it waits for that call to return); cancel from there instead.
     pub async fn dispose(&self) -> Result<(), AgentError> {
         self.call(Call::Dispose).await?;
         match self.wait_ended().await {

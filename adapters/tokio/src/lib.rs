@@ -6,19 +6,19 @@
 //! translates: every delivery decision (routing, latch, claims, turns) is the core's.
 //!
 //! ```
-//! use coxswain_tokio::coxswain_core::{Message, StepAnswer};
+//! use coxswain_tokio::coxswain_core::{ErrorInfo, Message, StepAnswer};
 //! use coxswain_tokio::{Agent, FileLog, Host, StepContext};
 //!
 //! struct Model;
 //!
 //! impl Host for Model {
 //!     async fn step(&self, cx: StepContext) -> StepAnswer {
-//!         // Call the model here; its output goes in the log, inside the step.
-//!         let said = serde_json::json!({"text": "hello"});
-//!         if cx.record("model/output", said).await.is_err() {
-//!             return StepAnswer::Completed;
+//!         // Call the model here (watching cx.cancel); log its output inside the step.
+//!         let output = serde_json::json!({"text": "hello"});
+//!         match cx.record("model/output", output).await {
+//!             Ok(()) => StepAnswer::Completed,
+//!             Err(error) => StepAnswer::Fail(ErrorInfo::new(error.to_string(), "log")),
 //!         }
-//!         StepAnswer::Completed
 //!     }
 //! }
 //!
@@ -26,10 +26,13 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
 //! let log = FileLog::open(dir.path().join("session.jsonl")).await?;
-//! let (agent, _recovery) = Agent::open(Model, log).await?;
+//! let (agent, _recovery) = Agent::open(Model, log).await?; // or resume: the same call
 //! agent.followup(Message::user("m1", "hi")).await?; // resolves once durable
 //! agent.when_idle().await?;
 //! agent.dispose().await?;
+//! let log = std::fs::read_to_string(dir.path().join("session.jsonl"))?;
+//! assert_eq!(log.lines().count(), 8); // splice, turn/start, claim, step/start, user/message,
+//!                                     // model/output, step/end, turn/end
 //! # Ok(()) }
 //! ```
 //!

@@ -40,6 +40,13 @@ pub struct ReadBack {
     pub torn: Option<TornTail>,
 }
 
+impl ReadBack {
+    /// What a log read back: its complete records and the torn tail it dropped.
+    pub fn new(records: Vec<Record>, torn: Option<TornTail>) -> Self {
+        ReadBack { records, torn }
+    }
+}
+
 /// A durable log failed.
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
