@@ -1,7 +1,15 @@
 //! Integration, property and conformance tests of coxswain, compiled as one test binary.
 #[cfg(test)]
+mod bad_input;
+#[cfg(test)]
 mod conformance;
+#[cfg(test)]
+mod harness;
 #[cfg(test)]
 mod model_check;
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod reference;
+#[cfg(test)]
+mod roundtrip;

@@ -1,0 +1,785 @@
+//! The session driver shared by the property tests (`proptests`, `roundtrip`) and the `inputs`
+//! fuzz target (`fuzz/fuzz_targets/inputs.rs` includes this file and `reference.rs` by path).
+//!
+//! A test generates a sequence of abstract [`Choice`]s; a [`Session`] maps each to a concrete
+//! [`Input`] against the state the machine is in *at that point* (answer the outstanding request,
+//! deliver message `m2`, …), so a shrunk sequence stays meaningful. Each input goes to the real
+//! machine and to the independent [`Reference`] model side by side:
+//!
+//! * the [`Monitor`] — the same invariant oracle the model checker uses — checks I1–I8, I10, S5,
+//!   S10, S18, S33, S39 and S49 on the core's outputs and state;
+//! * the core's outputs, serialized as FORMAT.md `out` values, must equal the reference's exactly,
+//!   and so must the rejection kind, the pending lists, the status, quiescence and `lastTurn`;
+//! * a rejected input must leave the machine unchanged byte for byte (its `Debug` form, which
+//!   shows what the canonical `PartialEq` leaves out, e.g. the inbox's position keys);
+//! * at random points, a fresh machine (and reference) restored from the durable log so far, with
+//!   crash repair's closers appended, must hold the live lists and `lastTurn` (S49); and the
+//!   process may crash, be repaired and go on from the restored machine (S50).
+
+use std::fmt;
+use std::sync::Arc;
+
+use coxswain_core::{
+    Batch, CancelCause, ErrorInfo, Input, Machine, MaintenanceInput, Message, Output, Outstanding,
+    PreStepAnswer, Request, SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
+};
+use coxswain_model::{Fact, Monitor, Violation};
+use serde_json::{json, Value};
+
+use crate::reference::Reference;
+
+/// Message ids in the pool (`m0` … `m3`): small, so duplicates (S9, S13) happen often.
+pub(crate) const POOL: u8 = 4;
+
+/// One abstract choice of the environment, mapped to an input at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Choice {
+    /// The host answers the outstanding request (the selector picks the answer, weighted so that
+    /// turns progress), ends the active maintenance job, or — with nothing to answer — sends an
+    /// answer to nothing (S4).
+    Answer(u8),
+    /// An answer of a kind that is not outstanding (S4, always rejected).
+    Stray(u8),
+    /// `send(m{id}, target, wakeup)`: followup, steer, inject or a quiet next-turn send.
+    Send {
+        /// Pool index.
+        id: u8,
+        /// The requested list.
+        target: Target,
+        /// Whether it wakes.
+        wakeup: bool,
+        /// Which of the message's shapes (source and content).
+        variant: u8,
+    },
+    /// `remove(m{id})`.
+    Remove(u8),
+    /// `replace(m{id}, m{with})`.
+    Replace {
+        /// The id replaced.
+        id: u8,
+        /// The replacement's id.
+        with: u8,
+        /// The replacement's shape.
+        variant: u8,
+    },
+    /// `prepend(target, m{id})`.
+    Prepend {
+        /// The list.
+        target: Target,
+        /// Pool index.
+        id: u8,
+        /// The message's shape.
+        variant: u8,
+    },
+    /// `clear()`.
+    Clear,
+    /// `cancel(cause, keepInbox)`; `cause` indexes user, parent, hook, disposed.
+    Cancel {
+        /// Cause index.
+        cause: u8,
+        /// `keepInbox`.
+        keep_inbox: bool,
+    },
+    /// `beginMaintenance()`.
+    BeginMaintenance,
+    /// `endMaintenance()`.
+    EndMaintenance,
+    /// `dispose()`.
+    Dispose,
+    /// Not an input: restore a fresh machine and reference from the log so far and compare (S49).
+    CheckRestore,
+    /// Not an input: the process crashes; the log is repaired and both sides go on from the
+    /// machine restored from it (S49, S50).
+    Crash,
+}
+
+/// The weight table of [`Choice::decode`]: codes `0..CODES`, simplest first, so that shrinking a
+/// code towards 0 turns a choice into a host answer.
+const TABLE: [(u16, Kind); 13] = [
+    (435, Kind::Answer),
+    (30, Kind::Stray),
+    (250, Kind::Send),
+    (40, Kind::Remove),
+    (40, Kind::Replace),
+    (30, Kind::Prepend),
+    (20, Kind::Clear),
+    (45, Kind::Cancel),
+    (35, Kind::BeginMaintenance),
+    (20, Kind::EndMaintenance),
+    (3, Kind::Dispose),
+    (37, Kind::CheckRestore),
+    (15, Kind::Crash),
+];
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Answer,
+    Stray,
+    Send,
+    Remove,
+    Replace,
+    Prepend,
+    Clear,
+    Cancel,
+    BeginMaintenance,
+    EndMaintenance,
+    Dispose,
+    CheckRestore,
+    Crash,
+}
+
+impl Choice {
+    /// The number of choice codes [`Choice::decode`] reads (`0..CODES`; larger codes wrap).
+    pub(crate) const CODES: u16 = 1000;
+
+    /// The choice of a code (its kind, by the weight table) and an argument byte (its details).
+    pub(crate) fn decode(code: u16, arg: u8) -> Choice {
+        let mut code = code % Choice::CODES;
+        let mut kind = Kind::Answer;
+        for (weight, k) in TABLE {
+            if code < weight {
+                kind = k;
+                break;
+            }
+            code -= weight;
+        }
+        let target = if arg & 0b100 == 0 {
+            Target::NextTurn
+        } else {
+            Target::NextStep
+        };
+        let id = arg % POOL;
+        let variant = (arg >> 4) % 3;
+        match kind {
+            Kind::Answer => Choice::Answer(arg),
+            Kind::Stray => Choice::Stray(arg),
+            Kind::Send => Choice::Send {
+                id,
+                target,
+                wakeup: arg & 0b1000 != 0,
+                variant,
+            },
+            Kind::Remove => Choice::Remove(id),
+            Kind::Replace => Choice::Replace {
+                id,
+                with: (arg >> 2) % POOL,
+                variant,
+            },
+            Kind::Prepend => Choice::Prepend {
+                target,
+                id,
+                variant,
+            },
+            Kind::Clear => Choice::Clear,
+            Kind::Cancel => Choice::Cancel {
+                cause: arg % 4,
+                keep_inbox: arg & 0b100 != 0,
+            },
+            Kind::BeginMaintenance => Choice::BeginMaintenance,
+            Kind::EndMaintenance => Choice::EndMaintenance,
+            Kind::Dispose => Choice::Dispose,
+            Kind::CheckRestore => Choice::CheckRestore,
+            Kind::Crash => Choice::Crash,
+        }
+    }
+}
+
+/// Pool message `m{id}` in one of three shapes (the machine carries source and content verbatim).
+pub(crate) fn message(id: u8, variant: u8) -> SharedMessage {
+    let id = format!("m{}", id % POOL);
+    Arc::new(match variant % 3 {
+        0 => Message::user(id, "hello"),
+        1 => Message::new(
+            id,
+            json!({"kind": "plugin", "name": "ctx"}),
+            json!({"text": "context", "n": 1}),
+        ),
+        _ => Message::new(id, json!({"kind": "user"}), json!(["two", {"parts": 2}])),
+    })
+}
+
+/// The message a pre-step hook adds to the batch it enters (S29).
+fn hook_extra() -> SharedMessage {
+    Arc::new(Message::new(
+        "hook-extra",
+        json!({"kind": "plugin", "name": "hook"}),
+        json!("added by the pre-step hook"),
+    ))
+}
+
+fn error(what: &str) -> ErrorInfo {
+    ErrorInfo::new(format!("{what} failed"), "E_PROP")
+}
+
+fn cause(index: u8) -> CancelCause {
+    match index % 4 {
+        0 => CancelCause::User,
+        1 => CancelCause::Parent,
+        2 => CancelCause::Hook {
+            reason: "stop".into(),
+        },
+        _ => CancelCause::Disposed,
+    }
+}
+
+/// Which oracles a session applies (the seeded-bug tests prove each bites on its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Checks {
+    /// The [`Monitor`]'s invariants, the byte-for-byte S5 check and the explicit S49 restores.
+    pub(crate) invariants: bool,
+    /// Exact agreement with the reference model.
+    pub(crate) differential: bool,
+}
+
+impl Checks {
+    /// Every check.
+    pub(crate) const ALL: Checks = Checks {
+        invariants: true,
+        differential: true,
+    };
+}
+
+/// What went wrong at one choice. Both oracles are evaluated on every input, so a failure says
+/// whether the invariants, the differential comparison, or both caught it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Failure {
+    /// The 0-based index of the choice.
+    pub(crate) at: usize,
+    /// The input it mapped to, as an `"in"` value (none for a restore or crash).
+    pub(crate) input: Option<Value>,
+    /// A broken invariant (the monitor's, or the byte-for-byte S5 and explicit S49 checks).
+    pub(crate) invariant: Option<String>,
+    /// The monitor's violation, when it was the monitor.
+    pub(crate) violation: Option<Violation>,
+    /// How the core and the reference disagree.
+    pub(crate) differential: Option<String>,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "choice {}", self.at)?;
+        if let Some(input) = &self.input {
+            write!(f, " (in {input})")?;
+        }
+        if let Some(invariant) = &self.invariant {
+            write!(f, "\n  invariant: {invariant}")?;
+        }
+        if let Some(differential) = &self.differential {
+            write!(f, "\n  differential: {differential}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One machine, its monitor and the reference, driven side by side.
+pub(crate) struct Session {
+    checks: Checks,
+    /// Applied to every machine the session creates (a fresh one, and each restored one).
+    prepare: Box<dyn Fn(Machine) -> Machine>,
+    machine: Machine,
+    monitor: Monitor,
+    reference: Reference,
+    /// The durable log so far as JSON (with crash repair's closers at each crash).
+    log: Vec<Value>,
+    /// The turn the log leaves open, and its open step.
+    open: Option<(u64, Option<u64>)>,
+    /// The batch of the latest `preStep` request (what a host enters).
+    claimed: Batch,
+    /// The reference's FORMAT.md trace since the last crash, when recording.
+    tape: Option<String>,
+    note: String,
+    /// Monitor facts seen so far (coverage).
+    facts: Vec<Fact>,
+    choices: usize,
+}
+
+impl Session {
+    /// A session of a fresh machine (passed through `prepare`, e.g. to seed a bug).
+    pub(crate) fn new(checks: Checks, prepare: Box<dyn Fn(Machine) -> Machine>) -> Self {
+        let machine = prepare(Machine::new());
+        Session {
+            checks,
+            prepare,
+            machine,
+            monitor: Monitor::new(),
+            reference: Reference::new(),
+            log: Vec::new(),
+            open: None,
+            claimed: Batch::new(),
+            tape: None,
+            note: String::new(),
+            facts: Vec::new(),
+            choices: 0,
+        }
+    }
+
+    /// Records the reference's trace (FORMAT.md), starting with a note.
+    pub(crate) fn record(mut self, note: &str) -> Self {
+        self.note = note.to_owned();
+        self.tape = Some(String::new());
+        push_line(&mut self.tape, &json!({ "note": note }));
+        self
+    }
+
+    /// The reference's trace since the last crash (with its `given` log), when recording.
+    pub(crate) fn tape(&self) -> Option<&str> {
+        self.tape.as_deref()
+    }
+
+    /// The machine.
+    pub(crate) fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// The durable log so far.
+    pub(crate) fn log(&self) -> &[Value] {
+        &self.log
+    }
+
+    /// Crash repair's closers for the log so far (S50), as JSON events.
+    pub(crate) fn closers(&self) -> Vec<Value> {
+        let Some((turn, step)) = self.open else {
+            return Vec::new();
+        };
+        let mut closers = Vec::new();
+        if let Some(step) = step {
+            closers.push(json!({"type": "step/end", "data": {"turn": turn, "step": step}}));
+        }
+        closers.push(
+            json!({"type": "turn/end", "data": {"turn": turn, "reason": {"kind": "interrupted"}}}),
+        );
+        closers
+    }
+
+    /// The monitor facts seen so far.
+    pub(crate) fn facts(&self) -> &[Fact] {
+        &self.facts
+    }
+
+    /// Runs every choice in order; the first failure stops the session.
+    pub(crate) fn run(&mut self, choices: &[Choice]) -> Result<(), Failure> {
+        for &choice in choices {
+            self.step(choice)?;
+        }
+        Ok(())
+    }
+
+    /// Applies one choice and checks everything.
+    pub(crate) fn step(&mut self, choice: Choice) -> Result<(), Failure> {
+        let at = self.choices;
+        self.choices += 1;
+        let result = match choice {
+            Choice::CheckRestore => self.check_restore(),
+            Choice::Crash => self.crash(),
+            _ => {
+                let input = self.input(choice);
+                self.apply(input)
+            }
+        };
+        result.map_err(|mut failure| {
+            failure.at = at;
+            failure
+        })
+    }
+
+    /// The input a choice stands for now.
+    pub(crate) fn input(&self, choice: Choice) -> Input {
+        let outstanding = self.machine.outstanding();
+        match choice {
+            Choice::Answer(selector) => match outstanding {
+                Some(Outstanding::PreStep { .. }) => Input::PreStep(match selector % 12 {
+                    0..=7 => PreStepAnswer::Enter(self.claimed.clone()),
+                    8 => PreStepAnswer::Enter(Batch::new()),
+                    9 => {
+                        let mut batch = self.claimed.clone();
+                        batch.push(hook_extra());
+                        PreStepAnswer::Enter(batch)
+                    }
+                    10 => PreStepAnswer::Reject,
+                    _ => PreStepAnswer::Fail(error("pre-step")),
+                }),
+                Some(Outstanding::Step { .. }) => Input::Step(match selector % 12 {
+                    0..=3 => StepAnswer::Completed,
+                    4 | 5 => StepAnswer::MaxTokens,
+                    6..=10 => StepAnswer::Continue,
+                    _ => StepAnswer::Fail(error("step")),
+                }),
+                Some(Outstanding::TurnStopping { .. }) => Input::TurnStopping(match selector % 8 {
+                    0..=6 => TurnStoppingAnswer::Done,
+                    _ => TurnStoppingAnswer::Fail(error("turn-stopping")),
+                }),
+                None if self.machine.is_maintenance() => Input::Maintenance(MaintenanceInput::End),
+                None => self.stray(selector),
+            },
+            Choice::Stray(selector) => self.stray(selector),
+            Choice::Send {
+                id,
+                target,
+                wakeup,
+                variant,
+            } => {
+                let message = message(id, variant);
+                match (target, wakeup) {
+                    (Target::NextTurn, true) => Input::Followup(message),
+                    (Target::NextStep, true) => Input::Steer(message),
+                    (Target::NextStep, false) => Input::Inject(message),
+                    (Target::NextTurn, false) => Input::Send {
+                        message,
+                        target,
+                        wakeup,
+                    },
+                }
+            }
+            Choice::Remove(id) => Input::Remove(message(id, 0).id().clone()),
+            Choice::Replace { id, with, variant } => Input::Replace {
+                id: message(id, 0).id().clone(),
+                message: message(with, variant),
+            },
+            Choice::Prepend {
+                target,
+                id,
+                variant,
+            } => Input::Prepend {
+                target,
+                message: message(id, variant),
+            },
+            Choice::Clear => Input::Clear {},
+            Choice::Cancel {
+                cause: index,
+                keep_inbox,
+            } => Input::Cancel {
+                cause: cause(index),
+                keep_inbox,
+            },
+            Choice::BeginMaintenance => Input::Maintenance(MaintenanceInput::Begin),
+            Choice::EndMaintenance | Choice::CheckRestore | Choice::Crash => {
+                Input::Maintenance(MaintenanceInput::End)
+            }
+            Choice::Dispose => Input::Dispose {},
+        }
+    }
+
+    /// An answer to a request that is not outstanding (S4).
+    fn stray(&self, selector: u8) -> Input {
+        let outstanding = self.machine.outstanding();
+        let mut strays = Vec::with_capacity(4);
+        if !matches!(outstanding, Some(Outstanding::PreStep { .. })) {
+            strays.push(Input::PreStep(PreStepAnswer::Reject));
+        }
+        if !matches!(outstanding, Some(Outstanding::Step { .. })) {
+            strays.push(Input::Step(StepAnswer::Completed));
+        }
+        if !matches!(outstanding, Some(Outstanding::TurnStopping { .. })) {
+            strays.push(Input::TurnStopping(TurnStoppingAnswer::Done));
+        }
+        if !self.machine.is_maintenance() {
+            strays.push(Input::Maintenance(MaintenanceInput::End));
+        }
+        strays.swap_remove(usize::from(selector) % strays.len())
+    }
+
+    fn apply(&mut self, input: Input) -> Result<(), Failure> {
+        let before = self.machine.clone();
+        let result = self.machine.handle(input.clone());
+        let outputs: Vec<Output> = std::iter::from_fn(|| self.machine.poll_output()).collect();
+        let input_json = to_json(&input);
+        let mut failure = Failure {
+            input: Some(input_json.clone()),
+            ..Failure::default()
+        };
+
+        // The invariant oracle (the model checker's monitor), and S5 byte for byte.
+        let observed = self
+            .monitor
+            .observe(&before, &input, &result, &outputs, &self.machine);
+        if self.checks.invariants {
+            if let Err(violation) = observed {
+                failure.invariant = Some(violation.to_string());
+                failure.violation = Some(violation);
+            } else if result.is_err() && format!("{before:?}") != format!("{:?}", self.machine) {
+                failure.invariant = Some(format!(
+                    "S5: the rejected input changed the machine's representation\nbefore: \
+                     {before:?}\nafter:  {:?}",
+                    self.machine
+                ));
+            }
+            self.collect_facts();
+        }
+
+        // The differential oracle: the reference on the same input.
+        let core: Result<Vec<Value>, &'static str> = match &result {
+            Ok(_) => Ok(outputs.iter().map(to_json).collect()),
+            Err(rejection) => Err(rejection.kind()),
+        };
+        let reference = self.reference.apply(&input_json);
+        push_line(&mut self.tape, &json!({ "in": input_json }));
+        match &reference {
+            Ok(outs) => {
+                for out in outs {
+                    push_line(&mut self.tape, &json!({ "out": out }));
+                }
+            }
+            Err(kind) => push_line(&mut self.tape, &json!({ "rejected": kind })),
+        }
+        if self.checks.differential {
+            if core != reference {
+                failure.differential = Some(describe_difference(&core, &reference));
+            } else if let Err(difference) = self.compare_projections() {
+                failure.differential = Some(difference);
+            }
+        }
+
+        // The host's side: append the events, remember the batch to enter.
+        for output in &outputs {
+            match output {
+                Output::Event(event) => {
+                    let event = to_json(event);
+                    self.track(&event);
+                    self.log.push(event);
+                }
+                Output::Request(Request::PreStep { messages, .. }) => {
+                    self.claimed = messages.clone();
+                }
+                _ => {}
+            }
+        }
+        if failure.invariant.is_some() || failure.differential.is_some() {
+            return Err(failure);
+        }
+        Ok(())
+    }
+
+    fn collect_facts(&mut self) {
+        for fact in Fact::ALL {
+            if self.monitor.saw(fact) && !self.facts.contains(&fact) {
+                self.facts.push(fact);
+            }
+        }
+    }
+
+    /// Follows the turn and step the log leaves open (for crash repair's closers).
+    fn track(&mut self, event: &Value) {
+        let data = &event["data"];
+        match event["type"].as_str() {
+            Some("turn/start") => self.open = data["turn"].as_u64().map(|turn| (turn, None)),
+            Some("step/start") => {
+                if let Some((_, step)) = self.open.as_mut() {
+                    *step = data["step"].as_u64();
+                }
+            }
+            Some("step/end") => {
+                if let Some((_, step)) = self.open.as_mut() {
+                    *step = None;
+                }
+            }
+            Some("turn/end") => self.open = None,
+            _ => {}
+        }
+    }
+
+    /// The core's public projections against the reference's.
+    fn compare_projections(&self) -> Result<(), String> {
+        let core_pending = pending_view(&self.machine);
+        let reference_pending = self.reference.pending();
+        if core_pending != reference_pending {
+            return Err(format!(
+                "pending (NT, NS): core {core_pending:?}, reference {reference_pending:?}"
+            ));
+        }
+        let status = match self.machine.status() {
+            coxswain_core::Status::Idle => "idle",
+            coxswain_core::Status::Running => "running",
+        };
+        if status != self.reference.status() {
+            return Err(format!(
+                "status: core {status}, reference {}",
+                self.reference.status()
+            ));
+        }
+        if self.machine.is_quiescent() != self.reference.is_quiescent() {
+            return Err(format!(
+                "quiescent: core {}, reference {}",
+                self.machine.is_quiescent(),
+                self.reference.is_quiescent()
+            ));
+        }
+        if self.machine.last_turn() != self.reference.last_turn() {
+            return Err(format!(
+                "lastTurn: core {}, reference {}",
+                self.machine.last_turn(),
+                self.reference.last_turn()
+            ));
+        }
+        Ok(())
+    }
+
+    /// S49: a fresh machine and a fresh reference restored from the log so far (closed by crash
+    /// repair's closers) hold the live lists and, when quiescent, the live `lastTurn`.
+    fn check_restore(&mut self) -> Result<(), Failure> {
+        let mut log = self.log.clone();
+        log.extend(self.closers());
+        let mut failure = Failure::default();
+        if self.checks.invariants {
+            match Machine::restore(&log, 0) {
+                Err(error) => failure.invariant = Some(format!("S49: own log invalid: {error}")),
+                Ok(restored) => {
+                    let (live, back) =
+                        (pending_messages(&self.machine), pending_messages(&restored));
+                    if live != back {
+                        failure.invariant =
+                            Some(format!("S49: restored lists {back:?}, live {live:?}"));
+                    } else if self.machine.is_quiescent()
+                        && restored.last_turn() != self.machine.last_turn()
+                    {
+                        failure.invariant = Some(format!(
+                            "S49: restored lastTurn {}, live {}",
+                            restored.last_turn(),
+                            self.machine.last_turn()
+                        ));
+                    }
+                }
+            }
+        }
+        if self.checks.differential {
+            match Reference::restore(&log, 0) {
+                Err(error) => {
+                    failure.differential = Some(format!("the reference rejects the log: {error}"))
+                }
+                Ok(restored) if restored.pending() != self.reference.pending() => {
+                    failure.differential = Some(format!(
+                        "S49: the reference restores {:?}, live {:?}",
+                        restored.pending(),
+                        self.reference.pending()
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
+        if failure.invariant.is_some() || failure.differential.is_some() {
+            return Err(failure);
+        }
+        Ok(())
+    }
+
+    /// S50 then S49: crash repair closes the log, and both sides go on from what it restores.
+    fn crash(&mut self) -> Result<(), Failure> {
+        if self.machine.is_disposed() {
+            // A disposed agent is gone; there is nothing to restore.
+            return Ok(());
+        }
+        let closers = self.closers();
+        for closer in &closers {
+            self.track(closer);
+        }
+        self.log.extend(closers);
+        let mut failure = Failure::default();
+        let restored = match Machine::restore(&self.log, 0) {
+            Ok(machine) => machine,
+            Err(error) => {
+                failure.invariant = Some(format!("S49: own log invalid: {error}"));
+                return Err(failure);
+            }
+        };
+        match self.monitor.crash_and_restore() {
+            Err(violation) if self.checks.invariants => {
+                failure.invariant = Some(violation.to_string());
+                failure.violation = Some(violation);
+            }
+            Ok(machine) if self.checks.invariants && machine != restored => {
+                failure.invariant =
+                    Some("S49: the monitor's restore and the JSON log's restore differ".to_owned());
+            }
+            _ => {}
+        }
+        self.collect_facts();
+        self.machine = (self.prepare)(restored);
+        self.claimed = Batch::new();
+        match Reference::restore(&self.log, 0) {
+            Ok(reference) => self.reference = reference,
+            Err(error) => {
+                failure.differential = Some(format!("the reference rejects the log: {error}"));
+                return Err(failure);
+            }
+        }
+        if let Some(tape) = self.tape.as_mut() {
+            tape.clear();
+            let note = self.note.clone();
+            push_line(&mut self.tape, &json!({ "note": note }));
+            push_line(
+                &mut self.tape,
+                &json!({"given": {"log": self.log, "seedLength": 0}}),
+            );
+        }
+        if self.checks.differential {
+            if let Err(difference) = self.compare_projections() {
+                failure.differential = Some(difference);
+            }
+        }
+        if failure.invariant.is_some() || failure.differential.is_some() {
+            return Err(failure);
+        }
+        Ok(())
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or_else(|e| json!({ "unserializable": e.to_string() }))
+}
+
+fn push_line(tape: &mut Option<String>, value: &Value) {
+    if let Some(tape) = tape {
+        tape.push_str(&value.to_string());
+        tape.push('\n');
+    }
+}
+
+/// The lists as the reference shows them: (NT, NS), each as (id, waking).
+type PendingView = (Vec<(String, bool)>, Vec<(String, bool)>);
+
+fn pending_view(machine: &Machine) -> PendingView {
+    let list = |target| {
+        machine
+            .pending(target)
+            .map(|p| (p.message().id().to_string(), p.is_waking()))
+            .collect()
+    };
+    (list(Target::NextTurn), list(Target::NextStep))
+}
+
+/// The lists with their message values and waking flags (what S49 compares).
+pub(crate) fn pending_messages(machine: &Machine) -> Vec<(Target, Value, bool)> {
+    [Target::NextTurn, Target::NextStep]
+        .into_iter()
+        .flat_map(|target| {
+            machine
+                .pending(target)
+                .map(move |p| (target, to_json(p.message()), p.is_waking()))
+        })
+        .collect()
+}
+
+fn describe_difference(
+    core: &Result<Vec<Value>, &'static str>,
+    reference: &Result<Vec<Value>, &'static str>,
+) -> String {
+    match (core, reference) {
+        (Err(core), Err(reference)) => format!("rejected: core {core}, reference {reference}"),
+        (Err(core), Ok(_)) => format!("core rejected {core}, the reference accepted"),
+        (Ok(_), Err(reference)) => format!("the reference rejected {reference}, core accepted"),
+        (Ok(core), Ok(reference)) => {
+            let index = core
+                .iter()
+                .zip(reference)
+                .position(|(c, r)| c != r)
+                .unwrap_or(core.len().min(reference.len()));
+            format!(
+                "output {index}: core {}, reference {}",
+                core.get(index)
+                    .map_or("nothing".to_owned(), Value::to_string),
+                reference
+                    .get(index)
+                    .map_or("nothing".to_owned(), Value::to_string)
+            )
+        }
+    }
+}
