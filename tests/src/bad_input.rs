@@ -1,0 +1,923 @@
+//! The bad input catalogue: malformed traces, invalid logs (out-of-range splices, duplicate
+//! pending ids, turn events out of order, unknown event types interleaved), corrupt and truncated
+//! JSON lines, and inputs the machine must reject. Each case pins its exact typed error (or, for
+//! input the spec accepts, exactly what it restores) and runs under `catch_unwind`: none may panic.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use coxswain_conformance::{replay, Trace, TraceError};
+use coxswain_core::{
+    CancelCause, Completion, InvalidLog, LogViolation, Machine, Message, Outstanding,
+    PreStepAnswer, Rejected, StepAnswer, Target, TurnStoppingAnswer,
+};
+use coxswain_log::{parse, repair, Auditor, CorruptLine, Problem, RepairError, Rule, TornTail};
+use serde_json::error::Category;
+use serde_json::{json, Value};
+
+/// What a case did, normalised so it can be compared with what it must do.
+#[derive(Clone, Debug, PartialEq)]
+enum Outcome {
+    /// `Trace::parse` or `replay` found the trace malformed at `line`; the message contains `says`.
+    Malformed { line: usize, says: String },
+    /// `replay` found the machine disagreeing with the trace at `line`; `actual` contains `says`.
+    Mismatch { line: usize, says: String },
+    /// `Machine::restore` rejected the log.
+    InvalidLog(InvalidLog),
+    /// `Machine::restore` accepted the log: the lists (ids) and `lastTurn`.
+    Restored {
+        nt: Vec<String>,
+        ns: Vec<String>,
+        last_turn: u64,
+    },
+    /// The auditor's first violation.
+    Audit { index: usize, rule: Rule },
+    /// The JSON-lines reader found a corrupt line (`NotJson` messages are reduced to "").
+    Corrupt(CorruptLine),
+    /// The JSON-lines reader read `records` complete records and left out a torn tail.
+    Read {
+        records: usize,
+        torn: Option<TornTail>,
+    },
+    /// Crash repair refused the log.
+    Repair(RepairError),
+    /// Crash repair closed the log with `closers` events, interrupting `interrupted`.
+    Repaired {
+        closers: usize,
+        interrupted: Option<u64>,
+    },
+    /// The input was rejected and changed nothing, emitted nothing.
+    Rejected(Rejected),
+    /// `serde_json` refused an input line with this category.
+    Json(Category),
+}
+
+impl Outcome {
+    fn matches(&self, expected: &Outcome) -> bool {
+        match (self, expected) {
+            (
+                Outcome::Malformed { line, says },
+                Outcome::Malformed {
+                    line: want,
+                    says: part,
+                },
+            )
+            | (
+                Outcome::Mismatch { line, says },
+                Outcome::Mismatch {
+                    line: want,
+                    says: part,
+                },
+            ) => line == want && says.contains(part.as_str()),
+            _ => self == expected,
+        }
+    }
+}
+
+fn malformed(line: usize, says: &str) -> Outcome {
+    Outcome::Malformed {
+        line,
+        says: says.to_owned(),
+    }
+}
+
+fn invalid(index: usize, violation: LogViolation) -> Outcome {
+    Outcome::InvalidLog(InvalidLog { index, violation })
+}
+
+fn restored(nt: &[&str], ns: &[&str], last_turn: u64) -> Outcome {
+    let owned = |ids: &[&str]| ids.iter().map(|id| (*id).to_owned()).collect();
+    Outcome::Restored {
+        nt: owned(nt),
+        ns: owned(ns),
+        last_turn,
+    }
+}
+
+fn m(id: &str) -> Value {
+    json!({"id": id, "source": {"kind": "user"}, "content": id})
+}
+
+fn spliced(data: Value) -> Value {
+    json!({"type": "agent/inbox/spliced", "data": data})
+}
+
+fn insert(target: &str, start: usize, ids: &[&str]) -> Value {
+    let inserted: Vec<Value> = ids.iter().map(|id| m(id)).collect();
+    spliced(json!({"target": target, "start": start, "inserted": inserted}))
+}
+
+fn turn_start(turn: u64) -> Value {
+    json!({"type": "turn/start", "data": {"turn": turn}})
+}
+
+fn turn_end(turn: u64) -> Value {
+    json!({"type": "turn/end", "data": {"turn": turn, "reason": {"kind": "completed"}}})
+}
+
+// ----- runners -----
+
+fn trace(text: &str) -> Outcome {
+    match Trace::parse(text).and_then(|trace| replay(&trace)) {
+        Err(TraceError::Malformed { line, message }) => Outcome::Malformed {
+            line,
+            says: message,
+        },
+        Err(TraceError::Mismatch { line, actual, .. }) => Outcome::Mismatch { line, says: actual },
+        other => panic!("trace case neither malformed nor mismatched: {other:?}"),
+    }
+}
+
+fn restore(log: &[Value], seed_length: usize) -> Outcome {
+    match Machine::restore(log, seed_length) {
+        Err(error) => Outcome::InvalidLog(error),
+        Ok(machine) => {
+            let ids = |target| {
+                machine
+                    .pending(target)
+                    .map(|p| p.message().id().to_string())
+                    .collect()
+            };
+            Outcome::Restored {
+                nt: ids(Target::NextTurn),
+                ns: ids(Target::NextStep),
+                last_turn: machine.last_turn(),
+            }
+        }
+    }
+}
+
+fn audit(log: &[Value]) -> Outcome {
+    let mut auditor = Auditor::new();
+    match log.iter().try_for_each(|event| auditor.push_json(event)) {
+        Err(violation) => Outcome::Audit {
+            index: violation.index,
+            rule: violation.rule,
+        },
+        Ok(()) => panic!("the auditor accepted the log"),
+    }
+}
+
+fn read(bytes: &[u8]) -> Outcome {
+    match parse(bytes) {
+        Err(CorruptLine {
+            line,
+            problem: Problem::NotJson(_),
+        }) => Outcome::Corrupt(CorruptLine {
+            line,
+            problem: Problem::NotJson(String::new()),
+        }),
+        Err(corrupt) => Outcome::Corrupt(corrupt),
+        Ok(parsed) => Outcome::Read {
+            records: parsed.records.len(),
+            torn: parsed.torn,
+        },
+    }
+}
+
+/// Reads JSON lines (which must read cleanly) and runs crash repair on them.
+fn repair_lines(lines: &[Value]) -> Outcome {
+    let mut bytes = Vec::new();
+    for line in lines {
+        bytes.extend_from_slice(line.to_string().as_bytes());
+        bytes.push(b'\n');
+    }
+    let parsed = parse(&bytes).expect("the case's lines are JSON objects");
+    match repair(&parsed.records) {
+        Err(error) => Outcome::Repair(error),
+        Ok(repaired) => Outcome::Repaired {
+            closers: repaired.closers.len(),
+            interrupted: repaired.interrupted,
+        },
+    }
+}
+
+/// Applies `setup` (which must succeed), then `input`, which must be rejected having changed
+/// nothing and emitted nothing (S5).
+fn reject(
+    setup: impl FnOnce(&mut Machine) -> Result<(), Rejected>,
+    input: impl FnOnce(&mut Machine) -> Result<(), Rejected>,
+) -> Outcome {
+    let mut machine = Machine::new();
+    setup(&mut machine).expect("the setup is accepted");
+    while machine.poll_output().is_some() {}
+    let before = machine.clone();
+    let result = input(&mut machine);
+    assert_eq!(machine.poll_output(), None, "a rejected input emitted");
+    assert_eq!(machine, before, "a rejected input changed the machine");
+    Outcome::Rejected(result.expect_err("the input is rejected"))
+}
+
+fn input_json(text: &str) -> Outcome {
+    match serde_json::from_str::<coxswain_core::Input>(text) {
+        Err(error) => Outcome::Json(error.classify()),
+        Ok(input) => panic!("parsed {input:?}"),
+    }
+}
+
+fn user(id: &str) -> Message {
+    Message::user(id, id)
+}
+
+/// Opens turn 1 and enters its first step (the step request is outstanding).
+fn in_step(machine: &mut Machine) -> Result<(), Rejected> {
+    machine.followup(user("f"))?;
+    machine.answer_pre_step(PreStepAnswer::Enter([user("f")].into_iter().collect()))
+}
+
+// ----- the catalogue -----
+
+type Case = (&'static str, Box<dyn Fn() -> Outcome>, Outcome);
+
+fn catalogue() -> Vec<Case> {
+    let clear = r#"{"in":{"clear":{}}}"#;
+    vec![
+        // --- malformed traces (FORMAT.md) ---
+        (
+            "trace: truncated JSON line",
+            Box::new(move || trace(&format!("{clear}\n{{\"in\":{{\"clear\":"))),
+            malformed(2, "not JSON"),
+        ),
+        (
+            "trace: a line with two keys",
+            Box::new(|| trace(r#"{"in":{"clear":{}},"out":{"disposed":{}}}"#)),
+            malformed(1, "exactly one key"),
+        ),
+        (
+            "trace: a line that is not an object",
+            Box::new(|| trace("[1, 2]")),
+            malformed(1, "exactly one key"),
+        ),
+        (
+            "trace: unknown key",
+            Box::new(|| trace(r#"{"expect":{}}"#)),
+            malformed(1, "unknown key `expect`"),
+        ),
+        (
+            "trace: unknown input",
+            Box::new(|| trace(r#"{"in":{"launch":{}}}"#)),
+            malformed(1, "unknown input"),
+        ),
+        (
+            "trace: a message without an id",
+            Box::new(|| trace(r#"{"in":{"followup":{"source":{"kind":"user"}}}}"#)),
+            malformed(1, "unknown input"),
+        ),
+        (
+            "trace: a message with a numeric id",
+            Box::new(|| trace(r#"{"in":{"inject":{"id":7}}}"#)),
+            malformed(1, "unknown input"),
+        ),
+        (
+            "trace: `given` after an input",
+            Box::new(move || trace(&format!("{clear}\n{{\"given\":{{\"log\":[]}}}}"))),
+            malformed(2, "`given` must be the first line"),
+        ),
+        (
+            "trace: `given` without a log",
+            Box::new(|| trace(r#"{"given":{"seedLength":0}}"#)),
+            malformed(1, "`given` needs a `log` array"),
+        ),
+        (
+            "trace: negative seedLength",
+            Box::new(|| trace(r#"{"given":{"log":[],"seedLength":-1}}"#)),
+            malformed(1, "`seedLength` is not an integer"),
+        ),
+        (
+            "trace: `rejected` that is not a string",
+            Box::new(move || trace(&format!("{clear}\n{{\"rejected\":1}}"))),
+            malformed(2, "`rejected` takes a string"),
+        ),
+        (
+            "trace: an output before any input",
+            Box::new(|| trace("{\"note\":\"x\"}\n{\"out\":{\"disposed\":{}}}")),
+            malformed(2, "with no input before it"),
+        ),
+        (
+            "trace: lines after an invalid-log rejection",
+            Box::new(move || {
+                trace(&format!(
+                    "{{\"given\":{{\"log\":[{{\"data\":1}}]}}}}\n{{\"rejected\":\"invalid-log\"}}\n{clear}"
+                ))
+            }),
+            malformed(3, "ends after an invalid-log rejection"),
+        ),
+        (
+            "trace: a given log with an out-of-range splice expected to restore",
+            Box::new(move || {
+                let given = json!({"given": {"log": [insert("next-turn", 1, &["a"])]}});
+                trace(&format!("{given}\n{clear}"))
+            }),
+            Outcome::Mismatch {
+                line: 2,
+                says: "rejected invalid-log (invalid log: event 0: splice `start`".into(),
+            },
+        ),
+        // --- invalid logs (S46, S47) ---
+        (
+            "log: splice start past the end (S11)",
+            Box::new(|| restore(&[insert("next-turn", 1, &["a"])], 0)),
+            invalid(0, LogViolation::SpliceStart),
+        ),
+        (
+            "log: removedCount past the end (S11)",
+            Box::new(|| {
+                restore(
+                    &[
+                        insert("next-step", 0, &["a", "b"]),
+                        spliced(
+                            json!({"target": "next-step", "start": 1, "removedCount": 2, "inserted": []}),
+                        ),
+                    ],
+                    0,
+                )
+            }),
+            invalid(1, LogViolation::SpliceRemovedCount),
+        ),
+        (
+            "log: removal from the other, empty list (S11)",
+            Box::new(|| {
+                restore(
+                    &[
+                        insert("next-step", 0, &["a"]),
+                        spliced(
+                            json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}),
+                        ),
+                    ],
+                    0,
+                )
+            }),
+            invalid(1, LogViolation::SpliceRemovedCount),
+        ),
+        (
+            "log: negative start",
+            Box::new(|| {
+                restore(
+                    &[spliced(
+                        json!({"target": "next-turn", "start": -1, "inserted": []}),
+                    )],
+                    0,
+                )
+            }),
+            invalid(0, LogViolation::SpliceStart),
+        ),
+        (
+            "log: start as a string",
+            Box::new(|| {
+                restore(
+                    &[spliced(
+                        json!({"target": "next-turn", "start": "0", "inserted": [m("a")]}),
+                    )],
+                    0,
+                )
+            }),
+            invalid(0, LogViolation::SpliceStart),
+        ),
+        (
+            "log: fractional removedCount",
+            Box::new(|| {
+                restore(
+                    &[
+                        insert("next-turn", 0, &["a"]),
+                        spliced(
+                            json!({"target": "next-turn", "start": 0, "removedCount": 0.5, "inserted": []}),
+                        ),
+                    ],
+                    0,
+                )
+            }),
+            invalid(1, LogViolation::SpliceRemovedCount),
+        ),
+        (
+            "log: duplicate id inside one splice (S13)",
+            Box::new(|| restore(&[insert("next-turn", 0, &["a", "a"])], 0)),
+            invalid(0, LogViolation::AlreadyPending("a".into())),
+        ),
+        (
+            "log: duplicate pending id across the lists (S13)",
+            Box::new(|| {
+                restore(
+                    &[
+                        insert("next-turn", 0, &["a"]),
+                        insert("next-step", 0, &["a"]),
+                    ],
+                    0,
+                )
+            }),
+            invalid(1, LogViolation::AlreadyPending("a".into())),
+        ),
+        (
+            "log: an id removed may be inserted again (S9)",
+            Box::new(|| {
+                restore(
+                    &[
+                        insert("next-turn", 0, &["a"]),
+                        spliced(
+                            json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": [m("a")], "outcome": "canceled"}),
+                        ),
+                    ],
+                    0,
+                )
+            }),
+            restored(&["a"], &[], 0),
+        ),
+        (
+            "log: an event that is not an object",
+            Box::new(|| restore(&[json!("turn/start")], 0)),
+            invalid(0, LogViolation::MissingType),
+        ),
+        (
+            "log: a numeric type",
+            Box::new(|| {
+                restore(
+                    &[
+                        insert("next-step", 0, &["a"]),
+                        json!({"type": 5, "data": {}}),
+                    ],
+                    0,
+                )
+            }),
+            invalid(1, LogViolation::MissingType),
+        ),
+        (
+            "log: turn/start without a turn",
+            Box::new(|| restore(&[json!({"type": "turn/start", "data": {}})], 0)),
+            invalid(0, LogViolation::TurnWithoutNumber),
+        ),
+        (
+            "log: turn/start with a negative turn",
+            Box::new(|| restore(&[json!({"type": "turn/start", "data": {"turn": -1}})], 0)),
+            invalid(0, LogViolation::TurnWithoutNumber),
+        ),
+        (
+            "log: splice without a valid target",
+            Box::new(|| {
+                restore(
+                    &[spliced(
+                        json!({"target": "nt", "start": 0, "inserted": [m("a")]}),
+                    )],
+                    0,
+                )
+            }),
+            invalid(0, LogViolation::SpliceTarget),
+        ),
+        (
+            "log: splice without data",
+            Box::new(|| restore(&[json!({"type": "agent/inbox/spliced"})], 0)),
+            invalid(0, LogViolation::SpliceTarget),
+        ),
+        (
+            "log: inserted is not a list",
+            Box::new(|| {
+                restore(
+                    &[spliced(
+                        json!({"target": "next-turn", "start": 0, "inserted": m("a")}),
+                    )],
+                    0,
+                )
+            }),
+            invalid(0, LogViolation::SpliceInserted),
+        ),
+        (
+            "log: an inserted message without a string id",
+            Box::new(|| {
+                restore(
+                    &[spliced(
+                        json!({"target": "next-turn", "start": 0, "inserted": [{"id": 1}]}),
+                    )],
+                    0,
+                )
+            }),
+            invalid(0, LogViolation::SpliceInserted),
+        ),
+        (
+            "log: wakeup false",
+            Box::new(|| {
+                restore(
+                    &[spliced(
+                        json!({"target": "next-turn", "start": 0, "inserted": [m("a")], "wakeup": false}),
+                    )],
+                    0,
+                )
+            }),
+            invalid(0, LogViolation::SpliceWakeup),
+        ),
+        (
+            "log: the log ends inside an open turn (S50)",
+            Box::new(|| {
+                restore(
+                    &[
+                        turn_start(1),
+                        turn_end(1),
+                        insert("next-turn", 0, &["a"]),
+                        turn_start(2),
+                    ],
+                    0,
+                )
+            }),
+            invalid(3, LogViolation::OpenTurn),
+        ),
+        (
+            "log: an invalid splice before the seed boundary is not read (S46)",
+            Box::new(|| {
+                restore(
+                    &[
+                        spliced(json!({"target": "nt"})),
+                        insert("next-step", 0, &["b"]),
+                    ],
+                    1,
+                )
+            }),
+            restored(&[], &["b"], 0),
+        ),
+        (
+            "log: an invalid splice at the seed boundary is read (S46)",
+            Box::new(|| {
+                restore(
+                    &[
+                        insert("next-step", 0, &["b"]),
+                        spliced(json!({"target": "nt"})),
+                    ],
+                    1,
+                )
+            }),
+            invalid(1, LogViolation::SpliceTarget),
+        ),
+        (
+            "log: turn events out of order are read past by restore (S46)",
+            Box::new(|| {
+                restore(
+                    &[
+                        turn_end(4),
+                        turn_start(2),
+                        json!({"type": "step/end", "data": {"turn": 9, "step": 9}}),
+                        turn_start(1),
+                        turn_end(7),
+                    ],
+                    0,
+                )
+            }),
+            restored(&[], &[], 1),
+        ),
+        (
+            "log: ...but the auditor names the first (I5)",
+            Box::new(|| audit(&[turn_end(4), turn_start(2)])),
+            Outcome::Audit {
+                index: 0,
+                rule: Rule::I5,
+            },
+        ),
+        (
+            "log: ...a turn that skips a number (I5)",
+            Box::new(|| audit(&[turn_start(1), turn_end(1), turn_start(3), turn_end(3)])),
+            Outcome::Audit {
+                index: 2,
+                rule: Rule::I5,
+            },
+        ),
+        (
+            "log: ...a step/end with no step open (I5)",
+            Box::new(|| {
+                audit(&[
+                    turn_start(1),
+                    json!({"type": "step/end", "data": {"turn": 1, "step": 1}}),
+                ])
+            }),
+            Outcome::Audit {
+                index: 1,
+                rule: Rule::I5,
+            },
+        ),
+        (
+            "log: ...while crash repair accepts what restore accepts and closes the last turn (S50)",
+            Box::new(|| {
+                repair_lines(&[insert("next-turn", 0, &["a"]), turn_start(1), turn_start(2)])
+            }),
+            Outcome::Repaired {
+                closers: 1,
+                interrupted: Some(2),
+            },
+        ),
+        (
+            "log: unknown event types interleaved are read past, and count for the seed (S46)",
+            Box::new(|| {
+                restore(
+                    &[
+                        json!({"type": "model/output", "data": {"text": "hi"}}),
+                        insert("next-turn", 0, &["a"]),
+                        json!({"type": "agent/inbox/claimed", "data": {"whatever": true}}),
+                        json!({"type": "tool/call"}),
+                        insert("next-step", 0, &["b"]),
+                        json!({"type": "agent/inbox/discarded", "data": null, "seq": 6}),
+                    ],
+                    2,
+                )
+            }),
+            restored(&[], &["b"], 0),
+        ),
+        (
+            "log: an inbox splice among them is never skipped (S47)",
+            Box::new(|| {
+                restore(
+                    &[
+                        json!({"type": "model/output", "data": {}}),
+                        spliced(json!({"target": "next-turn", "start": 3, "inserted": [m("a")]})),
+                        json!({"type": "tool/call", "data": {}}),
+                    ],
+                    0,
+                )
+            }),
+            invalid(1, LogViolation::SpliceStart),
+        ),
+        (
+            "log: the auditor maps an out-of-range splice to I1",
+            Box::new(|| audit(&[json!({"type": "tool/call"}), insert("next-turn", 2, &["a"])])),
+            Outcome::Audit {
+                index: 1,
+                rule: Rule::I1,
+            },
+        ),
+        (
+            "log: the auditor maps a duplicate pending id to I2",
+            Box::new(|| {
+                audit(&[
+                    insert("next-turn", 0, &["a"]),
+                    insert("next-step", 0, &["a"]),
+                ])
+            }),
+            Outcome::Audit {
+                index: 1,
+                rule: Rule::I2,
+            },
+        ),
+        (
+            "log: crash repair refuses an out-of-range splice at its line (S11, S47)",
+            Box::new(|| {
+                repair_lines(&[
+                    json!({"type": "model/output", "data": {}}),
+                    spliced(
+                        json!({"target": "next-step", "start": 0, "removedCount": 1, "inserted": []}),
+                    ),
+                ])
+            }),
+            Outcome::Repair(RepairError {
+                line: 2,
+                error: InvalidLog {
+                    index: 1,
+                    violation: LogViolation::SpliceRemovedCount,
+                },
+            }),
+        ),
+        (
+            "log: crash repair refuses a duplicate pending id at its line (S13, S47)",
+            Box::new(|| {
+                repair_lines(&[
+                    insert("next-turn", 0, &["a"]),
+                    insert("next-turn", 1, &["a"]),
+                ])
+            }),
+            Outcome::Repair(RepairError {
+                line: 2,
+                error: InvalidLog {
+                    index: 1,
+                    violation: LogViolation::AlreadyPending("a".into()),
+                },
+            }),
+        ),
+        (
+            "log: crash repair closes an open step and turn (S50)",
+            Box::new(|| {
+                repair_lines(&[
+                    insert("next-turn", 0, &["a"]),
+                    turn_start(1),
+                    spliced(
+                        json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}),
+                    ),
+                    json!({"type": "step/start", "data": {"turn": 1, "step": 1}}),
+                    json!({"type": "user/message", "data": m("a")}),
+                    json!({"type": "model/output", "data": "partial"}),
+                ])
+            }),
+            Outcome::Repaired {
+                closers: 2,
+                interrupted: Some(1),
+            },
+        ),
+        // --- JSON-lines records (S50) ---
+        (
+            "records: a truncated final record is a torn tail, left out",
+            Box::new(|| read(b"{\"seq\":1,\"type\":\"a\"}\n{\"seq\":2,\"type\":\"turn/st")),
+            Outcome::Read {
+                records: 1,
+                torn: Some(TornTail { line: 2, bytes: 24 }),
+            },
+        ),
+        (
+            "records: a truncated record before the end is corruption",
+            Box::new(|| {
+                read(b"{\"seq\":1,\"type\":\"a\"}\n{\"seq\":2,\"ty\n{\"seq\":3,\"type\":\"a\"}\n")
+            }),
+            Outcome::Corrupt(CorruptLine {
+                line: 2,
+                problem: Problem::NotJson(String::new()),
+            }),
+        ),
+        (
+            "records: a blank line is corruption",
+            Box::new(|| read(b"{\"type\":\"a\"}\n\n")),
+            Outcome::Corrupt(CorruptLine {
+                line: 2,
+                problem: Problem::NotJson(String::new()),
+            }),
+        ),
+        (
+            "records: invalid UTF-8 is corruption",
+            Box::new(|| read(b"{\"type\":\"\xff\"}\n")),
+            Outcome::Corrupt(CorruptLine {
+                line: 1,
+                problem: Problem::NotJson(String::new()),
+            }),
+        ),
+        (
+            "records: a JSON array is not a record",
+            Box::new(|| read(b"{\"type\":\"a\"}\n[\"type\"]\n")),
+            Outcome::Corrupt(CorruptLine {
+                line: 2,
+                problem: Problem::NotAnObject,
+            }),
+        ),
+        (
+            "records: a non-integer seq",
+            Box::new(|| read(b"{\"seq\":-1,\"type\":\"a\"}\n")),
+            Outcome::Corrupt(CorruptLine {
+                line: 1,
+                problem: Problem::BadSeq,
+            }),
+        ),
+        (
+            "records: a seq gap (a lost record)",
+            Box::new(|| {
+                read(b"{\"seq\":1,\"type\":\"a\"}\n{\"seq\":2,\"type\":\"a\"}\n{\"seq\":4,\"type\":\"a\"}\n")
+            }),
+            Outcome::Corrupt(CorruptLine {
+                line: 3,
+                problem: Problem::SeqGap {
+                    previous: 2,
+                    found: 4,
+                },
+            }),
+        ),
+        (
+            "records: a repeated seq (a duplicated record)",
+            Box::new(|| read(b"{\"seq\":1,\"type\":\"a\"}\n{\"seq\":1,\"type\":\"a\"}\n")),
+            Outcome::Corrupt(CorruptLine {
+                line: 2,
+                problem: Problem::SeqGap {
+                    previous: 1,
+                    found: 1,
+                },
+            }),
+        ),
+        (
+            "records: unknown record types are kept",
+            Box::new(|| {
+                read(b"{\"type\":\"model/output\"}\n{\"type\":\"x\",\"data\":[]}\n{\"no\":\"type\"}\n")
+            }),
+            Outcome::Read {
+                records: 3,
+                torn: None,
+            },
+        ),
+        // --- inputs (S4, S5, S13, S43, S45) ---
+        (
+            "input: a delivery of a pending id (S13)",
+            Box::new(|| reject(|m| m.inject(user("a")), |m| m.followup(user("a")))),
+            Outcome::Rejected(Rejected::AlreadyPending("a".into())),
+        ),
+        (
+            "input: a prepend of an id pending in the other list (S13)",
+            Box::new(|| {
+                reject(
+                    |m| m.send(user("a"), Target::NextTurn, false),
+                    |m| m.prepend(Target::NextStep, user("a")),
+                )
+            }),
+            Outcome::Rejected(Rejected::AlreadyPending("a".into())),
+        ),
+        (
+            "input: a replacement taking an id pending elsewhere (S15)",
+            Box::new(|| {
+                reject(
+                    |m| {
+                        m.inject(user("a"))?;
+                        m.inject(user("b"))
+                    },
+                    |m| m.replace(&"a".into(), user("b")).map(drop),
+                )
+            }),
+            Outcome::Rejected(Rejected::AlreadyPending("b".into())),
+        ),
+        (
+            "input: an answer with nothing outstanding (S4)",
+            Box::new(|| reject(|_| Ok(()), |m| m.answer_step(StepAnswer::Completed))),
+            Outcome::Rejected(Rejected::UnexpectedCompletion {
+                answered: Completion::Step,
+                outstanding: None,
+            }),
+        ),
+        (
+            "input: a pre-step answer while a step is outstanding (S4)",
+            Box::new(|| reject(in_step, |m| m.answer_pre_step(PreStepAnswer::Reject))),
+            Outcome::Rejected(Rejected::UnexpectedCompletion {
+                answered: Completion::PreStep,
+                outstanding: Some(Outstanding::Step { turn: 1, step: 1 }),
+            }),
+        ),
+        (
+            "input: a turnStopping answer while a step is outstanding (S4)",
+            Box::new(|| {
+                reject(in_step, |m| {
+                    m.answer_turn_stopping(TurnStoppingAnswer::Done)
+                })
+            }),
+            Outcome::Rejected(Rejected::UnexpectedCompletion {
+                answered: Completion::TurnStopping,
+                outstanding: Some(Outstanding::Step { turn: 1, step: 1 }),
+            }),
+        ),
+        (
+            "input: endMaintenance with none active (S4, S43)",
+            Box::new(|| reject(in_step, |m| m.end_maintenance())),
+            Outcome::Rejected(Rejected::UnexpectedCompletion {
+                answered: Completion::EndMaintenance,
+                outstanding: Some(Outstanding::Step { turn: 1, step: 1 }),
+            }),
+        ),
+        (
+            "input: beginMaintenance while running (S43)",
+            Box::new(|| reject(in_step, |m| m.begin_maintenance())),
+            Outcome::Rejected(Rejected::Busy),
+        ),
+        (
+            "input: beginMaintenance during maintenance (S43)",
+            Box::new(|| reject(|m| m.begin_maintenance(), |m| m.begin_maintenance())),
+            Outcome::Rejected(Rejected::Busy),
+        ),
+        (
+            "input: anything once disposed, before any other check (S45)",
+            Box::new(|| reject(|m| m.dispose(), |m| m.answer_step(StepAnswer::Completed))),
+            Outcome::Rejected(Rejected::Disposed),
+        ),
+        (
+            "input: a cancel once disposed (S45)",
+            Box::new(|| reject(|m| m.dispose(), |m| m.cancel(CancelCause::User, true))),
+            Outcome::Rejected(Rejected::Disposed),
+        ),
+        // --- input lines as JSON ---
+        (
+            "input JSON: truncated",
+            Box::new(|| input_json(r#"{"followup":{"id":"a","source":{"#)),
+            Outcome::Json(Category::Eof),
+        ),
+        (
+            "input JSON: unknown input",
+            Box::new(|| input_json(r#"{"launch":{}}"#)),
+            Outcome::Json(Category::Data),
+        ),
+        (
+            "input JSON: an answer of the wrong shape",
+            Box::new(|| input_json(r#"{"step":"finished"}"#)),
+            Outcome::Json(Category::Data),
+        ),
+        (
+            "input JSON: not JSON",
+            Box::new(|| input_json("{followup}")),
+            Outcome::Json(Category::Syntax),
+        ),
+    ]
+}
+
+#[test]
+fn s5_s47_every_bad_input_gets_its_typed_error_and_none_panics() {
+    let cases = catalogue();
+    assert!(cases.len() >= 60, "the catalogue shrank to {}", cases.len());
+    let mut failures = Vec::new();
+    for (name, run, expected) in &cases {
+        match catch_unwind(AssertUnwindSafe(run)) {
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_default();
+                failures.push(format!("{name}: panicked: {message}"));
+            }
+            Ok(outcome) if !outcome.matches(expected) => {
+                failures.push(format!(
+                    "{name}:\n  expected {expected:?}\n  actual   {outcome:?}"
+                ));
+            }
+            Ok(_) => {}
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
