@@ -1,9 +1,15 @@
 //! Driving the core by hand: deliver, drain outputs, answer requests.
-use coxswain_core::{Machine, Message, Output, PreStepAnswer, Request, StepAnswer, TurnStoppingAnswer};
+use coxswain_core::{
+    Machine, Message, Output, PreStepAnswer, Request, StepAnswer, TurnStoppingAnswer,
+};
 
 fn main() -> Result<(), coxswain_core::Rejected> {
     let mut machine = Machine::new();
-    let context = Message::new("ctx1", serde_json::json!({"kind": "plugin"}), "README.md".into());
+    let context = Message::new(
+        "ctx1",
+        serde_json::json!({"kind": "plugin"}),
+        "README.md".into(),
+    );
     machine.inject(context)?; // queued quietly: opens no turn
     machine.followup(Message::user("m1", "What changed in the spec?"))?; // wakes the machine
     let mut batch = None;
@@ -21,6 +27,10 @@ fn main() -> Result<(), coxswain_core::Rejected> {
     machine.answer_step(StepAnswer::Completed)?; // the model answered without tools
     machine.answer_turn_stopping(TurnStoppingAnswer::Done)?;
     let drained: Vec<Output> = std::iter::from_fn(|| machine.poll_output()).collect();
-    println!("{} more outputs; quiescent: {}", drained.len(), machine.is_quiescent());
+    println!(
+        "{} more outputs; quiescent: {}",
+        drained.len(),
+        machine.is_quiescent()
+    );
     Ok(())
 }

@@ -245,10 +245,14 @@ impl Machine {
 
     // ----- inputs -----
 
-    /// Applies one input given as a value. `remove` and `replace` report whether the id was
-    /// pending only through their own methods.
-    pub fn handle(&mut self, input: Input) -> Result<(), Rejected> {
-        match input {
+    /// Applies one input given as a value, through the same method as a direct call.
+    ///
+    /// `Ok(false)` means a `remove` or `replace` found its id not pending (and emitted nothing);
+    /// every other accepted input returns `Ok(true)`.
+    pub fn handle(&mut self, input: Input) -> Result<bool, Rejected> {
+        let done = match input {
+            Input::Remove(id) => return self.remove(&id),
+            Input::Replace { id, message } => return self.replace(&id, message),
             Input::Send {
                 message,
                 target,
@@ -257,8 +261,6 @@ impl Machine {
             Input::Followup(message) => self.followup(message),
             Input::Steer(message) => self.steer(message),
             Input::Inject(message) => self.inject(message),
-            Input::Remove(id) => self.remove(&id).map(drop),
-            Input::Replace { id, message } => self.replace(&id, message).map(drop),
             Input::Prepend { target, message } => self.prepend(target, message),
             Input::Clear {} => self.clear(),
             Input::Cancel { cause, keep_inbox } => self.cancel(cause, keep_inbox),
@@ -268,7 +270,8 @@ impl Machine {
             Input::PreStep(answer) => self.answer_pre_step(answer),
             Input::Step(answer) => self.answer_step(answer),
             Input::TurnStopping(answer) => self.answer_turn_stopping(answer),
-        }
+        };
+        done.map(|()| true)
     }
 
     /// `send(message, target, wakeup)` (S16–S21): append the message to the end of `target`

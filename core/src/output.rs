@@ -68,6 +68,32 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The `type` of every event the machine emits, in the wire vocabulary. Any other `type` in
+    /// a log is the host's.
+    pub const TYPES: [&'static str; 6] = [
+        "agent/inbox/spliced",
+        "turn/start",
+        "step/start",
+        "user/message",
+        "step/end",
+        "turn/end",
+    ];
+
+    /// This event's `type` on the wire.
+    pub fn kind(&self) -> &'static str {
+        let index = match self {
+            Event::Spliced(_) => 0,
+            Event::TurnStart { .. } => 1,
+            Event::StepStart { .. } => 2,
+            Event::UserMessage(_) => 3,
+            Event::StepEnd { .. } => 4,
+            Event::TurnEnd { .. } => 5,
+        };
+        Event::TYPES[index]
+    }
+}
+
 /// The data of an `agent/inbox/spliced` event: `splice(target, start, removedCount, inserted)`
 /// on one list (S10, S11), with coordinates normalised (`start + removed_count <= len`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -268,6 +294,33 @@ mod tests {
     fn round_trip(output: Output, wire: Value) {
         assert_eq!(serde_json::to_value(&output).unwrap(), wire);
         assert_eq!(serde_json::from_value::<Output>(wire).unwrap(), output);
+    }
+
+    #[test]
+    fn event_kinds_are_the_serialized_types() {
+        let m: SharedMessage = Arc::new(Message::user("a", "hi"));
+        let events = [
+            Event::Spliced(Splice {
+                target: Target::NextTurn,
+                start: 0,
+                removed_count: 0,
+                inserted: SmallVec::from_elem(m.clone(), 1),
+                outcome: None,
+                wakeup: false,
+            }),
+            Event::TurnStart { turn: 1 },
+            Event::StepStart { turn: 1, step: 1 },
+            Event::UserMessage(m),
+            Event::StepEnd { turn: 1, step: 1 },
+            Event::TurnEnd {
+                turn: 1,
+                reason: TurnEndReason::Completed,
+            },
+        ];
+        for (event, kind) in events.iter().zip(Event::TYPES) {
+            assert_eq!(event.kind(), kind);
+            assert_eq!(serde_json::to_value(event).unwrap()["type"], kind);
+        }
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub struct Restorer {
     last_turn: u64,
     /// The index of the `turn/start` of the turn still open, if any.
     open_turn: Option<usize>,
+    /// The number of the step still open in that turn, if any (for crash repair, S50).
+    open_step: Option<u64>,
     /// The first error: a restorer that failed keeps failing.
     failed: Option<InvalidLog>,
 }
@@ -73,7 +75,7 @@ type CanonicalRestorer<'a> = (
     &'a VecDeque<(SharedMessage, bool)>,
     &'a VecDeque<(SharedMessage, bool)>,
     u64,
-    bool,
+    Option<u64>,
     &'a Option<InvalidLog>,
 );
 
@@ -84,7 +86,8 @@ impl Restorer {
             &self.next_turn,
             &self.next_step,
             self.last_turn,
-            self.open_turn.is_some(),
+            self.open_turn
+                .map(|_| self.open_step.map_or(0, |step| step + 1)),
             &self.failed,
         )
     }
@@ -116,6 +119,7 @@ impl Restorer {
             pending: HashSet::default(),
             last_turn: 0,
             open_turn: None,
+            open_step: None,
             failed: None,
         }
     }
@@ -138,7 +142,15 @@ impl Restorer {
                     Ok(())
                 }
                 "turn/end" => {
-                    this.open_turn = None;
+                    this.turn_ended();
+                    Ok(())
+                }
+                "step/start" => {
+                    this.open_step = data.get("step").and_then(Value::as_u64);
+                    Ok(())
+                }
+                "step/end" => {
+                    this.open_step = None;
                     Ok(())
                 }
                 _ => Ok(()),
@@ -155,7 +167,15 @@ impl Restorer {
                 Ok(())
             }
             Event::TurnEnd { .. } => {
-                this.open_turn = None;
+                this.turn_ended();
+                Ok(())
+            }
+            Event::StepStart { step, .. } => {
+                this.open_step = Some(*step);
+                Ok(())
+            }
+            Event::StepEnd { .. } => {
+                this.open_step = None;
                 Ok(())
             }
             _ => Ok(()),
@@ -206,9 +226,16 @@ impl Restorer {
         self.last_turn
     }
 
-    /// The index of the `turn/start` of a turn the log so far leaves open.
-    pub fn open_turn(&self) -> Option<usize> {
-        self.open_turn
+    /// The number of the turn the log so far leaves open (its last `turn/start` has no
+    /// `turn/end` after it), if any.
+    pub fn open_turn(&self) -> Option<u64> {
+        self.open_turn.map(|_| self.last_turn)
+    }
+
+    /// The number of the step the log so far leaves open inside the open turn, if any. Crash
+    /// repair (S50) closes it with `step/end` before closing the turn `interrupted`.
+    pub fn open_step(&self) -> Option<u64> {
+        self.open_turn.and(self.open_step)
     }
 
     fn guard(
@@ -236,6 +263,12 @@ impl Restorer {
     fn turn_started(&mut self, turn: u64) {
         self.last_turn = turn;
         self.open_turn = Some(self.index - 1);
+        self.open_step = None;
+    }
+
+    fn turn_ended(&mut self) {
+        self.open_turn = None;
+        self.open_step = None;
     }
 
     fn list_mut(&mut self, target: Target) -> &mut VecDeque<(SharedMessage, bool)> {
@@ -519,6 +552,37 @@ mod tests {
             json!({"type": "turn/end", "data": {"turn": 2, "reason": {"kind": "interrupted"}}}),
         );
         assert_eq!(Machine::restore(&repaired, 0).unwrap().last_turn(), 2);
+    }
+
+    #[test]
+    fn s50_the_restorer_knows_where_the_log_ends() {
+        let mut restorer = Restorer::new(0);
+        let mut push = |event: Value| restorer.push_json(&event).unwrap();
+        push(json!({"type": "turn/start", "data": {"turn": 3}}));
+        push(json!({"type": "step/start", "data": {"turn": 3, "step": 1}}));
+        push(json!({"type": "step/end", "data": {"turn": 3, "step": 1}}));
+        push(json!({"type": "step/start", "data": {"turn": 3, "step": 2}}));
+        assert_eq!(
+            (restorer.open_turn(), restorer.open_step()),
+            (Some(3), Some(2))
+        );
+        let mut closed = restorer.clone();
+        closed
+            .push_event(&Event::StepEnd { turn: 3, step: 2 })
+            .unwrap();
+        assert_eq!((closed.open_turn(), closed.open_step()), (Some(3), None));
+        closed
+            .push_event(&Event::TurnEnd {
+                turn: 3,
+                reason: crate::TurnEndReason::Interrupted,
+            })
+            .unwrap();
+        assert_eq!((closed.open_turn(), closed.open_step()), (None, None));
+        assert_eq!(closed.finish().unwrap().last_turn(), 3);
+        assert_eq!(
+            restorer.finish().unwrap_err().violation,
+            LogViolation::OpenTurn
+        );
     }
 
     #[test]

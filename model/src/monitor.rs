@@ -303,11 +303,11 @@ impl Monitor {
 
     /// Observes one input: `before` is the machine before it, `after` after it, `outputs`
     /// everything it emitted. Returns the first violation (also kept in the monitor).
-    pub fn observe(
+    pub fn observe<T>(
         &mut self,
         before: &Machine,
         input: &Input,
-        result: &Result<(), Rejected>,
+        result: &Result<T, Rejected>,
         outputs: &[Output],
         after: &Machine,
     ) -> Result<(), Violation> {
@@ -317,7 +317,7 @@ impl Monitor {
         self.facts = 0;
         let checked = match result {
             Err(rejection) => self.check_rejection(before, input, rejection, outputs, after),
-            Ok(()) => self
+            Ok(_) => self
                 .observe_accepted(before, input, outputs, after)
                 .and_then(|()| self.check_state(after)),
         };

@@ -56,13 +56,17 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     println!("  threads: {}", args.threads);
     if let Some(address) = &args.explore {
         println!("  serving the Explorer on http://{address} (Ctrl-C to stop)");
-        model.checker().threads(args.threads).serve(address.as_str());
+        model
+            .checker()
+            .threads(args.threads)
+            .serve(address.as_str());
         return ExitCode::SUCCESS;
     }
 
     let bar = ProgressBar::new_spinner();
     bar.set_style(
-        ProgressStyle::with_template("  {spinner} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ProgressStyle::with_template("  {spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     let report = check(model, args.threads, None, Duration::from_millis(200), |p| {
         let rate = p.unique_states as f64 / p.elapsed.as_secs_f64().max(1e-3);
@@ -82,7 +86,11 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         report.max_depth,
         seconds,
         report.unique_states as f64 / seconds.max(1e-3),
-        if report.exhaustive { "exhaustive" } else { "stopped early" }
+        if report.exhaustive {
+            "exhaustive"
+        } else {
+            "stopped early"
+        }
     );
     println!();
     let mut counterexamples = Vec::new();

@@ -345,8 +345,9 @@ impl Recorder {
         recorder
     }
 
-    /// Applies an input and records it with its outputs or its rejection.
-    pub fn input(&mut self, input: Input) -> Result<(), Rejected> {
+    /// Applies an input and records it with its outputs or its rejection; returns what
+    /// [`Machine::handle`] returned.
+    pub fn input(&mut self, input: Input) -> Result<bool, Rejected> {
         self.push_line(&json!({ "in": input_json(&input) }));
         let result = self.machine.handle(input);
         while let Some(output) = self.machine.poll_output() {

@@ -16,9 +16,7 @@
 
 use std::fmt;
 
-use coxswain_core::{
-    Event, InvalidLog, LogViolation, Machine, Restorer, Splice, Target, TurnEndReason,
-};
+use coxswain_core::{Event, InvalidLog, LogViolation, Machine, Restorer, Splice, Target};
 use serde_json::Value;
 
 /// The invariant or rule a log breaks.
@@ -219,24 +217,9 @@ impl Auditor {
         self.last_turn
     }
 
-    /// Crash repair's closers (S50) for the log so far: `step/end` if a step is open, then
-    /// `turn/end {kind: "interrupted"}` if a turn is open. Empty for a balanced log.
+    /// Crash repair's closers (S50) for the log so far: see [`closers`](crate::closers).
     pub fn closers(&self) -> Vec<Event> {
-        let Some(open) = self.open else {
-            return Vec::new();
-        };
-        let mut closers = Vec::with_capacity(2);
-        if open.step_open {
-            closers.push(Event::StepEnd {
-                turn: open.turn,
-                step: open.steps,
-            });
-        }
-        closers.push(Event::TurnEnd {
-            turn: open.turn,
-            reason: TurnEndReason::Interrupted,
-        });
-        closers
+        crate::closers(&self.restorer)
     }
 
     fn guard(
@@ -482,7 +465,9 @@ impl Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coxswain_core::{Message, Output, PreStepAnswer, StepAnswer, TurnStoppingAnswer};
+    use coxswain_core::{
+        Message, Output, PreStepAnswer, StepAnswer, TurnEndReason, TurnStoppingAnswer,
+    };
     use serde_json::json;
 
     fn m(id: &str) -> Value {

@@ -17,19 +17,9 @@ use coxswain_core::Event;
 use serde::Serialize;
 use serde_json::Value;
 
-/// The event types the machine writes (SPEC S10, S27–S36). A host event may not use them: the
-/// log's turn structure and its splice projection belong to the machine alone.
-pub const MACHINE_EVENT_TYPES: [&str; 6] = [
-    "agent/inbox/spliced",
-    "turn/start",
-    "step/start",
-    "user/message",
-    "step/end",
-    "turn/end",
-];
-
 /// An event the host appends to the log itself (model output, tool calls and results…), written
-/// as `{ type, data }` like the machine's. Its `type` is anything but a [`MACHINE_EVENT_TYPES`].
+/// as `{ type, data }` like the machine's. Its `type` is anything but one of the machine's own
+/// ([`Event::TYPES`]): the log's turn structure and its splice projection belong to the machine.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HostEvent {
     #[serde(rename = "type")]
@@ -43,10 +33,10 @@ pub struct HostEvent {
 pub struct ReservedType(pub String);
 
 impl HostEvent {
-    /// A host event of type `kind`. Rejected if `kind` is one of [`MACHINE_EVENT_TYPES`].
+    /// A host event of type `kind`. Rejected if `kind` is one of [`Event::TYPES`].
     pub fn new(kind: impl Into<String>, data: Value) -> Result<Self, ReservedType> {
         let kind = kind.into();
-        if MACHINE_EVENT_TYPES.contains(&kind.as_str()) {
+        if Event::TYPES.contains(&kind.as_str()) {
             return Err(ReservedType(kind));
         }
         Ok(HostEvent { kind, data })
@@ -77,7 +67,7 @@ impl Entry {
     /// The record's `type`.
     pub fn kind(&self) -> &str {
         match self {
-            Entry::Machine(event) => event_type(event),
+            Entry::Machine(event) => event.kind(),
             Entry::Host(event) => event.kind(),
         }
     }
@@ -92,18 +82,6 @@ impl From<Event> for Entry {
 impl From<HostEvent> for Entry {
     fn from(event: HostEvent) -> Self {
         Entry::Host(event)
-    }
-}
-
-/// The wire `type` of a machine event.
-pub fn event_type(event: &Event) -> &'static str {
-    match event {
-        Event::Spliced(_) => "agent/inbox/spliced",
-        Event::TurnStart { .. } => "turn/start",
-        Event::StepStart { .. } => "step/start",
-        Event::UserMessage(_) => "user/message",
-        Event::StepEnd { .. } => "step/end",
-        Event::TurnEnd { .. } => "turn/end",
     }
 }
 
@@ -403,7 +381,7 @@ mod tests {
 
     #[test]
     fn host_events_may_not_take_machine_types() {
-        for kind in MACHINE_EVENT_TYPES {
+        for kind in Event::TYPES {
             assert_eq!(
                 HostEvent::new(kind, Value::Null),
                 Err(ReservedType(kind.to_owned()))

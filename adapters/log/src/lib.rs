@@ -8,8 +8,8 @@
 //! * The JSON-lines record format ([`encode`], [`parse`]): one `{seq, type, data}` object per
 //!   line, the machine's events ([`Entry::Machine`]) and the host's ([`HostEvent`]) interleaved,
 //!   a torn final line detected ([`TornTail`]), corruption named by line ([`CorruptLine`]).
-//! * Crash repair ([`repair`], S50): audit what was read back, close an interrupted turn, restore
-//!   the machine.
+//! * Crash repair ([`repair`], [`closers`], S50): restore what was read back (accepting what
+//!   S46 accepts), close an interrupted turn, hand back the machine.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -19,7 +19,6 @@ mod repair;
 
 pub use audit::{Auditor, Rule, Violation};
 pub use jsonl::{
-    encode, event_type, parse, CorruptLine, Entry, HostEvent, Parsed, Problem, Record,
-    ReservedType, TornTail, MACHINE_EVENT_TYPES,
+    encode, parse, CorruptLine, Entry, HostEvent, Parsed, Problem, Record, ReservedType, TornTail,
 };
-pub use repair::{repair, RepairError, Repaired};
+pub use repair::{closers, repair, RepairError, Repaired};

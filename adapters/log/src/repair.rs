@@ -1,15 +1,16 @@
 //! Crash repair (S50) and restore (S46–S48) of a log read back from storage.
 //!
-//! [`repair`] feeds every complete record through the [`Auditor`] (so a log that breaks I1, I2,
-//! I4, I5 or the splice rules anywhere is rejected, naming its line), computes the closers an open
-//! final turn needs (`step/end` if a step is open, then `turn/end {kind: "interrupted"}`), and
-//! restores the machine from the log with those closers appended. The caller appends the closers
-//! to the stored log before it appends anything else. The torn tail is the reader's business
-//! ([`parse`](crate::parse) leaves it out); nothing else is ever dropped or rewritten.
+//! [`repair`] restores the machine with the core's own [`Restorer`], so it accepts exactly the
+//! logs S46 accepts (another implementation's log "as written" included) and rejects the others
+//! naming the line. If the log ends inside a turn it computes the [`closers`] the turn needs
+//! (`step/end` if a step is open, then `turn/end {kind: "interrupted"}`) and restores with them
+//! appended; the caller appends them to the stored log before anything else. The torn tail is the
+//! reader's business ([`parse`](crate::parse) leaves it out); nothing else is ever dropped or
+//! rewritten. Checking a log against every invariant is the [`Auditor`](crate::Auditor)'s job
+//! (`coxswain verify`), not repair's: a resume must not refuse what a restore accepts.
 
-use coxswain_core::{Event, InvalidLog, Machine};
+use coxswain_core::{Event, InvalidLog, Machine, Restorer, TurnEndReason};
 
-use crate::audit::{Auditor, Violation};
 use crate::jsonl::Record;
 
 /// A log repaired and restored.
@@ -25,68 +26,61 @@ pub struct Repaired {
     pub records: usize,
 }
 
-/// A log that repair cannot fix: it is corrupt before its end.
+/// A log that repair cannot fix: it is invalid before its end (S46, S47).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum RepairError {
-    /// A record breaks a rule of the log (I1, I2, I4, I5, the splice rules, S46).
-    #[error("line {line}: {}: {}", .violation.rule, .violation.detail)]
-    Corrupt {
-        /// The 1-based line of the offending record.
-        line: usize,
-        /// The rule it breaks.
-        violation: Violation,
-    },
-    /// The core refused the audited log (an auditor and core disagreement: a bug).
-    #[error("line {line}: {error}")]
-    Restore {
-        /// The 1-based line of the offending record (past the end for a closer).
-        line: usize,
-        /// The core's error.
-        error: InvalidLog,
-    },
+#[error("line {line}: {error}")]
+pub struct RepairError {
+    /// The 1-based line of the offending record.
+    pub line: usize,
+    /// What the core's restore found wrong with it.
+    pub error: InvalidLog,
 }
 
 impl RepairError {
     /// The 1-based line of the offending record.
     pub fn line(&self) -> usize {
-        match self {
-            RepairError::Corrupt { line, .. } | RepairError::Restore { line, .. } => *line,
-        }
+        self.line
     }
 }
 
-/// Audits `records`, computes the closers of an open final turn, and restores the machine from
-/// the log closed by them (S46–S50).
+/// Crash repair's closers (S50) for a log read so far: `step/end` if a step is open, then
+/// `turn/end {kind: "interrupted"}` if a turn is open. Empty for a balanced log.
+pub fn closers(restorer: &Restorer) -> Vec<Event> {
+    let Some(turn) = restorer.open_turn() else {
+        return Vec::new();
+    };
+    let mut closers = Vec::with_capacity(2);
+    if let Some(step) = restorer.open_step() {
+        closers.push(Event::StepEnd { turn, step });
+    }
+    closers.push(Event::TurnEnd {
+        turn,
+        reason: TurnEndReason::Interrupted,
+    });
+    closers
+}
+
+/// Restores the machine from `records` (S46–S48), closing an open final turn first (S50).
 pub fn repair(records: &[Record]) -> Result<Repaired, RepairError> {
     let line_of = |index: usize| {
         records
             .get(index)
             .map_or_else(|| records.last().map_or(0, |r| r.line) + 1, |r| r.line)
     };
-    let mut auditor = Auditor::new();
-    for record in records {
-        auditor
-            .push_json(&record.event)
-            .map_err(|violation| RepairError::Corrupt {
-                line: line_of(violation.index),
-                violation,
-            })?;
-    }
-    let interrupted = auditor.open_turn();
-    let closers = auditor.closers();
-    for closer in &closers {
-        auditor
-            .push_event(closer)
-            .map_err(|violation| RepairError::Corrupt {
-                line: line_of(violation.index),
-                violation,
-            })?;
-    }
-    let machine = auditor.restore().map_err(|error| RepairError::Restore {
+    let fail = |error: InvalidLog| RepairError {
         line: line_of(error.index),
         error,
-    })?;
+    };
+    let mut restorer = Restorer::new(0);
+    for record in records {
+        restorer.push_json(&record.event).map_err(fail)?;
+    }
+    let interrupted = restorer.open_turn();
+    let closers = closers(&restorer);
+    for closer in &closers {
+        restorer.push_event(closer).map_err(fail)?;
+    }
+    let machine = restorer.finish().map_err(fail)?;
     Ok(Repaired {
         machine,
         closers,
@@ -98,7 +92,6 @@ pub fn repair(records: &[Record]) -> Result<Repaired, RepairError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::Rule;
     use crate::jsonl::{encode, parse, Entry};
     use coxswain_core::{
         Message, Output, PreStepAnswer, StepAnswer, Target, TurnEndReason, TurnStoppingAnswer,
@@ -173,11 +166,36 @@ mod tests {
     }
 
     #[test]
-    fn corruption_names_the_line() {
+    fn s46_repair_accepts_what_restore_accepts() {
+        // Unbalanced numbering and an explicit `removedCount: 0` break no S46 rule: accepted as
+        // written (the auditor, not repair, reports them).
         let log = [
             json!({"type": "turn/start", "data": {"turn": 1}}),
             json!({"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}),
             json!({"type": "turn/start", "data": {"turn": 3}}),
+            json!({"type": "agent/inbox/spliced", "data": {"target": "next-step", "start": 0, "removedCount": 0, "inserted": [{"id": "x"}]}}),
+        ];
+        let records: Vec<Record> = log
+            .iter()
+            .enumerate()
+            .map(|(i, event)| Record {
+                line: i + 1,
+                seq: None,
+                event: event.clone(),
+            })
+            .collect();
+        let repaired = repair(&records).unwrap();
+        assert_eq!(repaired.interrupted, Some(3));
+        assert_eq!(repaired.machine.last_turn(), 3);
+        assert_eq!(repaired.machine.pending(Target::NextStep).len(), 1);
+    }
+
+    #[test]
+    fn corruption_names_the_line() {
+        let log = [
+            json!({"type": "turn/start", "data": {"turn": 1}}),
+            json!({"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}),
+            json!({"type": "agent/inbox/spliced", "data": {"target": "next-turn", "start": 1, "inserted": []}}),
         ];
         let records: Vec<Record> = log
             .iter()
@@ -190,13 +208,13 @@ mod tests {
             .collect();
         let error = repair(&records).unwrap_err();
         assert_eq!(error.line(), 3);
-        assert!(matches!(
-            &error,
-            RepairError::Corrupt { violation, .. } if violation.rule == Rule::I5
-        ));
+        assert_eq!(
+            error.error.violation,
+            coxswain_core::LogViolation::SpliceStart
+        );
         assert_eq!(
             error.to_string(),
-            "line 3: I5 turn enclosure: turn 3 starts after turn 1"
+            "line 3: invalid log: event 2: splice `start` is not an integer in range (S11, S46)"
         );
     }
 }

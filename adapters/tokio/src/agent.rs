@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use coxswain_core::{
-    CancelCause, MessageId, Notification, Pending, Rejected, SharedMessage, Status, Target,
+    CancelCause, Input, MessageId, Notification, Pending, Rejected, SharedMessage, Status, Target,
 };
 use coxswain_log::{repair, Entry, HostEvent, RepairError, ReservedType, TornTail};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -51,8 +51,8 @@ pub(crate) type Job =
     Box<dyn FnOnce(CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 
 pub(crate) enum Command {
-    Call {
-        call: Call,
+    Input {
+        input: Input,
         reply: Reply<bool>,
     },
     Maintenance {
@@ -71,22 +71,6 @@ pub(crate) enum Command {
     Close {
         reply: oneshot::Sender<()>,
     },
-}
-
-/// One core input a caller makes.
-#[derive(Debug)]
-pub(crate) enum Call {
-    Send {
-        message: SharedMessage,
-        target: Target,
-        wakeup: bool,
-    },
-    Remove(MessageId),
-    Replace(MessageId, SharedMessage),
-    Prepend(Target, SharedMessage),
-    Clear,
-    Cancel(CancelCause, bool),
-    Dispose,
 }
 
 /// Why a call on an [`Agent`] failed.
@@ -308,7 +292,7 @@ impl Agent {
         wakeup: bool,
     ) -> Result<(), AgentError> {
         let message = message.into();
-        self.call(Call::Send {
+        self.input(Input::Send {
             message,
             target,
             wakeup,
@@ -334,7 +318,7 @@ impl Agent {
 
     /// Removes a pending message (S15); `false` if it was not pending.
     pub async fn remove(&self, id: impl Into<MessageId>) -> Result<bool, AgentError> {
-        self.call(Call::Remove(id.into())).await
+        self.input(Input::Remove(id.into())).await
     }
 
     /// Replaces a pending message in place (S15); `false` if `id` was not pending.
@@ -344,7 +328,11 @@ impl Agent {
         message: impl Into<SharedMessage>,
     ) -> Result<bool, AgentError> {
         let message = message.into();
-        self.call(Call::Replace(id.into(), message)).await
+        self.input(Input::Replace {
+            id: id.into(),
+            message,
+        })
+        .await
     }
 
     /// Puts a quiet message first in `target` (S15).
@@ -354,18 +342,22 @@ impl Agent {
         message: impl Into<SharedMessage>,
     ) -> Result<(), AgentError> {
         let message = message.into();
-        self.call(Call::Prepend(target, message)).await.map(drop)
+        self.input(Input::Prepend { target, message })
+            .await
+            .map(drop)
     }
 
     /// Discards everything pending (S15).
     pub async fn clear(&self) -> Result<(), AgentError> {
-        self.call(Call::Clear).await.map(drop)
+        self.input(Input::Clear {}).await.map(drop)
     }
 
     /// `cancel(cause, { keepInbox })` (S39). Resolves once the cancel is durable; the running
     /// activity's token is tripped by then, and the turn ends when the host's call returns.
     pub async fn cancel(&self, cause: CancelCause, keep_inbox: bool) -> Result<(), AgentError> {
-        self.call(Call::Cancel(cause, keep_inbox)).await.map(drop)
+        self.input(Input::Cancel { cause, keep_inbox })
+            .await
+            .map(drop)
     }
 
     /// Runs a maintenance job (S43): only while idle (else [`Rejected::Busy`]). The job runs in
@@ -415,7 +407,7 @@ impl Agent {
     /// and resolves once `disposed` was emitted, the log synced and the driver ended. Never await
     /// it inside a host call (it waits for that call to return); cancel from there instead.
     pub async fn dispose(&self) -> Result<(), AgentError> {
-        self.call(Call::Dispose).await?;
+        self.input(Input::Dispose {}).await?;
         match self.wait_ended().await {
             Ending::Disposed => Ok(()),
             ending => Err(ending.error()),
@@ -475,8 +467,10 @@ impl Agent {
         .await?
     }
 
-    async fn call(&self, call: Call) -> Result<bool, AgentError> {
-        self.request(|reply| Command::Call { call, reply }).await?
+    /// A caller's input; the host's answers never come through here (the driver feeds them).
+    async fn input(&self, input: Input) -> Result<bool, AgentError> {
+        self.request(|reply| Command::Input { input, reply })
+            .await?
     }
 
     /// Sends a command and waits for its reply; a driver that is gone answers with how it ended.

@@ -9,8 +9,8 @@
 use std::sync::{Arc, Weak};
 
 use coxswain_core::{
-    CancelCause, ErrorInfo, Event, Machine, Notification, Output, Outstanding, PreStepAnswer,
-    Request, StepAnswer, Target, TurnStoppingAnswer,
+    CancelCause, ErrorInfo, Event, Input, Machine, Notification, Output, Outstanding,
+    PreStepAnswer, Request, StepAnswer, Target, TurnStoppingAnswer,
 };
 use coxswain_log::{Entry, HostEvent};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
 use crate::agent::{
-    ending_error, Agent, AgentError, Call, Command, Ending, Inner, Job, PendingSnapshot, Reply,
-    State, Update,
+    ending_error, Agent, AgentError, Command, Ending, Inner, Job, PendingSnapshot, Reply, State,
+    Update,
 };
 use crate::host::{Host, PreStepContext, StepContext, TurnStoppingContext};
 use crate::log::{DurableLog, LogError};
@@ -30,7 +30,7 @@ use crate::log::{DurableLog, LogError};
 enum Inflight {
     Request {
         kind: Kind,
-        handle: JoinHandle<Answer>,
+        handle: JoinHandle<Input>,
     },
     Maintenance {
         handle: JoinHandle<()>,
@@ -45,14 +45,8 @@ enum Kind {
     TurnStopping,
 }
 
-enum Answer {
-    PreStep(PreStepAnswer),
-    Step(StepAnswer),
-    TurnStopping(TurnStoppingAnswer),
-}
-
 enum Done {
-    Request(Result<Answer, JoinError>),
+    Request(Result<Input, JoinError>),
     Maintenance(Result<(), JoinError>),
 }
 
@@ -131,8 +125,8 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
 
     async fn command(&mut self, command: Command) {
         match command {
-            Command::Call { call, reply } => {
-                let result = self.call(call).await;
+            Command::Input { input, reply } => {
+                let result = self.input(input).await;
                 let _ = reply.send(result);
             }
             Command::Maintenance { job, reply } => self.begin_maintenance(job, reply).await,
@@ -160,37 +154,16 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     }
 
     /// A caller's input: the core decides; a rejection changed nothing (S5).
-    async fn call(&mut self, call: Call) -> Result<bool, AgentError> {
-        let result = match &call {
-            Call::Send {
-                message,
-                target,
-                wakeup,
-            } => self
-                .machine
-                .send(message.clone(), *target, *wakeup)
-                .map(|()| true),
-            Call::Remove(id) => self.machine.remove(id),
-            Call::Replace(id, message) => self.machine.replace(id, message.clone()),
-            Call::Prepend(target, message) => self
-                .machine
-                .prepend(*target, message.clone())
-                .map(|()| true),
-            Call::Clear => self.machine.clear().map(|()| true),
-            Call::Cancel(cause, keep_inbox) => self
-                .machine
-                .cancel(cause.clone(), *keep_inbox)
-                .map(|()| true),
-            Call::Dispose => self.machine.dispose().map(|()| true),
-        };
-        let value = match result {
+    async fn input(&mut self, input: Input) -> Result<bool, AgentError> {
+        let traced = tracing::enabled!(tracing::Level::DEBUG).then(|| input.clone());
+        let value = match self.machine.handle(input) {
             Ok(value) => value,
             Err(rejected) => {
-                tracing::debug!(?call, %rejected, "rejected");
+                tracing::debug!(input = ?traced, %rejected, "rejected");
                 return Err(AgentError::Rejected(rejected));
             }
         };
-        trace_call(&call, value);
+        tracing::debug!(input = ?traced, found = value, "input");
         self.flush().await?;
         Ok(value)
     }
@@ -242,13 +215,8 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         match (done, inflight) {
             (Done::Request(result), Some(Inflight::Request { kind, .. })) => {
                 let answer = result.unwrap_or_else(|error| panicked(kind, &error));
-                let accepted = match answer {
-                    Answer::PreStep(answer) => self.machine.answer_pre_step(answer),
-                    Answer::Step(answer) => self.machine.answer_step(answer),
-                    Answer::TurnStopping(answer) => self.machine.answer_turn_stopping(answer),
-                };
-                match accepted {
-                    Ok(()) => {
+                match self.machine.handle(answer) {
+                    Ok(_) => {
                         let _ = self.flush().await;
                     }
                     Err(rejected) => {
@@ -367,7 +335,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                     cancel,
                     agent,
                 };
-                let call = async move { Answer::PreStep(host.pre_step(cx).await) };
+                let call = async move { Input::PreStep(host.pre_step(cx).await) };
                 let span = tracing::debug_span!(parent: &self.turn_span, "pre_step", step);
                 (Kind::PreStep, tokio::spawn(call.instrument(span)))
             }
@@ -378,7 +346,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                     cancel,
                     agent,
                 };
-                let call = async move { Answer::Step(host.step(cx).await) };
+                let call = async move { Input::Step(host.step(cx).await) };
                 (
                     Kind::Step,
                     tokio::spawn(call.instrument(self.step_span.clone())),
@@ -390,7 +358,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                     cancel,
                     agent,
                 };
-                let call = async move { Answer::TurnStopping(host.turn_stopping(cx).await) };
+                let call = async move { Input::TurnStopping(host.turn_stopping(cx).await) };
                 let span = tracing::debug_span!(parent: &self.turn_span, "turn_stopping");
                 (Kind::TurnStopping, tokio::spawn(call.instrument(span)))
             }
@@ -452,7 +420,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         while let Ok(command) = self.rx.try_recv() {
             let error = ending_error(&ending);
             match command {
-                Command::Call { reply, .. } => drop(reply.send(Err(error))),
+                Command::Input { reply, .. } => drop(reply.send(Err(error))),
                 Command::Maintenance { reply, .. } | Command::Record { reply, .. } => {
                     drop(reply.send(Err(error)))
                 }
@@ -475,32 +443,12 @@ async fn next_done(inflight: &mut Option<Inflight>) -> Done {
 }
 
 /// A host call that panicked answers `fail` (S38): the turn ends with an error.
-fn panicked(kind: Kind, error: &JoinError) -> Answer {
+fn panicked(kind: Kind, error: &JoinError) -> Input {
     tracing::error!(?kind, %error, "host call panicked");
     let error = ErrorInfo::new(format!("the host's {kind:?} call panicked"), "host-panic");
     match kind {
-        Kind::PreStep => Answer::PreStep(PreStepAnswer::Fail(error)),
-        Kind::Step => Answer::Step(StepAnswer::Fail(error)),
-        Kind::TurnStopping => Answer::TurnStopping(TurnStoppingAnswer::Fail(error)),
-    }
-}
-
-fn trace_call(call: &Call, value: bool) {
-    match call {
-        Call::Send {
-            message,
-            target,
-            wakeup,
-        } => tracing::debug!(id = %message.id(), target = target.as_str(), wakeup, "delivered"),
-        Call::Prepend(target, message) => {
-            tracing::debug!(id = %message.id(), target = target.as_str(), "prepended")
-        }
-        Call::Remove(id) => tracing::debug!(%id, removed = value, "remove"),
-        Call::Replace(id, message) => {
-            tracing::debug!(%id, with = %message.id(), replaced = value, "replace")
-        }
-        Call::Clear => tracing::debug!("clear"),
-        Call::Cancel(cause, keep_inbox) => tracing::info!(?cause, keep_inbox, "cancel"),
-        Call::Dispose => tracing::info!("dispose"),
+        Kind::PreStep => Input::PreStep(PreStepAnswer::Fail(error)),
+        Kind::Step => Input::Step(StepAnswer::Fail(error)),
+        Kind::TurnStopping => Input::TurnStopping(TurnStoppingAnswer::Fail(error)),
     }
 }

@@ -1,7 +1,7 @@
 //! Resume (S46–S48) after a simulated crash, torn tails (S50), corrupt logs (S47).
 
-use coxswain_tokio::coxswain_core::{Status, StepAnswer};
-use coxswain_tokio::coxswain_log::{CorruptLine, RepairError, Rule, TornTail};
+use coxswain_tokio::coxswain_core::{LogViolation, Status, StepAnswer};
+use coxswain_tokio::coxswain_log::{CorruptLine, TornTail};
 use coxswain_tokio::{Agent, FileLog, LogError, MemoryLog, OpenError, Recovery};
 
 use crate::support::*;
@@ -126,14 +126,13 @@ async fn s50_a_file_with_a_torn_tail_is_cut_and_continued() {
 async fn s47_a_log_corrupt_before_its_end_is_rejected_naming_the_line() {
     let bytes = b"{\"seq\":1,\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n\
 {\"seq\":2,\"type\":\"turn/end\",\"data\":{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}}\n\
-{\"seq\":3,\"type\":\"turn/start\",\"data\":{\"turn\":3}}\n"
+{\"seq\":3,\"type\":\"agent/inbox/spliced\",\"data\":{\"target\":\"next-turn\",\"start\":1,\"inserted\":[]}}\n\
+{\"seq\":4,\"type\":\"turn/start\",\"data\":{\"turn\":2}}\n"
         .to_vec();
     match Agent::open(FakeHost::new(), MemoryLog::from_bytes(bytes)).await {
-        Err(OpenError::Corrupt(error @ RepairError::Corrupt { .. })) => {
+        Err(OpenError::Corrupt(error)) => {
             assert_eq!(error.line(), 3);
-            assert!(
-                matches!(&error, RepairError::Corrupt { violation, .. } if violation.rule == Rule::I5)
-            );
+            assert_eq!(error.error.violation, LogViolation::SpliceStart);
         }
         other => panic!("{:?}", other.map(|(_, r)| r)),
     }
