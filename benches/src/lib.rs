@@ -1,1 +1,354 @@
-//! placeholder
+//! # coxswain-benches
+//!
+//! Workloads shared by the criterion benches (`benches/*.rs`), the allocation test
+//! (`tests/alloc.rs`) and the report tools (`src/bin/*.rs`): the full follow-up cycle, a steering
+//! burst, queue edits in a long queue, durable logs to restore, and the same-run baselines the
+//! benches compare against. Keeping them here means the bench that times a cycle and the test
+//! that counts its allocations drive exactly the same code.
+
+use std::collections::VecDeque;
+use std::hint::black_box;
+use std::sync::Arc;
+
+use coxswain_core::{
+    Batch, Event, Machine, Message, MessageId, Output, PreStepAnswer, Request, StepAnswer, Target,
+    TurnStoppingAnswer,
+};
+
+pub mod alloc;
+pub mod report_file;
+
+/// A user message `{ id: "m<i>", source: { kind: "user" }, content: "hello" }`, shared.
+pub fn message(i: usize) -> Arc<Message> {
+    Arc::new(Message::user(format!("m{i}"), "hello"))
+}
+
+/// `n` distinct messages `m0`, `m1`, …
+pub fn messages(n: usize) -> Vec<Arc<Message>> {
+    (0..n).map(message).collect()
+}
+
+/// Drains every queued output, touching each one. Returns how many there were.
+pub fn drain(machine: &mut Machine) -> usize {
+    let mut count = 0;
+    while let Some(output) = machine.poll_output() {
+        black_box(&output);
+        count += 1;
+    }
+    count
+}
+
+/// Drains every queued output and returns the batch of the `preStep` request among them.
+fn drain_pre_step(machine: &mut Machine) -> Batch {
+    let mut batch = Batch::new();
+    while let Some(output) = machine.poll_output() {
+        match output {
+            Output::Request(Request::PreStep { messages, .. }) => batch = messages,
+            other => {
+                black_box(&other);
+            }
+        }
+    }
+    batch
+}
+
+/// Outputs of one [`followup_cycle`].
+pub const CYCLE_OUTPUTS: usize = 14;
+
+/// One full follow-up cycle on an idle machine, outputs drained after every input: `followup` →
+/// `turn/start` → claim → `preStep` answered `enter` → `step/start` → `user/message` → step
+/// answered `completed` → `step/end` → `turnStopping` answered `done` → `turn/end`. Returns the
+/// number of outputs drained ([`CYCLE_OUTPUTS`]); the machine is idle again afterwards.
+///
+/// # Panics
+/// If the machine rejects an input: the caller handed in a machine that was not idle, or a
+/// message whose id is pending.
+pub fn followup_cycle(machine: &mut Machine, message: Arc<Message>) -> usize {
+    let mut outputs = 0;
+    machine.followup(message).expect("followup accepted");
+    let batch = drain_pre_step(machine);
+    outputs += 7;
+    machine
+        .answer_pre_step(PreStepAnswer::Enter(batch))
+        .expect("pre-step answer accepted");
+    outputs += drain(machine);
+    machine
+        .answer_step(StepAnswer::Completed)
+        .expect("step answer accepted");
+    outputs += drain(machine);
+    machine
+        .answer_turn_stopping(TurnStoppingAnswer::Done)
+        .expect("turn-stopping answer accepted");
+    outputs += drain(machine);
+    outputs
+}
+
+/// A machine parked inside a step of a running turn (awaiting the `step` answer), outputs drained:
+/// the state a steering burst meets.
+///
+/// # Panics
+/// Never on a fresh machine.
+pub fn machine_in_step() -> Machine {
+    let mut machine = Machine::new();
+    machine
+        .followup(Message::user("start", "go"))
+        .expect("followup accepted");
+    let batch = drain_pre_step(&mut machine);
+    machine
+        .answer_pre_step(PreStepAnswer::Enter(batch))
+        .expect("pre-step answer accepted");
+    drain(&mut machine);
+    machine
+}
+
+/// A steering burst on a machine inside a step ([`machine_in_step`]): every message is steered
+/// during the step, the step answers `continue`, the next boundary claims them all at once and the
+/// next step enters them. Leaves the machine inside the next step. Returns the outputs drained
+/// (`4 × burst + 5`).
+///
+/// # Panics
+/// If the machine was not inside a step, or an id is pending.
+pub fn steer_burst(machine: &mut Machine, burst: &[Arc<Message>]) -> usize {
+    let mut outputs = 0;
+    for message in burst {
+        machine.steer(message.clone()).expect("steer accepted");
+        outputs += drain(machine);
+    }
+    machine
+        .answer_step(StepAnswer::Continue)
+        .expect("step answer accepted");
+    let batch = drain_pre_step(machine);
+    outputs += 3 + batch.len();
+    machine
+        .answer_pre_step(PreStepAnswer::Enter(batch))
+        .expect("pre-step answer accepted");
+    outputs += drain(machine);
+    outputs
+}
+
+/// An idle machine with `queue` quiet items `m0…` pending in NT (queued without waking, so no
+/// turn runs), outputs drained.
+///
+/// # Panics
+/// Never.
+pub fn machine_with_queue(queue: &[Arc<Message>]) -> Machine {
+    let mut machine = Machine::new();
+    for message in queue {
+        machine
+            .send(message.clone(), Target::NextTurn, false)
+            .expect("send accepted");
+        drain(&mut machine);
+    }
+    machine
+}
+
+/// Removes `id` (pending in NT) and queues it again at the end, outputs drained: one edit that
+/// keeps the queue at its length. Removing the middle ids in order (`n/2`, `n/2 + 1`, …, `n - 1`,
+/// then again from `n/2`) always finds the removed id at position `n/2`.
+///
+/// # Panics
+/// If `message` is not pending.
+pub fn remove_and_requeue(machine: &mut Machine, message: &Arc<Message>) -> usize {
+    let removed = machine.remove(message.id()).expect("remove accepted");
+    assert!(removed, "{} was pending", message.id());
+    let mut outputs = drain(machine);
+    machine
+        .send(message.clone(), Target::NextTurn, false)
+        .expect("send accepted");
+    outputs += drain(machine);
+    outputs
+}
+
+/// Replaces the pending message `message.id()` with `message` itself (same id, same place),
+/// outputs drained.
+///
+/// # Panics
+/// If it is not pending.
+pub fn replace_in_place(machine: &mut Machine, message: &Arc<Message>) -> usize {
+    let replaced = machine
+        .replace(message.id(), message.clone())
+        .expect("replace accepted");
+    assert!(replaced, "{} was pending", message.id());
+    drain(machine)
+}
+
+/// A stand-in for [`Output`] of the same size, for the baseline: a queue of outputs that does
+/// nothing else.
+#[derive(Clone, Debug)]
+pub enum FakeOutput {
+    /// A small output (a notification, a `step/end`).
+    Small(u64),
+    /// A large one (a splice, a `preStep` request).
+    Large([u64; FAKE_WORDS]),
+}
+
+/// Words in [`FakeOutput::Large`]: chosen so that `FakeOutput` is exactly as large as `Output`.
+pub const FAKE_WORDS: usize = std::mem::size_of::<Output>() / 8 - 1;
+
+const _: () = assert!(std::mem::size_of::<FakeOutput>() == std::mem::size_of::<Output>());
+
+/// The baseline of one follow-up cycle: a bare `VecDeque` doing the same pushes and pops as
+/// [`followup_cycle`] (7, 3, 2 and 2 outputs per input, each drained before the next input).
+pub fn baseline_cycle(queue: &mut VecDeque<FakeOutput>) -> usize {
+    let mut outputs = 0;
+    for (round, &count) in [7u64, 3, 2, 2].iter().enumerate() {
+        for i in 0..count {
+            let value = black_box(round as u64 * 8 + i);
+            queue.push_back(if i % 2 == 0 {
+                FakeOutput::Large([value; FAKE_WORDS])
+            } else {
+                FakeOutput::Small(value)
+            });
+        }
+        while let Some(output) = queue.pop_front() {
+            black_box(&output);
+            outputs += 1;
+        }
+    }
+    outputs
+}
+
+/// The baseline of `n` outputs: `n` pushes then `n` pops on a bare `VecDeque`.
+pub fn baseline_outputs(queue: &mut VecDeque<FakeOutput>, n: usize) -> usize {
+    for i in 0..n {
+        let value = black_box(i as u64);
+        queue.push_back(if i % 2 == 0 {
+            FakeOutput::Large([value; FAKE_WORDS])
+        } else {
+            FakeOutput::Small(value)
+        });
+    }
+    let mut outputs = 0;
+    while let Some(output) = queue.pop_front() {
+        black_box(&output);
+        outputs += 1;
+    }
+    outputs
+}
+
+/// A durable log of at least `events` events as a live machine writes it: follow-ups, some queued
+/// behind a running turn, steers and injected tool context during steps, tool steps, and now and
+/// then a removal. The lists stay short, as in a real session, so restoring it costs the same per
+/// event at every length. Ends between turns (restorable).
+///
+/// # Panics
+/// Never: every input is valid for the state it is given in.
+pub fn durable_log(events: usize) -> Vec<Event> {
+    let mut machine = Machine::new();
+    let mut log = Vec::with_capacity(events + 64);
+    let mut next = 0usize;
+    let mut fresh = || {
+        next += 1;
+        Arc::new(Message::user(format!("m{next}"), "a short prompt"))
+    };
+    let collect = |machine: &mut Machine, log: &mut Vec<Event>| -> Batch {
+        let mut batch = Batch::new();
+        while let Some(output) = machine.poll_output() {
+            match output {
+                Output::Event(event) => log.push(event),
+                Output::Request(Request::PreStep { messages, .. }) => batch = messages,
+                _ => {}
+            }
+        }
+        batch
+    };
+    let mut round = 0usize;
+    while log.len() < events {
+        round += 1;
+        machine.followup(fresh()).expect("followup");
+        if round.is_multiple_of(3) {
+            // A follow-up queued behind the running turn: its own turn comes next.
+            machine.followup(fresh()).expect("queued followup");
+        }
+        if round.is_multiple_of(5) {
+            let doomed = fresh();
+            machine
+                .send(doomed.clone(), Target::NextTurn, false)
+                .expect("quiet send");
+            machine.remove(doomed.id()).expect("remove");
+        }
+        loop {
+            let batch = collect(&mut machine, &mut log);
+            if machine.is_quiescent() {
+                break;
+            }
+            machine
+                .answer_pre_step(PreStepAnswer::Enter(batch))
+                .expect("enter");
+            collect(&mut machine, &mut log);
+            if round.is_multiple_of(2) {
+                // A tool step with injected context and a steer, then the final step.
+                machine.inject(fresh()).expect("inject");
+                machine.steer(fresh()).expect("steer");
+                machine.answer_step(StepAnswer::Continue).expect("continue");
+                let batch = collect(&mut machine, &mut log);
+                machine
+                    .answer_pre_step(PreStepAnswer::Enter(batch))
+                    .expect("enter");
+                collect(&mut machine, &mut log);
+            }
+            machine.answer_step(StepAnswer::Completed).expect("step");
+            collect(&mut machine, &mut log);
+            machine
+                .answer_turn_stopping(TurnStoppingAnswer::Done)
+                .expect("turn stopping");
+        }
+    }
+    log
+}
+
+/// The log as JSON lines, one `{ seq, type, data }` record per line, as a log file holds it.
+///
+/// # Panics
+/// Never: every event serializes.
+pub fn json_lines(log: &[Event]) -> String {
+    let mut text = String::with_capacity(log.len() * 160);
+    for (seq, event) in log.iter().enumerate() {
+        let mut record = serde_json::to_value(event).expect("event serializes");
+        if let Some(object) = record.as_object_mut() {
+            object.insert("seq".to_owned(), seq.into());
+        }
+        text.push_str(&record.to_string());
+        text.push('\n');
+    }
+    text
+}
+
+/// Restores a machine from JSON lines: parses each line and feeds it to the core's restorer.
+///
+/// # Panics
+/// If a line is not JSON or the log is invalid.
+pub fn restore_json_lines(text: &str) -> Machine {
+    let mut restorer = coxswain_core::Restorer::new(0);
+    for line in text.lines() {
+        let value: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        restorer.push_json(&value).expect("a valid event");
+    }
+    restorer.finish().expect("a valid log")
+}
+
+/// Parses every line without restoring: the floor under [`restore_json_lines`].
+///
+/// # Panics
+/// If a line is not JSON.
+pub fn parse_json_lines(text: &str) -> usize {
+    let mut count = 0;
+    for line in text.lines() {
+        let value: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        black_box(&value);
+        count += 1;
+    }
+    count
+}
+
+/// The ids of `messages`, for removal by id.
+pub fn ids(messages: &[Arc<Message>]) -> Vec<MessageId> {
+    messages.iter().map(|m| m.id().clone()).collect()
+}
+
+/// Resident memory of this process in bytes, from `/proc/self/statm` (`None` off Linux).
+pub fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}

@@ -1,0 +1,173 @@
+//! Benches 5 and 6: allocations per cycle, and memory. The size of an idle machine (inline and heap), the heap a machine holds per
+//! pending message, and the resident memory of 100k idle agents on one tokio runtime.
+//!
+//! Not criterion: sizes are counted, not timed. Heap is counted with the counting allocator on
+//! this thread; resident memory is read from `/proc/self/statm`. A smoke run (`cargo test
+//! --benches`) uses small sizes and writes nothing.
+
+use coxswain_benches::alloc::Counting;
+use coxswain_benches::report_file::{full_run, save};
+use coxswain_benches::{drain, followup_cycle, messages, resident_bytes};
+use coxswain_core::{Machine, Output, StepAnswer, Target};
+use coxswain_tokio::{Agent, Host, MemoryLog, Options, StepContext};
+use serde_json::json;
+
+#[global_allocator]
+static ALLOC: Counting = Counting::new();
+
+/// A host that does nothing: every step completes at once.
+struct Noop;
+
+impl Host for Noop {
+    async fn step(&self, _cx: StepContext) -> StepAnswer {
+        StepAnswer::Completed
+    }
+}
+
+/// Heap bytes the machine holds with `n` messages pending (half in NT, half in NS, all quiet),
+/// the messages themselves not counted (they belong to the caller and are created first).
+fn heap_with_pending(n: usize) -> i64 {
+    let pool = messages(n);
+    let before = ALLOC.snapshot();
+    let mut machine = Machine::new();
+    for (i, message) in pool.iter().enumerate() {
+        let target = if i % 2 == 0 {
+            Target::NextTurn
+        } else {
+            Target::NextStep
+        };
+        machine
+            .send(message.clone(), target, false)
+            .expect("send accepted");
+        drain(&mut machine);
+    }
+    let held = ALLOC.snapshot().since(&before).net_bytes();
+    drop(machine);
+    held
+}
+
+fn main() {
+    if let Ok(spec) = std::env::var("COXSWAIN_IDLE_AGENTS") {
+        // `agents,update_capacity[,channel_capacity]`
+        let fields: Vec<usize> = spec
+            .split(',')
+            .map(|field| field.parse().expect("a number"))
+            .collect();
+        let rss = idle_agents(fields[0], fields[1], fields.get(2).copied());
+        println!("{rss}");
+        return;
+    }
+    let full = full_run();
+    let mut figures = serde_json::Map::new();
+
+    let inline = std::mem::size_of::<Machine>();
+    let before = ALLOC.snapshot();
+    let machine = Machine::new();
+    let fresh_heap = ALLOC.snapshot().since(&before).net_bytes();
+    drop(machine);
+    println!("idle machine: {inline} B inline + {fresh_heap} B heap (goal <= 256 B)");
+    println!("output: {} B", std::mem::size_of::<Output>());
+    figures.insert("machine_inline_bytes".into(), json!(inline));
+    figures.insert("machine_fresh_heap_bytes".into(), json!(fresh_heap));
+    figures.insert("output_bytes".into(), json!(std::mem::size_of::<Output>()));
+
+    // Bench 5 (also asserted by `tests/alloc.rs`): allocations per follow-up cycle once warm.
+    let cycles = 10_000;
+    let pool = messages(cycles + 1);
+    let mut machine = Machine::new();
+    followup_cycle(&mut machine, pool[cycles].clone());
+    let before = ALLOC.snapshot();
+    for message in &pool[..cycles] {
+        followup_cycle(&mut machine, message.clone());
+    }
+    let counted = ALLOC.snapshot().since(&before);
+    let per_cycle = (counted.allocations + counted.reallocations) as f64 / cycles as f64;
+    println!("allocations per follow-up cycle once warm: {per_cycle} ({counted:?} over {cycles})");
+    figures.insert("allocations_per_cycle".into(), json!(per_cycle));
+    drop(machine);
+
+    let sizes: &[usize] = if full {
+        &[1, 10, 1_000, 100_000]
+    } else {
+        &[1, 10]
+    };
+    let mut pending = Vec::new();
+    for &n in sizes {
+        let held = heap_with_pending(n);
+        let per = held as f64 / n as f64;
+        println!("machine with {n} pending: {held} B heap ({per:.1} B per message)");
+        pending.push(json!({"pending": n, "heap_bytes": held, "per_message": per}));
+    }
+    figures.insert("pending".into(), json!(pending));
+
+    // Each configuration runs in a child process of its own: memory freed by one would be reused
+    // by the next and hide its growth. Default options are measured on 10k agents (each holds
+    // a 1024-slot update buffer, ~100 kB: 100k of them need ~10 GB on a shared machine).
+    let runs: &[(&str, usize, usize)] = if full {
+        &[
+            ("default", 10_000, 1024),
+            ("update_capacity_16", 100_000, 16),
+        ]
+    } else {
+        &[("update_capacity_16", 1_000, 16)]
+    };
+    for &(label, agents, capacity) in runs {
+        let child = std::process::Command::new(std::env::current_exe().expect("own path"))
+            .env("COXSWAIN_IDLE_AGENTS", format!("{agents},{capacity}"))
+            .output()
+            .expect("child runs");
+        let rss: u64 = String::from_utf8_lossy(&child.stdout)
+            .trim()
+            .parse()
+            .expect("child prints its resident bytes");
+        println!(
+            "{agents} idle agents (update_capacity {capacity}): {:.1} MiB resident, {:.0} B per agent",
+            rss as f64 / (1 << 20) as f64,
+            rss as f64 / agents as f64
+        );
+        figures.insert(
+            format!("idle_agents_{label}"),
+            json!({"agents": agents, "update_capacity": capacity, "resident_bytes": rss,
+                   "per_agent": rss as f64 / agents as f64}),
+        );
+    }
+    if full {
+        save("memory", &serde_json::Value::Object(figures));
+    }
+}
+
+/// Resident memory added by `agents` idle agents (open on an in-memory log, no-op host) on one
+/// multi-threaded runtime, measured while they all live.
+fn idle_agents(agents: usize, update_capacity: usize, channel_capacity: Option<usize>) -> u64 {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        // Warm the runtime up so its own memory is not counted.
+        tokio::task::yield_now().await;
+        let before = resident_bytes().unwrap_or(0);
+        let mut handles = Vec::with_capacity(agents);
+        for i in 0..agents {
+            let mut options = Options::named(format!("a{i}"));
+            options.update_capacity = update_capacity;
+            if let Some(capacity) = channel_capacity {
+                options.channel_capacity = capacity;
+            }
+            let (agent, _) = Agent::open_with(options, Noop, MemoryLog::new())
+                .await
+                .expect("agent opens");
+            handles.push(agent);
+        }
+        // Let every driver task start and park on its channel.
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let after = resident_bytes().unwrap_or(0);
+        for agent in &handles {
+            agent.close().await.expect("agent closes");
+        }
+        after.saturating_sub(before)
+    })
+}

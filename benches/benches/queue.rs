@@ -1,0 +1,65 @@
+//! Bench 3: queue edits by id in a long queue (10, 1k, 100k pending in NT).
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use coxswain_benches::{machine_with_queue, messages, remove_and_requeue, replace_in_place};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+
+const SIZES: [usize; 3] = [10, 1_000, 100_000];
+
+/// `remove(id)` of the middle item, then the same message queued again at the end (so the queue
+/// keeps its length); `replace(id, m)` of items spread over the queue (same id, same place).
+fn edits(c: &mut Criterion) {
+    let mut group = c.benchmark_group("queue_edit");
+    group.throughput(Throughput::Elements(1));
+    for n in SIZES {
+        let pool = messages(n);
+        let mut machine = machine_with_queue(&pool);
+        // Removing the middle ids in order, each requeued at the end, always finds the removed
+        // id at position n/2 (see `remove_and_requeue`).
+        let middle = &pool[n / 2..];
+        let mut next = 0;
+        group.bench_with_input(BenchmarkId::new("remove", n), &n, |b, _| {
+            b.iter(|| {
+                let outputs = remove_and_requeue(&mut machine, &middle[next]);
+                next = (next + 1) % middle.len();
+                outputs
+            })
+        });
+        // Spread the replaced items over the whole queue (a fixed pseudo-random walk).
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let walk: Vec<usize> = (0..4096)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state % n as u64) as usize
+            })
+            .collect();
+        let mut step = 0;
+        group.bench_with_input(BenchmarkId::new("replace", n), &n, |b, _| {
+            b.iter(|| {
+                let outputs = replace_in_place(&mut machine, black_box(&pool[walk[step]]));
+                step = (step + 1) % walk.len();
+                outputs
+            })
+        });
+    }
+    group.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(50)
+        .noise_threshold(0.05)
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = edits
+}
+criterion_main!(benches);

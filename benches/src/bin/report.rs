@@ -1,0 +1,216 @@
+//! Prints the README results table from the latest bench run: criterion's estimates
+//! (`<target>/criterion/<group>/<id>/new/estimates.json`) and the figures the custom benches
+//! saved (`<target>/criterion/coxswain/*.json`). Every ratio compares two measurements of the
+//! same run.
+//!
+//! ```text
+//! cargo bench -p coxswain-benches && cargo run --release -p coxswain-benches --bin report
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use coxswain_benches::report_file::results_dir;
+use serde_json::Value;
+
+/// `<target>/criterion`.
+fn criterion_dir() -> PathBuf {
+    results_dir()
+        .parent()
+        .map_or_else(|| PathBuf::from("target/criterion"), Path::to_path_buf)
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// Median time per element (ns) of one criterion benchmark: the median time per iteration over
+/// the elements of its throughput (1 without one).
+fn per_element(group: &str, id: &str) -> Option<f64> {
+    let dir = criterion_dir().join(group).join(id).join("new");
+    let estimates = read_json(&dir.join("estimates.json"))?;
+    let median = estimates.pointer("/median/point_estimate")?.as_f64()?;
+    let elements = read_json(&dir.join("benchmark.json"))
+        .and_then(|b| b.pointer("/throughput/Elements").and_then(Value::as_f64))
+        .unwrap_or(1.0);
+    Some(median / elements)
+}
+
+fn time(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{ns:.1} ns")
+    }
+}
+
+fn cell(value: Option<f64>, show: impl Fn(f64) -> String) -> String {
+    value.map_or_else(|| "—".to_owned(), show)
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    Some(a? / b?)
+}
+
+fn machine_note() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|line| line.strip_prefix("model name")?.split_once(':'))
+        .map_or("unknown CPU", |(_, model)| model.trim());
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cpus} × {model}")
+}
+
+fn main() {
+    println!(
+        "Machine: {} (shared; other builds ran meanwhile).",
+        machine_note()
+    );
+    println!("Times are criterion medians; every ratio compares two measurements of the same run.");
+    println!();
+    println!("| Bench | Case | Per op | Baseline (same run) | Ratio | Goal |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+
+    // 1. Full follow-up cycle.
+    let cycle = per_element("cycle", "machine");
+    let base = per_element("cycle", "baseline");
+    println!(
+        "| 1 follow-up cycle | 14 outputs drained | {} / cycle | {} (`VecDeque`, 14 push+pop) | {} | ≤ 2× |",
+        cell(cycle, time),
+        cell(base, time),
+        cell(ratio(cycle, base), |r| format!("{r:.2}×"))
+    );
+
+    // 2. Steering burst: per message, against burst 1 (and the bare queue of the same outputs).
+    let one = per_element("steer_burst", "machine/1");
+    for burst in [1, 16, 256] {
+        let machine = per_element("steer_burst", &format!("machine/{burst}"));
+        let queue = per_element("steer_burst", &format!("baseline/{burst}"));
+        println!(
+            "| 2 steering burst | {burst} steers | {} / message | {} (burst 1); queue of the same outputs {} | {} vs burst 1 ({} vs queue) | flat |",
+            cell(machine, time),
+            cell(one, time),
+            cell(queue, time),
+            cell(ratio(machine, one), |r| format!("{r:.2}×")),
+            cell(ratio(machine, queue), |r| format!("{r:.1}×"))
+        );
+    }
+
+    // 3. Queue edits by id.
+    for edit in ["remove", "replace"] {
+        let small = per_element("queue_edit", &format!("{edit}/10"));
+        for n in [10, 1_000, 100_000] {
+            let t = per_element("queue_edit", &format!("{edit}/{n}"));
+            let what = if edit == "remove" {
+                "remove middle + requeue"
+            } else {
+                "replace in place"
+            };
+            println!(
+                "| 3 queue edit | {what}, {n} pending | {} | {} (10 pending) | {} | sensible at 100k |",
+                cell(t, time),
+                cell(small, time),
+                cell(ratio(t, small), |r| format!("{r:.2}×"))
+            );
+        }
+    }
+
+    // 4. Restore.
+    for (kind, label) in [("typed", "typed events"), ("json_lines", "JSON lines")] {
+        let small = per_element("restore", &format!("{kind}/1000"));
+        for n in [1_000, 10_000, 100_000, 1_000_000] {
+            let t = per_element("restore", &format!("{kind}/{n}"));
+            let floor = if kind == "json_lines" {
+                let parse = per_element("restore", &format!("parse_only/{n}"));
+                format!(
+                    "; parsing alone {} ({} of it)",
+                    cell(parse, time),
+                    cell(ratio(parse, t), |r| format!("{:.0} %", r * 100.0))
+                )
+            } else {
+                String::new()
+            };
+            println!(
+                "| 4 restore | {label}, {n} events | {} / event | {} (1e3 events){floor} | {} | ≤ 1.3× |",
+                cell(t, time),
+                cell(small, time),
+                cell(ratio(t, small), |r| format!("{r:.2}×"))
+            );
+        }
+    }
+
+    // 5, 6. Allocations and memory.
+    let memory = read_json(&results_dir().join("memory.json"));
+    let get = |path: &str| {
+        memory
+            .as_ref()
+            .and_then(|m| m.pointer(path))
+            .and_then(Value::as_f64)
+    };
+    println!(
+        "| 5 allocations | follow-up cycle once warm | {} / cycle | — | — | 0 |",
+        cell(get("/allocations_per_cycle"), |a| format!("{a}"))
+    );
+    println!(
+        "| 6 memory | idle machine | {} B inline + {} B heap | — | — | ≤ 256 B |",
+        cell(get("/machine_inline_bytes"), |b| format!("{b:.0}")),
+        cell(get("/machine_fresh_heap_bytes"), |b| format!("{b:.0}"))
+    );
+    if let Some(pending) = memory
+        .as_ref()
+        .and_then(|m| m.get("pending"))
+        .and_then(Value::as_array)
+    {
+        for row in pending {
+            let n = row.get("pending").and_then(Value::as_u64).unwrap_or(0);
+            let heap = row.get("heap_bytes").and_then(Value::as_f64).unwrap_or(0.0);
+            let per = row
+                .get("per_message")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+            println!(
+                "| 6 memory | machine with {n} pending | {heap:.0} B heap ({per:.0} B / message) | — | — | — |"
+            );
+        }
+    }
+    for label in ["update_capacity_16", "default"] {
+        let base = format!("/idle_agents_{label}");
+        let agents = get(&format!("{base}/agents"));
+        let capacity = get(&format!("{base}/update_capacity"));
+        let rss = get(&format!("{base}/resident_bytes"));
+        let per = get(&format!("{base}/per_agent"));
+        println!(
+            "| 6 memory | {} idle agents, tokio, `update_capacity` {} | {} resident ({} / agent) | — | — | — |",
+            cell(agents, |a| format!("{a:.0}")),
+            cell(capacity, |c| format!("{c:.0}")),
+            cell(rss, |b| format!("{:.0} MiB", b / (1u64 << 20) as f64)),
+            cell(per, |b| format!("{:.1} kB", b / 1e3))
+        );
+    }
+
+    // 7. Many agents.
+    let agents = read_json(&results_dir().join("agents.json"));
+    let get = |key: &str| {
+        agents
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_f64)
+    };
+    let rate = get("deliveries_per_s");
+    let echo = get("echo_per_s");
+    let core = get("core_cycles_per_s");
+    println!(
+        "| 7 many agents | {} agents × {} follow-ups, {} workers | {} deliveries/s ({} each) | channel echo {}/s; core alone {}/s | {} of echo time ({} of core) | — |",
+        cell(get("agents"), |a| format!("{a:.0}")),
+        cell(get("per_agent"), |a| format!("{a:.0}")),
+        cell(get("worker_threads"), |a| format!("{a:.0}")),
+        cell(rate, |r| format!("{r:.0}")),
+        cell(rate, |r| time(1e9 / r)),
+        cell(echo, |r| format!("{r:.0}")),
+        cell(core, |r| format!("{r:.0}")),
+        cell(ratio(echo, rate), |r| format!("{r:.1}×")),
+        cell(ratio(core, rate), |r| format!("{r:.1}×"))
+    );
+}
