@@ -6,14 +6,14 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use coxswain_benches::{
-    baseline_cycle, baseline_outputs, followup_cycle, machine_in_step, message, messages,
-    steer_burst, FakeOutput, CYCLE_OUTPUTS,
+    baseline_cycle, baseline_outputs, baseline_shared_cycle, followup_cycle, machine_in_step,
+    message, messages, steer_burst, FakeOutput, CYCLE_OUTPUTS,
 };
 use coxswain_core::Machine;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 /// Bench 1: one follow-up cycle (14 outputs drained), and the same pushes and pops on a bare
-/// queue of output-sized values.
+/// queue of output-sized values (and on one whose message-carrying outputs share a message).
 fn cycle(c: &mut Criterion) {
     let mut group = c.benchmark_group("cycle");
     group.throughput(Throughput::Elements(1));
@@ -27,6 +27,11 @@ fn cycle(c: &mut Criterion) {
     let mut queue: VecDeque<FakeOutput> = VecDeque::with_capacity(16);
     group.bench_function("baseline", |b| b.iter(|| baseline_cycle(&mut queue)));
     assert_eq!(baseline_cycle(&mut queue), CYCLE_OUTPUTS);
+    // The same, with the message's reference count updates that S8 implies.
+    group.bench_function("baseline_shared", |b| {
+        b.iter(|| baseline_shared_cycle(&mut queue, black_box(m.clone())))
+    });
+    assert_eq!(baseline_shared_cycle(&mut queue, m.clone()), CYCLE_OUTPUTS);
     group.finish();
 }
 

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use coxswain_benches::{durable_log, json_lines, parse_json_lines, restore_json_lines};
+use coxswain_benches::{
+    durable_log, json_lines, parse_json_lines, read_typed_log, restore_json_lines,
+};
 use coxswain_core::Machine;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -30,6 +32,10 @@ fn restore(c: &mut Criterion) {
         group.sample_size(if events >= 100_000 { 10 } else { 30 });
         group.bench_with_input(BenchmarkId::new("typed", n), &log, |b, log| {
             b.iter(|| Machine::restore_events(log, 0).expect("a valid log"))
+        });
+        // The floor under restoring typed events: reading them.
+        group.bench_with_input(BenchmarkId::new("typed_read", n), &log, |b, log| {
+            b.iter(|| read_typed_log(log))
         });
         let text = json_lines(&log);
         group.bench_with_input(BenchmarkId::new("json_lines", n), &text, |b, text| {

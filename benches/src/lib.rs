@@ -180,6 +180,8 @@ pub enum FakeOutput {
     Small(u64),
     /// A large one (a splice, a `preStep` request).
     Large([u64; FAKE_WORDS]),
+    /// One that carries a shared message (a splice, a notification, a `user/message`).
+    Message(Arc<Message>),
 }
 
 /// Words in [`FakeOutput::Large`]: chosen so that `FakeOutput` is exactly as large as `Output`.
@@ -198,6 +200,40 @@ pub fn baseline_cycle(queue: &mut VecDeque<FakeOutput>) -> usize {
                 FakeOutput::Large([value; FAKE_WORDS])
             } else {
                 FakeOutput::Small(value)
+            });
+        }
+        while let Some(output) = queue.pop_front() {
+            black_box(&output);
+            outputs += 1;
+        }
+    }
+    outputs
+}
+
+/// The baseline of one follow-up cycle under S8 (one shared message travels through the splice,
+/// the pending list, the notifications and the `user/message` event): [`baseline_cycle`]'s pushes
+/// and pops, where the four outputs that carry the message (insert splice, `inserted`, `claimed`,
+/// `user/message`) hold it: `message` moved into one, cloned into three. These are the reference
+/// count updates any implementation of S8 pays; the machine pays them plus its own.
+pub fn baseline_shared_cycle(queue: &mut VecDeque<FakeOutput>, message: Arc<Message>) -> usize {
+    let mut outputs = 0;
+    let mut message = Some(message);
+    // Per input: its output count, and which of its outputs carry the message.
+    let rounds: [(u64, &[u64]); 4] = [(7, &[0, 1, 5]), (3, &[1]), (2, &[]), (2, &[])];
+    for (round, (count, carriers)) in rounds.iter().enumerate() {
+        for i in 0..*count {
+            let value = black_box(round as u64 * 8 + i);
+            let carried = if !carriers.contains(&i) {
+                None
+            } else if round == 0 {
+                message.clone()
+            } else {
+                message.take()
+            };
+            queue.push_back(match carried {
+                Some(message) => FakeOutput::Message(message),
+                None if i % 2 == 0 => FakeOutput::Large([value; FAKE_WORDS]),
+                None => FakeOutput::Small(value),
             });
         }
         while let Some(output) = queue.pop_front() {
@@ -351,4 +387,25 @@ pub fn resident_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * 4096)
+}
+
+/// Reads a typed log the way a restore must, without restoring: every event's kind, and the id
+/// bytes of every message a splice inserts. The floor under [`Machine::restore_events`]: at a
+/// million events the log no longer fits in cache and even this slows down per event.
+pub fn read_typed_log(log: &[Event]) -> usize {
+    let mut sum = 0usize;
+    for event in log {
+        match event {
+            Event::Spliced(splice) => {
+                sum += splice.start + splice.removed_count;
+                for message in &splice.inserted {
+                    let id = message.id().as_str();
+                    sum += id.len() + usize::from(id.as_bytes().first().copied().unwrap_or(0));
+                }
+            }
+            Event::TurnStart { turn } => sum += *turn as usize,
+            _ => sum += 1,
+        }
+    }
+    black_box(sum)
 }

@@ -76,11 +76,18 @@ fn main() {
     // 1. Full follow-up cycle.
     let cycle = per_element("cycle", "machine");
     let base = per_element("cycle", "baseline");
+    let shared = per_element("cycle", "baseline_shared");
     println!(
         "| 1 follow-up cycle | 14 outputs drained | {} / cycle | {} (`VecDeque`, 14 push+pop) | {} | ≤ 2× |",
         cell(cycle, time),
         cell(base, time),
         cell(ratio(cycle, base), |r| format!("{r:.2}×"))
+    );
+    println!(
+        "| 1 follow-up cycle | vs the S8 floor | {} / cycle | {} (same queue, the message shared by 4 outputs) | {} | — |",
+        cell(cycle, time),
+        cell(shared, time),
+        cell(ratio(cycle, shared), |r| format!("{r:.2}×"))
     );
 
     // 2. Steering burst: per message, against burst 1 (and the bare queue of the same outputs).
@@ -122,7 +129,15 @@ fn main() {
         let small = per_element("restore", &format!("{kind}/1000"));
         for n in [1_000, 10_000, 100_000, 1_000_000] {
             let t = per_element("restore", &format!("{kind}/{n}"));
-            let floor = if kind == "json_lines" {
+            let floor = if kind == "typed" {
+                let read = per_element("restore", &format!("typed_read/{n}"));
+                let read_small = per_element("restore", "typed_read/1000");
+                format!(
+                    "; reading the log alone {} ({} vs 1e3)",
+                    cell(read, time),
+                    cell(ratio(read, read_small), |r| format!("{r:.1}×"))
+                )
+            } else if kind == "json_lines" {
                 let parse = per_element("restore", &format!("parse_only/{n}"));
                 format!(
                     "; parsing alone {} ({} of it)",
