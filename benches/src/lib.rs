@@ -216,31 +216,37 @@ pub fn baseline_cycle(queue: &mut VecDeque<FakeOutput>) -> usize {
 /// `user/message`) hold it: `message` moved into one, cloned into three. These are the reference
 /// count updates any implementation of S8 pays; the machine pays them plus its own.
 pub fn baseline_shared_cycle(queue: &mut VecDeque<FakeOutput>, message: Arc<Message>) -> usize {
-    let mut outputs = 0;
-    let mut message = Some(message);
-    // Per input: its output count, and which of its outputs carry the message.
-    let rounds: [(u64, &[u64]); 4] = [(7, &[0, 1, 5]), (3, &[1]), (2, &[]), (2, &[])];
-    for (round, (count, carriers)) in rounds.iter().enumerate() {
-        for i in 0..*count {
-            let value = black_box(round as u64 * 8 + i);
-            let carried = if !carriers.contains(&i) {
-                None
-            } else if round == 0 {
-                message.clone()
-            } else {
-                message.take()
-            };
-            queue.push_back(match carried {
-                Some(message) => FakeOutput::Message(message),
-                None if i % 2 == 0 => FakeOutput::Large([value; FAKE_WORDS]),
-                None => FakeOutput::Small(value),
-            });
-        }
+    fn drain_fake(queue: &mut VecDeque<FakeOutput>) -> usize {
+        let mut outputs = 0;
         while let Some(output) = queue.pop_front() {
             black_box(&output);
             outputs += 1;
         }
+        outputs
     }
+    let large = |i: u64| FakeOutput::Large([black_box(i); FAKE_WORDS]);
+    let small = |i: u64| FakeOutput::Small(black_box(i));
+    // followup: splice, inserted, status, turn/start, claim splice, claimed, preStep.
+    queue.push_back(FakeOutput::Message(message.clone()));
+    queue.push_back(FakeOutput::Message(message.clone()));
+    queue.push_back(small(2));
+    queue.push_back(small(3));
+    queue.push_back(large(4));
+    queue.push_back(FakeOutput::Message(message.clone()));
+    queue.push_back(large(6));
+    let mut outputs = drain_fake(queue);
+    // enter: step/start, user/message, step.
+    queue.push_back(small(7));
+    queue.push_back(FakeOutput::Message(message));
+    queue.push_back(small(9));
+    outputs += drain_fake(queue);
+    // completed: step/end, turnStopping; done: turn/end, status.
+    queue.push_back(small(10));
+    queue.push_back(small(11));
+    outputs += drain_fake(queue);
+    queue.push_back(large(12));
+    queue.push_back(small(13));
+    outputs += drain_fake(queue);
     outputs
 }
 
