@@ -10,6 +10,8 @@ mod model_check;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
+mod readme;
+#[cfg(test)]
 mod reference;
 #[cfg(test)]
 mod roundtrip;
