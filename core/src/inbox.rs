@@ -9,9 +9,8 @@
 //! message, and finding a message's position for `remove`/`replace` is a binary search. Items keep
 //! ascending keys: appends take keys above every key in the list, prepends keys below.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 
 use smallvec::SmallVec;
 
@@ -19,9 +18,7 @@ use crate::input::Target;
 use crate::message::{Batch, MessageId, SharedMessage};
 use crate::output::{Event, Notification, Output, Splice, SpliceOutcome};
 
-/// A deterministic hasher: the core never reads randomness (S1), and model-checking needs runs
-/// to be reproducible.
-type IdHasher = BuildHasherDefault<DefaultHasher>;
+use crate::fxhash::FxBuildHasher;
 
 /// One pending message and whether it was delivered waking (S19).
 #[derive(Clone, Debug)]
@@ -83,7 +80,7 @@ struct Slot {
 pub(crate) struct Inbox {
     next_turn: List,
     next_step: List,
-    index: HashMap<MessageId, Slot, IdHasher>,
+    index: HashMap<MessageId, Slot, FxBuildHasher>,
     waking: usize,
 }
 
@@ -193,7 +190,7 @@ impl Inbox {
             target,
             start,
             removed_count: 0,
-            inserted: SmallVec::from_elem(message.clone(), 1),
+            inserted: SmallVec::from_buf([message.clone()]),
             outcome: None,
             wakeup: waking,
         })));
@@ -263,7 +260,7 @@ impl Inbox {
             target,
             start: position,
             removed_count: 1,
-            inserted: SmallVec::from_elem(message.clone(), 1),
+            inserted: SmallVec::from_buf([message.clone()]),
             outcome: Some(SpliceOutcome::Canceled),
             wakeup: waking,
         })));
@@ -495,7 +492,7 @@ mod tests {
         two.remove_at(Target::NextTurn, 0, &mut out);
         assert_eq!(one, two);
         let hash = |inbox: &Inbox| {
-            let mut hasher = DefaultHasher::new();
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
             inbox.hash(&mut hasher);
             hasher.finish()
         };

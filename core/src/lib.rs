@@ -20,6 +20,7 @@
 
 mod bugs;
 mod error;
+mod fxhash;
 mod inbox;
 mod input;
 mod machine;

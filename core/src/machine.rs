@@ -175,6 +175,7 @@ impl Machine {
 
     /// The next queued output, in emission order. Drain until `None` after every input.
     #[must_use]
+    #[inline]
     pub fn poll_output(&mut self) -> Option<Output> {
         self.outputs.pop_front()
     }

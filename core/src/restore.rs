@@ -7,13 +7,13 @@
 //! ever partially restored (S47). The restored machine is idle and emits nothing; its items park
 //! until the next wake (S48).
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashSet, VecDeque};
-use std::hash::BuildHasherDefault;
 
 use serde_json::Value;
+use smallvec::SmallVec;
 
 use crate::error::{InvalidLog, LogViolation};
+use crate::fxhash::FxBuildHasher;
 use crate::inbox::Inbox;
 use crate::input::Target;
 use crate::machine::Machine;
@@ -42,7 +42,7 @@ pub struct Restorer {
     index: usize,
     next_turn: VecDeque<(SharedMessage, bool)>,
     next_step: VecDeque<(SharedMessage, bool)>,
-    pending: HashSet<MessageId, BuildHasherDefault<DefaultHasher>>,
+    pending: HashSet<MessageId, FxBuildHasher>,
     last_turn: u64,
     /// The index of the `turn/start` of the turn still open, if any.
     open_turn: Option<usize>,
@@ -291,8 +291,10 @@ impl Restorer {
             .map_or(Some(0), |count| usize::try_from(count).ok())
             .filter(|&count| count <= len - start)
             .ok_or(LogViolation::SpliceRemovedCount)?;
-        let inserted: Vec<SharedMessage> = match splice.inserted {
-            Inserted::Typed(messages) => messages.to_vec(),
+        // Every inserted message is validated before the lists change; one inline slot covers
+        // every splice the machine itself writes.
+        let inserted: SmallVec<[SharedMessage; 1]> = match splice.inserted {
+            Inserted::Typed(messages) => messages.iter().cloned().collect(),
             Inserted::Json(values) => values
                 .iter()
                 .map(|value| Message::from_json(value).map(SharedMessage::new))

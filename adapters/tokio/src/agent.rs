@@ -32,8 +32,64 @@ pub struct Agent {
 pub(crate) struct Inner {
     pub(crate) tx: mpsc::Sender<Command>,
     pub(crate) state: watch::Receiver<State>,
-    /// A receiver kept only to hand out new ones; the driver holds the only sender.
-    pub(crate) updates: broadcast::Receiver<Update>,
+    pub(crate) updates: Arc<Updates>,
+}
+
+/// The live-update channel. A tokio broadcast channel allocates all its slots up front, so it is
+/// created at the first [`Agent::subscribe`]: an agent nobody watches costs no buffer (100k idle
+/// agents would otherwise hold 100k buffers).
+#[derive(Debug)]
+pub(crate) struct Updates {
+    capacity: usize,
+    channel: std::sync::Mutex<Channel>,
+}
+
+#[derive(Debug)]
+enum Channel {
+    Unused,
+    Open(broadcast::Sender<Update>),
+    Ended,
+}
+
+impl Updates {
+    fn new(capacity: usize) -> Self {
+        Updates {
+            capacity: capacity.max(1),
+            channel: std::sync::Mutex::new(Channel::Unused),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Channel> {
+        self.channel
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Update> {
+        let mut channel = self.lock();
+        match &*channel {
+            Channel::Open(sender) => sender.subscribe(),
+            Channel::Unused => {
+                let (sender, receiver) = broadcast::channel(self.capacity);
+                *channel = Channel::Open(sender);
+                receiver
+            }
+            // The driver ended: a receiver that reports the channel closed.
+            Channel::Ended => broadcast::channel(1).1,
+        }
+    }
+
+    /// Publishes an update to the subscribers, if there are any.
+    pub(crate) fn send(&self, update: Update) {
+        if let Channel::Open(sender) = &*self.lock() {
+            let _ = sender.send(update);
+        }
+    }
+
+    /// The driver ended: subscribers get what is buffered, then the channel closes.
+    pub(crate) fn end(&self) {
+        *self.lock() = Channel::Ended;
+    }
 }
 
 /// What the driver publishes after every input.
@@ -190,7 +246,8 @@ pub struct Options {
     pub name: String,
     /// How many calls may wait for the driver before callers wait to send.
     pub channel_capacity: usize,
-    /// How many updates a subscriber may fall behind before it lags.
+    /// How many updates a subscriber may fall behind before it lags. The buffer is allocated at
+    /// the first [`Agent::subscribe`], so an agent nobody watches does not pay for it.
     pub update_capacity: usize,
 }
 
@@ -262,12 +319,12 @@ impl Agent {
             quiescent: machine.is_quiescent(),
             ended: None,
         });
-        let (updates_tx, updates_rx) = broadcast::channel(options.update_capacity.max(1));
+        let updates = Arc::new(Updates::new(options.update_capacity));
         let agent = Agent {
             inner: Arc::new(Inner {
                 tx,
                 state: state_rx,
-                updates: updates_rx,
+                updates: Arc::clone(&updates),
             }),
         };
         let driver = Driver::new(
@@ -277,7 +334,7 @@ impl Agent {
             rx,
             Arc::downgrade(&agent.inner),
             state_tx,
-            updates_tx,
+            updates,
             span.clone(),
         );
         tokio::spawn(driver.run().instrument(span));
@@ -400,7 +457,7 @@ impl Agent {
     /// in the core's order, then [`Update::Ended`]. A subscriber that falls more than
     /// [`Options::update_capacity`] behind lags (it skips).
     pub fn subscribe(&self) -> broadcast::Receiver<Update> {
-        self.inner.updates.resubscribe()
+        self.inner.updates.subscribe()
     }
 
     /// Disposes the agent (S45): cancels everything, waits for the running host call to return,

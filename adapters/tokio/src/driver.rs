@@ -13,14 +13,14 @@ use coxswain_core::{
     PreStepAnswer, Request, StepAnswer, Target, TurnStoppingAnswer,
 };
 use coxswain_log::{Entry, HostEvent};
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinError, JoinHandle};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
 use crate::agent::{
     ending_error, Agent, AgentError, Command, Ending, Inner, Job, PendingSnapshot, Reply, State,
-    Update,
+    Update, Updates,
 };
 use crate::host::{Host, PreStepContext, StepContext, TurnStoppingContext};
 use crate::log::{DurableLog, LogError};
@@ -63,7 +63,7 @@ pub(crate) struct Driver<H, L> {
     /// Upgraded to hand host calls an [`Agent`]; weak, so dropping every handle ends the driver.
     handle: Weak<Inner>,
     state: watch::Sender<State>,
-    updates: broadcast::Sender<Update>,
+    updates: Arc<Updates>,
     /// The current activity's token (S42): fresh at every `turn/start` and maintenance begin.
     token: CancellationToken,
     inflight: Option<Inflight>,
@@ -83,7 +83,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         rx: mpsc::Receiver<Command>,
         handle: Weak<Inner>,
         state: watch::Sender<State>,
-        updates: broadcast::Sender<Update>,
+        updates: Arc<Updates>,
         span: Span,
     ) -> Self {
         Driver {
@@ -204,7 +204,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         };
         for (seq, entry) in (first..).zip(entries) {
             tracing::trace!(parent: &self.step_span, seq, kind = entry.kind(), "host event");
-            let _ = self.updates.send(Update::Recorded { seq, entry });
+            self.updates.send(Update::Recorded { seq, entry });
         }
         Ok(())
     }
@@ -268,7 +268,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                 Output::Event(event) => {
                     self.on_event(&event, seq);
                     if let Some(entry) = entries.next() {
-                        let _ = self.updates.send(Update::Recorded { seq, entry });
+                        self.updates.send(Update::Recorded { seq, entry });
                     }
                     seq += 1;
                 }
@@ -276,7 +276,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                     if let Notification::Error { turn, step, error } = &notification {
                         tracing::warn!(parent: &self.turn_span, turn, step, ?error, "turn failed");
                     }
-                    let _ = self.updates.send(Update::Notified(notification));
+                    self.updates.send(Update::Notified(notification));
                 }
                 Output::Request(Request::Abort { cause }) => self.abort(&cause),
                 Output::Request(request) => self.start(request),
@@ -415,7 +415,8 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             state.quiescent = self.machine.is_quiescent();
             state.ended = Some(ending.clone());
         });
-        let _ = self.updates.send(Update::Ended(ending.clone()));
+        self.updates.send(Update::Ended(ending.clone()));
+        self.updates.end();
         self.rx.close();
         while let Ok(command) = self.rx.try_recv() {
             let error = ending_error(&ending);

@@ -190,14 +190,14 @@ fn main() {
             );
         }
     }
-    for label in ["update_capacity_16", "default"] {
+    for label in ["default"] {
         let base = format!("/idle_agents_{label}");
         let agents = get(&format!("{base}/agents"));
         let capacity = get(&format!("{base}/update_capacity"));
         let rss = get(&format!("{base}/resident_bytes"));
         let per = get(&format!("{base}/per_agent"));
         println!(
-            "| 6 memory | {} idle agents, tokio, `update_capacity` {} | {} resident ({} / agent) | — | — | — |",
+            "| 6 memory | {} idle agents, tokio, default options (`update_capacity` {}, allocated at the first subscribe) | {} resident ({} / agent) | — | — | — |",
             cell(agents, |a| format!("{a:.0}")),
             cell(capacity, |c| format!("{c:.0}")),
             cell(rss, |b| format!("{:.0} MiB", b / (1u64 << 20) as f64)),
