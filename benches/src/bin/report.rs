@@ -190,8 +190,8 @@ fn main() {
             );
         }
     }
-    for label in ["default"] {
-        let base = format!("/idle_agents_{label}");
+    {
+        let base = "/idle_agents_default";
         let agents = get(&format!("{base}/agents"));
         let capacity = get(&format!("{base}/update_capacity"));
         let rss = get(&format!("{base}/resident_bytes"));
