@@ -64,12 +64,10 @@ impl Hasher for FxHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::hash::{BuildHasher, Hash};
+    use std::hash::BuildHasher;
 
     fn hash(value: &str) -> u64 {
-        let mut hasher = FxBuildHasher::default().build_hasher();
-        value.hash(&mut hasher);
-        hasher.finish()
+        FxBuildHasher::default().hash_one(value)
     }
 
     #[test]
