@@ -200,3 +200,45 @@ fn trace(model: &DeliveryModel, steps: &[(State, Option<Action>)], detail: Optio
     }
     recorder.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Bound;
+
+    #[test]
+    fn a_small_bound_is_exhaustive_and_safe() {
+        let bound = Bound {
+            messages: 2,
+            operations: 2,
+            tool_steps: 1,
+            crashes: true,
+        };
+        let report = check(
+            DeliveryModel::new(bound),
+            1,
+            None,
+            Duration::from_millis(1),
+            |_| {},
+        );
+        assert!(report.exhaustive);
+        assert_eq!(
+            report.unique_states, 564,
+            "pinned: a truncated run would differ"
+        );
+        for property in &report.properties {
+            match (property.expectation, &property.verdict) {
+                ("sometimes", _) | (_, Verdict::Holds) => {}
+                (_, verdict) => panic!("{}: {verdict:?}", property.name),
+            }
+        }
+        // Too small to reach everything: `passed` needs every situation reached.
+        assert!(!report.passed());
+        assert_eq!(
+            report
+                .property("reach: steer after cancel retargeted")
+                .map(|p| &p.verdict),
+            Some(&Verdict::Unreached)
+        );
+    }
+}
