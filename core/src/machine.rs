@@ -1035,16 +1035,25 @@ mod tests {
             ]
         );
         machine.answer_step(StepAnswer::Completed).unwrap();
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                event("step/end", json!({"turn": 1, "step": 3})),
+                request(json!({"turnStopping": {"turn": 1}})),
+            ]
+        );
         machine
             .answer_turn_stopping(TurnStoppingAnswer::Done)
             .unwrap();
-        let outputs = drain(&mut machine);
         assert_eq!(
-            outputs[2],
-            event(
-                "turn/end",
-                json!({"turn": 1, "reason": {"kind": "max-tokens"}})
-            )
+            drain(&mut machine),
+            vec![
+                event(
+                    "turn/end",
+                    json!({"turn": 1, "reason": {"kind": "max-tokens"}})
+                ),
+                status("idle"),
+            ]
         );
     }
 
@@ -1163,10 +1172,23 @@ mod tests {
         machine.followup(user("f")).unwrap();
         drain(&mut machine);
         machine.answer_pre_step(PreStepAnswer::Reject).unwrap();
-        let outputs = drain(&mut machine);
-        assert_eq!(outputs.last(), Some(&status("idle")));
+        // Aborted, exit, and no replay: the follow-up parks (no `status running` after idle).
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                event(
+                    "turn/end",
+                    json!({"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "disposed"}}})
+                ),
+                status("idle"),
+            ]
+        );
         assert!(!machine.is_disposed(), "a disposed cause does not dispose");
-        assert_eq!(machine.pending(Target::NextTurn).len(), 1);
+        let parked: Vec<_> = machine
+            .pending(Target::NextTurn)
+            .map(|p| (p.message().id().as_str().to_owned(), p.is_waking()))
+            .collect();
+        assert_eq!(parked, vec![("f".to_owned(), true)]);
     }
 
     #[test]
@@ -1196,11 +1218,14 @@ mod tests {
         assert_eq!(drain(&mut machine), Vec::<Value>::new());
         machine.answer_pre_step(PreStepAnswer::Reject).unwrap();
         assert_eq!(
-            drain(&mut machine)[0],
-            event(
-                "turn/end",
-                json!({"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "hook", "reason": "r"}}})
-            )
+            drain(&mut machine),
+            vec![
+                event(
+                    "turn/end",
+                    json!({"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "hook", "reason": "r"}}})
+                ),
+                status("idle"),
+            ]
         );
     }
 
@@ -1217,13 +1242,31 @@ mod tests {
         let mut machine = Machine::new();
         machine.begin_maintenance().unwrap();
         machine.followup(user("f")).unwrap();
-        assert_eq!(drain(&mut machine).len(), 2, "latched, not woken");
+        // Latched, not woken: no status, no turn.
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                splice(
+                    json!({"target": "next-turn", "start": 0, "inserted": [mj("f")], "wakeup": true})
+                ),
+                notify(json!({"type": "agent/inbox/inserted", "message": mj("f")})),
+            ]
+        );
         assert_eq!(machine.status(), Status::Idle);
         machine.end_maintenance().unwrap();
-        let outputs = drain(&mut machine);
-        assert_eq!(outputs[0], status("running"));
-        assert_eq!(outputs[1], event("turn/start", json!({"turn": 1})));
-        assert_eq!(outputs.len(), 5);
+        // The status was already idle: only `status running` appears (S25).
+        assert_eq!(
+            drain(&mut machine),
+            vec![
+                status("running"),
+                event("turn/start", json!({"turn": 1})),
+                splice(
+                    json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []})
+                ),
+                notify(json!({"type": "agent/inbox/claimed", "message": mj("f"), "turn": 1})),
+                request(json!({"preStep": {"turn": 1, "step": 1, "messages": [mj("f")]}})),
+            ]
+        );
     }
 
     #[test]

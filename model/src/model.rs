@@ -447,3 +447,34 @@ impl Model for DeliveryModel {
         properties
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The property lists above name each invariant and fact by hand (stateright takes plain
+    /// function pointers); this keeps them in step with the monitor's enums.
+    #[test]
+    fn every_invariant_and_fact_is_a_property_exactly_once() {
+        let model = DeliveryModel::new(Bound::CI);
+        let names: Vec<&str> = model.properties().iter().map(|p| p.name).collect();
+        let mut expected: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
+        expected.push(LIVENESS);
+        expected.extend(Fact::ALL.iter().map(|f| f.name()));
+        let (mut sorted_names, mut sorted_expected) = (names.clone(), expected);
+        sorted_names.sort_unstable();
+        sorted_expected.sort_unstable();
+        assert_eq!(sorted_names, sorted_expected);
+        let properties = model.properties();
+        for invariant in Invariant::ALL {
+            let property = properties
+                .iter()
+                .find(|p| p.name == invariant.name())
+                .expect("listed");
+            assert!(matches!(
+                property.expectation,
+                stateright::Expectation::Always
+            ));
+        }
+    }
+}
