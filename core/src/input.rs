@@ -4,6 +4,8 @@
 //! value (one variant per input), for hosts that record or replay inputs. It serializes exactly as
 //! an `"in"` line of the conformance trace format (`conformance/FORMAT.md`).
 
+use std::fmt;
+use std::str::FromStr;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -21,11 +23,106 @@ pub enum Target {
 }
 
 impl Target {
+    /// Both lists, NT first.
+    pub const ALL: [Target; 2] = [Target::NextTurn, Target::NextStep];
+
     /// The wire name: `next-turn` or `next-step`.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Target::NextTurn => "next-turn",
             Target::NextStep => "next-step",
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Target {
+    type Err = UnknownName;
+
+    /// Parses a wire name (`next-turn`, `next-step`); anything else is an error, never a default.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Target::ALL
+            .into_iter()
+            .find(|target| target.as_str() == name)
+            .ok_or_else(|| UnknownName::new("target", name))
+    }
+}
+
+/// The three named deliveries: `send` with a fixed target and wakeup (S16, S20, S22). This table
+/// is the only place that says which list each preset joins and whether it wakes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Preset {
+    /// `followup(m) = send(m, next-turn, true)`: a prompt that gets a turn of its own (S22).
+    Followup,
+    /// `steer(m) = send(m, next-step, true)`: joins the running turn at its next boundary.
+    Steer,
+    /// `inject(m) = send(m, next-step, false)`: context that rides along, never wakes (S20).
+    Inject,
+}
+
+impl Preset {
+    /// Every preset.
+    pub const ALL: [Preset; 3] = [Preset::Followup, Preset::Steer, Preset::Inject];
+
+    /// The list the preset's message joins.
+    pub const fn target(self) -> Target {
+        match self {
+            Preset::Followup => Target::NextTurn,
+            Preset::Steer | Preset::Inject => Target::NextStep,
+        }
+    }
+
+    /// Whether the preset's message makes the model run (S19).
+    pub const fn wakeup(self) -> bool {
+        !matches!(self, Preset::Inject)
+    }
+
+    /// The preset's name on the wire: `followup`, `steer` or `inject`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Preset::Followup => "followup",
+            Preset::Steer => "steer",
+            Preset::Inject => "inject",
+        }
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Preset {
+    type Err = UnknownName;
+
+    /// Parses a preset name (`followup`, `steer`, `inject`); anything else is an error.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Preset::ALL
+            .into_iter()
+            .find(|preset| preset.as_str() == name)
+            .ok_or_else(|| UnknownName::new("preset", name))
+    }
+}
+
+/// A name that is not in a closed vocabulary (a target or a preset).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} `{found}`")]
+pub struct UnknownName {
+    what: &'static str,
+    found: String,
+}
+
+impl UnknownName {
+    fn new(what: &'static str, found: &str) -> Self {
+        UnknownName {
+            what,
+            found: found.to_owned(),
         }
     }
 }
@@ -127,11 +224,11 @@ pub enum Input {
         /// Whether it makes the model run (S19).
         wakeup: bool,
     },
-    /// `send(message, next-turn, true)`.
+    /// `followup(message)`: [`Preset::Followup`].
     Followup(SharedMessage),
-    /// `send(message, next-step, true)`.
+    /// `steer(message)`: [`Preset::Steer`].
     Steer(SharedMessage),
-    /// `send(message, next-step, false)`.
+    /// `inject(message)`: [`Preset::Inject`].
     Inject(SharedMessage),
     /// Remove a pending message by id (S15).
     Remove(MessageId),
@@ -171,11 +268,52 @@ pub enum Input {
     TurnStopping(TurnStoppingAnswer),
 }
 
+impl Input {
+    /// The input that delivers `message` with a preset.
+    pub fn preset(preset: Preset, message: SharedMessage) -> Input {
+        match preset {
+            Preset::Followup => Input::Followup(message),
+            Preset::Steer => Input::Steer(message),
+            Preset::Inject => Input::Inject(message),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::message::Message;
     use serde_json::json;
+
+    #[test]
+    fn names_parse_back_and_unknown_names_are_errors() {
+        for target in Target::ALL {
+            assert_eq!(target.as_str().parse::<Target>(), Ok(target));
+        }
+        for preset in Preset::ALL {
+            assert_eq!(preset.as_str().parse::<Preset>(), Ok(preset));
+        }
+        assert_eq!(
+            "next_turn".parse::<Target>().unwrap_err().to_string(),
+            "unknown target `next_turn`"
+        );
+        assert_eq!(
+            "nudge".parse::<Preset>().unwrap_err().to_string(),
+            "unknown preset `nudge`"
+        );
+    }
+
+    #[test]
+    fn presets_serialize_as_their_own_input_lines() {
+        let m = Arc::new(Message::user("a", "hi"));
+        for preset in Preset::ALL {
+            let wire = serde_json::to_value(Input::preset(preset, m.clone())).unwrap();
+            assert_eq!(
+                wire.as_object().unwrap().keys().next().unwrap(),
+                preset.as_str()
+            );
+        }
+    }
 
     fn round_trip(input: Input, wire: serde_json::Value) {
         assert_eq!(serde_json::to_value(&input).unwrap(), wire);

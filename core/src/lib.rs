@@ -33,12 +33,13 @@ pub use bugs::SeededBug;
 pub use error::{Completion, InvalidLog, LogViolation, Rejected};
 pub use inbox::Pending;
 pub use input::{
-    CancelCause, ErrorInfo, Input, MaintenanceInput, PreStepAnswer, StepAnswer, Target,
-    TurnStoppingAnswer,
+    CancelCause, ErrorInfo, Input, MaintenanceInput, PreStepAnswer, Preset, StepAnswer, Target,
+    TurnStoppingAnswer, UnknownName,
 };
 pub use machine::Machine;
 pub use message::{Batch, Message, MessageId, SharedMessage, BATCH_INLINE};
 pub use output::{
-    Event, Notification, Output, Outstanding, Request, Splice, SpliceOutcome, Status, TurnEndReason,
+    Event, Notification, Output, Outstanding, Request, Splice, SpliceKind, SpliceOutcome, Status,
+    TurnEndReason,
 };
 pub use restore::Restorer;

@@ -116,6 +116,33 @@ pub struct Splice {
     pub wakeup: bool,
 }
 
+impl Splice {
+    /// What this splice does, from its shape: the one place that tells the kinds apart (the
+    /// auditor, the timeline and the driver ask here instead of re-reading the fields).
+    pub fn kind(&self) -> SpliceKind {
+        match (self.removed_count, self.inserted.len(), self.outcome) {
+            (0, _, _) => SpliceKind::Insert,
+            (_, 0, None) => SpliceKind::Claim,
+            (_, 0, Some(SpliceOutcome::Canceled)) => SpliceKind::Discard,
+            (_, _, _) => SpliceKind::Replace,
+        }
+    }
+}
+
+/// The kinds of change a splice makes to a list (S10–S12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SpliceKind {
+    /// Inserts and removes nothing: a delivery (append, S16) or a `prepend` (S15).
+    Insert,
+    /// Removes without an outcome: a turn claims the items (S28).
+    Claim,
+    /// Removes with `outcome: canceled`, inserts nothing: `remove`, `clear`, `cancel`, dispose
+    /// (S12, S15, S39).
+    Discard,
+    /// Removes with `outcome: canceled` and inserts in its place: `replace` (S15).
+    Replace,
+}
+
 /// The outcome of an ordinary removal (S12).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
