@@ -12,7 +12,7 @@ use coxswain_benches::{
 use coxswain_core::Machine;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
-/// Bench 1: one follow-up cycle (14 outputs drained), and the same pushes and pops on a bare
+/// Bench 1: one follow-up cycle (14 wire outputs and one `Begin`, settled), and the same pushes and pops on a bare
 /// queue of output-sized values (and on one whose message-carrying outputs share a message).
 fn cycle(c: &mut Criterion) {
     let mut group = c.benchmark_group("cycle");

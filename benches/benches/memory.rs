@@ -7,7 +7,7 @@
 
 use coxswain_benches::alloc::Counting;
 use coxswain_benches::report_file::{full_run, save};
-use coxswain_benches::{drain, followup_cycle, messages, resident_bytes};
+use coxswain_benches::{followup_cycle, messages, resident_bytes, settle};
 use coxswain_core::{Machine, Output, StepAnswer, Target};
 use coxswain_tokio::{Agent, Host, MemoryLog, Options, StepContext};
 use serde_json::json;
@@ -36,10 +36,11 @@ fn heap_with_pending(n: usize) -> i64 {
         } else {
             Target::NextStep
         };
-        machine
-            .send(message.clone(), target, false)
-            .expect("send accepted");
-        drain(&mut machine);
+        settle(
+            machine
+                .send(message.clone(), target, false)
+                .expect("send accepted"),
+        );
     }
     let held = ALLOC.snapshot().since(&before).net_bytes();
     drop(machine);

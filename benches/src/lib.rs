@@ -11,8 +11,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use coxswain_core::{
-    Batch, Event, Machine, Message, MessageId, Output, PreStepAnswer, Request, StepAnswer, Target,
-    TurnStoppingAnswer,
+    Batch, Effect, Event, Machine, Message, MessageId, PreStepAnswer, Request, StepAnswer, Target,
+    Transition, TurnStoppingAnswer,
 };
 
 pub mod alloc;
@@ -28,22 +28,28 @@ pub fn messages(n: usize) -> Vec<Arc<Message>> {
     (0..n).map(message).collect()
 }
 
-/// Drains every queued output, touching each one. Returns how many there were.
-pub fn drain(machine: &mut Machine) -> usize {
+/// Settles a transition as a host does (the drain contract): touches each durable event, then
+/// each effect. Returns how many there were.
+pub fn settle(transition: Transition<'_>) -> usize {
     let mut count = 0;
-    while let Some(output) = machine.poll_output() {
-        black_box(&output);
+    for event in transition.events() {
+        black_box(event);
+        count += 1;
+    }
+    for effect in transition.persisted() {
+        black_box(&effect);
         count += 1;
     }
     count
 }
 
-/// Drains every queued output and returns the batch of the `preStep` request among them.
-fn drain_pre_step(machine: &mut Machine) -> Batch {
+/// Settles a transition and returns the batch of the `preStep` request among its effects.
+fn settle_pre_step(transition: Transition<'_>) -> Batch {
+    black_box(transition.events().count());
     let mut batch = Batch::new();
-    while let Some(output) = machine.poll_output() {
-        match output {
-            Output::Request(Request::PreStep { messages, .. }) => batch = messages,
+    for effect in transition.persisted() {
+        match effect {
+            Effect::Request(Request::PreStep { messages, .. }) => batch = messages,
             other => {
                 black_box(&other);
             }
@@ -52,8 +58,9 @@ fn drain_pre_step(machine: &mut Machine) -> Batch {
     batch
 }
 
-/// Outputs of one [`followup_cycle`].
-pub const CYCLE_OUTPUTS: usize = 14;
+/// Events and effects of one [`followup_cycle`]: the 14 wire outputs and the turn's
+/// `Begin`.
+pub const CYCLE_OUTPUTS: usize = 15;
 
 /// One full follow-up cycle on an idle machine, outputs drained after every input: `followup` →
 /// `turn/start` → claim → `preStep` answered `enter` → `step/start` → `user/message` → step
@@ -64,22 +71,23 @@ pub const CYCLE_OUTPUTS: usize = 14;
 /// If the machine rejects an input: the caller handed in a machine that was not idle, or a
 /// message whose id is pending.
 pub fn followup_cycle(machine: &mut Machine, message: Arc<Message>) -> usize {
-    let mut outputs = 0;
-    machine.followup(message).expect("followup accepted");
-    let batch = drain_pre_step(machine);
-    outputs += 7;
-    machine
-        .answer_pre_step(PreStepAnswer::Enter(batch))
-        .expect("pre-step answer accepted");
-    outputs += drain(machine);
-    machine
-        .answer_step(StepAnswer::Completed)
-        .expect("step answer accepted");
-    outputs += drain(machine);
-    machine
-        .answer_turn_stopping(TurnStoppingAnswer::Done)
-        .expect("turn-stopping answer accepted");
-    outputs += drain(machine);
+    let mut outputs = 8;
+    let batch = settle_pre_step(machine.followup(message).expect("followup accepted"));
+    outputs += settle(
+        machine
+            .answer_pre_step(PreStepAnswer::Enter(batch))
+            .expect("pre-step answer accepted"),
+    );
+    outputs += settle(
+        machine
+            .answer_step(StepAnswer::Completed)
+            .expect("step answer accepted"),
+    );
+    outputs += settle(
+        machine
+            .answer_turn_stopping(TurnStoppingAnswer::Done)
+            .expect("turn-stopping answer accepted"),
+    );
     outputs
 }
 
@@ -90,14 +98,16 @@ pub fn followup_cycle(machine: &mut Machine, message: Arc<Message>) -> usize {
 /// Never on a fresh machine.
 pub fn machine_in_step() -> Machine {
     let mut machine = Machine::new();
-    machine
-        .followup(Message::user("start", "go"))
-        .expect("followup accepted");
-    let batch = drain_pre_step(&mut machine);
-    machine
-        .answer_pre_step(PreStepAnswer::Enter(batch))
-        .expect("pre-step answer accepted");
-    drain(&mut machine);
+    let batch = settle_pre_step(
+        machine
+            .followup(Message::user("start", "go"))
+            .expect("followup accepted"),
+    );
+    settle(
+        machine
+            .answer_pre_step(PreStepAnswer::Enter(batch))
+            .expect("pre-step answer accepted"),
+    );
     machine
 }
 
@@ -111,18 +121,19 @@ pub fn machine_in_step() -> Machine {
 pub fn steer_burst(machine: &mut Machine, burst: &[Arc<Message>]) -> usize {
     let mut outputs = 0;
     for message in burst {
-        machine.steer(message.clone()).expect("steer accepted");
-        outputs += drain(machine);
+        outputs += settle(machine.steer(message.clone()).expect("steer accepted"));
     }
-    machine
-        .answer_step(StepAnswer::Continue)
-        .expect("step answer accepted");
-    let batch = drain_pre_step(machine);
+    let batch = settle_pre_step(
+        machine
+            .answer_step(StepAnswer::Continue)
+            .expect("step answer accepted"),
+    );
     outputs += 3 + batch.len();
-    machine
-        .answer_pre_step(PreStepAnswer::Enter(batch))
-        .expect("pre-step answer accepted");
-    outputs += drain(machine);
+    outputs += settle(
+        machine
+            .answer_pre_step(PreStepAnswer::Enter(batch))
+            .expect("pre-step answer accepted"),
+    );
     outputs
 }
 
@@ -134,10 +145,11 @@ pub fn steer_burst(machine: &mut Machine, burst: &[Arc<Message>]) -> usize {
 pub fn machine_with_queue(queue: &[Arc<Message>]) -> Machine {
     let mut machine = Machine::new();
     for message in queue {
-        machine
-            .send(message.clone(), Target::NextTurn, false)
-            .expect("send accepted");
-        drain(&mut machine);
+        settle(
+            machine
+                .send(message.clone(), Target::NextTurn, false)
+                .expect("send accepted"),
+        );
     }
     machine
 }
@@ -150,12 +162,13 @@ pub fn machine_with_queue(queue: &[Arc<Message>]) -> Machine {
 /// If `message` is not pending.
 pub fn remove_and_requeue(machine: &mut Machine, message: &Arc<Message>) -> usize {
     let removed = machine.remove(message.id()).expect("remove accepted");
-    assert!(removed, "{} was pending", message.id());
-    let mut outputs = drain(machine);
-    machine
-        .send(message.clone(), Target::NextTurn, false)
-        .expect("send accepted");
-    outputs += drain(machine);
+    assert!(removed.found(), "{} was pending", message.id());
+    let mut outputs = settle(removed);
+    outputs += settle(
+        machine
+            .send(message.clone(), Target::NextTurn, false)
+            .expect("send accepted"),
+    );
     outputs
 }
 
@@ -168,8 +181,8 @@ pub fn replace_in_place(machine: &mut Machine, message: &Arc<Message>) -> usize 
     let replaced = machine
         .replace(message.id(), message.clone())
         .expect("replace accepted");
-    assert!(replaced, "{} was pending", message.id());
-    drain(machine)
+    assert!(replaced.found(), "{} was pending", message.id());
+    settle(replaced)
 }
 
 /// A stand-in for [`Output`] of the same size, for the baseline: a queue of outputs that does
@@ -184,16 +197,18 @@ pub enum FakeOutput {
     Message(Arc<Message>),
 }
 
-/// Words in [`FakeOutput::Large`]: chosen so that `FakeOutput` is exactly as large as `Output`.
-pub const FAKE_WORDS: usize = std::mem::size_of::<Output>() / 8 - 1;
+/// Words in [`FakeOutput::Large`]: chosen so that `FakeOutput` is exactly as large as an
+/// [`Output`](coxswain_core::Output).
+pub const FAKE_WORDS: usize = std::mem::size_of::<coxswain_core::Output>() / 8 - 1;
 
-const _: () = assert!(std::mem::size_of::<FakeOutput>() == std::mem::size_of::<Output>());
+const _: () =
+    assert!(std::mem::size_of::<FakeOutput>() == std::mem::size_of::<coxswain_core::Output>());
 
 /// The baseline of one follow-up cycle: a bare `VecDeque` doing the same pushes and pops as
-/// [`followup_cycle`] (7, 3, 2 and 2 outputs per input, each drained before the next input).
+/// [`followup_cycle`] (8, 3, 2 and 2 outputs per input, each drained before the next input).
 pub fn baseline_cycle(queue: &mut VecDeque<FakeOutput>) -> usize {
     let mut outputs = 0;
-    for (round, &count) in [7u64, 3, 2, 2].iter().enumerate() {
+    for (round, &count) in [8u64, 3, 2, 2].iter().enumerate() {
         for i in 0..count {
             let value = black_box(round as u64 * 8 + i);
             queue.push_back(if i % 2 == 0 {
@@ -283,13 +298,11 @@ pub fn durable_log(events: usize) -> Vec<Event> {
         next += 1;
         Arc::new(Message::user(format!("m{next}"), "a short prompt"))
     };
-    let collect = |machine: &mut Machine, log: &mut Vec<Event>| -> Batch {
+    let collect = |transition: Transition<'_>, log: &mut Vec<Event>| -> Batch {
         let mut batch = Batch::new();
-        while let Some(output) = machine.poll_output() {
-            match output {
-                Output::Event(event) => log.push(event),
-                Output::Request(Request::PreStep { messages, .. }) => batch = messages,
-                _ => {}
+        for effect in transition.persist_into(log) {
+            if let Effect::Request(Request::PreStep { messages, .. }) = effect {
+                batch = messages;
             }
         }
         batch
@@ -297,43 +310,32 @@ pub fn durable_log(events: usize) -> Vec<Event> {
     let mut round = 0usize;
     while log.len() < events {
         round += 1;
-        machine.followup(fresh()).expect("followup");
+        let mut batch = collect(machine.followup(fresh()).expect("followup"), &mut log);
         if round.is_multiple_of(3) {
             // A follow-up queued behind the running turn: its own turn comes next.
-            machine.followup(fresh()).expect("queued followup");
+            collect(machine.followup(fresh()).expect("queued followup"), &mut log);
         }
         if round.is_multiple_of(5) {
             let doomed = fresh();
-            machine
-                .send(doomed.clone(), Target::NextTurn, false)
-                .expect("quiet send");
-            machine.remove(doomed.id()).expect("remove");
+            let quiet = machine.send(doomed.clone(), Target::NextTurn, false);
+            collect(quiet.expect("quiet send"), &mut log);
+            collect(machine.remove(doomed.id()).expect("remove"), &mut log);
         }
-        loop {
-            let batch = collect(&mut machine, &mut log);
-            if machine.is_quiescent() {
-                break;
-            }
-            machine
-                .answer_pre_step(PreStepAnswer::Enter(batch))
-                .expect("enter");
-            collect(&mut machine, &mut log);
+        while !machine.is_quiescent() {
+            let entered = machine.answer_pre_step(PreStepAnswer::Enter(batch));
+            collect(entered.expect("enter"), &mut log);
             if round.is_multiple_of(2) {
                 // A tool step with injected context and a steer, then the final step.
-                machine.inject(fresh()).expect("inject");
-                machine.steer(fresh()).expect("steer");
-                machine.answer_step(StepAnswer::Continue).expect("continue");
-                let batch = collect(&mut machine, &mut log);
-                machine
-                    .answer_pre_step(PreStepAnswer::Enter(batch))
-                    .expect("enter");
-                collect(&mut machine, &mut log);
+                collect(machine.inject(fresh()).expect("inject"), &mut log);
+                collect(machine.steer(fresh()).expect("steer"), &mut log);
+                let next = machine.answer_step(StepAnswer::Continue);
+                let next_batch = collect(next.expect("continue"), &mut log);
+                let entered = machine.answer_pre_step(PreStepAnswer::Enter(next_batch));
+                collect(entered.expect("enter"), &mut log);
             }
-            machine.answer_step(StepAnswer::Completed).expect("step");
-            collect(&mut machine, &mut log);
-            machine
-                .answer_turn_stopping(TurnStoppingAnswer::Done)
-                .expect("turn stopping");
+            collect(machine.answer_step(StepAnswer::Completed).expect("step"), &mut log);
+            let stopped = machine.answer_turn_stopping(TurnStoppingAnswer::Done);
+            batch = collect(stopped.expect("turn stopping"), &mut log);
         }
     }
     log

@@ -25,19 +25,25 @@ pub enum Rejected {
     #[error("busy: maintenance can only begin while idle")]
     Busy,
     /// The machine is disposed; it accepts no input (S45).
-    #[error("the machine is disposed")]
-    Disposed,
+    #[error("the machine is disposed and accepts no input")]
+    AfterDisposal,
+    /// The previous input's outputs were not drained: a [`Transition`](crate::Transition) was
+    /// dropped early. [`Machine::drain`](crate::Machine::drain) hands them out. A host error,
+    /// never part of a conformance trace.
+    #[error("the previous input's outputs were not drained")]
+    Undrained,
 }
 
 impl Rejected {
     /// The rejection kind of the conformance trace format: `already-pending`,
-    /// `unexpected-completion`, `busy` or `disposed`.
+    /// `unexpected-completion`, `busy` or `disposed` (and `undrained`, which no trace contains).
     pub fn kind(&self) -> &'static str {
         match self {
             Rejected::AlreadyPending(_) => "already-pending",
             Rejected::UnexpectedCompletion { .. } => "unexpected-completion",
             Rejected::Busy => "busy",
-            Rejected::Disposed => "disposed",
+            Rejected::AfterDisposal => "disposed",
+            Rejected::Undrained => "undrained",
         }
     }
 }

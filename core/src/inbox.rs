@@ -16,9 +16,12 @@ use smallvec::SmallVec;
 
 use crate::input::Target;
 use crate::message::{Batch, MessageId, SharedMessage};
-use crate::output::{Event, Notification, Output, Splice, SpliceOutcome};
+use crate::output::{Event, Notification, Splice, SpliceOutcome};
+use crate::transition::Queue;
 
-use crate::fxhash::FxBuildHasher;
+/// The pending-id index's hasher: foldhash with a fixed seed, since the core reads no randomness
+/// (S1) and model checking must be reproducible.
+pub(crate) type IdHasher = foldhash::fast::FixedState;
 
 /// One pending message and whether it was delivered waking (S19).
 #[derive(Clone, Debug)]
@@ -80,7 +83,7 @@ struct Slot {
 pub(crate) struct Inbox {
     next_turn: List,
     next_step: List,
-    index: HashMap<MessageId, Slot, FxBuildHasher>,
+    index: HashMap<MessageId, Slot, IdHasher>,
     waking: usize,
 }
 
@@ -161,7 +164,7 @@ impl Inbox {
         target: Target,
         message: SharedMessage,
         waking: bool,
-        out: &mut VecDeque<Output>,
+        out: &mut Queue,
     ) {
         let start = self.len(target);
         self.insert_item(target, message, waking, start, out);
@@ -172,7 +175,7 @@ impl Inbox {
         &mut self,
         target: Target,
         message: SharedMessage,
-        out: &mut VecDeque<Output>,
+        out: &mut Queue,
     ) {
         self.insert_item(target, message, false, 0, out);
     }
@@ -184,16 +187,16 @@ impl Inbox {
         message: SharedMessage,
         waking: bool,
         start: usize,
-        out: &mut VecDeque<Output>,
+        out: &mut Queue,
     ) {
-        out.push_back(Output::Event(Event::Spliced(Splice {
+        out.event(Event::Spliced(Splice {
             target,
             start,
             removed_count: 0,
             inserted: SmallVec::from_buf([message.clone()]),
             outcome: None,
             wakeup: waking,
-        })));
+        }));
         let list = self.list_mut(target);
         let key = if start == 0 && !list.items.is_empty() {
             list.next_front_key()
@@ -213,7 +216,7 @@ impl Inbox {
         self.index
             .insert(message.id().clone(), Slot { target, key });
         self.waking += usize::from(waking);
-        out.push_back(Output::Notify(Notification::Inserted { message }));
+        out.notify(Notification::Inserted { message });
     }
 
     /// Ordinary removal of the item at `position` (S12, S15).
@@ -221,23 +224,23 @@ impl Inbox {
         &mut self,
         target: Target,
         position: usize,
-        out: &mut VecDeque<Output>,
+        out: &mut Queue,
     ) {
         let Some(item) = self.list_mut(target).items.remove(position) else {
             return;
         };
-        out.push_back(Output::Event(Event::Spliced(Splice {
+        out.event(Event::Spliced(Splice {
             target,
             start: position,
             removed_count: 1,
             inserted: SmallVec::new(),
             outcome: Some(SpliceOutcome::Canceled),
             wakeup: false,
-        })));
-        self.forget(&item);
-        out.push_back(Output::Notify(Notification::Discarded {
-            message: item.message,
         }));
+        self.forget(&item);
+        out.notify(Notification::Discarded {
+            message: item.message,
+        });
     }
 
     /// Replaces the item at `position` in place (S15): the replacement keeps the slot and inherits
@@ -247,7 +250,7 @@ impl Inbox {
         target: Target,
         position: usize,
         message: SharedMessage,
-        out: &mut VecDeque<Output>,
+        out: &mut Queue,
     ) {
         let list = self.list_mut(target);
         let Some(item) = list.items.get_mut(position) else {
@@ -256,48 +259,48 @@ impl Inbox {
         let old = std::mem::replace(&mut item.message, message.clone());
         let waking = item.waking;
         let key = item.key;
-        out.push_back(Output::Event(Event::Spliced(Splice {
+        out.event(Event::Spliced(Splice {
             target,
             start: position,
             removed_count: 1,
             inserted: SmallVec::from_buf([message.clone()]),
             outcome: Some(SpliceOutcome::Canceled),
             wakeup: waking,
-        })));
+        }));
         self.index.remove(old.id());
         self.index
             .insert(message.id().clone(), Slot { target, key });
-        out.push_back(Output::Notify(Notification::Discarded { message: old }));
-        out.push_back(Output::Notify(Notification::Inserted { message }));
+        out.notify(Notification::Discarded { message: old });
+        out.notify(Notification::Inserted { message });
     }
 
     /// `clear()` (S15): NS then NT, each non-empty list one ordinary splice followed by its
     /// `discarded` notifications in list order.
-    pub(crate) fn clear(&mut self, out: &mut VecDeque<Output>) {
+    pub(crate) fn clear(&mut self, out: &mut Queue) {
         self.clear_list(Target::NextStep, out);
         self.clear_list(Target::NextTurn, out);
     }
 
     /// Clears one list as an ordinary removal.
-    pub(crate) fn clear_list(&mut self, target: Target, out: &mut VecDeque<Output>) {
+    pub(crate) fn clear_list(&mut self, target: Target, out: &mut Queue) {
         let count = self.len(target);
         if count == 0 {
             return;
         }
-        out.push_back(Output::Event(Event::Spliced(Splice {
+        out.event(Event::Spliced(Splice {
             target,
             start: 0,
             removed_count: count,
             inserted: SmallVec::new(),
             outcome: Some(SpliceOutcome::Canceled),
             wakeup: false,
-        })));
+        }));
         let mut items = std::mem::take(&mut self.list_mut(target).items);
         for item in items.drain(..) {
             self.forget(&item);
-            out.push_back(Output::Notify(Notification::Discarded {
+            out.notify(Notification::Discarded {
                 message: item.message,
-            }));
+            });
         }
         // Hand the emptied buffer back so its capacity is reused.
         let list = self.list_mut(target);
@@ -308,11 +311,11 @@ impl Inbox {
 
     /// Claims (S28) as pure deletions: all of NS, then at a turn boundary the first NT item. Emits
     /// the splices; the caller emits `claimed` for the returned batch, which is in claim order.
-    pub(crate) fn claim(&mut self, turn_boundary: bool, out: &mut VecDeque<Output>) -> Batch {
+    pub(crate) fn claim(&mut self, turn_boundary: bool, out: &mut Queue) -> Batch {
         let mut batch = Batch::new();
         let ns = self.len(Target::NextStep);
         if ns > 0 {
-            out.push_back(claim_splice(Target::NextStep, ns));
+            out.event(claim_splice(Target::NextStep, ns));
             let mut items = std::mem::take(&mut self.next_step.items);
             for item in items.drain(..) {
                 self.forget(&item);
@@ -324,7 +327,7 @@ impl Inbox {
         }
         if turn_boundary {
             if let Some(item) = self.next_turn.items.pop_front() {
-                out.push_back(claim_splice(Target::NextTurn, 1));
+                out.event(claim_splice(Target::NextTurn, 1));
                 self.forget(&item);
                 batch.push(item.message);
             }
@@ -365,21 +368,22 @@ impl Inbox {
     }
 }
 
-fn claim_splice(target: Target, removed_count: usize) -> Output {
-    Output::Event(Event::Spliced(Splice {
+fn claim_splice(target: Target, removed_count: usize) -> Event {
+    Event::Spliced(Splice {
         target,
         start: 0,
         removed_count,
         inserted: SmallVec::new(),
         outcome: None,
         wakeup: false,
-    }))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::message::Message;
+    use crate::output::Output;
     use std::sync::Arc;
 
     fn user(id: &str) -> SharedMessage {
@@ -404,7 +408,7 @@ mod tests {
     #[test]
     fn s15_positions_follow_prepends_appends_and_removals() {
         let mut inbox = Inbox::default();
-        let mut out = VecDeque::new();
+        let mut out = Queue::default();
         for id in ["a", "b", "c"] {
             inbox.append(Target::NextTurn, user(id), true, &mut out);
         }
@@ -416,7 +420,7 @@ mod tests {
         }
         out.clear();
         inbox.remove_at(Target::NextTurn, 2, &mut out);
-        assert_eq!(splice_of(&out[0]).start, 2);
+        assert_eq!(splice_of(&out.peek()[0]).start, 2);
         assert_eq!(inbox.locate(&"b".into()), Some((Target::NextTurn, 2)));
         assert_eq!(inbox.locate(&"a".into()), None);
         // Emptied by removals, then refilled from both ends: still ordered.
@@ -435,7 +439,7 @@ mod tests {
     #[test]
     fn s19_waking_count_follows_every_exit() {
         let mut inbox = Inbox::default();
-        let mut out = VecDeque::new();
+        let mut out = Queue::default();
         inbox.append(Target::NextStep, user("s"), true, &mut out);
         inbox.append(Target::NextTurn, user("f"), true, &mut out);
         inbox.append(Target::NextTurn, user("q"), false, &mut out);
@@ -456,12 +460,13 @@ mod tests {
     #[test]
     fn s14_replace_records_splice_then_discarded_then_inserted() {
         let mut inbox = Inbox::default();
-        let mut out = VecDeque::new();
+        let mut out = Queue::default();
         inbox.append(Target::NextStep, user("a"), false, &mut out);
         out.clear();
         inbox.replace_at(Target::NextStep, 0, user("b"), &mut out);
-        assert_eq!(out.len(), 3);
-        let splice = splice_of(&out[0]);
+        assert_eq!(out.peek().len(), 3);
+        let outputs = out.peek();
+        let splice = splice_of(&outputs[0]);
         assert_eq!(
             (
                 splice.start,
@@ -472,10 +477,10 @@ mod tests {
             (0, 1, Some(SpliceOutcome::Canceled), false)
         );
         assert!(
-            matches!(&out[1], Output::Notify(Notification::Discarded { message }) if message.id().as_str() == "a")
+            matches!(&out.peek()[1], Output::Notify(Notification::Discarded { message }) if message.id().as_str() == "a")
         );
         assert!(
-            matches!(&out[2], Output::Notify(Notification::Inserted { message }) if message.id().as_str() == "b")
+            matches!(&out.peek()[2], Output::Notify(Notification::Inserted { message }) if message.id().as_str() == "b")
         );
         assert!(inbox.contains(&"b".into()));
         assert!(!inbox.contains(&"a".into()));
@@ -483,7 +488,7 @@ mod tests {
 
     #[test]
     fn equality_ignores_keys() {
-        let mut out = VecDeque::new();
+        let mut out = Queue::default();
         let mut one = Inbox::default();
         one.append(Target::NextTurn, user("a"), true, &mut out);
         let mut two = Inbox::default();

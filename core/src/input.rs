@@ -82,6 +82,14 @@ impl Preset {
         !matches!(self, Preset::Inject)
     }
 
+    /// The preset that sends to `target` with `wakeup`, if one does (a quiet next-turn send has
+    /// none).
+    pub fn of(target: Target, wakeup: bool) -> Option<Preset> {
+        Preset::ALL
+            .into_iter()
+            .find(|preset| preset.target() == target && preset.wakeup() == wakeup)
+    }
+
     /// The preset's name on the wire: `followup`, `steer` or `inject`.
     pub const fn as_str(self) -> &'static str {
         match self {

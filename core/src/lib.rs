@@ -18,18 +18,16 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod bugs;
 mod error;
-mod fxhash;
 mod inbox;
 mod input;
 mod machine;
 mod message;
 mod output;
+mod position;
 mod restore;
+mod transition;
 
-#[cfg(feature = "seeded-bugs")]
-pub use bugs::SeededBug;
 pub use error::{Completion, InvalidLog, LogViolation, Rejected};
 pub use inbox::Pending;
 pub use input::{
@@ -39,7 +37,9 @@ pub use input::{
 pub use machine::Machine;
 pub use message::{Batch, Message, MessageId, SharedMessage, BATCH_INLINE};
 pub use output::{
-    Event, Notification, Output, Outstanding, Request, Splice, SpliceKind, SpliceOutcome, Status,
+    Abort, Activity, Effect, Event, Notification, Output, Outstanding, Request, Splice, SpliceKind, SpliceOutcome, Status,
     TurnEndReason,
 };
+pub use position::{LogPosition, OpenTurn};
 pub use restore::Restorer;
+pub use transition::{Effects, Events, Outputs, Transition};

@@ -10,20 +10,72 @@ use smallvec::SmallVec;
 use crate::input::{CancelCause, ErrorInfo, Target};
 use crate::message::{Batch, SharedMessage};
 
-/// One output of the machine. Drain them with [`Machine::poll_output`](crate::Machine::poll_output)
-/// after every input, in order, before acting on any of them (S1).
+/// One output of the machine, in the order it was emitted: the wire vocabulary of the conformance
+/// trace format (an `"out"` line each). A host that drives the machine does not read these:
+/// it persists [`Transition::events`](crate::Transition::events) and then acts on the
+/// [`Effect`]s of [`Transition::persisted`](crate::Transition::persisted). This ordered view is
+/// for recorders, replayers and ports ([`Transition::into_outputs`](crate::Transition::into_outputs)).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(into = "wire::Output", from = "wire::Output")]
 pub enum Output {
     /// Append this event to the session's durable log.
     Event(Event),
     /// Publish this live, non-durable signal.
     Notify(Notification),
-    /// Do this asynchronous work and report back with an input (or, for `abort`, just do it).
+    /// Do this asynchronous work and answer it with an input (S4).
     Request(Request),
+    /// Stop the current activity's in-flight work (S39). On the wire it is the `abort` request.
+    Abort(Abort),
     /// The machine is disposed (S45): the last output it ever emits.
-    #[serde(with = "empty_object")]
     Disposed,
+}
+
+/// What the host does once an input's durable events are persisted, in emission order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Effect {
+    /// Publish this live, non-durable signal.
+    Notify(Notification),
+    /// An activity begins: make its cancellation scope (a token) now. The requests and the
+    /// [`Abort`] that follow belong to it until the next `Begin` (S39, S42). Not on the wire:
+    /// a turn's begins right after its `turn/start` event, a maintenance job's at
+    /// `begin_maintenance`.
+    Begin(Activity),
+    /// Do this asynchronous work and answer it with an input (S4).
+    Request(Request),
+    /// Stop the current activity's in-flight work (S39). Never answered: the outstanding request
+    /// must still be answered (S40).
+    Abort(Abort),
+    /// The machine is disposed (S45): the last effect it ever emits.
+    Disposed,
+}
+
+/// An activity (S23, S42): a turn, or a maintenance job. Each has its own cancellation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Activity {
+    /// The turn with this number.
+    Turn(u64),
+    /// A maintenance job (S43).
+    Maintenance,
+}
+
+/// The `abort` signal (S39): stop the current activity's in-flight work.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Abort {
+    /// The first cancel cause of the activity.
+    pub cause: CancelCause,
+}
+
+impl From<Effect> for Option<Output> {
+    /// The wire form of an effect; `Begin` has none.
+    fn from(effect: Effect) -> Option<Output> {
+        match effect {
+            Effect::Notify(notification) => Some(Output::Notify(notification)),
+            Effect::Begin(_) => None,
+            Effect::Request(request) => Some(Output::Request(request)),
+            Effect::Abort(abort) => Some(Output::Abort(abort)),
+            Effect::Disposed => Some(Output::Disposed),
+        }
+    }
 }
 
 /// A durable event: the host appends it to the session's append-only log.
@@ -69,15 +121,28 @@ pub enum Event {
 }
 
 impl Event {
+    /// `agent/inbox/spliced`.
+    pub const SPLICED: &'static str = "agent/inbox/spliced";
+    /// `turn/start`.
+    pub const TURN_START: &'static str = "turn/start";
+    /// `step/start`.
+    pub const STEP_START: &'static str = "step/start";
+    /// `user/message`.
+    pub const USER_MESSAGE: &'static str = "user/message";
+    /// `step/end`.
+    pub const STEP_END: &'static str = "step/end";
+    /// `turn/end`.
+    pub const TURN_END: &'static str = "turn/end";
+
     /// The `type` of every event the machine emits, in the wire vocabulary. Any other `type` in
     /// a log is the host's.
     pub const TYPES: [&'static str; 6] = [
-        "agent/inbox/spliced",
-        "turn/start",
-        "step/start",
-        "user/message",
-        "step/end",
-        "turn/end",
+        Event::SPLICED,
+        Event::TURN_START,
+        Event::STEP_START,
+        Event::USER_MESSAGE,
+        Event::STEP_END,
+        Event::TURN_END,
     ];
 
     /// This event's `type` on the wire.
@@ -254,12 +319,17 @@ pub enum Request {
         /// The turn.
         turn: u64,
     },
-    /// Stop the in-flight work of the current activity (S39). Fire and forget: never answered,
-    /// and the outstanding request must still be answered (S40).
-    Abort {
-        /// The first cancel cause of the activity.
-        cause: CancelCause,
-    },
+}
+
+impl Request {
+    /// The turn this request belongs to.
+    pub fn turn(&self) -> u64 {
+        match self {
+            Request::PreStep { turn, .. }
+            | Request::Step { turn, .. }
+            | Request::TurnStopping { turn } => *turn,
+        }
+    }
 }
 
 /// The request the machine waits on (S4): at most one at a time.
@@ -292,6 +362,56 @@ fn is_zero(n: &usize) -> bool {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+/// The wire shape of [`Output`]: `abort` travels as a request (FORMAT.md), and `disposed` is
+/// `{"disposed": {}}`.
+mod wire {
+    use serde::{Deserialize, Serialize};
+
+    use super::{Abort, Event, Notification};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) enum Output {
+        Event(Event),
+        Notify(Notification),
+        Request(Request),
+        #[serde(with = "super::empty_object")]
+        Disposed,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) enum Request {
+        Abort(Abort),
+        #[serde(untagged)]
+        Work(super::Request),
+    }
+
+    impl From<super::Output> for Output {
+        fn from(output: super::Output) -> Self {
+            match output {
+                super::Output::Event(event) => Output::Event(event),
+                super::Output::Notify(notification) => Output::Notify(notification),
+                super::Output::Request(request) => Output::Request(Request::Work(request)),
+                super::Output::Abort(abort) => Output::Request(Request::Abort(abort)),
+                super::Output::Disposed => Output::Disposed,
+            }
+        }
+    }
+
+    impl From<Output> for super::Output {
+        fn from(output: Output) -> Self {
+            match output {
+                Output::Event(event) => super::Output::Event(event),
+                Output::Notify(notification) => super::Output::Notify(notification),
+                Output::Request(Request::Work(request)) => super::Output::Request(request),
+                Output::Request(Request::Abort(abort)) => super::Output::Abort(abort),
+                Output::Disposed => super::Output::Disposed,
+            }
+        }
+    }
 }
 
 /// `Output::Disposed` is `{"disposed": {}}` on the wire.
@@ -447,7 +567,7 @@ mod tests {
             json!({"request": {"turnStopping": {"turn": 2}}}),
         );
         round_trip(
-            Output::Request(Request::Abort {
+            Output::Abort(Abort {
                 cause: CancelCause::Disposed,
             }),
             json!({"request": {"abort": {"cause": {"kind": "disposed"}}}}),

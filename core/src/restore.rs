@@ -13,12 +13,13 @@ use serde_json::Value;
 use smallvec::SmallVec;
 
 use crate::error::{InvalidLog, LogViolation};
-use crate::fxhash::FxBuildHasher;
+use crate::inbox::IdHasher;
 use crate::inbox::Inbox;
 use crate::input::Target;
 use crate::machine::Machine;
 use crate::message::{Message, MessageId, SharedMessage};
 use crate::output::{Event, Splice};
+use crate::position::LogPosition;
 
 /// Rebuilds a [`Machine`] from a durable log, one event at a time.
 ///
@@ -42,12 +43,11 @@ pub struct Restorer {
     index: usize,
     next_turn: VecDeque<(SharedMessage, bool)>,
     next_step: VecDeque<(SharedMessage, bool)>,
-    pending: HashSet<MessageId, FxBuildHasher>,
-    last_turn: u64,
-    /// The index of the `turn/start` of the turn still open, if any.
-    open_turn: Option<usize>,
-    /// The number of the step still open in that turn, if any (for crash repair, S50).
-    open_step: Option<u64>,
+    pending: HashSet<MessageId, IdHasher>,
+    /// Where the log so far stands: last turn, open turn and step.
+    position: LogPosition,
+    /// The index of the last `turn/start` (names the open turn of an unbalanced log, S46).
+    turn_started_at: usize,
     /// The first error: a restorer that failed keeps failing.
     failed: Option<InvalidLog>,
 }
@@ -85,9 +85,11 @@ impl Restorer {
             self.seed_length.saturating_sub(self.index),
             &self.next_turn,
             &self.next_step,
-            self.last_turn,
-            self.open_turn
-                .map(|_| self.open_step.map_or(0, |step| step + 1)),
+            self.position.last_turn(),
+            // Whether a turn is open and which step it leaves open: not how many it closed.
+            self.position
+                .open()
+                .map(|_| self.position.open_step().map_or(0, |step| step + 1)),
             &self.failed,
         )
     }
@@ -117,9 +119,8 @@ impl Restorer {
             next_turn: VecDeque::new(),
             next_step: VecDeque::new(),
             pending: HashSet::default(),
-            last_turn: 0,
-            open_turn: None,
-            open_step: None,
+            position: LogPosition::new(),
+            turn_started_at: 0,
             failed: None,
         }
     }
@@ -142,15 +143,18 @@ impl Restorer {
                     Ok(())
                 }
                 "turn/end" => {
-                    this.turn_ended();
+                    this.position.turn_ended();
                     Ok(())
                 }
                 "step/start" => {
-                    this.open_step = data.get("step").and_then(Value::as_u64);
+                    match data.get("step").and_then(Value::as_u64) {
+                        Some(step) => this.position.step_started(step),
+                        None => this.position.step_ended(),
+                    }
                     Ok(())
                 }
                 "step/end" => {
-                    this.open_step = None;
+                    this.position.step_ended();
                     Ok(())
                 }
                 _ => Ok(()),
@@ -166,19 +170,10 @@ impl Restorer {
                 this.turn_started(*turn);
                 Ok(())
             }
-            Event::TurnEnd { .. } => {
-                this.turn_ended();
+            other => {
+                this.position.advance(other);
                 Ok(())
             }
-            Event::StepStart { step, .. } => {
-                this.open_step = Some(*step);
-                Ok(())
-            }
-            Event::StepEnd { .. } => {
-                this.open_step = None;
-                Ok(())
-            }
-            _ => Ok(()),
         })
     }
 
@@ -194,14 +189,14 @@ impl Restorer {
         if let Some(error) = self.failed {
             return Err(error);
         }
-        if let Some(index) = self.open_turn {
+        if self.position.open().is_some() {
             return Err(InvalidLog {
-                index,
+                index: self.turn_started_at,
                 violation: LogViolation::OpenTurn,
             });
         }
         let inbox = Inbox::from_lists(self.next_turn, self.next_step);
-        Ok(Machine::with_state(inbox, self.last_turn))
+        Ok(Machine::with_state(inbox, self.position.last_turn()))
     }
 
     /// The number of events read so far.
@@ -221,21 +216,10 @@ impl Restorer {
         list.iter().map(|(message, waking)| (message, *waking))
     }
 
-    /// The `turn` of the last `turn/start` read so far (0 if none).
-    pub fn last_turn(&self) -> u64 {
-        self.last_turn
-    }
-
-    /// The number of the turn the log so far leaves open (its last `turn/start` has no
-    /// `turn/end` after it), if any.
-    pub fn open_turn(&self) -> Option<u64> {
-        self.open_turn.map(|_| self.last_turn)
-    }
-
-    /// The number of the step the log so far leaves open inside the open turn, if any. Crash
-    /// repair (S50) closes it with `step/end` before closing the turn `interrupted`.
-    pub fn open_step(&self) -> Option<u64> {
-        self.open_turn.and(self.open_step)
+    /// Where the log read so far stands: its last turn, the turn and step it leaves open
+    /// (crash repair closes them, S50: [`LogPosition::closers`]).
+    pub fn position(&self) -> &LogPosition {
+        &self.position
     }
 
     fn guard(
@@ -261,14 +245,9 @@ impl Restorer {
     }
 
     fn turn_started(&mut self, turn: u64) {
-        self.last_turn = turn;
-        self.open_turn = Some(self.index - 1);
-        self.open_step = None;
-    }
-
-    fn turn_ended(&mut self) {
-        self.open_turn = None;
-        self.open_step = None;
+        self.position.turn_started(turn);
+        // `index` was already advanced past the current event.
+        self.turn_started_at = self.index - 1;
     }
 
     fn list_mut(&mut self, target: Target) -> &mut VecDeque<(SharedMessage, bool)> {
@@ -343,11 +322,11 @@ impl Machine {
 }
 
 fn parse_splice(data: &Value) -> Result<RawSplice<'_>, LogViolation> {
-    let target = match data.get("target").and_then(Value::as_str) {
-        Some("next-turn") => Target::NextTurn,
-        Some("next-step") => Target::NextStep,
-        _ => return Err(LogViolation::SpliceTarget),
-    };
+    let target = data
+        .get("target")
+        .and_then(Value::as_str)
+        .and_then(|name| name.parse::<Target>().ok())
+        .ok_or(LogViolation::SpliceTarget)?;
     let start = Some(
         data.get("start")
             .and_then(Value::as_u64)
@@ -434,7 +413,7 @@ mod tests {
         assert_eq!(machine.last_turn(), 4);
         assert_eq!(machine.status(), crate::Status::Idle);
         let mut machine = machine;
-        assert_eq!(machine.poll_output(), None, "restoring emits nothing (S46)");
+        assert!(machine.drain().is_empty(), "restoring emits nothing (S46)");
         assert_eq!(
             machine.outstanding(),
             None,
@@ -565,21 +544,21 @@ mod tests {
         push(json!({"type": "step/end", "data": {"turn": 3, "step": 1}}));
         push(json!({"type": "step/start", "data": {"turn": 3, "step": 2}}));
         assert_eq!(
-            (restorer.open_turn(), restorer.open_step()),
+            (restorer.position().open_turn(), restorer.position().open_step()),
             (Some(3), Some(2))
         );
         let mut closed = restorer.clone();
         closed
             .push_event(&Event::StepEnd { turn: 3, step: 2 })
             .unwrap();
-        assert_eq!((closed.open_turn(), closed.open_step()), (Some(3), None));
+        assert_eq!((closed.position().open_turn(), closed.position().open_step()), (Some(3), None));
         closed
             .push_event(&Event::TurnEnd {
                 turn: 3,
                 reason: crate::TurnEndReason::Interrupted,
             })
             .unwrap();
-        assert_eq!((closed.open_turn(), closed.open_step()), (None, None));
+        assert_eq!((closed.position().open_turn(), closed.position().open_step()), (None, None));
         assert_eq!(closed.finish().unwrap().last_turn(), 3);
         assert_eq!(
             restorer.finish().unwrap_err().violation,
@@ -602,24 +581,17 @@ mod tests {
     fn s49_typed_and_json_restores_agree() {
         let mut machine = Machine::new();
         let mut events = Vec::new();
-        let drain = |machine: &mut Machine, events: &mut Vec<Event>| {
-            while let Some(output) = machine.poll_output() {
-                if let crate::Output::Event(event) = output {
-                    events.push(event);
-                }
-            }
+        let mut apply = |transition: Result<crate::Transition<'_>, crate::Rejected>| {
+            let transition = transition.unwrap();
+            events.extend(transition.events().cloned());
+            transition.persisted().for_each(drop);
         };
-        machine.inject(Message::user("c", "c")).unwrap();
-        machine.followup(Message::user("a", "a")).unwrap();
-        machine.followup(Message::user("b", "b")).unwrap();
-        machine
-            .prepend(Target::NextTurn, Message::user("p", "p"))
-            .unwrap();
-        machine.cancel(crate::CancelCause::User, true).unwrap();
-        machine
-            .answer_pre_step(crate::PreStepAnswer::Reject)
-            .unwrap();
-        drain(&mut machine, &mut events);
+        apply(machine.inject(Message::user("c", "c")));
+        apply(machine.followup(Message::user("a", "a")));
+        apply(machine.followup(Message::user("b", "b")));
+        apply(machine.prepend(Target::NextTurn, Message::user("p", "p")));
+        apply(machine.cancel(crate::CancelCause::User, true));
+        apply(machine.answer_pre_step(crate::PreStepAnswer::Reject));
         let typed = Machine::restore_events(&events, 0).unwrap();
         let json: Vec<Value> = events
             .iter()

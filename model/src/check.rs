@@ -183,6 +183,7 @@ fn trace(model: &DeliveryModel, steps: &[(State, Option<Action>)], detail: Optio
                 state
                     .monitor
                     .auditor()
+                    .position()
                     .closers()
                     .iter()
                     .filter_map(|event| serde_json::to_value(event).ok()),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use coxswain_core::{
     Batch, CancelCause, ErrorInfo, Input, Machine, MaintenanceInput, Message, PreStepAnswer,
-    SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
+    Preset, SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
 };
 use stateright::{Model, Property};
 
@@ -149,8 +149,6 @@ pub struct DeliveryModel {
     bound: Bound,
     pool: Vec<SharedMessage>,
     extra: SharedMessage,
-    #[cfg(feature = "seeded-bugs")]
-    bug: Option<coxswain_core::SeededBug>,
 }
 
 impl DeliveryModel {
@@ -167,16 +165,7 @@ impl DeliveryModel {
                 serde_json::json!({"kind": "plugin", "name": "hook"}),
                 "added by the pre-step hook".into(),
             )),
-            #[cfg(feature = "seeded-bugs")]
-            bug: None,
         }
-    }
-
-    /// Test-only: check a machine carrying a seeded bug instead.
-    #[cfg(feature = "seeded-bugs")]
-    pub fn with_seeded_bug(mut self, bug: coxswain_core::SeededBug) -> Self {
-        self.bug = Some(bug);
-        self
     }
 
     /// The bound.
@@ -186,17 +175,7 @@ impl DeliveryModel {
 
     /// A fresh machine as this model checks it.
     pub fn machine(&self) -> Machine {
-        self.prepare(Machine::new())
-    }
-
-    #[cfg(feature = "seeded-bugs")]
-    fn prepare(&self, machine: Machine) -> Machine {
-        machine.with_seeded_bug(self.bug)
-    }
-
-    #[cfg(not(feature = "seeded-bugs"))]
-    fn prepare(&self, machine: Machine) -> Machine {
-        machine
+        Machine::new()
     }
 
     fn message(&self, index: u8) -> Option<SharedMessage> {
@@ -214,11 +193,9 @@ impl DeliveryModel {
                 wakeup,
             } => {
                 let message = self.message(message)?;
-                match (target, wakeup) {
-                    (Target::NextTurn, true) => Input::Followup(message),
-                    (Target::NextStep, true) => Input::Steer(message),
-                    (Target::NextStep, false) => Input::Inject(message),
-                    (Target::NextTurn, false) => Input::Send {
+                match Preset::of(target, wakeup) {
+                    Some(preset) => Input::preset(preset, message),
+                    None => Input::Send {
                         message,
                         target,
                         wakeup,
@@ -373,7 +350,7 @@ impl Model for DeliveryModel {
             Action::CrashRestore => {
                 next.operations_left = next.operations_left.saturating_sub(1);
                 if let Ok(machine) = next.monitor.crash_and_restore() {
-                    next.machine = self.prepare(machine);
+                    next.machine = machine;
                 }
                 return Some(next);
             }
@@ -392,8 +369,10 @@ impl Model for DeliveryModel {
             _ => next.operations_left = next.operations_left.saturating_sub(1),
         }
         let input = self.input(last, action)?;
-        let result = next.machine.handle(input.clone());
-        let outputs: Vec<_> = std::iter::from_fn(|| next.machine.poll_output()).collect();
+        let (result, outputs) = match next.machine.handle(input.clone()) {
+            Ok(transition) => (Ok(transition.found()), transition.into_outputs().collect()),
+            Err(rejected) => (Err(rejected), Vec::new()),
+        };
         let observed =
             next.monitor
                 .observe(&last.machine, &input, &result, &outputs, &next.machine);

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use coxswain_core::{
-    Batch, CancelCause, Event, Input, Machine, MaintenanceInput, MessageId, Notification, Output,
+    Abort, Batch, CancelCause, Event, Input, Machine, MaintenanceInput, MessageId, Notification, Output,
     Outstanding, Rejected, Request, Status, StepAnswer, Target, TurnEndReason,
 };
 use coxswain_log::{Auditor, Rule};
@@ -330,8 +330,8 @@ impl Monitor {
     /// Crash repair and restore (S50, S49): closes an open turn in the log, restores a machine
     /// from it, and continues monitoring that machine as a new process.
     pub fn crash_and_restore(&mut self) -> Result<Machine, Violation> {
-        let was_running = self.auditor.open_turn().is_some();
-        for closer in self.auditor.closers() {
+        let was_running = self.auditor.position().open_turn().is_some();
+        for closer in self.auditor.position().closers() {
             if let Err(violation) = self.auditor.push_event(&closer) {
                 return Err(self.record(audit_invariant(violation.rule), violation.to_string()));
             }
@@ -395,7 +395,7 @@ impl Monitor {
             );
         }
         let justified = match rejection {
-            Rejected::Disposed => before.is_disposed(),
+            Rejected::AfterDisposal => before.is_disposed(),
             Rejected::AlreadyPending(id) => self.live.contains_key(id),
             Rejected::Busy => !before.is_quiescent(),
             Rejected::UnexpectedCompletion { .. } => match input {
@@ -501,10 +501,9 @@ impl Monitor {
                     &mut statuses,
                     &mut discarded,
                 )?,
+                Output::Abort(abort) => self.observe_abort(abort)?,
                 Output::Request(request) => {
-                    if !matches!(request, Request::Abort { .. }) {
-                        requests += 1;
-                    }
+                    requests += 1;
                     if matches!(request, Request::PreStep { .. }) {
                         pre_steps += 1;
                     }
@@ -711,7 +710,7 @@ impl Monitor {
                         format!("`{}` claimed but not pending", message.id()),
                     );
                 };
-                if self.auditor.open_turn() != Some(*turn) {
+                if self.auditor.position().open_turn() != Some(*turn) {
                     return fail(
                         Invariant::I3Conservation,
                         format!(
@@ -748,20 +747,22 @@ impl Monitor {
         Ok(())
     }
 
+    /// S39: one `abort` per activity, and only while one runs.
+    fn observe_abort(&mut self, abort: &Abort) -> Check {
+        match self.activity.as_mut() {
+            None => fail(Invariant::S39OneAbort, "abort with no activity"),
+            Some(activity) if activity.aborted.is_some() => {
+                fail(Invariant::S39OneAbort, "a second abort in one activity")
+            }
+            Some(activity) => {
+                activity.aborted = Some(abort.cause.clone());
+                Ok(())
+            }
+        }
+    }
+
     fn observe_request(&mut self, request: &Request, claimed: &mut Vec<MessageId>) -> Check {
         let awaited = match request {
-            Request::Abort { cause } => {
-                return match self.activity.as_mut() {
-                    None => fail(Invariant::S39OneAbort, "abort with no activity"),
-                    Some(activity) if activity.aborted.is_some() => {
-                        fail(Invariant::S39OneAbort, "a second abort in one activity")
-                    }
-                    Some(activity) => {
-                        activity.aborted = Some(cause.clone());
-                        Ok(())
-                    }
-                };
-            }
             Request::PreStep { messages, .. } => {
                 let batch: Vec<&MessageId> = messages.iter().map(|m| m.id()).collect();
                 if batch != claimed.iter().collect::<Vec<_>>() {
@@ -884,16 +885,16 @@ impl Monitor {
             );
         }
         if machine.is_quiescent() && !machine.is_disposed() {
-            if self.auditor.open_turn().is_some() {
+            if self.auditor.position().open_turn().is_some() {
                 return fail(Invariant::S49ReplayEquivalence, "idle inside an open turn");
             }
-            if machine.last_turn() != restorer.last_turn() {
+            if machine.last_turn() != restorer.position().last_turn() {
                 return fail(
                     Invariant::S49ReplayEquivalence,
                     format!(
                         "lastTurn {} but the log restores {}",
                         machine.last_turn(),
-                        restorer.last_turn()
+                        restorer.position().last_turn()
                     ),
                 );
             }
@@ -946,8 +947,10 @@ mod tests {
     /// Applies `input` to `machine` and shows the monitor what happened.
     fn feed(monitor: &mut Monitor, machine: &mut Machine, input: Input) -> Result<(), Violation> {
         let before = machine.clone();
-        let result = machine.handle(input.clone());
-        let outputs: Vec<Output> = std::iter::from_fn(|| machine.poll_output()).collect();
+        let (result, outputs) = match machine.handle(input.clone()) {
+            Ok(transition) => (Ok(()), transition.into_outputs().collect()),
+            Err(rejected) => (Err(rejected), Vec::new()),
+        };
         monitor.observe(&before, &input, &result, &outputs, machine)
     }
 
@@ -1050,7 +1053,7 @@ mod tests {
                 Invariant::I10OneRequest,
             ),
             (
-                vec![Output::Request(Request::Abort {
+                vec![Output::Abort(Abort {
                     cause: CancelCause::User,
                 })],
                 Invariant::S39OneAbort,

@@ -865,12 +865,12 @@ fn catalogue() -> Vec<Case> {
         (
             "input: anything once disposed, before any other check (S45)",
             Box::new(|| reject(|m| m.dispose(), |m| m.answer_step(StepAnswer::Completed))),
-            Outcome::Rejected(Rejected::Disposed),
+            Outcome::Rejected(Rejected::AfterDisposal),
         ),
         (
             "input: a cancel once disposed (S45)",
             Box::new(|| reject(|m| m.dispose(), |m| m.cancel(CancelCause::User, true))),
-            Outcome::Rejected(Rejected::Disposed),
+            Outcome::Rejected(Rejected::AfterDisposal),
         ),
         // --- input lines as JSON ---
         (

@@ -46,15 +46,15 @@ pub(crate) fn verify_bytes(bytes: &[u8]) -> Verdict {
     if let Some(torn) = parsed.torn {
         repair.push(format!("{torn} and will be dropped"));
     }
-    if let Some(turn) = auditor.open_turn() {
-        let closers = auditor.closers().len();
+    if let Some(turn) = auditor.position().open_turn() {
+        let closers = auditor.position().closers().len();
         repair.push(format!(
             "turn {turn} is open and will be closed `interrupted` ({closers} closers)"
         ));
     }
     Verdict::Ok {
         events: parsed.records.len(),
-        turns: auditor.last_turn(),
+        turns: auditor.position().last_turn(),
         repair,
     }
 }

@@ -172,7 +172,7 @@ pub enum Ending {
 impl Ending {
     fn error(&self) -> AgentError {
         match self {
-            Ending::Disposed => AgentError::Rejected(Rejected::Disposed),
+            Ending::Disposed => AgentError::Rejected(Rejected::AfterDisposal),
             Ending::Closed => AgentError::Closed,
             Ending::Stopped(_) => AgentError::Stopped,
         }

@@ -9,7 +9,7 @@
 use std::sync::{Arc, Weak};
 
 use coxswain_core::{
-    CancelCause, ErrorInfo, Event, Input, Machine, Notification, Output, Outstanding,
+    Abort, Activity, Effect, ErrorInfo, Event, Input, Machine, Notification, Outstanding,
     PreStepAnswer, Request, StepAnswer, Target, TurnStoppingAnswer,
 };
 use coxswain_log::{Entry, HostEvent};
@@ -64,8 +64,10 @@ pub(crate) struct Driver<H, L> {
     handle: Weak<Inner>,
     state: watch::Sender<State>,
     updates: Arc<Updates>,
-    /// The current activity's token (S42): fresh at every `turn/start` and maintenance begin.
+    /// The current activity's token (S42): fresh at every [`Effect::Begin`].
     token: CancellationToken,
+    /// The effects of the input being settled (reused).
+    effects: Vec<Effect>,
     inflight: Option<Inflight>,
     span: Span,
     turn_span: Span,
@@ -95,6 +97,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             state,
             updates,
             token: CancellationToken::new(),
+            effects: Vec::new(),
             inflight: None,
             span,
             turn_span: Span::none(),
@@ -156,16 +159,16 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     /// A caller's input: the core decides; a rejection changed nothing (S5).
     async fn input(&mut self, input: Input) -> Result<bool, AgentError> {
         let traced = tracing::enabled!(tracing::Level::DEBUG).then(|| input.clone());
-        let value = match self.machine.handle(input) {
-            Ok(value) => value,
+        let found = match self.machine.handle(input) {
+            Ok(transition) => transition.found(),
             Err(rejected) => {
                 tracing::debug!(input = ?traced, %rejected, "rejected");
                 return Err(AgentError::Rejected(rejected));
             }
         };
-        tracing::debug!(input = ?traced, found = value, "input");
-        self.flush().await?;
-        Ok(value)
+        tracing::debug!(input = ?traced, found, "input");
+        self.settle().await?;
+        Ok(found)
     }
 
     async fn begin_maintenance(&mut self, job: Job, reply: Reply<()>) {
@@ -173,11 +176,11 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             let _ = reply.send(Err(AgentError::Rejected(rejected)));
             return;
         }
-        if let Err(error) = self.flush().await {
+        // Its one effect, `Begin(Maintenance)`, made the job's token.
+        if let Err(error) = self.settle().await {
             let _ = reply.send(Err(error));
             return;
         }
-        self.token = CancellationToken::new();
         let span = tracing::info_span!(parent: &self.span, "maintenance");
         tracing::info!(parent: &span, "maintenance began");
         let handle = tokio::spawn(job(self.token.clone()).instrument(span));
@@ -217,7 +220,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                 let answer = result.unwrap_or_else(|error| panicked(kind, &error));
                 match self.machine.handle(answer) {
                     Ok(_) => {
-                        let _ = self.flush().await;
+                        let _ = self.settle().await;
                     }
                     Err(rejected) => {
                         // The driver answers only the request the core made (S4): a bug.
@@ -231,7 +234,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                     tracing::warn!(%error, "maintenance job failed");
                 }
                 let result = match self.machine.end_maintenance() {
-                    Ok(()) => self.flush().await,
+                    Ok(_) => self.settle().await,
                     Err(rejected) => Err(AgentError::Rejected(rejected)),
                 };
                 tracing::info!(parent: &self.span, "maintenance ended");
@@ -244,57 +247,62 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         }
     }
 
-    /// Drains the core's outputs: the durable events as one batch first, then, in order,
-    /// updates, tokens, requests. On an append failure nothing is published and the agent stops.
-    async fn flush(&mut self) -> Result<(), AgentError> {
-        let outputs: Vec<Output> = std::iter::from_fn(|| self.machine.poll_output()).collect();
-        let entries: Vec<Entry> = outputs
-            .iter()
-            .filter_map(|output| match output {
-                Output::Event(event) => Some(Entry::Machine(event.clone())),
-                _ => None,
-            })
-            .collect();
-        let mut seq = 0;
-        if !entries.is_empty() {
-            seq = match self.log.append(&entries).await {
+    /// Settles the input just applied (the drain contract): its durable events are appended as
+    /// one batch; only once they are durable are its effects carried out, in order. On an append
+    /// failure nothing is published or started and the agent stops.
+    async fn settle(&mut self) -> Result<(), AgentError> {
+        let transition = self.machine.drain();
+        let entries: Vec<Entry> = transition.events().cloned().map(Entry::Machine).collect();
+        let first = if entries.is_empty() {
+            0
+        } else {
+            match self.log.append(&entries).await {
                 Ok(first) => first,
-                Err(error) => return Err(self.stop(error)),
-            };
-        }
-        let mut entries = entries.into_iter();
-        for output in outputs {
-            match output {
-                Output::Event(event) => {
-                    self.on_event(&event, seq);
-                    if let Some(entry) = entries.next() {
-                        self.updates.send(Update::Recorded { seq, entry });
-                    }
-                    seq += 1;
+                Err(error) => {
+                    drop(transition);
+                    return Err(self.stop(error));
                 }
-                Output::Notify(notification) => {
+            }
+        };
+        self.effects.extend(transition.persisted());
+        for (seq, entry) in (first..).zip(entries) {
+            if let Entry::Machine(event) = &entry {
+                self.trace_event(event, seq);
+            }
+            self.updates.send(Update::Recorded { seq, entry });
+        }
+        let mut effects = std::mem::take(&mut self.effects);
+        for effect in effects.drain(..) {
+            match effect {
+                Effect::Notify(notification) => {
                     if let Notification::Error { turn, step, error } = &notification {
                         tracing::warn!(parent: &self.turn_span, turn, step, ?error, "turn failed");
                     }
                     self.updates.send(Update::Notified(notification));
                 }
-                Output::Request(Request::Abort { cause }) => self.abort(&cause),
-                Output::Request(request) => self.start(request),
-                Output::Disposed => self.end(Ending::Disposed),
+                Effect::Begin(activity) => self.begin(activity),
+                Effect::Request(request) => self.start(request),
+                Effect::Abort(abort) => self.abort(&abort),
+                Effect::Disposed => self.end(Ending::Disposed),
             }
         }
+        self.effects = effects;
         self.publish_state();
         Ok(())
     }
 
-    /// Tokens and spans follow the core's turns and steps (S42).
-    fn on_event(&mut self, event: &Event, seq: u64) {
+    /// A new activity (S42): a fresh cancellation token, and for a turn its tracing span.
+    fn begin(&mut self, activity: Activity) {
+        self.token = CancellationToken::new();
+        if let Activity::Turn(turn) = activity {
+            self.turn_span = tracing::info_span!(parent: &self.span, "turn", turn);
+        }
+    }
+
+    /// Tracing spans follow the core's steps; turns are logged where they start and end.
+    fn trace_event(&mut self, event: &Event, seq: u64) {
         match event {
-            Event::TurnStart { turn } => {
-                self.token = CancellationToken::new();
-                self.turn_span = tracing::info_span!(parent: &self.span, "turn", turn);
-                tracing::debug!(parent: &self.turn_span, seq, "turn started");
-            }
+            Event::TurnStart { turn } => tracing::debug!(parent: &self.span, seq, turn, "turn started"),
             Event::StepStart { step, .. } => {
                 self.step_span = tracing::info_span!(parent: &self.turn_span, "step", step);
             }
@@ -307,8 +315,8 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         }
     }
 
-    fn abort(&mut self, cause: &CancelCause) {
-        tracing::info!(parent: &self.span, ?cause, "abort: cancelling the current activity");
+    fn abort(&mut self, abort: &Abort) {
+        tracing::info!(parent: &self.span, cause = ?abort.cause, "abort: cancelling the current activity");
         self.token.cancel();
     }
 
@@ -361,10 +369,6 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                 let call = async move { Input::TurnStopping(host.turn_stopping(cx).await) };
                 let span = tracing::debug_span!(parent: &self.turn_span, "turn_stopping");
                 (Kind::TurnStopping, tokio::spawn(call.instrument(span)))
-            }
-            Request::Abort { cause } => {
-                self.abort(&cause);
-                return;
             }
         };
         if self.inflight.is_some() {

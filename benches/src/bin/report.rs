@@ -78,7 +78,7 @@ fn main() {
     let base = per_element("cycle", "baseline");
     let shared = per_element("cycle", "baseline_shared");
     println!(
-        "| 1 follow-up cycle | 14 outputs drained | {} / cycle | {} (`VecDeque`, 14 push+pop) | {} | ≤ 2× |",
+        "| 1 follow-up cycle | 15 events and effects settled | {} / cycle | {} (`VecDeque`, 15 push+pop) | {} | ≤ 2× |",
         cell(cycle, time),
         cell(base, time),
         cell(ratio(cycle, base), |r| format!("{r:.2}×"))

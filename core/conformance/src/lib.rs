@@ -207,11 +207,10 @@ pub fn replay(trace: &Trace) -> Result<Replayed, TraceError> {
             }
         };
         summary.inputs += 1;
-        let result = machine.handle(input.clone());
-        let mut actual = Vec::new();
-        while let Some(output) = machine.poll_output() {
-            actual.push(output_json(&output));
-        }
+        let (result, actual) = match machine.handle(input.clone()) {
+            Ok(transition) => (Ok(()), transition.into_outputs().map(|o| output_json(&o)).collect()),
+            Err(rejection) => (Err(rejection), Vec::new()),
+        };
         if let Err(rejection) = result {
             match lines.next() {
                 Some((_, Line::Rejected(kind))) if *kind == rejection.kind() => {
@@ -333,8 +332,7 @@ impl Recorder {
         Ok(recorder)
     }
 
-    /// A trace of a given machine (with the `seeded-bugs` feature, possibly a deliberately broken
-    /// one: its trace shows what it did, which the real machine will not replay).
+    /// A trace of a given machine.
     pub fn from_machine(note: &str, machine: Machine) -> Self {
         let mut recorder = Recorder {
             machine,
@@ -345,22 +343,25 @@ impl Recorder {
         recorder
     }
 
-    /// Applies an input and records it with its outputs or its rejection; returns what
-    /// [`Machine::handle`] returned.
-    pub fn input(&mut self, input: Input) -> Result<bool, Rejected> {
+    /// Applies an input and records it with its outputs or its rejection; returns the outputs,
+    /// or the rejection.
+    pub fn input(&mut self, input: Input) -> Result<Vec<Output>, Rejected> {
         self.push_line(&json!({ "in": input_json(&input) }));
-        let result = self.machine.handle(input);
-        while let Some(output) = self.machine.poll_output() {
-            let value = output_json(&output);
+        let outputs: Vec<Output> = match self.machine.handle(input) {
+            Ok(transition) => transition.into_outputs().collect(),
+            Err(rejection) => {
+                self.push_line(&json!({ "rejected": rejection.kind() }));
+                return Err(rejection);
+            }
+        };
+        for output in &outputs {
+            let value = output_json(output);
             if let Some(event) = value.get("event") {
                 self.log.push(event.clone());
             }
             self.push_line(&json!({ "out": value }));
         }
-        if let Err(rejection) = &result {
-            self.push_line(&json!({ "rejected": rejection.kind() }));
-        }
-        result
+        Ok(outputs)
     }
 
     /// The machine, as the recorded inputs left it.

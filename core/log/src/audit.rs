@@ -16,7 +16,9 @@
 
 use std::fmt;
 
-use coxswain_core::{Event, InvalidLog, LogViolation, Machine, Restorer, Splice, Target};
+use coxswain_core::{
+    Event, InvalidLog, LogPosition, LogViolation, Machine, OpenTurn, Restorer, Splice, Target,
+};
 use serde_json::Value;
 
 /// The invariant or rule a log breaks.
@@ -55,7 +57,7 @@ impl fmt::Display for Rule {
 /// The first violation found in a log.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[error("event {index}: {rule}: {detail}")]
-pub struct Violation {
+pub struct AuditError {
     /// 0-based index of the offending event.
     pub index: usize,
     /// The rule it breaks.
@@ -64,28 +66,18 @@ pub struct Violation {
     pub detail: String,
 }
 
-/// Where the log so far stands inside a turn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct OpenTurn {
-    turn: u64,
-    /// Steps entered so far.
-    steps: u64,
-    step_open: bool,
-    /// The turn boundary's NT claim happened.
-    next_turn_claimed: bool,
-}
-
 /// Checks a durable log event by event. Feed it every event in log order: the machine's own
 /// ([`push_event`](Auditor::push_event), or [`push_json`](Auditor::push_json) for a log read from
 /// disk) and the host's ([`push_host_event`](Auditor::push_host_event)). After the first
 /// violation every push returns it again.
 #[derive(Clone, Debug)]
 pub struct Auditor {
+    /// The core's restorer fed with the same log; it also knows where the log stands.
     restorer: Restorer,
     index: usize,
-    last_turn: u64,
-    open: Option<OpenTurn>,
-    failed: Option<Violation>,
+    /// The open turn's boundary NT claim happened (I4).
+    next_turn_claimed: bool,
+    failed: Option<AuditError>,
 }
 
 /// Auditors compare by what they know about the log, not by how many events it had: the model
@@ -93,8 +85,8 @@ pub struct Auditor {
 impl PartialEq for Auditor {
     fn eq(&self, other: &Self) -> bool {
         self.restorer == other.restorer
-            && self.last_turn == other.last_turn
-            && self.open == other.open
+            && self.restorer.position() == other.restorer.position()
+            && self.next_turn_claimed == other.next_turn_claimed
             && self.failed.is_some() == other.failed.is_some()
     }
 }
@@ -104,8 +96,8 @@ impl Eq for Auditor {}
 impl std::hash::Hash for Auditor {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.restorer.hash(state);
-        self.last_turn.hash(state);
-        self.open.hash(state);
+        self.restorer.position().hash(state);
+        self.next_turn_claimed.hash(state);
         self.failed.is_some().hash(state);
     }
 }
@@ -140,14 +132,13 @@ impl Auditor {
         Auditor {
             restorer: Restorer::new(0),
             index: 0,
-            last_turn: 0,
-            open: None,
+            next_turn_claimed: false,
             failed: None,
         }
     }
 
     /// Reads the next event, as the machine emitted it.
-    pub fn push_event(&mut self, event: &Event) -> Result<(), Violation> {
+    pub fn push_event(&mut self, event: &Event) -> Result<(), AuditError> {
         self.guard(|this| match event {
             Event::Spliced(splice) => {
                 let shape = Shape::of(splice);
@@ -156,38 +147,41 @@ impl Auditor {
                 this.check_splice(&shape, before)
             }
             _ => {
+                let before = *this.restorer.position();
                 this.restorer.push_event(event).map_err(restore_violation)?;
-                this.check_enclosure(event)
+                this.check_enclosure(event, before)
             }
         })
     }
 
     /// Reads the next event of a log read from disk: `{ type, data }` (other keys ignored).
     /// Events of types the machine does not emit are the host's and are read past.
-    pub fn push_json(&mut self, event: &Value) -> Result<(), Violation> {
+    pub fn push_json(&mut self, event: &Value) -> Result<(), AuditError> {
         self.guard(|this| {
             let before = this.lengths();
+            let position = *this.restorer.position();
             this.restorer.push_json(event).map_err(restore_violation)?;
             let kind = event
                 .get("type")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             let data = event.get("data").unwrap_or(&Value::Null);
-            match kind {
-                "agent/inbox/spliced" => this.check_splice(&Shape::of_json(data), before),
-                "turn/start" | "turn/end" | "step/start" | "step/end" | "user/message" => {
-                    let parsed: Event = serde_json::from_value(event.clone()).map_err(|e| {
-                        violation(Rule::I5, format!("malformed `{kind}` event: {e}"))
-                    })?;
-                    this.check_enclosure(&parsed)
-                }
-                _ => Ok(()),
+            if kind == Event::SPLICED {
+                let shape = Shape::of_json(data)
+                    .ok_or_else(|| violation(Rule::S10, "a splice without a known target"))?;
+                return this.check_splice(&shape, before);
             }
+            if !Event::TYPES.contains(&kind) {
+                return Ok(()); // the host's
+            }
+            let parsed: Event = serde_json::from_value(event.clone())
+                .map_err(|e| violation(Rule::I5, format!("malformed `{kind}` event: {e}")))?;
+            this.check_enclosure(&parsed, position)
         })
     }
 
     /// Reads past an event the host wrote (model output, tool calls…).
-    pub fn push_host_event(&mut self) -> Result<(), Violation> {
+    pub fn push_host_event(&mut self) -> Result<(), AuditError> {
         self.guard(|this| this.restorer.skip_host_event().map_err(restore_violation))
     }
 
@@ -207,32 +201,23 @@ impl Auditor {
         self.restorer.clone().finish()
     }
 
-    /// The number of the turn the log so far leaves open, if any.
-    pub fn open_turn(&self) -> Option<u64> {
-        self.open.map(|open| open.turn)
-    }
-
-    /// The `turn/start` number of the last turn (0 if none).
-    pub fn last_turn(&self) -> u64 {
-        self.last_turn
-    }
-
-    /// Crash repair's closers (S50) for the log so far: see [`closers`](crate::closers).
-    pub fn closers(&self) -> Vec<Event> {
-        crate::closers(&self.restorer)
+    /// Where the log so far stands: its last turn, the turn and step it leaves open (crash
+    /// repair's closers, S50, are [`LogPosition::closers`]).
+    pub fn position(&self) -> &LogPosition {
+        self.restorer.position()
     }
 
     fn guard(
         &mut self,
         check: impl FnOnce(&mut Self) -> Result<(), Detail>,
-    ) -> Result<(), Violation> {
+    ) -> Result<(), AuditError> {
         if let Some(failed) = &self.failed {
             return Err(failed.clone());
         }
         let index = self.index;
         self.index += 1;
         check(self).map_err(|(rule, detail)| {
-            let failure = Violation {
+            let failure = AuditError {
                 index,
                 rule,
                 detail,
@@ -285,7 +270,7 @@ impl Auditor {
             Outcome::Absent => {}
         }
         // A pure deletion: a claim (S28).
-        let Some(open) = self.open.as_mut() else {
+        let Some(open) = self.restorer.position().open() else {
             return Err(violation(Rule::I3, "a claim outside an open turn"));
         };
         if open.step_open {
@@ -295,12 +280,13 @@ impl Auditor {
             return Err(violation(Rule::I4, "a claim that does not start at 0"));
         }
         let (next_turn, next_step) = before;
+        let at_boundary = open.last_step == 0;
         match shape.target {
             Target::NextStep if shape.removed != next_step => Err(violation(
                 Rule::I4,
                 format!("a claim of {} of the {next_step} NS items", shape.removed),
             )),
-            Target::NextStep if open.steps == 0 && open.next_turn_claimed => Err(violation(
+            Target::NextStep if at_boundary && self.next_turn_claimed => Err(violation(
                 Rule::I4,
                 "an NS claim after the turn boundary's NT claim",
             )),
@@ -309,42 +295,34 @@ impl Auditor {
                 Rule::I4,
                 format!("a claim of {} NT items (of {next_turn})", shape.removed),
             )),
-            Target::NextTurn if open.steps > 0 || open.next_turn_claimed => Err(violation(
+            Target::NextTurn if !at_boundary || self.next_turn_claimed => Err(violation(
                 Rule::I4,
                 "an NT claim that is not at the turn boundary",
             )),
             Target::NextTurn => {
-                open.next_turn_claimed = true;
+                self.next_turn_claimed = true;
                 Ok(())
             }
         }
     }
 
-    /// I5 for turn and step events and `user/message`.
-    fn check_enclosure(&mut self, event: &Event) -> Result<(), Detail> {
-        match (event, self.open.as_mut()) {
-            (Event::TurnStart { turn }, None) => {
-                if *turn != self.last_turn + 1 {
-                    return Err(violation(
-                        Rule::I5,
-                        format!("turn {turn} starts after turn {}", self.last_turn),
-                    ));
-                }
-                self.last_turn = *turn;
-                self.open = Some(OpenTurn {
-                    turn: *turn,
-                    steps: 0,
-                    step_open: false,
-                    next_turn_claimed: false,
-                });
+    /// I5 for turn and step events and `user/message`, against where the log stood before it.
+    fn check_enclosure(&mut self, event: &Event, before: LogPosition) -> Result<(), Detail> {
+        let open = before.open();
+        match (event, open) {
+            (Event::TurnStart { turn }, None) if *turn == before.last_turn() + 1 => {
+                self.next_turn_claimed = false;
                 Ok(())
             }
+            (Event::TurnStart { turn }, None) => Err(violation(
+                Rule::I5,
+                format!("turn {turn} starts after turn {}", before.last_turn()),
+            )),
             (Event::TurnStart { turn }, Some(open)) => Err(violation(
                 Rule::I5,
                 format!("turn {turn} starts inside open turn {}", open.turn),
             )),
             (Event::TurnEnd { turn, .. }, Some(open)) if *turn == open.turn && !open.step_open => {
-                self.open = None;
                 Ok(())
             }
             (Event::TurnEnd { turn, .. }, open) => Err(violation(
@@ -352,31 +330,25 @@ impl Auditor {
                 match open {
                     None => format!("turn {turn} ends with no turn open"),
                     Some(open) if open.step_open => {
-                        format!("turn {turn} ends inside open step {}", open.steps)
+                        format!("turn {turn} ends inside open step {}", open.last_step)
                     }
                     Some(open) => format!("turn {turn} ends while turn {} is open", open.turn),
                 },
             )),
             (Event::StepStart { turn, step }, Some(open))
-                if *turn == open.turn && !open.step_open && *step == open.steps + 1 =>
+                if *turn == open.turn && !open.step_open && *step == open.last_step + 1 =>
             {
-                open.steps = *step;
-                open.step_open = true;
                 Ok(())
             }
             (Event::StepEnd { turn, step }, Some(open))
-                if *turn == open.turn && open.step_open && *step == open.steps =>
+                if *turn == open.turn && open.step_open && *step == open.last_step =>
             {
-                open.step_open = false;
                 Ok(())
             }
             (Event::StepStart { turn, step } | Event::StepEnd { turn, step }, open) => {
                 Err(violation(
                     Rule::I5,
-                    format!(
-                        "step {step} of turn {turn} out of order ({})",
-                        describe(open.map(|o| *o))
-                    ),
+                    format!("step {step} of turn {turn} out of order ({})", describe(open)),
                 ))
             }
             (Event::UserMessage(_), Some(open)) if open.step_open => Ok(()),
@@ -385,7 +357,7 @@ impl Auditor {
                 format!(
                     "user/message `{}` outside an open step ({})",
                     message.id(),
-                    describe(open.map(|o| *o))
+                    describe(open)
                 ),
             )),
             (Event::Spliced(_), _) => Ok(()),
@@ -402,8 +374,8 @@ fn violation(rule: Rule, detail: impl Into<String>) -> Detail {
 fn describe(open: Option<OpenTurn>) -> String {
     match open {
         None => "no turn open".into(),
-        Some(open) if open.step_open => format!("turn {} step {} open", open.turn, open.steps),
-        Some(open) => format!("turn {} open after {} steps", open.turn, open.steps),
+        Some(open) if open.step_open => format!("turn {} step {} open", open.turn, open.last_step),
+        Some(open) => format!("turn {} open after {} steps", open.turn, open.last_step),
     }
 }
 
@@ -432,19 +404,18 @@ impl Shape {
         }
     }
 
-    /// The shape of a splice the restorer already validated (target, coordinates, inserted).
-    fn of_json(data: &Value) -> Shape {
+    /// The shape of a splice the restorer already validated (target, coordinates, inserted);
+    /// `None` for a target it would have refused.
+    fn of_json(data: &Value) -> Option<Shape> {
+        let target = data.get("target")?.as_str()?.parse::<Target>().ok()?;
         let count = |key: &str| {
             data.get(key)
                 .and_then(Value::as_u64)
                 .and_then(|n| usize::try_from(n).ok())
                 .unwrap_or(0)
         };
-        Shape {
-            target: match data.get("target").and_then(Value::as_str) {
-                Some("next-step") => Target::NextStep,
-                _ => Target::NextTurn,
-            },
+        Some(Shape {
+            target,
             start: count("start"),
             removed: count("removedCount"),
             inserted: data
@@ -458,7 +429,7 @@ impl Shape {
                 Some(other) => Outcome::Other(other.to_string()),
             },
             wakeup: data.get("wakeup") == Some(&Value::Bool(true)),
-        }
+        })
     }
 }
 
@@ -466,7 +437,8 @@ impl Shape {
 mod tests {
     use super::*;
     use coxswain_core::{
-        Message, Output, PreStepAnswer, StepAnswer, TurnEndReason, TurnStoppingAnswer,
+        Message, PreStepAnswer, Rejected, StepAnswer, Transition, TurnEndReason,
+        TurnStoppingAnswer,
     };
     use serde_json::json;
 
@@ -478,45 +450,40 @@ mod tests {
         json!({"type": "agent/inbox/spliced", "data": data})
     }
 
-    fn audit(log: &[Value]) -> Result<(), Violation> {
+    fn audit(log: &[Value]) -> Result<(), AuditError> {
         let mut auditor = Auditor::new();
         log.iter().try_for_each(|event| auditor.push_json(event))
     }
 
-    fn events(machine: &mut Machine, into: &mut Vec<Event>) {
-        while let Some(output) = machine.poll_output() {
-            if let Output::Event(event) = output {
-                into.push(event);
-            }
-        }
+    fn record(transition: Result<Transition<'_>, Rejected>, log: &mut Vec<Event>) {
+        transition.unwrap().persist_into(log).for_each(drop);
     }
 
     #[test]
     fn a_machine_session_audits_clean_and_restores_alike() {
         let mut machine = Machine::new();
         let mut log = Vec::new();
-        machine.inject(Message::user("c", "c")).unwrap();
-        machine.followup(Message::user("a", "a")).unwrap();
-        machine.followup(Message::user("b", "b")).unwrap();
-        events(&mut machine, &mut log);
-        machine
-            .answer_pre_step(PreStepAnswer::Enter(Default::default()))
-            .unwrap();
-        machine.steer(Message::user("s", "s")).unwrap();
-        events(&mut machine, &mut log);
-        machine.answer_pre_step(PreStepAnswer::Reject).unwrap();
-        machine.answer_step(StepAnswer::Continue).unwrap_err();
-        events(&mut machine, &mut log);
-        machine
-            .answer_pre_step(PreStepAnswer::Enter(
+        record(machine.inject(Message::user("c", "c")), &mut log);
+        record(machine.followup(Message::user("a", "a")), &mut log);
+        record(machine.followup(Message::user("b", "b")), &mut log);
+        record(
+            machine.answer_pre_step(PreStepAnswer::Enter(Default::default())),
+            &mut log,
+        );
+        record(machine.steer(Message::user("s", "s")), &mut log);
+        record(machine.answer_pre_step(PreStepAnswer::Reject), &mut log);
+        assert!(machine.answer_step(StepAnswer::Continue).is_err());
+        record(
+            machine.answer_pre_step(PreStepAnswer::Enter(
                 [Message::user("x", "x")].into_iter().collect(),
-            ))
-            .unwrap();
-        machine.answer_step(StepAnswer::Completed).unwrap();
-        machine
-            .answer_turn_stopping(TurnStoppingAnswer::Done)
-            .unwrap();
-        events(&mut machine, &mut log);
+            )),
+            &mut log,
+        );
+        record(machine.answer_step(StepAnswer::Completed), &mut log);
+        record(
+            machine.answer_turn_stopping(TurnStoppingAnswer::Done),
+            &mut log,
+        );
         let mut auditor = Auditor::new();
         for event in &log {
             auditor.push_event(event).unwrap();
@@ -528,8 +495,8 @@ mod tests {
                 .unwrap();
         }
         assert_eq!(auditor, json_auditor);
-        assert_eq!(auditor.open_turn(), None);
-        assert_eq!(auditor.last_turn(), 3);
+        assert_eq!(auditor.position().open_turn(), None);
+        assert_eq!(auditor.position().last_turn(), 3);
         assert_eq!(auditor.restore().unwrap(), machine);
     }
 
@@ -542,7 +509,7 @@ mod tests {
         ] {
             auditor.push_event(&event).unwrap();
         }
-        let closers = auditor.closers();
+        let closers = auditor.position().closers();
         assert_eq!(
             closers,
             vec![
@@ -556,7 +523,7 @@ mod tests {
         for event in &closers {
             auditor.push_event(event).unwrap();
         }
-        assert_eq!(auditor.closers(), vec![]);
+        assert_eq!(auditor.position().closers(), vec![]);
         assert_eq!(auditor.restore().unwrap().last_turn(), 1);
     }
 

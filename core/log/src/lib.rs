@@ -8,7 +8,7 @@
 //! * The JSON-lines record format ([`encode`], [`parse`]): one `{seq, type, data}` object per
 //!   line, the machine's events ([`Entry::Machine`]) and the host's ([`HostEvent`]) interleaved,
 //!   a torn final line detected ([`TornTail`]), corruption named by line ([`CorruptLine`]).
-//! * Crash repair ([`repair`], [`closers`], S50): restore what was read back (accepting what
+//! * Crash repair ([`repair`], S50): restore what was read back (accepting what
 //!   S46 accepts), close an interrupted turn, hand back the machine.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -17,8 +17,8 @@ mod audit;
 mod jsonl;
 mod repair;
 
-pub use audit::{Auditor, Rule, Violation};
+pub use audit::{AuditError, Auditor, Rule};
 pub use jsonl::{
     encode, parse, CorruptLine, Entry, HostEvent, Parsed, Problem, Record, ReservedType, TornTail,
 };
-pub use repair::{closers, repair, RepairError, Repaired};
+pub use repair::{repair, RepairError, Repaired};

@@ -2,14 +2,15 @@
 //!
 //! [`repair`] restores the machine with the core's own [`Restorer`], so it accepts exactly the
 //! logs S46 accepts (another implementation's log "as written" included) and rejects the others
-//! naming the line. If the log ends inside a turn it computes the [`closers`] the turn needs
-//! (`step/end` if a step is open, then `turn/end {kind: "interrupted"}`) and restores with them
+//! naming the line. If the log ends inside a turn it takes the closers the turn needs
+//! ([`LogPosition::closers`](coxswain_core::LogPosition::closers): `step/end` if a step is open,
+//! then `turn/end {kind: "interrupted"}`) and restores with them
 //! appended; the caller appends them to the stored log before anything else. The torn tail is the
 //! reader's business ([`parse`](crate::parse) leaves it out); nothing else is ever dropped or
 //! rewritten. Checking a log against every invariant is the [`Auditor`](crate::Auditor)'s job
 //! (`coxswain verify`), not repair's: a resume must not refuse what a restore accepts.
 
-use coxswain_core::{Event, InvalidLog, Machine, Restorer, TurnEndReason};
+use coxswain_core::{Event, InvalidLog, Machine, Restorer};
 
 use crate::jsonl::Record;
 
@@ -43,23 +44,6 @@ impl RepairError {
     }
 }
 
-/// Crash repair's closers (S50) for a log read so far: `step/end` if a step is open, then
-/// `turn/end {kind: "interrupted"}` if a turn is open. Empty for a balanced log.
-pub fn closers(restorer: &Restorer) -> Vec<Event> {
-    let Some(turn) = restorer.open_turn() else {
-        return Vec::new();
-    };
-    let mut closers = Vec::with_capacity(2);
-    if let Some(step) = restorer.open_step() {
-        closers.push(Event::StepEnd { turn, step });
-    }
-    closers.push(Event::TurnEnd {
-        turn,
-        reason: TurnEndReason::Interrupted,
-    });
-    closers
-}
-
 /// Restores the machine from `records` (S46–S48), closing an open final turn first (S50).
 pub fn repair(records: &[Record]) -> Result<Repaired, RepairError> {
     let line_of = |index: usize| {
@@ -75,8 +59,8 @@ pub fn repair(records: &[Record]) -> Result<Repaired, RepairError> {
     for record in records {
         restorer.push_json(&record.event).map_err(fail)?;
     }
-    let interrupted = restorer.open_turn();
-    let closers = closers(&restorer);
+    let interrupted = restorer.position().open_turn();
+    let closers = restorer.position().closers();
     for closer in &closers {
         restorer.push_event(closer).map_err(fail)?;
     }
@@ -94,7 +78,8 @@ mod tests {
     use super::*;
     use crate::jsonl::{encode, parse, Entry};
     use coxswain_core::{
-        Message, Output, PreStepAnswer, StepAnswer, Target, TurnEndReason, TurnStoppingAnswer,
+        Message, PreStepAnswer, Rejected, StepAnswer, Target, Transition, TurnEndReason,
+        TurnStoppingAnswer,
     };
     use serde_json::json;
 
@@ -102,34 +87,24 @@ mod tests {
     fn session_log() -> Vec<u8> {
         let mut machine = Machine::new();
         let mut bytes = Vec::new();
-        let mut seq = 1;
-        let mut drain = |machine: &mut Machine, bytes: &mut Vec<u8>| {
-            while let Some(output) = machine.poll_output() {
-                if let Output::Event(event) = output {
-                    encode(seq, &Entry::Machine(event), bytes).unwrap();
-                    seq += 1;
-                }
-            }
+        let mut log = Vec::new();
+        let mut record = |transition: Result<Transition<'_>, Rejected>| {
+            transition.unwrap().persist_into(&mut log).for_each(drop);
         };
-        machine.inject(Message::user("c", "ctx")).unwrap();
-        machine.followup(Message::user("a", "a")).unwrap();
-        machine.followup(Message::user("b", "b")).unwrap();
-        drain(&mut machine, &mut bytes);
-        machine
-            .answer_pre_step(PreStepAnswer::Enter(
-                [Message::user("a", "a")].into_iter().collect(),
-            ))
-            .unwrap();
-        machine.answer_step(StepAnswer::Completed).unwrap();
-        machine
-            .answer_turn_stopping(TurnStoppingAnswer::Done)
-            .unwrap();
-        machine
-            .answer_pre_step(PreStepAnswer::Enter(
-                [Message::user("b", "b")].into_iter().collect(),
-            ))
-            .unwrap();
-        drain(&mut machine, &mut bytes);
+        record(machine.inject(Message::user("c", "ctx")));
+        record(machine.followup(Message::user("a", "a")));
+        record(machine.followup(Message::user("b", "b")));
+        record(machine.answer_pre_step(PreStepAnswer::Enter(
+            [Message::user("a", "a")].into_iter().collect(),
+        )));
+        record(machine.answer_step(StepAnswer::Completed));
+        record(machine.answer_turn_stopping(TurnStoppingAnswer::Done));
+        record(machine.answer_pre_step(PreStepAnswer::Enter(
+            [Message::user("b", "b")].into_iter().collect(),
+        )));
+        for (seq, event) in (1..).zip(log) {
+            encode(seq, &Entry::Machine(event), &mut bytes).unwrap();
+        }
         bytes
     }
 

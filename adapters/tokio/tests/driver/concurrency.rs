@@ -174,7 +174,7 @@ async fn i3_sixteen_tasks_deliver_and_cancel_and_nothing_is_lost_or_doubled() {
     let records = log.records().unwrap();
     check_seq(&records);
     let auditor = audit(&records);
-    assert_eq!(auditor.open_turn(), None);
+    assert_eq!(auditor.position().open_turn(), None);
     let ledger = Ledger::of(&records);
     ledger.check_conservation();
 

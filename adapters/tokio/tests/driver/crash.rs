@@ -124,15 +124,15 @@ async fn check_image(image: Vec<u8>, acks: &[Ack], file: Option<&std::path::Path
     };
     assert_eq!(recovery.records, complete);
     assert_eq!(recovery.torn_tail, parsed.torn);
-    assert_eq!(recovery.interrupted_turn, prefix.open_turn());
-    assert_eq!(recovery.closers, prefix.closers().len());
+    assert_eq!(recovery.interrupted_turn, prefix.position().open_turn());
+    assert_eq!(recovery.closers, prefix.position().closers().len());
 
     // The repaired log: every real event kept, closers appended, invariants hold.
     let repaired = log.records().unwrap();
     check_seq(&repaired);
     assert_eq!(repaired.len(), complete + recovery.closers);
     let auditor = audit(&repaired);
-    assert_eq!(auditor.open_turn(), None);
+    assert_eq!(auditor.position().open_turn(), None);
     let ledger = Ledger::of(&repaired);
     ledger.check_conservation();
     // No acknowledged message is lost: each is pending, claimed or discarded.
@@ -157,11 +157,11 @@ async fn check_image(image: Vec<u8>, acks: &[Ack], file: Option<&std::path::Path
     };
     check_seq(&after);
     let auditor = audit(&after);
-    assert_eq!(auditor.open_turn(), None);
+    assert_eq!(auditor.position().open_turn(), None);
     let ledger = Ledger::of(&after);
     ledger.check_conservation();
     assert!(ledger.claimed.contains(&"after-crash".to_owned()));
-    assert!(auditor.last_turn() > prefix.last_turn());
+    assert!(auditor.position().last_turn() > prefix.position().last_turn());
     usize::from(recovery.interrupted_turn.is_some())
 }
 

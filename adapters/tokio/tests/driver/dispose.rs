@@ -16,11 +16,11 @@ async fn s45_disposing_an_idle_agent_clears_and_ends_it() {
     assert!(matches!(agent.ending(), Some(Ending::Disposed)));
     assert!(matches!(
         agent.followup(user("a")).await,
-        Err(AgentError::Rejected(Rejected::Disposed))
+        Err(AgentError::Rejected(Rejected::AfterDisposal))
     ));
     assert!(matches!(
         agent.dispose().await,
-        Err(AgentError::Rejected(Rejected::Disposed))
+        Err(AgentError::Rejected(Rejected::AfterDisposal))
     ));
     agent.when_idle().await.unwrap();
     let all = drain_updates(&mut updates);
@@ -63,6 +63,6 @@ async fn s45_disposing_a_running_agent_waits_for_the_host_and_parks_late_deliver
     assert_eq!(agent.status(), Status::Idle);
     assert!(matches!(
         agent.pending().await,
-        Err(AgentError::Rejected(Rejected::Disposed))
+        Err(AgentError::Rejected(Rejected::AfterDisposal))
     ));
 }
