@@ -313,7 +313,10 @@ pub fn durable_log(events: usize) -> Vec<Event> {
         let mut batch = collect(machine.followup(fresh()).expect("followup"), &mut log);
         if round.is_multiple_of(3) {
             // A follow-up queued behind the running turn: its own turn comes next.
-            collect(machine.followup(fresh()).expect("queued followup"), &mut log);
+            collect(
+                machine.followup(fresh()).expect("queued followup"),
+                &mut log,
+            );
         }
         if round.is_multiple_of(5) {
             let doomed = fresh();
@@ -333,7 +336,10 @@ pub fn durable_log(events: usize) -> Vec<Event> {
                 let entered = machine.answer_pre_step(PreStepAnswer::Enter(next_batch));
                 collect(entered.expect("enter"), &mut log);
             }
-            collect(machine.answer_step(StepAnswer::Completed).expect("step"), &mut log);
+            collect(
+                machine.answer_step(StepAnswer::Completed).expect("step"),
+                &mut log,
+            );
             let stopped = machine.answer_turn_stopping(TurnStoppingAnswer::Done);
             batch = collect(stopped.expect("turn stopping"), &mut log);
         }

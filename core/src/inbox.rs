@@ -171,12 +171,7 @@ impl Inbox {
     }
 
     /// Puts a quiet message first in `target` (S15). The caller checked the id is not pending.
-    pub(crate) fn prepend(
-        &mut self,
-        target: Target,
-        message: SharedMessage,
-        out: &mut Queue,
-    ) {
+    pub(crate) fn prepend(&mut self, target: Target, message: SharedMessage, out: &mut Queue) {
         self.insert_item(target, message, false, 0, out);
     }
 
@@ -220,12 +215,7 @@ impl Inbox {
     }
 
     /// Ordinary removal of the item at `position` (S12, S15).
-    pub(crate) fn remove_at(
-        &mut self,
-        target: Target,
-        position: usize,
-        out: &mut Queue,
-    ) {
+    pub(crate) fn remove_at(&mut self, target: Target, position: usize, out: &mut Queue) {
         let Some(item) = self.list_mut(target).items.remove(position) else {
             return;
         };

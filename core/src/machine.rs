@@ -298,7 +298,10 @@ impl Machine {
     }
 
     /// `followup(m) = send(m, next-turn, true)`: a turn of its own (S22).
-    pub fn followup(&mut self, message: impl Into<SharedMessage>) -> Result<Transition<'_>, Rejected> {
+    pub fn followup(
+        &mut self,
+        message: impl Into<SharedMessage>,
+    ) -> Result<Transition<'_>, Rejected> {
         self.deliver(Preset::Followup, message)
     }
 
@@ -308,7 +311,10 @@ impl Machine {
     }
 
     /// `inject(m) = send(m, next-step, false)`: context that rides along, never wakes (S20).
-    pub fn inject(&mut self, message: impl Into<SharedMessage>) -> Result<Transition<'_>, Rejected> {
+    pub fn inject(
+        &mut self,
+        message: impl Into<SharedMessage>,
+    ) -> Result<Transition<'_>, Rejected> {
         self.deliver(Preset::Inject, message)
     }
 
@@ -355,7 +361,11 @@ impl Machine {
     /// `cancel(cause, { keepInbox })` (S39): without `keep_inbox`, clear both lists (and the
     /// current activity's latch); then, if an activity runs, request its cancellation (the first
     /// cause wins) and, on its first cancel only, emit `abort`.
-    pub fn cancel(&mut self, cause: CancelCause, keep_inbox: bool) -> Result<Transition<'_>, Rejected> {
+    pub fn cancel(
+        &mut self,
+        cause: CancelCause,
+        keep_inbox: bool,
+    ) -> Result<Transition<'_>, Rejected> {
         self.apply(|machine| {
             machine.apply_cancel(cause, keep_inbox);
             Ok(())
@@ -441,7 +451,12 @@ impl Machine {
         Ok(Transition::new(self, found))
     }
 
-    fn on_send(&mut self, message: SharedMessage, target: Target, wakeup: bool) -> Result<(), Rejected> {
+    fn on_send(
+        &mut self,
+        message: SharedMessage,
+        target: Target,
+        wakeup: bool,
+    ) -> Result<(), Rejected> {
         self.check_not_pending(message.id())?;
         // S18: a steer sent after a stop cannot join the aborted turn.
         let target = if wakeup && self.is_cancel_requested() {
@@ -471,7 +486,8 @@ impl Machine {
         if message.id() != id && self.inbox.contains(message.id()) {
             return Err(Rejected::AlreadyPending(message.id().clone()));
         }
-        self.inbox.replace_at(target, position, message, &mut self.queue);
+        self.inbox
+            .replace_at(target, position, message, &mut self.queue);
         Ok(true)
     }
 
@@ -530,7 +546,8 @@ impl Machine {
         for message in messages {
             self.queue.event(Event::UserMessage(message));
         }
-        self.queue.effect(Effect::Request(Request::Step { turn, step }));
+        self.queue
+            .effect(Effect::Request(Request::Step { turn, step }));
         Ok(())
     }
 
@@ -701,7 +718,8 @@ impl Machine {
         self.queue.event(Event::TurnStart {
             turn: self.last_turn,
         });
-        self.queue.effect(Effect::Begin(ActivityId::Turn(self.last_turn)));
+        self.queue
+            .effect(Effect::Begin(ActivityId::Turn(self.last_turn)));
         self.claim_and_request_pre_step(true, false);
     }
 
@@ -734,8 +752,8 @@ impl Machine {
         };
         run.awaiting = Awaiting::TurnStopping;
         self.queue.effect(Effect::Request(Request::TurnStopping {
-                turn: self.last_turn,
-            }));
+            turn: self.last_turn,
+        }));
     }
 
     /// S38: `agent/error`, then `turn/end error`, then the driver exits.
@@ -828,10 +846,15 @@ mod tests {
         kind: &str,
     ) {
         let before = machine.clone();
-        let error = input(machine).map(|_| ()).expect_err("the input must be rejected");
+        let error = input(machine)
+            .map(|_| ())
+            .expect_err("the input must be rejected");
         assert_eq!(error.kind(), kind);
         assert_eq!(*machine, before, "a rejected input changed the machine");
-        assert!(machine.drain().is_empty(), "a rejected input emitted output");
+        assert!(
+            machine.drain().is_empty(),
+            "a rejected input emitted output"
+        );
     }
 
     #[test]
@@ -861,7 +884,11 @@ mod tests {
             |m| m.answer_turn_stopping(TurnStoppingAnswer::Done),
             "unexpected-completion",
         );
-        assert_rejected(&mut machine, |m| m.end_maintenance(), "unexpected-completion");
+        assert_rejected(
+            &mut machine,
+            |m| m.end_maintenance(),
+            "unexpected-completion",
+        );
         assert_rejected(&mut machine, |m| m.begin_maintenance(), "busy");
         let mut disposed = Machine::new();
         settle(disposed.dispose());
@@ -886,7 +913,10 @@ mod tests {
             ["agent/inbox/spliced", "turn/start", "agent/inbox/spliced"]
         );
         let mut effects = transition.persisted();
-        assert!(matches!(effects.next(), Some(Effect::Notify(Notification::Inserted { .. }))));
+        assert!(matches!(
+            effects.next(),
+            Some(Effect::Notify(Notification::Inserted { .. }))
+        ));
         drop(effects);
         // Unread effects stay queued; the persisted events do not come back.
         let rest = machine.drain();
@@ -901,8 +931,18 @@ mod tests {
                 Effect::Begin(ActivityId::Turn(1)),
             ]
         );
-        assert!(matches!(rest[2], Effect::Notify(Notification::Claimed { .. })));
-        assert!(matches!(rest[3], Effect::Request(Request::PreStep { turn: 1, step: 1, .. })));
+        assert!(matches!(
+            rest[2],
+            Effect::Notify(Notification::Claimed { .. })
+        ));
+        assert!(matches!(
+            rest[3],
+            Effect::Request(Request::PreStep {
+                turn: 1,
+                step: 1,
+                ..
+            })
+        ));
         assert_eq!(rest.len(), 4);
         settle(machine.inject(user("b")));
     }

@@ -123,7 +123,10 @@ mod tests {
         assert_eq!(position.closers(), []);
         position.advance(&Event::TurnStart { turn: 7 });
         position.advance(&Event::StepStart { turn: 7, step: 1 });
-        assert_eq!((position.open_turn(), position.open_step()), (Some(7), Some(1)));
+        assert_eq!(
+            (position.open_turn(), position.open_step()),
+            (Some(7), Some(1))
+        );
         let interrupted = Event::TurnEnd {
             turn: 7,
             reason: TurnEndReason::Interrupted,

@@ -544,21 +544,30 @@ mod tests {
         push(json!({"type": "step/end", "data": {"turn": 3, "step": 1}}));
         push(json!({"type": "step/start", "data": {"turn": 3, "step": 2}}));
         assert_eq!(
-            (restorer.position().open_turn(), restorer.position().open_step()),
+            (
+                restorer.position().open_turn(),
+                restorer.position().open_step()
+            ),
             (Some(3), Some(2))
         );
         let mut closed = restorer.clone();
         closed
             .push_event(&Event::StepEnd { turn: 3, step: 2 })
             .unwrap();
-        assert_eq!((closed.position().open_turn(), closed.position().open_step()), (Some(3), None));
+        assert_eq!(
+            (closed.position().open_turn(), closed.position().open_step()),
+            (Some(3), None)
+        );
         closed
             .push_event(&Event::TurnEnd {
                 turn: 3,
                 reason: crate::TurnEndReason::Interrupted,
             })
             .unwrap();
-        assert_eq!((closed.position().open_turn(), closed.position().open_step()), (None, None));
+        assert_eq!(
+            (closed.position().open_turn(), closed.position().open_step()),
+            (None, None)
+        );
         assert_eq!(closed.finish().unwrap().last_turn(), 3);
         assert_eq!(
             restorer.finish().unwrap_err().violation,

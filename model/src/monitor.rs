@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use coxswain_core::{
-    Abort, Batch, CancelCause, Event, Input, Machine, MaintenanceInput, MessageId, Notification, Output,
-    Outstanding, Rejected, Request, Status, StepAnswer, Target, TurnEndReason,
+    Abort, Batch, CancelCause, Event, Input, Machine, MaintenanceInput, MessageId, Notification,
+    Output, Outstanding, Rejected, Request, Status, StepAnswer, Target, TurnEndReason,
 };
 use coxswain_log::{Auditor, Rule};
 

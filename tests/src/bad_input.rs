@@ -8,7 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use coxswain_conformance::{replay, Trace, TraceError};
 use coxswain_core::{
     CancelCause, Completion, InvalidLog, LogViolation, Machine, Message, Outstanding,
-    PreStepAnswer, Rejected, StepAnswer, Target, TurnStoppingAnswer,
+    PreStepAnswer, Rejected, StepAnswer, Target, Transition, TurnStoppingAnswer,
 };
 use coxswain_log::{parse, repair, Auditor, CorruptLine, Problem, RepairError, Rule, TornTail};
 use serde_json::error::Category;
@@ -199,10 +199,9 @@ fn reject(
 ) -> Outcome {
     let mut machine = Machine::new();
     setup(&mut machine).expect("the setup is accepted");
-    while machine.poll_output().is_some() {}
     let before = machine.clone();
     let result = input(&mut machine);
-    assert_eq!(machine.poll_output(), None, "a rejected input emitted");
+    assert!(machine.drain().is_empty(), "a rejected input emitted");
     assert_eq!(machine, before, "a rejected input changed the machine");
     Outcome::Rejected(result.expect_err("the input is rejected"))
 }
@@ -218,10 +217,15 @@ fn user(id: &str) -> Message {
     Message::user(id, id)
 }
 
+/// Settles an accepted input (its events are taken as persisted).
+fn ok(transition: Result<Transition<'_>, Rejected>) -> Result<(), Rejected> {
+    transition.map(|transition| transition.persisted().for_each(drop))
+}
+
 /// Opens turn 1 and enters its first step (the step request is outstanding).
 fn in_step(machine: &mut Machine) -> Result<(), Rejected> {
-    machine.followup(user("f"))?;
-    machine.answer_pre_step(PreStepAnswer::Enter([user("f")].into_iter().collect()))
+    ok(machine.followup(user("f")))?;
+    ok(machine.answer_pre_step(PreStepAnswer::Enter([user("f")].into_iter().collect())))
 }
 
 // ----- the catalogue -----
@@ -790,15 +794,15 @@ fn catalogue() -> Vec<Case> {
         // --- inputs (S4, S5, S13, S43, S45) ---
         (
             "input: a delivery of a pending id (S13)",
-            Box::new(|| reject(|m| m.inject(user("a")), |m| m.followup(user("a")))),
+            Box::new(|| reject(|m| ok(m.inject(user("a"))), |m| ok(m.followup(user("a"))))),
             Outcome::Rejected(Rejected::AlreadyPending("a".into())),
         ),
         (
             "input: a prepend of an id pending in the other list (S13)",
             Box::new(|| {
                 reject(
-                    |m| m.send(user("a"), Target::NextTurn, false),
-                    |m| m.prepend(Target::NextStep, user("a")),
+                    |m| ok(m.send(user("a"), Target::NextTurn, false)),
+                    |m| ok(m.prepend(Target::NextStep, user("a"))),
                 )
             }),
             Outcome::Rejected(Rejected::AlreadyPending("a".into())),
@@ -808,17 +812,17 @@ fn catalogue() -> Vec<Case> {
             Box::new(|| {
                 reject(
                     |m| {
-                        m.inject(user("a"))?;
-                        m.inject(user("b"))
+                        ok(m.inject(user("a")))?;
+                        ok(m.inject(user("b")))
                     },
-                    |m| m.replace(&"a".into(), user("b")).map(drop),
+                    |m| ok(m.replace(&"a".into(), user("b"))),
                 )
             }),
             Outcome::Rejected(Rejected::AlreadyPending("b".into())),
         ),
         (
             "input: an answer with nothing outstanding (S4)",
-            Box::new(|| reject(|_| Ok(()), |m| m.answer_step(StepAnswer::Completed))),
+            Box::new(|| reject(|_| Ok(()), |m| ok(m.answer_step(StepAnswer::Completed)))),
             Outcome::Rejected(Rejected::UnexpectedCompletion {
                 answered: Completion::Step,
                 outstanding: None,
@@ -826,7 +830,7 @@ fn catalogue() -> Vec<Case> {
         ),
         (
             "input: a pre-step answer while a step is outstanding (S4)",
-            Box::new(|| reject(in_step, |m| m.answer_pre_step(PreStepAnswer::Reject))),
+            Box::new(|| reject(in_step, |m| ok(m.answer_pre_step(PreStepAnswer::Reject)))),
             Outcome::Rejected(Rejected::UnexpectedCompletion {
                 answered: Completion::PreStep,
                 outstanding: Some(Outstanding::Step { turn: 1, step: 1 }),
@@ -836,7 +840,7 @@ fn catalogue() -> Vec<Case> {
             "input: a turnStopping answer while a step is outstanding (S4)",
             Box::new(|| {
                 reject(in_step, |m| {
-                    m.answer_turn_stopping(TurnStoppingAnswer::Done)
+                    ok(m.answer_turn_stopping(TurnStoppingAnswer::Done))
                 })
             }),
             Outcome::Rejected(Rejected::UnexpectedCompletion {
@@ -846,7 +850,7 @@ fn catalogue() -> Vec<Case> {
         ),
         (
             "input: endMaintenance with none active (S4, S43)",
-            Box::new(|| reject(in_step, |m| m.end_maintenance())),
+            Box::new(|| reject(in_step, |m| ok(m.end_maintenance()))),
             Outcome::Rejected(Rejected::UnexpectedCompletion {
                 answered: Completion::EndMaintenance,
                 outstanding: Some(Outstanding::Step { turn: 1, step: 1 }),
@@ -854,22 +858,22 @@ fn catalogue() -> Vec<Case> {
         ),
         (
             "input: beginMaintenance while running (S43)",
-            Box::new(|| reject(in_step, |m| m.begin_maintenance())),
+            Box::new(|| reject(in_step, |m| ok(m.begin_maintenance()))),
             Outcome::Rejected(Rejected::Busy),
         ),
         (
             "input: beginMaintenance during maintenance (S43)",
-            Box::new(|| reject(|m| m.begin_maintenance(), |m| m.begin_maintenance())),
+            Box::new(|| reject(|m| ok(m.begin_maintenance()), |m| ok(m.begin_maintenance()))),
             Outcome::Rejected(Rejected::Busy),
         ),
         (
             "input: anything once disposed, before any other check (S45)",
-            Box::new(|| reject(|m| m.dispose(), |m| m.answer_step(StepAnswer::Completed))),
+            Box::new(|| reject(|m| ok(m.dispose()), |m| ok(m.answer_step(StepAnswer::Completed)))),
             Outcome::Rejected(Rejected::AfterDisposal),
         ),
         (
             "input: a cancel once disposed (S45)",
-            Box::new(|| reject(|m| m.dispose(), |m| m.cancel(CancelCause::User, true))),
+            Box::new(|| reject(|m| ok(m.dispose()), |m| ok(m.cancel(CancelCause::User, true)))),
             Outcome::Rejected(Rejected::AfterDisposal),
         ),
         // --- input lines as JSON ---

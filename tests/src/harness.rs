@@ -20,8 +20,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use coxswain_core::{
-    Batch, CancelCause, ErrorInfo, Input, Machine, MaintenanceInput, Message, Output, Outstanding,
-    PreStepAnswer, Request, SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
+    Batch, CancelCause, ErrorInfo, Input, LogPosition, Machine, MaintenanceInput, Message, Output,
+    Outstanding, PreStepAnswer, Rejected, Request, SharedMessage, StepAnswer, Target,
+    TurnStoppingAnswer,
 };
 use coxswain_model::{Fact, Monitor, Violation};
 use serde_json::{json, Value};
@@ -274,15 +275,13 @@ impl fmt::Display for Failure {
 /// One machine, its monitor and the reference, driven side by side.
 pub(crate) struct Session {
     checks: Checks,
-    /// Applied to every machine the session creates (a fresh one, and each restored one).
-    prepare: Box<dyn Fn(Machine) -> Machine>,
     machine: Machine,
     monitor: Monitor,
     reference: Reference,
     /// The durable log so far as JSON (with crash repair's closers at each crash).
     log: Vec<Value>,
-    /// The turn the log leaves open, and its open step.
-    open: Option<(u64, Option<u64>)>,
+    /// Where the log stands (for crash repair's closers).
+    position: LogPosition,
     /// The batch of the latest `preStep` request (what a host enters).
     claimed: Batch,
     /// The reference's FORMAT.md trace since the last crash, when recording.
@@ -294,17 +293,15 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// A session of a fresh machine (passed through `prepare`, e.g. to seed a bug).
-    pub(crate) fn new(checks: Checks, prepare: Box<dyn Fn(Machine) -> Machine>) -> Self {
-        let machine = prepare(Machine::new());
+    /// A session of a fresh machine.
+    pub(crate) fn new(checks: Checks) -> Self {
         Session {
             checks,
-            prepare,
-            machine,
+            machine: Machine::new(),
             monitor: Monitor::new(),
             reference: Reference::new(),
             log: Vec::new(),
-            open: None,
+            position: LogPosition::new(),
             claimed: Batch::new(),
             tape: None,
             note: String::new(),
@@ -338,17 +335,7 @@ impl Session {
 
     /// Crash repair's closers for the log so far (S50), as JSON events.
     pub(crate) fn closers(&self) -> Vec<Value> {
-        let Some((turn, step)) = self.open else {
-            return Vec::new();
-        };
-        let mut closers = Vec::new();
-        if let Some(step) = step {
-            closers.push(json!({"type": "step/end", "data": {"turn": turn, "step": step}}));
-        }
-        closers.push(
-            json!({"type": "turn/end", "data": {"turn": turn, "reason": {"kind": "interrupted"}}}),
-        );
-        closers
+        self.position.closers().iter().map(to_json).collect()
     }
 
     /// The monitor facts seen so far.
@@ -480,8 +467,11 @@ impl Session {
 
     fn apply(&mut self, input: Input) -> Result<(), Failure> {
         let before = self.machine.clone();
-        let result = self.machine.handle(input.clone());
-        let outputs: Vec<Output> = std::iter::from_fn(|| self.machine.poll_output()).collect();
+        let (result, outputs): (Result<(), Rejected>, Vec<Output>) =
+            match self.machine.handle(input.clone()) {
+                Ok(transition) => (Ok(()), transition.into_outputs().collect()),
+                Err(rejection) => (Err(rejection), Vec::new()),
+            };
         let input_json = to_json(&input);
         let mut failure = Failure {
             input: Some(input_json.clone()),
@@ -533,9 +523,8 @@ impl Session {
         for output in &outputs {
             match output {
                 Output::Event(event) => {
-                    let event = to_json(event);
-                    self.track(&event);
-                    self.log.push(event);
+                    self.position.advance(event);
+                    self.log.push(to_json(event));
                 }
                 Output::Request(Request::PreStep { messages, .. }) => {
                     self.claimed = messages.clone();
@@ -554,26 +543,6 @@ impl Session {
             if self.monitor.saw(fact) && !self.facts.contains(&fact) {
                 self.facts.push(fact);
             }
-        }
-    }
-
-    /// Follows the turn and step the log leaves open (for crash repair's closers).
-    fn track(&mut self, event: &Value) {
-        let data = &event["data"];
-        match event["type"].as_str() {
-            Some("turn/start") => self.open = data["turn"].as_u64().map(|turn| (turn, None)),
-            Some("step/start") => {
-                if let Some((_, step)) = self.open.as_mut() {
-                    *step = data["step"].as_u64();
-                }
-            }
-            Some("step/end") => {
-                if let Some((_, step)) = self.open.as_mut() {
-                    *step = None;
-                }
-            }
-            Some("turn/end") => self.open = None,
-            _ => {}
         }
     }
 
@@ -667,11 +636,10 @@ impl Session {
             // A disposed agent is gone; there is nothing to restore.
             return Ok(());
         }
-        let closers = self.closers();
-        for closer in &closers {
-            self.track(closer);
+        for closer in self.position.closers() {
+            self.position.advance(&closer);
+            self.log.push(to_json(&closer));
         }
-        self.log.extend(closers);
         let mut failure = Failure::default();
         let restored = match Machine::restore(&self.log, 0) {
             Ok(machine) => machine,
@@ -692,7 +660,7 @@ impl Session {
             _ => {}
         }
         self.collect_facts();
-        self.machine = (self.prepare)(restored);
+        self.machine = restored;
         self.claimed = Batch::new();
         match Reference::restore(&self.log, 0) {
             Ok(reference) => self.reference = reference,

@@ -13,12 +13,11 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 
-use coxswain_conformance::{input_json, replay, Line, Trace};
-use coxswain_core::{Machine, SeededBug};
-use coxswain_model::{Fact, Invariant};
+use coxswain_conformance::{replay, Trace};
+use coxswain_model::Fact;
 use proptest::collection::vec;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed, TestError, TestRunner};
+use proptest::test_runner::{Config, TestError, TestRunner};
 
 use crate::harness::{Checks, Choice, Failure, Session};
 
@@ -45,20 +44,19 @@ pub(crate) fn choices() -> impl Strategy<Value = Vec<Choice>> {
     )
 }
 
-/// Runs one session with `checks` on a machine carrying `bug`.
-fn run(choices: &[Choice], checks: Checks, bug: Option<SeededBug>) -> Result<Session, Failure> {
-    let mut session = Session::new(checks, Box::new(move |m: Machine| m.with_seeded_bug(bug)));
+/// Runs one session with `checks`.
+fn run(choices: &[Choice], checks: Checks) -> Result<Session, Failure> {
+    let mut session = Session::new(checks);
     session.run(choices)?;
     Ok(session)
 }
 
 /// Re-runs a (shrunk) failing sequence, recording the reference's trace up to the failure.
-fn replay_failure(choices: &[Choice], checks: Checks, bug: Option<SeededBug>) -> (Failure, String) {
+fn replay_failure(choices: &[Choice], checks: Checks) -> (Failure, String) {
     let note = "found by the differential proptest (tests/src/proptests.rs, S1-S50): the core \
                 and the reference model disagree at the last input; the outputs below are the \
                 reference's reading of SPEC.md";
-    let mut session =
-        Session::new(checks, Box::new(move |m: Machine| m.with_seeded_bug(bug))).record(note);
+    let mut session = Session::new(checks).record(note);
     let failure = session
         .run(choices)
         .expect_err("a shrunk failure fails again when replayed");
@@ -86,7 +84,7 @@ fn s5_s49_i1_to_i10_core_agrees_with_the_reference_and_every_invariant_holds() {
     let mut runner = TestRunner::new(config);
     let facts = std::cell::RefCell::new(Vec::<Fact>::new());
     let result = runner.run(&choices(), |choices| {
-        let session = run(&choices, Checks::ALL, None)
+        let session = run(&choices, Checks::ALL)
             .map_err(|failure| TestCaseError::fail(failure.to_string()))?;
         let mut facts = facts.borrow_mut();
         for fact in session.facts() {
@@ -99,7 +97,7 @@ fn s5_s49_i1_to_i10_core_agrees_with_the_reference_and_every_invariant_holds() {
     match result {
         Ok(()) => {}
         Err(TestError::Fail(reason, minimal)) => {
-            let (failure, trace) = replay_failure(&minimal, Checks::ALL, None);
+            let (failure, trace) = replay_failure(&minimal, Checks::ALL);
             let saved = failure
                 .differential
                 .is_some()
@@ -126,74 +124,6 @@ fn s5_s49_i1_to_i10_core_agrees_with_the_reference_and_every_invariant_holds() {
     assert!(missed.is_empty(), "never reached: {missed:?}");
 }
 
-/// Runs the property against a machine carrying `bug` with only `checks`, from a fixed seed,
-/// and returns the (shrunk) failure it must find.
-fn caught(bug: SeededBug, checks: Checks) -> Failure {
-    let config = Config {
-        cases: 512,
-        failure_persistence: None,
-        rng_seed: RngSeed::Fixed(0x00c0_75a1),
-        ..Config::default()
-    };
-    let result = TestRunner::new(config).run(&choices(), |choices| {
-        run(&choices, checks, Some(bug))
-            .map(drop)
-            .map_err(|failure| TestCaseError::fail(failure.to_string()))
-    });
-    match result {
-        Err(TestError::Fail(_, minimal)) => replay_failure(&minimal, checks, Some(bug)).0,
-        other => panic!("{bug:?} was not caught with {checks:?}: {other:?}"),
-    }
-}
-
-/// The property bites: each seeded bug is caught by the monitor alone (by the invariant named)
-/// and by the differential comparison alone.
-fn assert_bites(bug: SeededBug, invariant: Invariant) {
-    let by_monitor = caught(
-        bug,
-        Checks {
-            invariants: true,
-            differential: false,
-        },
-    );
-    assert_eq!(
-        by_monitor.violation.as_ref().map(|v| v.invariant),
-        Some(invariant),
-        "{bug:?}: {by_monitor}"
-    );
-    let by_reference = caught(
-        bug,
-        Checks {
-            invariants: false,
-            differential: true,
-        },
-    );
-    assert!(
-        by_reference.differential.is_some(),
-        "{bug:?}: {by_reference}"
-    );
-}
-
-#[test]
-fn s28_i3_seeded_claim_forgets_step_is_caught() {
-    assert_bites(SeededBug::ClaimForgetsStep, Invariant::I3Conservation);
-}
-
-#[test]
-fn s39_i6_seeded_keep_inbox_drops_steps_is_caught() {
-    assert_bites(SeededBug::KeepInboxDropsSteps, Invariant::I6Cancel);
-}
-
-#[test]
-fn s5_seeded_rejected_replace_removes_is_caught() {
-    assert_bites(SeededBug::RejectedReplaceRemoves, Invariant::S5Rejection);
-}
-
-#[test]
-fn s18_seeded_steer_joins_aborted_turn_is_caught() {
-    assert_bites(SeededBug::SteerJoinsAbortedTurn, Invariant::S18Retarget);
-}
-
 #[test]
 fn format_md_the_reference_trace_of_a_session_replays_on_the_core() {
     // The trace a differential failure would be saved as (the reference's reading, restarted
@@ -205,8 +135,7 @@ fn format_md_the_reference_trace_of_a_session_replays_on_the_core() {
         ..Config::default()
     };
     let result = TestRunner::new(config).run(&choices(), |choices| {
-        let mut session =
-            Session::new(Checks::ALL, Box::new(|machine| machine)).record("S1-S50 proptest");
+        let mut session = Session::new(Checks::ALL).record("S1-S50 proptest");
         session
             .run(&choices)
             .map_err(|failure| TestCaseError::fail(failure.to_string()))?;
@@ -218,44 +147,4 @@ fn format_md_the_reference_trace_of_a_session_replays_on_the_core() {
     if let Err(error) = result {
         panic!("{error}");
     }
-}
-
-#[test]
-fn s28_the_saved_trace_of_a_seeded_bug_pins_the_spec_reading() {
-    // What a found trace holds for a bug in the core: the reference's outputs, which the real
-    // machine replays and the broken one does not.
-    let bug = SeededBug::ClaimForgetsStep;
-    let checks = Checks {
-        invariants: false,
-        differential: true,
-    };
-    let config = Config {
-        cases: 512,
-        failure_persistence: None,
-        rng_seed: RngSeed::Fixed(0x00c0_75a1),
-        ..Config::default()
-    };
-    let result = TestRunner::new(config).run(&choices(), |choices| {
-        run(&choices, checks, Some(bug))
-            .map(drop)
-            .map_err(|failure| TestCaseError::fail(failure.to_string()))
-    });
-    let Err(TestError::Fail(_, minimal)) = result else {
-        panic!("{bug:?} was not caught: {result:?}");
-    };
-    let (failure, text) = replay_failure(&minimal, checks, Some(bug));
-    assert!(failure.differential.is_some(), "{failure}");
-    let trace = Trace::parse(&text).expect("a saved trace parses");
-    assert!(
-        replay(&trace).is_ok(),
-        "the real machine replays the spec reading:\n{text}"
-    );
-    let last_input = trace.lines.iter().rev().find_map(|(_, line)| match line {
-        Line::In(input) => Some(input_json(input)),
-        _ => None,
-    });
-    assert_eq!(
-        last_input, failure.input,
-        "the trace ends at the failing input"
-    );
 }

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use coxswain_conformance::{Line, Trace};
 use coxswain_core::{
-    Batch, CancelCause, ErrorInfo, Event, Input, MaintenanceInput, Message, Notification, Output,
-    PreStepAnswer, Request, SharedMessage, Splice, SpliceOutcome, Status, StepAnswer, Target,
-    TurnEndReason, TurnStoppingAnswer,
+    Abort, Batch, CancelCause, ErrorInfo, Event, Input, MaintenanceInput, Message, Notification,
+    Output, PreStepAnswer, Request, SharedMessage, Splice, SpliceOutcome, Status, StepAnswer,
+    Target, TurnEndReason, TurnStoppingAnswer,
 };
 use coxswain_log::{encode, parse, repair, Entry, HostEvent};
 use proptest::collection::{btree_map, vec};
@@ -180,7 +180,7 @@ fn output() -> impl Strategy<Value = Output> {
         (any::<u64>(), any::<u64>())
             .prop_map(|(turn, step)| Output::Request(Request::Step { turn, step })),
         any::<u64>().prop_map(|turn| Output::Request(Request::TurnStopping { turn })),
-        cause().prop_map(|cause| Output::Request(Request::Abort { cause })),
+        cause().prop_map(|cause| Output::Abort(Abort { cause })),
         Just(Output::Disposed),
     ]
 }
@@ -255,7 +255,7 @@ fn session_bytes(choices: &[crate::harness::Choice]) -> (Session, Vec<u8>) {
         invariants: false,
         differential: false,
     };
-    let mut session = Session::new(checks, Box::new(|machine| machine));
+    let mut session = Session::new(checks);
     // With no checks a session cannot fail.
     let _ = session.run(choices);
     let mut bytes = Vec::new();

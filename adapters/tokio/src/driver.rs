@@ -302,7 +302,9 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     /// Tracing spans follow the core's steps; turns are logged where they start and end.
     fn trace_event(&mut self, event: &Event, seq: u64) {
         match event {
-            Event::TurnStart { turn } => tracing::debug!(parent: &self.span, seq, turn, "turn started"),
+            Event::TurnStart { turn } => {
+                tracing::debug!(parent: &self.span, seq, turn, "turn started")
+            }
             Event::StepStart { step, .. } => {
                 self.step_span = tracing::info_span!(parent: &self.turn_span, "step", step);
             }

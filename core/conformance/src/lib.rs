@@ -208,7 +208,10 @@ pub fn replay(trace: &Trace) -> Result<Replayed, TraceError> {
         };
         summary.inputs += 1;
         let (result, actual) = match machine.handle(input.clone()) {
-            Ok(transition) => (Ok(()), transition.into_outputs().map(|o| output_json(&o)).collect()),
+            Ok(transition) => (
+                Ok(()),
+                transition.into_outputs().map(|o| output_json(&o)).collect(),
+            ),
             Err(rejection) => (Err(rejection), Vec::new()),
         };
         if let Err(rejection) = result {

@@ -348,7 +348,10 @@ impl Auditor {
             (Event::StepStart { turn, step } | Event::StepEnd { turn, step }, open) => {
                 Err(violation(
                     Rule::I5,
-                    format!("step {step} of turn {turn} out of order ({})", describe(open)),
+                    format!(
+                        "step {step} of turn {turn} out of order ({})",
+                        describe(open)
+                    ),
                 ))
             }
             (Event::UserMessage(_), Some(open)) if open.step_open => Ok(()),
@@ -437,8 +440,7 @@ impl Shape {
 mod tests {
     use super::*;
     use coxswain_core::{
-        Message, PreStepAnswer, Rejected, StepAnswer, Transition, TurnEndReason,
-        TurnStoppingAnswer,
+        Message, PreStepAnswer, Rejected, StepAnswer, Transition, TurnEndReason, TurnStoppingAnswer,
     };
     use serde_json::json;
 
