@@ -1,0 +1,145 @@
+//! Unit tests of the monitor: a clean session, I9 parking, and forged outputs per invariant.
+
+use super::{Fact, Invariant, Monitor, Violation};
+use coxswain_core::{Abort, Batch, Event, Input, Machine, Output, Rejected, Request, Status};
+use coxswain_core::{
+    CancelCause, Message, Notification, PreStepAnswer, StepAnswer, TurnStoppingAnswer,
+};
+use std::sync::Arc;
+
+/// Applies `input` to `machine` and shows the monitor what happened.
+fn feed(monitor: &mut Monitor, machine: &mut Machine, input: Input) -> Result<(), Violation> {
+    let before = machine.clone();
+    let (result, outputs) = match machine.handle(input.clone()) {
+        Ok(transition) => (Ok(()), transition.into_outputs().collect::<Vec<Output>>()),
+        Err(rejected) => (Err(rejected), Vec::new()),
+    };
+    monitor.observe(&before, &input, &result, &outputs, machine)
+}
+
+fn user(id: &str) -> Arc<Message> {
+    Arc::new(Message::user(id, id))
+}
+
+#[test]
+fn a_clean_session_passes_and_shows_its_facts() {
+    let (mut monitor, mut machine) = (Monitor::new(), Machine::new());
+    let inputs = [
+        Input::Followup(user("a")),
+        Input::Followup(user("b")),
+        Input::PreStep(PreStepAnswer::Reject),
+    ];
+    for input in inputs {
+        feed(&mut monitor, &mut machine, input).unwrap();
+    }
+    assert!(monitor.saw(Fact::BlockedTurnContinued));
+    feed(
+        &mut monitor,
+        &mut machine,
+        Input::Step(StepAnswer::Completed),
+    )
+    .unwrap();
+    assert!(
+        !monitor.saw(Fact::BlockedTurnContinued),
+        "facts are per transition"
+    );
+    let batch = monitor.pre_step_batch().cloned().unwrap();
+    feed(
+        &mut monitor,
+        &mut machine,
+        Input::PreStep(PreStepAnswer::Enter(batch)),
+    )
+    .unwrap();
+    feed(
+        &mut monitor,
+        &mut machine,
+        Input::Step(StepAnswer::Completed),
+    )
+    .unwrap();
+    feed(
+        &mut monitor,
+        &mut machine,
+        Input::TurnStopping(TurnStoppingAnswer::Done),
+    )
+    .unwrap();
+    assert!(machine.is_quiescent());
+    assert!(monitor.waking_work_settled());
+    assert_eq!(monitor.violation(), None);
+}
+
+#[test]
+fn i9_keep_inbox_parking_is_excused_and_a_crash_restores_the_lists() {
+    let (mut monitor, mut machine) = (Monitor::new(), Machine::new());
+    feed(&mut monitor, &mut machine, Input::Followup(user("a"))).unwrap();
+    feed(&mut monitor, &mut machine, Input::Followup(user("b"))).unwrap();
+    assert!(!monitor.waking_work_settled(), "b waits for its turn");
+    let cancel = Input::Cancel {
+        cause: CancelCause::User,
+        keep_inbox: true,
+    };
+    feed(&mut monitor, &mut machine, cancel).unwrap();
+    assert!(
+        monitor.waking_work_settled(),
+        "b is parked by the keepInbox cancel"
+    );
+    let restored = monitor.crash_and_restore().unwrap();
+    assert!(monitor.saw(Fact::RestoredMidTurn));
+    let ids: Vec<_> = restored
+        .pending(coxswain_core::Target::NextTurn)
+        .map(|p| p.message().id().to_string())
+        .collect();
+    assert_eq!(ids, ["b"]);
+    assert_eq!(restored.last_turn(), 1);
+}
+
+#[test]
+fn forged_outputs_are_caught_by_the_right_invariant() {
+    let machine = Machine::new();
+    let status = |status| Output::Notify(Notification::Status { status });
+    let cases = [
+        (vec![status(Status::Idle)], Invariant::I8Status),
+        (
+            vec![Output::Notify(Notification::Discarded {
+                message: user("x"),
+            })],
+            Invariant::I3Conservation,
+        ),
+        (
+            vec![
+                Output::Request(Request::PreStep {
+                    turn: 1,
+                    step: 1,
+                    messages: Batch::new(),
+                }),
+                Output::Request(Request::Step { turn: 1, step: 1 }),
+            ],
+            Invariant::I10OneRequest,
+        ),
+        (
+            vec![Output::Abort(Abort {
+                cause: CancelCause::User,
+            })],
+            Invariant::S39OneAbort,
+        ),
+        (
+            vec![Output::Event(Event::TurnStart { turn: 2 })],
+            Invariant::I5TurnEnclosure,
+        ),
+    ];
+    for (outputs, invariant) in cases {
+        let mut monitor = Monitor::new();
+        // `dispose` on an empty idle machine: outputs beyond `disposed` are forged.
+        let violation = monitor
+            .observe(&machine, &Input::Dispose {}, &Ok(true), &outputs, &machine)
+            .unwrap_err();
+        assert_eq!(violation.invariant, invariant, "{outputs:?}: {violation}");
+        assert!(monitor.violated(invariant));
+    }
+    // A rejection must change nothing, emit nothing, and have a reason.
+    let mut monitor = Monitor::new();
+    let unjustified: Result<bool, Rejected> = Err(Rejected::Busy);
+    let violation = monitor
+        .observe(&machine, &Input::Clear {}, &unjustified, &[], &machine)
+        .unwrap_err();
+    assert_eq!(violation.invariant, Invariant::S5Rejection);
+}
