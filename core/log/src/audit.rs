@@ -323,6 +323,7 @@ impl Auditor {
                 format!("turn {turn} starts inside open turn {}", open.turn),
             )),
             (Event::TurnEnd { turn, .. }, Some(open)) if *turn == open.turn && !open.step_open => {
+                self.next_turn_claimed = false;
                 Ok(())
             }
             (Event::TurnEnd { turn, .. }, open) => Err(violation(
