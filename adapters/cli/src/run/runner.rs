@@ -170,7 +170,12 @@ async fn reached(timeline: &Timeline, agent: &Agent, trigger: &Trigger) -> bool 
         Trigger::When(cue) => cue,
     };
     tokio::select! {
-        () = timeline.seen(cue) => return true,
+        () = timeline.seen(cue) => {
+            // The cue's record may be one of a batch the driver is still publishing: a command
+            // round trip lets the batch finish, so the action's line follows all of it.
+            let _ = agent.pending().await;
+            return true;
+        }
         _ = agent.when_idle() => {}
     }
     timeline.settle().await;

@@ -36,6 +36,21 @@ struct Published {
     count: u64,
 }
 
+impl Published {
+    /// Counts what was published since the last call; returns the count so far.
+    fn drain(&mut self) -> u64 {
+        while let Some(rx) = self.receiver.as_mut() {
+            match rx.try_recv() {
+                Ok(_) => self.count += 1,
+                Err(TryRecvError::Lagged(n)) => self.count += n,
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Closed) => self.receiver = None,
+            }
+        }
+        self.count
+    }
+}
+
 /// The step a host event lands in: the printer follows `step/start` and `step/end`.
 pub(crate) type OpenStep = Option<(u64, u64)>;
 
@@ -60,8 +75,11 @@ impl Timeline {
     }
 
     /// Counts the updates of a new agent (subscribed before its first input).
+    /// The previous agent's updates were all printed by then: they are counted first.
     pub(crate) fn count_from(&self, receiver: broadcast::Receiver<Update>) {
-        self.published().receiver = Some(receiver);
+        let mut published = self.published();
+        published.drain();
+        published.receiver = Some(receiver);
     }
 
     fn published(&self) -> MutexGuard<'_, Published> {
@@ -72,19 +90,7 @@ impl Timeline {
 
     /// Waits until the printer has shown every update published so far.
     pub(crate) async fn settle(&self) {
-        let target = {
-            let mut published = self.published();
-            let Published { receiver, count } = &mut *published;
-            while let Some(rx) = receiver.as_mut() {
-                match rx.try_recv() {
-                    Ok(_) => *count += 1,
-                    Err(TryRecvError::Lagged(n)) => *count += n,
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Closed) => *receiver = None,
-                }
-            }
-            *count
-        };
+        let target = self.published().drain();
         let mut printed = self.printed.subscribe();
         let _ = printed.wait_for(|n| *n >= target).await;
     }
