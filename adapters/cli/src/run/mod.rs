@@ -50,9 +50,9 @@
 //! runner decides nothing: every action is one call on the [`Agent`](coxswain_tokio::Agent), and
 //! every answer is the script's.
 //!
-//! The modules: [`script`] (the grammar above, parsed strictly), [`cue`] (the EVENTs),
-//! [`timeline`] (what is printed, and what has happened), [`host`] (the scripted host),
-//! [`actions`] (one action, one call), [`runner`] (the session) and [`summary`].
+//! The modules: [`script`] and [`script_entry`] (the grammar above, parsed strictly), [`cue`]
+//! (the EVENTs), [`timeline`] (what is printed, and what has happened), [`host`] (the scripted
+//! host), [`actions`] (one action, one call), [`runner`] (the session) and [`summary`].
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -62,6 +62,7 @@ mod cue;
 mod host;
 mod runner;
 mod script;
+mod script_entry;
 mod summary;
 mod timeline;
 
