@@ -31,7 +31,7 @@ enum Command {
     Check(check::CheckArgs),
     /// Run a scripted agent session on the tokio adapter and print its timeline.
     Run {
-        /// The session script (JSON; see examples/ and the top of adapters/cli/src/run.rs).
+        /// The session script (JSON; see examples/ and the top of adapters/cli/src/run/mod.rs).
         script: PathBuf,
         /// Where to write the JSON-lines log (default: a new temp dir); an existing log is resumed.
         #[arg(long)]
