@@ -241,11 +241,12 @@ pub fn baseline_shared_cycle(queue: &mut VecDeque<FakeOutput>, message: Arc<Mess
     }
     let large = |i: u64| FakeOutput::Large([black_box(i); FAKE_WORDS]);
     let small = |i: u64| FakeOutput::Small(black_box(i));
-    // followup: splice, inserted, status, turn/start, claim splice, claimed, preStep.
+    // followup: splice, inserted, status, turn/start, begin, claim splice, claimed, preStep.
     queue.push_back(FakeOutput::Message(message.clone()));
     queue.push_back(FakeOutput::Message(message.clone()));
     queue.push_back(small(2));
     queue.push_back(small(3));
+    queue.push_back(small(4));
     queue.push_back(large(4));
     queue.push_back(FakeOutput::Message(message.clone()));
     queue.push_back(large(6));

@@ -285,6 +285,19 @@ impl Input {
             Preset::Inject => Input::Inject(message),
         }
     }
+
+    /// The input that sends `message` to `target` with `wakeup`: its preset when one has that
+    /// target and wakeup, else a plain `send`.
+    pub fn delivery(message: SharedMessage, target: Target, wakeup: bool) -> Input {
+        match Preset::of(target, wakeup) {
+            Some(preset) => Input::preset(preset, message),
+            None => Input::Send {
+                message,
+                target,
+                wakeup,
+            },
+        }
+    }
 }
 
 #[cfg(test)]

@@ -185,10 +185,23 @@ impl Splice {
     /// What this splice does, from its shape: the one place that tells the kinds apart (the
     /// auditor, the timeline and the driver ask here instead of re-reading the fields).
     pub fn kind(&self) -> SpliceKind {
-        match (self.removed_count, self.inserted.len(), self.outcome) {
+        SpliceKind::of(
+            self.removed_count,
+            self.inserted.len(),
+            self.outcome == Some(SpliceOutcome::Canceled),
+        )
+    }
+}
+
+impl SpliceKind {
+    /// The kind of a splice that removes `removed` items, inserts `inserted`, and carries
+    /// `outcome: canceled` or not (S10, S12). A removal that inserts without `canceled` is not
+    /// well formed (S12); it reads as a `Replace`.
+    pub fn of(removed: usize, inserted: usize, canceled: bool) -> SpliceKind {
+        match (removed, inserted, canceled) {
             (0, _, _) => SpliceKind::Insert,
-            (_, 0, None) => SpliceKind::Claim,
-            (_, 0, Some(SpliceOutcome::Canceled)) => SpliceKind::Discard,
+            (_, 0, false) => SpliceKind::Claim,
+            (_, 0, true) => SpliceKind::Discard,
             (_, _, _) => SpliceKind::Replace,
         }
     }

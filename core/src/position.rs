@@ -136,7 +136,7 @@ mod tests {
             [Event::StepEnd { turn: 7, step: 1 }, interrupted.clone()]
         );
         position.advance(&Event::StepEnd { turn: 7, step: 1 });
-        assert_eq!(position.closers(), [interrupted.clone()]);
+        assert_eq!(position.closers(), std::slice::from_ref(&interrupted));
         for closer in position.closers() {
             position.advance(&closer);
         }

@@ -133,8 +133,8 @@ impl Restorer {
             };
             let data = event.get("data").unwrap_or(&Value::Null);
             match kind {
-                "agent/inbox/spliced" if this.replays() => this.apply(parse_splice(data)?),
-                "turn/start" => {
+                Event::SPLICED if this.replays() => this.apply(parse_splice(data)?),
+                Event::TURN_START => {
                     let turn = data
                         .get("turn")
                         .and_then(Value::as_u64)
@@ -142,18 +142,18 @@ impl Restorer {
                     this.turn_started(turn);
                     Ok(())
                 }
-                "turn/end" => {
+                Event::TURN_END => {
                     this.position.turn_ended();
                     Ok(())
                 }
-                "step/start" => {
+                Event::STEP_START => {
                     match data.get("step").and_then(Value::as_u64) {
                         Some(step) => this.position.step_started(step),
                         None => this.position.step_ended(),
                     }
                     Ok(())
                 }
-                "step/end" => {
+                Event::STEP_END => {
                     this.position.step_ended();
                     Ok(())
                 }

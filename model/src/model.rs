@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use coxswain_core::{
     Batch, CancelCause, ErrorInfo, Input, Machine, MaintenanceInput, Message, PreStepAnswer,
-    Preset, SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
+    SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
 };
 use stateright::{Model, Property};
 
@@ -191,17 +191,7 @@ impl DeliveryModel {
                 message,
                 target,
                 wakeup,
-            } => {
-                let message = self.message(message)?;
-                match Preset::of(target, wakeup) {
-                    Some(preset) => Input::preset(preset, message),
-                    None => Input::Send {
-                        message,
-                        target,
-                        wakeup,
-                    },
-                }
-            }
+            } => Input::delivery(self.message(message)?, target, wakeup),
             Action::Remove(i) => Input::Remove(self.message(i)?.id().clone()),
             Action::Replace(i, j) => Input::Replace {
                 id: self.message(i)?.id().clone(),
@@ -310,12 +300,10 @@ impl Model for DeliveryModel {
         actions.push(Action::Stop);
         let messages = self.bound.messages;
         for i in 0..messages {
-            for (target, wakeup) in [
-                (Target::NextTurn, true),
-                (Target::NextStep, true),
-                (Target::NextStep, false),
-                (Target::NextTurn, false),
-            ] {
+            for (target, wakeup) in Target::ALL
+                .into_iter()
+                .flat_map(|target| [(target, true), (target, false)])
+            {
                 actions.push(Action::Send {
                     message: i,
                     target,

@@ -404,19 +404,7 @@ impl Session {
                 target,
                 wakeup,
                 variant,
-            } => {
-                let message = message(id, variant);
-                match (target, wakeup) {
-                    (Target::NextTurn, true) => Input::Followup(message),
-                    (Target::NextStep, true) => Input::Steer(message),
-                    (Target::NextStep, false) => Input::Inject(message),
-                    (Target::NextTurn, false) => Input::Send {
-                        message,
-                        target,
-                        wakeup,
-                    },
-                }
-            }
+            } => Input::delivery(message(id, variant), target, wakeup),
             Choice::Remove(id) => Input::Remove(message(id, 0).id().clone()),
             Choice::Replace { id, with, variant } => Input::Replace {
                 id: message(id, 0).id().clone(),

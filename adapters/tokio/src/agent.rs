@@ -5,7 +5,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use coxswain_core::{
-    CancelCause, Input, MessageId, Notification, Pending, Rejected, SharedMessage, Status, Target,
+    CancelCause, Input, MessageId, Notification, Pending, Preset, Rejected, SharedMessage, Status,
+    Target,
 };
 use coxswain_log::{repair, Entry, HostEvent, RepairError, ReservedType, TornTail};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -358,19 +359,28 @@ impl Agent {
         .map(drop)
     }
 
+    /// A [`Preset`] delivery: `send(message, preset.target(), preset.wakeup())`.
+    pub async fn deliver(
+        &self,
+        preset: Preset,
+        message: impl Into<SharedMessage>,
+    ) -> Result<(), AgentError> {
+        self.send(message, preset.target(), preset.wakeup()).await
+    }
+
     /// A follow-up: a turn of its own (S22).
     pub async fn followup(&self, message: impl Into<SharedMessage>) -> Result<(), AgentError> {
-        self.send(message, Target::NextTurn, true).await
+        self.deliver(Preset::Followup, message).await
     }
 
     /// Steering: joins the running turn at its next step boundary.
     pub async fn steer(&self, message: impl Into<SharedMessage>) -> Result<(), AgentError> {
-        self.send(message, Target::NextStep, true).await
+        self.deliver(Preset::Steer, message).await
     }
 
     /// Context that rides along with the next step; never wakes (S20).
     pub async fn inject(&self, message: impl Into<SharedMessage>) -> Result<(), AgentError> {
-        self.send(message, Target::NextStep, false).await
+        self.deliver(Preset::Inject, message).await
     }
 
     /// Removes a pending message (S15); `false` if it was not pending.

@@ -17,7 +17,8 @@
 use std::fmt;
 
 use coxswain_core::{
-    Event, InvalidLog, LogPosition, LogViolation, Machine, OpenTurn, Restorer, Splice, Target,
+    Event, InvalidLog, LogPosition, LogViolation, Machine, OpenTurn, Restorer, Splice, SpliceKind,
+    Target,
 };
 use serde_json::Value;
 
@@ -259,15 +260,17 @@ impl Auditor {
                     "`outcome` on a splice that removes nothing",
                 ))
             }
-            Outcome::Canceled => return Ok(()),
-            Outcome::Absent if shape.removed == 0 => return Ok(()),
-            Outcome::Absent if shape.inserted > 0 => {
+            Outcome::Absent if shape.removed > 0 && shape.inserted > 0 => {
                 return Err(violation(
                     Rule::S10,
                     "a removal that inserts is ordinary and must carry `outcome: canceled` (S12)",
                 ))
             }
-            Outcome::Absent => {}
+            Outcome::Absent | Outcome::Canceled => {}
+        }
+        let canceled = matches!(shape.outcome, Outcome::Canceled);
+        if SpliceKind::of(shape.removed, shape.inserted, canceled) != SpliceKind::Claim {
+            return Ok(());
         }
         // A pure deletion: a claim (S28).
         let Some(open) = self.restorer.position().open() else {
