@@ -12,6 +12,10 @@ pub enum Rejected {
     /// The id is already pending in NT or NS (S9, S13).
     #[error("message `{0}` is already pending")]
     AlreadyPending(MessageId),
+    /// The delivery memory holds the id: it left the lists lately, so this is a retry of a
+    /// delivery already made (S51, S52).
+    #[error("message `{0}` was already delivered")]
+    AlreadyDelivered(MessageId),
     /// The answer does not match the outstanding request, or `end_maintenance` came with no
     /// maintenance active (S4).
     #[error("unexpected completion: {answered} while {}", DisplayOutstanding(.outstanding))]
@@ -36,10 +40,11 @@ pub enum Rejected {
 
 impl Rejected {
     /// The rejection kind of the conformance trace format: `already-pending`,
-    /// `unexpected-completion`, `busy` or `disposed` (and `undrained`, which no trace contains).
+    /// `already-delivered`, `unexpected-completion`, `busy` or `disposed` (and `undrained`, which no trace contains).
     pub fn kind(&self) -> &'static str {
         match self {
             Rejected::AlreadyPending(_) => "already-pending",
+            Rejected::AlreadyDelivered(_) => "already-delivered",
             Rejected::UnexpectedCompletion { .. } => "unexpected-completion",
             Rejected::Busy => "busy",
             Rejected::AfterDisposal => "disposed",

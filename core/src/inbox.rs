@@ -15,6 +15,7 @@ use std::hash::{Hash, Hasher};
 use smallvec::SmallVec;
 
 use crate::input::Target;
+use crate::memory::DeliveryMemory;
 use crate::message::{Batch, MessageId, SharedMessage};
 use crate::output::{Event, Notification, Splice, SpliceOutcome};
 use crate::transition::Queue;
@@ -85,6 +86,8 @@ pub(crate) struct Inbox {
     next_step: List,
     index: HashMap<MessageId, Slot, IdHasher>,
     waking: usize,
+    /// The ids that left the lists lately (S51).
+    memory: DeliveryMemory,
 }
 
 /// Equality and hashing look at the lists' contents only (ids, messages, waking flags, order):
@@ -99,7 +102,9 @@ impl PartialEq for Inbox {
                     .zip(&b.items)
                     .all(|(x, y)| x.waking == y.waking && x.message == y.message)
         }
-        same(&self.next_turn, &other.next_turn) && same(&self.next_step, &other.next_step)
+        same(&self.next_turn, &other.next_turn)
+            && same(&self.next_step, &other.next_step)
+            && self.memory == other.memory
     }
 }
 
@@ -114,10 +119,24 @@ impl Hash for Inbox {
                 item.waking.hash(state);
             }
         }
+        self.memory.hash(state);
     }
 }
 
 impl Inbox {
+    /// Empty lists and a delivery memory of `capacity` (S51).
+    pub(crate) fn with_memory(capacity: usize) -> Self {
+        Inbox {
+            memory: DeliveryMemory::new(capacity),
+            ..Inbox::default()
+        }
+    }
+
+    /// The delivery memory (S51).
+    pub(crate) fn memory(&self) -> &DeliveryMemory {
+        &self.memory
+    }
+
     fn list(&self, target: Target) -> &List {
         match target {
             Target::NextTurn => &self.next_turn,
@@ -227,7 +246,7 @@ impl Inbox {
             outcome: Some(SpliceOutcome::Canceled),
             wakeup: false,
         }));
-        self.forget(&item);
+        self.left(&item);
         out.notify(Notification::Discarded {
             message: item.message,
         });
@@ -260,6 +279,10 @@ impl Inbox {
         self.index.remove(old.id());
         self.index
             .insert(message.id().clone(), Slot { target, key });
+        if old.id() != message.id() {
+            // S51: a replace that keeps the id leaves it pending.
+            self.memory.left(old.id());
+        }
         out.notify(Notification::Discarded { message: old });
         out.notify(Notification::Inserted { message });
     }
@@ -287,7 +310,7 @@ impl Inbox {
         }));
         let mut items = std::mem::take(&mut self.list_mut(target).items);
         for item in items.drain(..) {
-            self.forget(&item);
+            self.left(&item);
             out.notify(Notification::Discarded {
                 message: item.message,
             });
@@ -308,7 +331,7 @@ impl Inbox {
             out.event(claim_splice(Target::NextStep, ns));
             let mut items = std::mem::take(&mut self.next_step.items);
             for item in items.drain(..) {
-                self.forget(&item);
+                self.left(&item);
                 batch.push(item.message);
             }
             self.next_step.items = items;
@@ -318,25 +341,32 @@ impl Inbox {
         if turn_boundary {
             if let Some(item) = self.next_turn.items.pop_front() {
                 out.event(claim_splice(Target::NextTurn, 1));
-                self.forget(&item);
+                self.left(&item);
                 batch.push(item.message);
             }
         }
         batch
     }
 
-    /// Drops an item that left its list from the index and the waking count.
-    fn forget(&mut self, item: &Pending) {
+    /// An item left its list (and no splice puts its id back): out of the index and the waking
+    /// count, into the delivery memory (S51).
+    fn left(&mut self, item: &Pending) {
         self.index.remove(item.message.id());
         self.waking -= usize::from(item.waking);
+        self.memory.left(item.message.id());
     }
 
-    /// Builds an inbox from restored lists (S46, S48). The caller checked ids are unique.
+    /// Builds an inbox from restored lists and memory (S46, S48, S53). The caller checked ids are
+    /// unique and none is held.
     pub(crate) fn from_lists(
         next_turn: impl IntoIterator<Item = (SharedMessage, bool)>,
         next_step: impl IntoIterator<Item = (SharedMessage, bool)>,
+        memory: DeliveryMemory,
     ) -> Self {
-        let mut inbox = Inbox::default();
+        let mut inbox = Inbox {
+            memory,
+            ..Inbox::default()
+        };
         for (target, items) in [
             (Target::NextTurn, next_turn.into_iter().collect::<Vec<_>>()),
             (Target::NextStep, next_step.into_iter().collect::<Vec<_>>()),

@@ -18,16 +18,19 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod config;
 mod error;
 mod inbox;
 mod input;
 mod machine;
+mod memory;
 mod message;
 mod output;
 mod position;
 mod restore;
 mod transition;
 
+pub use config::Config;
 pub use error::{Completion, InvalidLog, LogViolation, Rejected};
 pub use inbox::Pending;
 pub use input::{

@@ -4,6 +4,7 @@
 //! changed nothing, S5), then applies the whole transition, queues its outputs, and hands them
 //! to the host as a [`Transition`].
 
+use crate::config::Config;
 use crate::error::{Completion, Rejected};
 use crate::inbox::{Inbox, Pending};
 use crate::input::{
@@ -157,9 +158,19 @@ impl Default for Machine {
 }
 
 impl Machine {
-    /// A fresh machine: idle, both lists empty, no turn yet.
+    /// A fresh machine: idle, both lists empty, no turn yet, no delivery memory.
     pub fn new() -> Self {
-        Machine::with_state(Inbox::default(), 0)
+        Machine::with_config(Config::new())
+    }
+
+    /// A fresh machine with the host's [`Config`] (the delivery memory's capacity, S51).
+    pub fn with_config(config: Config) -> Self {
+        Machine::with_state(Inbox::with_memory(config.delivery_memory), 0)
+    }
+
+    /// The [`Config`] the machine was created or restored with.
+    pub fn config(&self) -> Config {
+        Config::new().with_delivery_memory(self.inbox.memory().capacity())
     }
 
     pub(crate) fn with_state(inbox: Inbox, last_turn: u64) -> Self {
@@ -223,6 +234,17 @@ impl Machine {
     /// Whether `id` is pending in either list.
     pub fn is_pending(&self, id: &MessageId) -> bool {
         self.inbox.contains(id)
+    }
+
+    /// The ids the delivery memory holds (S51), oldest first: a delivery of any of them is
+    /// rejected `already-delivered` (S52).
+    pub fn delivered(&self) -> impl ExactSizeIterator<Item = &MessageId> + '_ {
+        self.inbox.memory().ids()
+    }
+
+    /// Whether the delivery memory holds `id` (S51).
+    pub fn remembers(&self, id: &MessageId) -> bool {
+        self.inbox.memory().holds(id)
     }
 
     /// The request the machine waits on, if any (S4).
@@ -344,7 +366,7 @@ impl Machine {
     ) -> Result<Transition<'_>, Rejected> {
         let message = message.into();
         self.apply(|machine| {
-            machine.check_not_pending(message.id())?;
+            machine.check_new_id(message.id())?;
             machine.inbox.prepend(target, message, &mut machine.queue);
             Ok(())
         })
@@ -457,7 +479,7 @@ impl Machine {
         target: Target,
         wakeup: bool,
     ) -> Result<(), Rejected> {
-        self.check_not_pending(message.id())?;
+        self.check_new_id(message.id())?;
         // S18: a steer sent after a stop cannot join the aborted turn.
         let target = if wakeup && self.is_cancel_requested() {
             Target::NextTurn
@@ -483,8 +505,8 @@ impl Machine {
         let Some((target, position)) = self.inbox.locate(id) else {
             return Ok(false);
         };
-        if message.id() != id && self.inbox.contains(message.id()) {
-            return Err(Rejected::AlreadyPending(message.id().clone()));
+        if message.id() != id {
+            self.check_new_id(message.id())?;
         }
         self.inbox
             .replace_at(target, position, message, &mut self.queue);
@@ -604,9 +626,12 @@ impl Machine {
 
     // ----- transitions shared by several inputs -----
 
-    fn check_not_pending(&self, id: &MessageId) -> Result<(), Rejected> {
+    /// S13 then S52: an id joining a list is neither pending nor held by the delivery memory.
+    fn check_new_id(&self, id: &MessageId) -> Result<(), Rejected> {
         if self.inbox.contains(id) {
             Err(Rejected::AlreadyPending(id.clone()))
+        } else if self.inbox.memory().holds(id) {
+            Err(Rejected::AlreadyDelivered(id.clone()))
         } else {
             Ok(())
         }

@@ -12,11 +12,13 @@ use std::collections::{HashSet, VecDeque};
 use serde_json::Value;
 use smallvec::SmallVec;
 
+use crate::config::Config;
 use crate::error::{InvalidLog, LogViolation};
 use crate::inbox::IdHasher;
 use crate::inbox::Inbox;
 use crate::input::Target;
 use crate::machine::Machine;
+use crate::memory::DeliveryMemory;
 use crate::message::{Message, MessageId, SharedMessage};
 use crate::output::{Event, Splice};
 use crate::position::LogPosition;
@@ -44,6 +46,8 @@ pub struct Restorer {
     next_turn: VecDeque<(SharedMessage, bool)>,
     next_step: VecDeque<(SharedMessage, bool)>,
     pending: HashSet<MessageId, IdHasher>,
+    /// The delivery memory the replayed splices leave (S53).
+    memory: DeliveryMemory,
     /// Where the log so far stands: last turn, open turn and step.
     position: LogPosition,
     /// The index of the last `turn/start` (names the open turn of an unbalanced log, S46).
@@ -74,6 +78,7 @@ type CanonicalRestorer<'a> = (
     usize,
     &'a VecDeque<(SharedMessage, bool)>,
     &'a VecDeque<(SharedMessage, bool)>,
+    &'a DeliveryMemory,
     u64,
     Option<u64>,
     &'a Option<InvalidLog>,
@@ -85,6 +90,7 @@ impl Restorer {
             self.seed_length.saturating_sub(self.index),
             &self.next_turn,
             &self.next_step,
+            &self.memory,
             self.position.last_turn(),
             // Whether a turn is open and which step it leaves open: not how many it closed.
             self.position
@@ -110,15 +116,23 @@ enum Inserted<'a> {
 }
 
 impl Restorer {
-    /// A restorer that replays splices from event `seed_length` on (S46). A seed boundary past the
-    /// end of the log means no splice is replayed (the boundary is clamped to the length).
+    /// A restorer that replays splices from event `seed_length` on (S46), with no delivery
+    /// memory. A seed boundary past the end of the log means no splice is replayed (the boundary
+    /// is clamped to the length).
     pub fn new(seed_length: usize) -> Self {
+        Restorer::with_config(Config::new(), seed_length)
+    }
+
+    /// A restorer for a machine with the host's [`Config`]: the replayed splices rebuild its
+    /// delivery memory by the live rule (S53).
+    pub fn with_config(config: Config, seed_length: usize) -> Self {
         Restorer {
             seed_length,
             index: 0,
             next_turn: VecDeque::new(),
             next_step: VecDeque::new(),
             pending: HashSet::default(),
+            memory: DeliveryMemory::new(config.delivery_memory),
             position: LogPosition::new(),
             turn_started_at: 0,
             failed: None,
@@ -195,7 +209,7 @@ impl Restorer {
                 violation: LogViolation::OpenTurn,
             });
         }
-        let inbox = Inbox::from_lists(self.next_turn, self.next_step);
+        let inbox = Inbox::from_lists(self.next_turn, self.next_step, self.memory);
         Ok(Machine::with_state(inbox, self.position.last_turn()))
     }
 
@@ -284,14 +298,28 @@ impl Restorer {
             Target::NextTurn => &mut self.next_turn,
             Target::NextStep => &mut self.next_step,
         };
+        // The removed ids are kept only when a memory will hold them (S53).
+        let remember = self.memory.capacity() > 0;
+        let mut left: SmallVec<[MessageId; 1]> = SmallVec::new();
         for (message, _) in list.drain(start..start + removed) {
             self.pending.remove(message.id());
+            if remember {
+                left.push(message.id().clone());
+            }
         }
         for (offset, message) in inserted.into_iter().enumerate() {
             if !self.pending.insert(message.id().clone()) {
                 return Err(LogViolation::AlreadyPending(message.id().clone()));
             }
+            // A log written under a smaller capacity may insert a held id (S51: never both).
+            self.memory.release(message.id());
             list.insert(start + offset, (message, splice.wakeup));
+        }
+        // S53: the removed ids not pending after the splice enter the memory, in list order.
+        for id in &left {
+            if !self.pending.contains(id) {
+                self.memory.left(id);
+            }
         }
         Ok(())
     }
@@ -299,9 +327,20 @@ impl Restorer {
 
 impl Machine {
     /// Restores a machine from a durable log of JSON events `{ type, data }` (S46–S48), replaying
-    /// splices from `seed_length` on. See [`Restorer`] to stream a log instead.
+    /// splices from `seed_length` on, with no delivery memory. See [`Restorer`] to stream a log
+    /// instead.
     pub fn restore(log: &[Value], seed_length: usize) -> Result<Machine, InvalidLog> {
-        let mut restorer = Restorer::new(seed_length);
+        Machine::restore_with(Config::new(), log, seed_length)
+    }
+
+    /// [`restore`](Machine::restore) for a machine with the host's [`Config`]: the delivery
+    /// memory is rebuilt from the replayed splices (S53).
+    pub fn restore_with(
+        config: Config,
+        log: &[Value],
+        seed_length: usize,
+    ) -> Result<Machine, InvalidLog> {
+        let mut restorer = Restorer::with_config(config, seed_length);
         for event in log {
             restorer.push_json(event)?;
         }

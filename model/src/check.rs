@@ -174,7 +174,7 @@ fn trace(model: &DeliveryModel, steps: &[(State, Option<Action>)], detail: Optio
         model.bound(),
         detail.map(|d| format!(": {d}")).unwrap_or_default()
     );
-    let mut recorder = Recorder::from_machine(&note, model.machine());
+    let mut recorder = Recorder::with_config(&note, model.config());
     for (state, action) in steps {
         let Some(action) = *action else { continue };
         if action == Action::CrashRestore {
@@ -188,7 +188,7 @@ fn trace(model: &DeliveryModel, steps: &[(State, Option<Action>)], detail: Optio
                     .iter()
                     .filter_map(|event| serde_json::to_value(event).ok()),
             );
-            match Recorder::restored(&note, &log, 0) {
+            match Recorder::restored(&note, model.config(), &log, 0) {
                 Ok(restored) => recorder = restored,
                 Err(_) => break,
             }
@@ -214,6 +214,7 @@ mod tests {
             operations: 2,
             tool_steps: 1,
             crashes: true,
+            memory: 0,
         };
         let report = check(
             DeliveryModel::new(bound),

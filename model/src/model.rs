@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use coxswain_core::{
-    Batch, CancelCause, ErrorInfo, Input, Machine, MaintenanceInput, Message, PreStepAnswer,
-    SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
+    Batch, CancelCause, Config, ErrorInfo, Input, Machine, MaintenanceInput, Message,
+    PreStepAnswer, SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
 };
 use stateright::{Model, Property};
 
@@ -26,6 +26,8 @@ pub struct Bound {
     pub tool_steps: u8,
     /// Whether the environment may crash the process and restore from the log (S49, S50).
     pub crashes: bool,
+    /// The delivery memory's capacity `W` (S51); 0 is plain S9.
+    pub memory: u8,
 }
 
 impl Bound {
@@ -35,6 +37,7 @@ impl Bound {
         operations: 5,
         tool_steps: 2,
         crashes: true,
+        memory: 0,
     };
 
     /// The bigger bound documented in the README.
@@ -43,7 +46,13 @@ impl Bound {
         operations: 5,
         tool_steps: 2,
         crashes: true,
+        memory: 0,
     };
+
+    /// This bound with a delivery memory of `w` ids (S51).
+    pub const fn with_memory(self, w: u8) -> Bound {
+        Bound { memory: w, ..self }
+    }
 }
 
 /// One choice of the environment (user, plugin, host).
@@ -173,9 +182,14 @@ impl DeliveryModel {
         self.bound
     }
 
+    /// The machine's configuration under this bound.
+    pub fn config(&self) -> Config {
+        Config::new().with_delivery_memory(usize::from(self.bound.memory))
+    }
+
     /// A fresh machine as this model checks it.
     pub fn machine(&self) -> Machine {
-        Machine::new()
+        Machine::with_config(self.config())
     }
 
     fn message(&self, index: u8) -> Option<SharedMessage> {
@@ -267,7 +281,7 @@ impl Model for DeliveryModel {
     fn init_states(&self) -> Vec<State> {
         vec![State {
             machine: self.machine(),
-            monitor: Monitor::new(),
+            monitor: Monitor::with_config(self.config()),
             operations_left: self.bound.operations,
             tool_steps_left: self.bound.tool_steps,
         }]
@@ -364,8 +378,9 @@ impl Model for DeliveryModel {
         let observed =
             next.monitor
                 .observe(&last.machine, &input, &result, &outputs, &next.machine);
-        // A rejected input changed nothing (checked): not a new state, unless it broke S5.
-        if result.is_err() && observed.is_ok() {
+        // A rejected input changed nothing (checked): not a new state, unless it broke S5 or is
+        // a retry the delivery memory refused (S52), a situation worth reaching.
+        if result.is_err() && observed.is_ok() && !next.monitor.saw(Fact::RetryRefused) {
             return None;
         }
         Some(next)
@@ -388,6 +403,7 @@ impl Model for DeliveryModel {
             S33ToolStepContinues,
             S39OneAbort,
             S49ReplayEquivalence,
+            I11Once,
         ];
         // I9: once the environment stops, every waking delivery is claimed or discarded unless
         // the spec lets it park, and the machine is quiescent. The condition can only hold once
@@ -411,6 +427,9 @@ impl Model for DeliveryModel {
             TurnFailed,
             SteerRetargeted,
         ]);
+        if self.bound.memory > 0 {
+            properties.extend(sometimes_reached![RetryRefused, ForgottenIdDeliveredAgain]);
+        }
         properties
     }
 }
@@ -427,7 +446,12 @@ mod tests {
         let names: Vec<&str> = model.properties().iter().map(|p| p.name).collect();
         let mut expected: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
         expected.push(LIVENESS);
-        expected.extend(Fact::ALL.iter().map(|f| f.name()));
+        expected.extend(
+            Fact::ALL
+                .iter()
+                .filter(|f| !f.needs_memory())
+                .map(|f| f.name()),
+        );
         let (mut sorted_names, mut sorted_expected) = (names.clone(), expected);
         sorted_names.sort_unstable();
         sorted_expected.sort_unstable();

@@ -24,6 +24,9 @@ pub(crate) struct CheckArgs {
     /// Leave crash-and-restore out of the environment.
     #[arg(long)]
     no_crashes: bool,
+    /// The delivery memory's capacity W (S51; 0 is plain S9) [default: the CI bound's, 0].
+    #[arg(long)]
+    memory: Option<u8>,
     /// Start from the bigger documented bound instead of the CI bound.
     #[arg(long)]
     deep: bool,
@@ -43,15 +46,18 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         operations: args.operations.unwrap_or(base.operations),
         tool_steps: args.tool_steps.unwrap_or(base.tool_steps),
         crashes: base.crashes && !args.no_crashes,
+        memory: args.memory.unwrap_or(base.memory),
     };
     let model = DeliveryModel::new(bound);
     println!("coxswain check: the real core under every environment of the bound");
     println!(
-        "  bound: {} message ids, {} operations per path, {} tool steps, crash-restore {}",
+        "  bound: {} message ids, {} operations per path, {} tool steps, crash-restore {}, \
+         delivery memory {}",
         bound.messages,
         bound.operations,
         bound.tool_steps,
-        if bound.crashes { "on" } else { "off" }
+        if bound.crashes { "on" } else { "off" },
+        bound.memory
     );
     println!("  threads: {}", args.threads);
     if let Some(address) = &args.explore {

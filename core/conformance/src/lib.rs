@@ -13,7 +13,7 @@
 use std::fmt;
 use std::path::Path;
 
-use coxswain_core::{Input, Machine, Output, Rejected};
+use coxswain_core::{Config, Input, Machine, Output, Rejected};
 use serde_json::{json, Value};
 
 /// Why a trace did not replay.
@@ -58,12 +58,14 @@ pub struct Replayed {
 pub enum Line {
     /// `{"note": …}`: ignored.
     Note(String),
-    /// `{"given": {"log": […], "seedLength": n}}`: restore from this log first.
+    /// `{"given": {"log": […], "seedLength": n, "memory": w}}`: restore from this log first.
     Given {
-        /// The durable log.
+        /// The durable log (empty when omitted).
         log: Vec<Value>,
         /// The seed boundary (S46).
         seed_length: usize,
+        /// The delivery memory's capacity (S51–S53), 0 when omitted.
+        memory: usize,
     },
     /// `{"in": …}`: one input.
     In(Input),
@@ -104,19 +106,25 @@ impl Trace {
             let line = match key.as_str() {
                 "note" => Line::Note(body.as_str().unwrap_or_default().to_owned()),
                 "given" => {
-                    let log = body
-                        .get("log")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .ok_or_else(|| malformed("`given` needs a `log` array".into()))?;
-                    let seed_length = match body.get("seedLength") {
-                        None => 0,
+                    let log = match body.get("log") {
+                        None => Vec::new(),
+                        Some(log) => log
+                            .as_array()
+                            .cloned()
+                            .ok_or_else(|| malformed("`log` is not an array".into()))?,
+                    };
+                    let count = |key: &str| match body.get(key) {
+                        None => Ok(0),
                         Some(n) => n
                             .as_u64()
                             .and_then(|n| usize::try_from(n).ok())
-                            .ok_or_else(|| malformed("`seedLength` is not an integer".into()))?,
+                            .ok_or_else(|| malformed(format!("`{key}` is not an integer"))),
                     };
-                    Line::Given { log, seed_length }
+                    Line::Given {
+                        log,
+                        seed_length: count("seedLength")?,
+                        memory: count("memory")?,
+                    }
                 }
                 "in" => Line::In(
                     serde_json::from_value(body.clone())
@@ -158,10 +166,19 @@ pub fn replay(trace: &Trace) -> Result<Replayed, TraceError> {
         .peekable();
     let mut summary = Replayed::default();
     let mut machine = Machine::new();
-    if let Some((number, Line::Given { log, seed_length })) = lines.peek() {
+    if let Some((
+        number,
+        Line::Given {
+            log,
+            seed_length,
+            memory,
+        },
+    )) = lines.peek()
+    {
         let number = *number;
         lines.next();
-        let restored = Machine::restore(log, *seed_length);
+        let config = Config::new().with_delivery_memory(*memory);
+        let restored = Machine::restore_with(config, log, *seed_length);
         match (restored, lines.peek()) {
             (Err(_), Some((_, Line::Rejected(kind)))) if kind == "invalid-log" => {
                 summary.rejections += 1;
@@ -319,18 +336,32 @@ pub struct Recorder {
 impl Recorder {
     /// A trace of a fresh machine, starting with a note.
     pub fn new(note: &str) -> Self {
-        Recorder::from_machine(note, Machine::new())
+        Recorder::with_config(note, Config::new())
     }
 
-    /// A trace of a machine restored from `log` (recorded as its `given` line).
+    /// A trace of a fresh machine with `config` (a delivery memory is recorded as the `given`
+    /// line `{"memory": w}`).
+    pub fn with_config(note: &str, config: Config) -> Self {
+        let mut recorder = Recorder::from_machine(note, Machine::with_config(config));
+        if config.delivery_memory > 0 {
+            recorder.push_line(&json!({"given": {"memory": config.delivery_memory}}));
+        }
+        recorder
+    }
+
+    /// A trace of a machine restored from `log` with `config` (recorded as its `given` line).
     pub fn restored(
         note: &str,
+        config: Config,
         log: &[Value],
         seed_length: usize,
     ) -> Result<Self, coxswain_core::InvalidLog> {
-        let machine = Machine::restore(log, seed_length)?;
+        let machine = Machine::restore_with(config, log, seed_length)?;
         let mut recorder = Recorder::from_machine(note, machine);
-        recorder.push_line(&json!({"given": {"log": log, "seedLength": seed_length}}));
+        let memory = config.delivery_memory;
+        recorder.push_line(
+            &json!({"given": {"log": log, "seedLength": seed_length, "memory": memory}}),
+        );
         recorder.log = log.to_vec();
         Ok(recorder)
     }

@@ -17,8 +17,8 @@
 use std::fmt;
 
 use coxswain_core::{
-    Event, InvalidLog, LogPosition, LogViolation, Machine, OpenTurn, Restorer, Splice, SpliceKind,
-    Target,
+    Config, Event, InvalidLog, LogPosition, LogViolation, Machine, OpenTurn, Restorer, Splice,
+    SpliceKind, Target,
 };
 use serde_json::Value;
 
@@ -130,8 +130,13 @@ enum Outcome {
 impl Auditor {
     /// An auditor at the start of a log.
     pub fn new() -> Self {
+        Auditor::with_config(Config::new())
+    }
+
+    /// An auditor whose restorer rebuilds a machine with `config` (its delivery memory, S53).
+    pub fn with_config(config: Config) -> Self {
         Auditor {
-            restorer: Restorer::new(0),
+            restorer: Restorer::with_config(config, 0),
             index: 0,
             next_turn_claimed: false,
             failed: None,

@@ -14,6 +14,7 @@
 
 mod accepted;
 mod facts;
+mod memory;
 mod outputs;
 mod projections;
 mod properties;
@@ -23,7 +24,9 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use coxswain_core::{Batch, CancelCause, Input, Machine, MessageId, Output, Rejected, Status};
+use coxswain_core::{
+    Batch, CancelCause, Config, Input, Machine, MessageId, Output, Rejected, Status,
+};
 use coxswain_log::Auditor;
 
 pub use properties::{Fact, Invariant, Violation};
@@ -77,6 +80,8 @@ pub struct Monitor {
     awaited: Option<Awaited>,
     activity: Option<ActivityView>,
     violation: Option<Violation>,
+    /// The ids that last left the lists, as the outputs show them (I11).
+    window: memory::Window,
     /// Facts of the latest transition.
     facts: u16,
 }
@@ -88,15 +93,21 @@ impl Default for Monitor {
 }
 
 impl Monitor {
-    /// A monitor of a fresh machine.
+    /// A monitor of a fresh machine with no delivery memory.
     pub fn new() -> Self {
+        Monitor::with_config(Config::new())
+    }
+
+    /// A monitor of a fresh machine created with `config` (its delivery memory, S51).
+    pub fn with_config(config: Config) -> Self {
         Monitor {
-            auditor: Auditor::new(),
+            auditor: Auditor::with_config(config),
             live: BTreeMap::new(),
             status: None,
             awaited: None,
             activity: None,
             violation: None,
+            window: memory::Window::new(config.delivery_memory),
             facts: 0,
         }
     }
@@ -152,7 +163,13 @@ impl Monitor {
         }
         self.facts = 0;
         let checked = match result {
-            Err(rejection) => self.check_rejection(before, input, rejection, outputs, after),
+            Err(rejection) => {
+                let checked = self.check_rejection(before, input, rejection, outputs, after);
+                if checked.is_ok() && matches!(rejection, Rejected::AlreadyDelivered(_)) {
+                    self.note(Fact::RetryRefused);
+                }
+                checked
+            }
             Ok(_) => self
                 .observe_accepted(before, input, outputs, after)
                 .and_then(|()| self.check_state(after)),

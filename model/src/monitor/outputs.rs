@@ -6,6 +6,7 @@ use coxswain_core::{
     CancelCause, Event, Message, MessageId, Notification, Output, Request, Status, TurnEndReason,
 };
 
+use super::memory::SpliceIds;
 use super::properties::{fail, Check, Fact, Invariant, Violation};
 use super::{ActivityView, Awaited, Monitor, Tracked};
 
@@ -26,6 +27,8 @@ pub(super) struct Tally {
     pub(super) requests: usize,
     /// How many preStep requests.
     pub(super) pre_steps: usize,
+    /// The ids the current splice removed and inserted (I11).
+    splice: SpliceIds,
 }
 
 /// An output as the monitor sorts it.
@@ -65,7 +68,12 @@ impl Monitor {
         let mut tally = Tally::default();
         for output in outputs {
             match sort(output) {
-                Seen::Event(event) => self.observe_event(event, &mut tally)?,
+                Seen::Event(event) => {
+                    if matches!(event, Event::Spliced(_)) {
+                        self.close_splice(&mut tally.splice);
+                    }
+                    self.observe_event(event, &mut tally)?
+                }
                 Seen::Notification(notification) => {
                     self.observe_notification(notification, step_outstanding, &mut tally)?
                 }
@@ -74,6 +82,7 @@ impl Monitor {
                 Seen::Disposed => self.note(Fact::Disposed),
             }
         }
+        self.close_splice(&mut tally.splice);
         if !tally.claimed.is_empty() {
             return fail(
                 Invariant::I4ClaimShape,
@@ -128,7 +137,10 @@ impl Monitor {
         tally: &mut Tally,
     ) -> Check {
         match notification {
-            Notification::Inserted { message } => self.observe_inserted(message, step_outstanding),
+            Notification::Inserted { message } => {
+                self.observe_memory_insert(message.id(), &mut tally.splice)?;
+                self.observe_inserted(message, step_outstanding)
+            }
             Notification::Discarded { message } => self.observe_discarded(message, tally),
             Notification::Claimed { message, turn } => self.observe_claimed(message, *turn, tally),
             Notification::Status { status } => self.observe_status(*status, tally),
@@ -160,6 +172,7 @@ impl Monitor {
             );
         }
         tally.discarded.push(message.id().clone());
+        Monitor::observe_memory_leave(message.id(), &mut tally.splice);
         Ok(())
     }
 
@@ -184,6 +197,7 @@ impl Monitor {
             self.note(Fact::ToolContextClaimed);
         }
         tally.claimed.push(message.id().clone());
+        Monitor::observe_memory_leave(message.id(), &mut tally.splice);
         Ok(())
     }
 

@@ -15,7 +15,8 @@ impl Monitor {
         check_pending_ids(self, machine)?;
         check_status(self, machine)?;
         check_outstanding(self, machine)?;
-        check_replay_when_idle(self, machine)
+        check_replay_when_idle(self, machine)?;
+        super::memory::check_memory(self, machine)
     }
 }
 

@@ -40,11 +40,14 @@ pub enum Invariant {
     S39OneAbort,
     /// S49: restoring from the durable log so far gives the live lists and, once idle, `lastTurn`.
     S49ReplayEquivalence,
+    /// I11 (S51–S53): no id is inserted while among the last `W` that left the lists, and the
+    /// delivery memory holds exactly those, in order.
+    I11Once,
 }
 
 impl Invariant {
     /// Every checked property.
-    pub const ALL: [Invariant; 15] = [
+    pub const ALL: [Invariant; 16] = [
         Invariant::I1SpliceProjection,
         Invariant::I2Identity,
         Invariant::I3Conservation,
@@ -60,6 +63,7 @@ impl Invariant {
         Invariant::S33ToolStepContinues,
         Invariant::S39OneAbort,
         Invariant::S49ReplayEquivalence,
+        Invariant::I11Once,
     ];
 
     /// The property's name as the model checker reports it.
@@ -80,6 +84,7 @@ impl Invariant {
             Invariant::S33ToolStepContinues => "S33 tool step continues",
             Invariant::S39OneAbort => "S39 one abort per activity",
             Invariant::S49ReplayEquivalence => "S49 replay equivalence",
+            Invariant::I11Once => "I11 once",
         }
     }
 
@@ -157,11 +162,15 @@ pub enum Fact {
     TurnFailed,
     /// A steer after a cancel was retargeted to NT (S18).
     SteerRetargeted,
+    /// A delivery of a held id was refused `already-delivered` (S52).
+    RetryRefused,
+    /// An id the delivery memory had forgotten was delivered again (S51).
+    ForgottenIdDeliveredAgain,
 }
 
 impl Fact {
     /// Every fact.
-    pub const ALL: [Fact; 13] = [
+    pub const ALL: [Fact; 15] = [
         Fact::BlockedTurnContinued,
         Fact::CompletedTurnContinued,
         Fact::LatchReplayedAtExit,
@@ -175,6 +184,8 @@ impl Fact {
         Fact::Disposed,
         Fact::TurnFailed,
         Fact::SteerRetargeted,
+        Fact::RetryRefused,
+        Fact::ForgottenIdDeliveredAgain,
     ];
 
     /// The fact's name as the model checker reports it.
@@ -195,7 +206,14 @@ impl Fact {
             Fact::Disposed => "reach: disposed",
             Fact::TurnFailed => "reach: turn ends in error",
             Fact::SteerRetargeted => "reach: steer after cancel retargeted",
+            Fact::RetryRefused => "reach: a retry refused already-delivered",
+            Fact::ForgottenIdDeliveredAgain => "reach: a forgotten id delivered again",
         }
+    }
+
+    /// Whether only a machine with a delivery memory can show it.
+    pub fn needs_memory(self) -> bool {
+        matches!(self, Fact::RetryRefused | Fact::ForgottenIdDeliveredAgain)
     }
 
     /// The fact's bit in the monitor's set of facts.

@@ -54,6 +54,7 @@ impl Monitor {
         match rejection {
             Rejected::AfterDisposal => before.is_disposed(),
             Rejected::AlreadyPending(id) => self.live.contains_key(id),
+            Rejected::AlreadyDelivered(id) => self.window.holds(id) && !self.live.contains_key(id),
             Rejected::Busy => !before.is_quiescent(),
             Rejected::UnexpectedCompletion { .. } => self.completion_is_unexpected(before, input),
             _ => false,

@@ -1,0 +1,97 @@
+//! I11 and S51–S53, watched from the outputs alone: the monitor keeps its own window of the ids
+//! that last left the lists (from `discarded` and `claimed` notifications, splice by splice), and
+//! checks that no insertion takes one of them and that the machine's memory is that window.
+
+use std::collections::VecDeque;
+
+use coxswain_core::{Machine, MessageId};
+
+use super::properties::{fail, Check, Fact, Invariant};
+use super::Monitor;
+
+/// The ids one splice moved: the removed ones (in list order) and the inserted ones.
+#[derive(Default)]
+pub(super) struct SpliceIds {
+    left: Vec<MessageId>,
+    inserted: Vec<MessageId>,
+}
+
+/// The monitor's view of the delivery memory.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(super) struct Window {
+    capacity: usize,
+    /// The last `capacity` ids that left the lists, oldest first.
+    held: VecDeque<MessageId>,
+    /// The id last forgotten, until it is delivered again (a `sometimes` fact) or another is.
+    forgotten: Option<MessageId>,
+}
+
+impl Window {
+    pub(super) fn new(capacity: usize) -> Self {
+        Window {
+            capacity,
+            ..Window::default()
+        }
+    }
+
+    pub(super) fn holds(&self, id: &MessageId) -> bool {
+        self.held.contains(id)
+    }
+}
+
+impl Monitor {
+    /// An id is inserted: I11 forbids an id among the last `W` that left.
+    pub(super) fn observe_memory_insert(
+        &mut self,
+        id: &MessageId,
+        splice: &mut SpliceIds,
+    ) -> Check {
+        if self.window.holds(id) {
+            return fail(
+                Invariant::I11Once,
+                format!("`{id}` inserted while among the last ids that left the lists"),
+            );
+        }
+        if self.window.forgotten.as_ref() == Some(id) {
+            self.window.forgotten = None;
+            self.note(Fact::ForgottenIdDeliveredAgain);
+        }
+        splice.inserted.push(id.clone());
+        Ok(())
+    }
+
+    /// An id left its list (discarded or claimed).
+    pub(super) fn observe_memory_leave(id: &MessageId, splice: &mut SpliceIds) {
+        splice.left.push(id.clone());
+    }
+
+    /// A splice ended (the next one began, or the input's outputs did): S51, its removed ids that
+    /// are not pending again enter the window, in list order; the oldest past `W` are forgotten.
+    pub(super) fn close_splice(&mut self, splice: &mut SpliceIds) {
+        let SpliceIds { left, inserted } = std::mem::take(splice);
+        if self.window.capacity == 0 {
+            return;
+        }
+        for id in left.into_iter().filter(|id| !inserted.contains(id)) {
+            self.window.held.push_back(id);
+            while self.window.held.len() > self.window.capacity {
+                self.window.forgotten = self.window.held.pop_front();
+            }
+        }
+    }
+}
+
+/// S51, S53: the machine's memory holds exactly the window, in order (after a restore too).
+pub(super) fn check_memory(monitor: &Monitor, machine: &Machine) -> Check {
+    if machine.delivered().eq(monitor.window.held.iter()) {
+        return Ok(());
+    }
+    let held: Vec<&MessageId> = machine.delivered().collect();
+    fail(
+        Invariant::I11Once,
+        format!(
+            "the delivery memory holds {held:?}, the last ids that left are {:?}",
+            monitor.window.held
+        ),
+    )
+}
