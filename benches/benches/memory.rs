@@ -7,7 +7,7 @@
 
 use coxswain_benches::alloc::Counting;
 use coxswain_benches::report_file::{full_run, save};
-use coxswain_benches::{followup_cycle, messages, resident_bytes, settle};
+use coxswain_benches::{followup_cycle, machine_with_memory, messages, resident_bytes, settle};
 use coxswain_core::{Machine, Output, StepAnswer, Target};
 use coxswain_tokio::{Agent, Host, MemoryLog, Options, StepContext};
 use serde_json::json;
@@ -42,6 +42,16 @@ fn heap_with_pending(n: usize) -> i64 {
                 .expect("send accepted"),
         );
     }
+    let held = ALLOC.snapshot().since(&before).net_bytes();
+    drop(machine);
+    held
+}
+
+/// Heap bytes a machine holds with a full delivery memory of `w` ids and nothing pending; the
+/// messages are gone, so what is left is the memory and the ids it keeps alive.
+fn heap_with_memory(w: usize) -> i64 {
+    let before = ALLOC.snapshot();
+    let machine = machine_with_memory(&messages(w));
     let held = ALLOC.snapshot().since(&before).net_bytes();
     drop(machine);
     held
@@ -100,6 +110,18 @@ fn main() {
         pending.push(json!({"pending": n, "heap_bytes": held, "per_message": per}));
     }
     figures.insert("pending".into(), json!(pending));
+
+    // The delivery memory (S51): heap per held id, the ids themselves counted (a held id keeps
+    // its string alive after its message is gone).
+    let memories: &[usize] = if full { &[1_000, 100_000] } else { &[10] };
+    let mut held_figures = Vec::new();
+    for &w in memories {
+        let held = heap_with_memory(w);
+        let per = held as f64 / w as f64;
+        println!("machine holding {w} delivered ids: {held} B heap ({per:.1} B per held id)");
+        held_figures.push(json!({"held": w, "heap_bytes": held, "per_id": per}));
+    }
+    figures.insert("delivery_memory".into(), json!(held_figures));
 
     // Each configuration runs in a child process of its own: memory freed by one would be reused
     // by the next and hide its growth. The update buffer is allocated at the first subscribe, so

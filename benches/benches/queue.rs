@@ -1,9 +1,13 @@
-//! Bench 3: queue edits by id in a long queue (10, 1k, 100k pending in NT).
+//! Bench 3: queue edits by id in a long queue (10, 1k, 100k pending in NT), and deliveries
+//! through a delivery memory holding 0, 1k and 100k ids (S51, S52).
 
 use std::hint::black_box;
 use std::time::Duration;
 
-use coxswain_benches::{machine_with_queue, messages, remove_and_requeue, replace_in_place};
+use coxswain_benches::{
+    machine_with_memory, machine_with_queue, message, messages, remove_and_requeue,
+    replace_in_place, send_and_forget,
+};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 const SIZES: [usize; 3] = [10, 1_000, 100_000];
@@ -49,6 +53,38 @@ fn edits(c: &mut Criterion) {
     group.finish();
 }
 
+/// Bench 8: a delivery (quiet send, then remove) through a full delivery memory of `w` ids: the
+/// S52 check and the ring's eviction must not grow with `w`. Also the refused retry of a held id.
+fn retries(c: &mut Criterion) {
+    let mut group = c.benchmark_group("delivery_memory");
+    group.throughput(Throughput::Elements(1));
+    for w in [0usize, 1_000, 100_000] {
+        let held = messages(w);
+        let mut machine = machine_with_memory(&held);
+        // Fresh ids cycle through a pool larger than the memory, so each is forgotten again
+        // before its turn comes back.
+        let fresh: Vec<_> = (0..w + 4096).map(|i| message(1_000_000 + i)).collect();
+        let mut next = 0;
+        group.bench_with_input(BenchmarkId::new("send", w), &w, |b, _| {
+            b.iter(|| {
+                let outputs = send_and_forget(&mut machine, &fresh[next]);
+                next = (next + 1) % fresh.len();
+                outputs
+            })
+        });
+        if w > 0 {
+            let oldest = machine.delivered().next().cloned();
+            if let Some(id) = oldest {
+                let retry = std::sync::Arc::new(coxswain_core::Message::user(id.as_str(), "retry"));
+                group.bench_with_input(BenchmarkId::new("refused", w), &w, |b, _| {
+                    b.iter(|| machine.followup(black_box(retry.clone())).is_err())
+                });
+            }
+        }
+    }
+    group.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_secs(1))
@@ -60,6 +96,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = edits
+    targets = edits, retries
 }
 criterion_main!(benches);

@@ -11,8 +11,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use coxswain_core::{
-    Batch, Effect, Event, Machine, Message, MessageId, PreStepAnswer, Request, StepAnswer, Target,
-    Transition, TurnStoppingAnswer,
+    Batch, Config, Effect, Event, Machine, Message, MessageId, PreStepAnswer, Request, StepAnswer,
+    Target, Transition, TurnStoppingAnswer,
 };
 
 pub mod alloc;
@@ -45,7 +45,7 @@ pub fn settle(transition: Transition<'_>) -> usize {
 
 /// Settles a transition and returns the batch of the `preStep` request among its effects.
 fn settle_pre_step(transition: Transition<'_>) -> Batch {
-    black_box(transition.events().count());
+    black_box(transition.events().len());
     let mut batch = Batch::new();
     for effect in transition.persisted() {
         match effect {
@@ -169,6 +169,37 @@ pub fn remove_and_requeue(machine: &mut Machine, message: &Arc<Message>) -> usiz
             .send(message.clone(), Target::NextTurn, false)
             .expect("send accepted"),
     );
+    outputs
+}
+
+/// An idle machine whose delivery memory (S51) has capacity `held.len()` and holds every id of
+/// `held`: each was queued quietly and removed.
+///
+/// # Panics
+/// If two messages share an id.
+pub fn machine_with_memory(held: &[Arc<Message>]) -> Machine {
+    let mut machine = Machine::with_config(Config::new().with_delivery_memory(held.len()));
+    for message in held {
+        settle(
+            machine
+                .send(message.clone(), Target::NextTurn, false)
+                .expect("send accepted"),
+        );
+        settle(machine.remove(message.id()).expect("remove accepted"));
+    }
+    machine
+}
+
+/// One delivery through the memory check (S52): a quiet send of a fresh message, then its
+/// removal, which puts its id in the memory and, once full, forgets the oldest. Returns the
+/// outputs settled.
+///
+/// # Panics
+/// If `message` is pending or held.
+pub fn send_and_forget(machine: &mut Machine, message: &Arc<Message>) -> usize {
+    let sent = machine.send(message.clone(), Target::NextTurn, false);
+    let mut outputs = settle(sent.expect("send accepted"));
+    outputs += settle(machine.remove(message.id()).expect("remove accepted"));
     outputs
 }
 

@@ -45,4 +45,4 @@ pub use output::{
 };
 pub use position::{LogPosition, OpenTurn};
 pub use restore::Restorer;
-pub use transition::{Effects, Events, Outputs, Transition};
+pub use transition::{Effects, Outputs, Transition};

@@ -43,7 +43,7 @@ use crate::transition::{Queue, Transition};
 /// let mut machine = Machine::new();
 /// let mut log = Vec::new();
 /// let transition = machine.followup(Message::user("m1", "hello"))?;
-/// log.extend(transition.events().cloned());
+/// log.extend_from_slice(transition.events());
 /// let mut batch = None;
 /// for effect in transition.persisted() {
 ///     if let Effect::Request(Request::PreStep { messages, .. }) = effect {
@@ -932,7 +932,7 @@ mod tests {
         assert_eq!(machine, before);
         // The outputs are still there, in order, events first.
         let transition = machine.drain();
-        let events: Vec<&str> = transition.events().map(Event::kind).collect();
+        let events: Vec<&str> = transition.events().iter().map(Event::kind).collect();
         assert_eq!(
             events,
             ["agent/inbox/spliced", "turn/start", "agent/inbox/spliced"]

@@ -631,7 +631,7 @@ mod tests {
         let mut events = Vec::new();
         let mut apply = |transition: Result<crate::Transition<'_>, crate::Rejected>| {
             let transition = transition.unwrap();
-            events.extend(transition.events().cloned());
+            events.extend_from_slice(transition.events());
             transition.persisted().for_each(drop);
         };
         apply(machine.inject(Message::user("c", "c")));

@@ -14,28 +14,26 @@ use std::collections::VecDeque;
 use crate::machine::Machine;
 use crate::output::{Effect, Event, Notification, Output};
 
-/// One queued output: a durable event or an effect.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum Emitted {
-    Event(Event),
-    Effect(Effect),
-}
-
-/// The outputs of the input being applied, in emission order, with a count of its events.
+/// The outputs of the input being applied: its events (one batch) and its effects, each in
+/// emission order, and how the two interleave (for the ordered wire view).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Queue {
-    items: VecDeque<Emitted>,
-    events: usize,
+    events: Vec<Event>,
+    effects: VecDeque<Effect>,
+    /// For each output in emission order, whether it is an event. Cleared once the events are
+    /// persisted (what is left is effects only).
+    order: Vec<bool>,
 }
 
 impl Queue {
     pub(crate) fn event(&mut self, event: Event) {
-        self.events += 1;
-        self.items.push_back(Emitted::Event(event));
+        self.events.push(event);
+        self.order.push(true);
     }
 
     pub(crate) fn effect(&mut self, effect: Effect) {
-        self.items.push_back(Emitted::Effect(effect));
+        self.effects.push_back(effect);
+        self.order.push(false);
     }
 
     pub(crate) fn notify(&mut self, notification: Notification) {
@@ -43,13 +41,14 @@ impl Queue {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.events.is_empty() && self.effects.is_empty()
     }
 
     /// Every queued output in the wire vocabulary, left queued (for unit tests).
     #[cfg(test)]
     pub(crate) fn peek(&self) -> Vec<Output> {
-        self.clone().outputs_in_order()
+        let mut copy = self.clone();
+        Outputs::new(&mut copy).collect()
     }
 
     /// Empties the queue (for unit tests).
@@ -58,41 +57,10 @@ impl Queue {
         *self = Queue::default();
     }
 
-    #[cfg(test)]
-    fn outputs_in_order(mut self) -> Vec<Output> {
-        std::iter::from_fn(|| self.pop_output()).collect()
-    }
-
-    fn pop_effect(&mut self) -> Option<Effect> {
-        loop {
-            match self.items.pop_front()? {
-                Emitted::Effect(effect) => return Some(effect),
-                Emitted::Event(_) => self.events -= 1,
-            }
-        }
-    }
-
-    fn drop_events(&mut self) {
-        if self.events > 0 {
-            self.items.retain(|item| matches!(item, Emitted::Effect(_)));
-            self.events = 0;
-        }
-    }
-
-    fn pop_output(&mut self) -> Option<Output> {
-        loop {
-            match self.items.pop_front()? {
-                Emitted::Event(event) => {
-                    self.events -= 1;
-                    return Some(Output::Event(event));
-                }
-                Emitted::Effect(effect) => {
-                    if let Some(output) = Option::<Output>::from(effect) {
-                        return Some(output);
-                    }
-                }
-            }
-        }
+    /// The events are durable: they leave the queue, the effects stay.
+    fn persist(&mut self) {
+        self.events.clear();
+        self.order.clear();
     }
 }
 
@@ -110,7 +78,7 @@ impl Queue {
 /// let mut machine = Machine::new();
 /// let mut log = Vec::new();
 /// let transition = machine.followup(Message::user("m1", "hello"))?;
-/// log.extend(transition.events().cloned()); // 1. persist: splice, turn/start, claim splice
+/// log.extend_from_slice(transition.events()); // 1. persist: splice, turn/start, claim splice
 /// assert_eq!(log.len(), 3);
 /// for effect in transition.persisted() {   // 2. then act
 ///     if let Effect::Request(Request::PreStep { messages, .. }) = effect {
@@ -139,12 +107,8 @@ impl<'m> Transition<'m> {
 
     /// The durable events, in order: append them to the log as one batch before
     /// [`persisted`](Transition::persisted).
-    pub fn events(&self) -> Events<'_> {
-        let queue = self.machine.queue();
-        Events {
-            items: queue.items.iter(),
-            left: queue.events,
-        }
+    pub fn events(&self) -> &[Event] {
+        &self.machine.queue().events
     }
 
     /// Whether the input produced no output at all.
@@ -160,15 +124,15 @@ impl<'m> Transition<'m> {
     /// The host's word that the events are durable: releases the effects, in order. Effects
     /// left unread when the iterator is dropped stay queued for [`Machine::drain`].
     pub fn persisted(self) -> Effects<'m> {
-        Effects {
-            queue: self.machine.queue_mut(),
-        }
+        let queue = self.machine.queue_mut();
+        queue.persist();
+        Effects { queue }
     }
 
     /// Persists the events into an in-memory log (durable once extended, for tests and
-    /// [`Events`]-collecting hosts) and releases the effects: `events` then `persisted` in one.
+    /// collecting hosts) and releases the effects: `events` then `persisted` in one.
     pub fn persist_into(self, log: &mut impl Extend<Event>) -> Effects<'m> {
-        log.extend(self.events().cloned());
+        log.extend(self.events().iter().cloned());
         self.persisted()
     }
 
@@ -176,42 +140,12 @@ impl<'m> Transition<'m> {
     /// format: for recorders, replayers and ports, which persist nothing. Hosts use
     /// [`events`](Transition::events) and [`persisted`](Transition::persisted).
     pub fn into_outputs(self) -> Outputs<'m> {
-        Outputs {
-            queue: self.machine.queue_mut(),
-        }
+        Outputs::new(self.machine.queue_mut())
     }
 }
 
-/// The durable events of a [`Transition`], in order.
-#[derive(Clone, Debug)]
-pub struct Events<'a> {
-    items: std::collections::vec_deque::Iter<'a, Emitted>,
-    left: usize,
-}
-
-impl<'a> Iterator for Events<'a> {
-    type Item = &'a Event;
-
-    fn next(&mut self) -> Option<&'a Event> {
-        if self.left == 0 {
-            return None;
-        }
-        let event = self.items.find_map(|item| match item {
-            Emitted::Event(event) => Some(event),
-            Emitted::Effect(_) => None,
-        })?;
-        self.left -= 1;
-        Some(event)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl ExactSizeIterator for Events<'_> {}
-
-/// The effects of a persisted [`Transition`], in order.
+/// The effects of a persisted [`Transition`], in order. Effects left unread when it is dropped
+/// stay queued for [`Machine::drain`].
 #[derive(Debug)]
 pub struct Effects<'m> {
     queue: &'m mut Queue,
@@ -222,29 +156,61 @@ impl Iterator for Effects<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Effect> {
-        self.queue.pop_effect()
+        self.queue.effects.pop_front()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.queue.effects.len(), Some(self.queue.effects.len()))
     }
 }
 
-impl Drop for Effects<'_> {
-    /// The events were persisted: effects left unread stay queued, the events do not.
-    fn drop(&mut self) {
-        self.queue.drop_events();
-    }
-}
+impl ExactSizeIterator for Effects<'_> {}
 
 /// Every output of a [`Transition`] in emission order (see
 /// [`Transition::into_outputs`]).
 #[derive(Debug)]
 pub struct Outputs<'m> {
     queue: &'m mut Queue,
+    /// The next entry of `queue.order`.
+    next: usize,
+}
+
+impl<'m> Outputs<'m> {
+    fn new(queue: &'m mut Queue) -> Self {
+        // Events are taken from the back of the reversed batch, in emission order.
+        queue.events.reverse();
+        Outputs { queue, next: 0 }
+    }
 }
 
 impl Iterator for Outputs<'_> {
     type Item = Output;
 
-    #[inline]
     fn next(&mut self) -> Option<Output> {
-        self.queue.pop_output()
+        loop {
+            let is_event = match self.queue.order.get(self.next) {
+                Some(&is_event) => is_event,
+                // The events were persisted before: only effects are left.
+                None => false,
+            };
+            self.next += 1;
+            let output = if is_event {
+                Some(Output::Event(self.queue.events.pop()?))
+            } else {
+                Option::<Output>::from(self.queue.effects.pop_front()?)
+            };
+            if let Some(output) = output {
+                return Some(output);
+            }
+        }
+    }
+}
+
+impl Drop for Outputs<'_> {
+    /// What was not read stays queued, in order.
+    fn drop(&mut self) {
+        self.queue.events.reverse();
+        let read = self.next.min(self.queue.order.len());
+        self.queue.order.drain(..read);
     }
 }

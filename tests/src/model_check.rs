@@ -1,19 +1,25 @@
-//! The model checker at the CI bound: exhaustive, every property holds or is reached.
+//! The model checker at the CI bound, without a delivery memory and with one (W = 2): exhaustive,
+//! every property holds or is reached.
 
 use std::time::Duration;
 
 use coxswain_model::{check, Bound, DeliveryModel, Verdict};
 
-/// The number of distinct states of the CI bound. Stateright reports a run cut short (by a
-/// timeout or a target state count) as done and its properties as passing: only this pinned
+/// The number of distinct states of the CI bound (W = 0). Stateright reports a run cut short (by
+/// a timeout or a target state count) as done and its properties as passing: only this pinned
 /// count shows the run was exhaustive. Update it deliberately when the model or the machine
 /// changes, and say why in the commit.
 const CI_BOUND_STATES: usize = 1_190_830;
 
-#[test]
-fn the_ci_bound_is_exhaustive_and_every_property_holds_and_is_reached() {
+/// The same for the CI bound with a delivery memory of 2 ids (S51–S53, I11). Fewer states than
+/// W = 0: the memory refuses re-deliveries that would otherwise open new paths.
+const CI_BOUND_MEMORY_2_STATES: usize = 638_838;
+
+/// Checks `bound` exhaustively: every property holds or is reached, `properties` of them, and
+/// exactly `states` distinct states.
+fn assert_proved(bound: Bound, states: usize, properties: usize) {
     let report = check(
-        DeliveryModel::new(Bound::CI),
+        DeliveryModel::new(bound),
         2,
         None,
         Duration::from_millis(50),
@@ -27,6 +33,20 @@ fn the_ci_bound_is_exhaustive_and_every_property_holds_and_is_reached() {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(report.exhaustive);
-    assert_eq!(report.unique_states, CI_BOUND_STATES);
-    assert_eq!(report.properties.len(), 15 + 1 + 13);
+    assert_eq!(report.unique_states, states);
+    assert_eq!(report.properties.len(), properties);
+}
+
+#[test]
+fn the_ci_bound_is_exhaustive_and_every_property_holds_and_is_reached() {
+    assert_proved(Bound::CI, CI_BOUND_STATES, 16 + 1 + 13);
+}
+
+#[test]
+fn i11_with_a_delivery_memory_of_two_every_property_holds_and_is_reached() {
+    assert_proved(
+        Bound::CI.with_memory(2),
+        CI_BOUND_MEMORY_2_STATES,
+        16 + 1 + 15,
+    );
 }

@@ -252,7 +252,12 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     /// failure nothing is published or started and the agent stops.
     async fn settle(&mut self) -> Result<(), AgentError> {
         let transition = self.machine.drain();
-        let entries: Vec<Entry> = transition.events().cloned().map(Entry::Machine).collect();
+        let entries: Vec<Entry> = transition
+            .events()
+            .iter()
+            .cloned()
+            .map(Entry::Machine)
+            .collect();
         let first = if entries.is_empty() {
             0
         } else {
