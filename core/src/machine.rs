@@ -937,12 +937,11 @@ mod tests {
             events,
             ["agent/inbox/spliced", "turn/start", "agent/inbox/spliced"]
         );
-        let mut effects = transition.persisted();
+        let first = transition.persisted().next();
         assert!(matches!(
-            effects.next(),
+            first,
             Some(Effect::Notify(Notification::Inserted { .. }))
         ));
-        drop(effects);
         // Unread effects stay queued; the persisted events do not come back.
         let rest = machine.drain();
         assert_eq!(rest.events().len(), 0);
