@@ -13,15 +13,18 @@
 //! * a rejected input must leave the machine unchanged byte for byte (its `Debug` form, which
 //!   shows what the canonical `PartialEq` leaves out, e.g. the inbox's position keys);
 //! * at random points, a fresh machine (and reference) restored from the durable log so far, with
-//!   crash repair's closers appended, must hold the live lists and `lastTurn` (S49); and the
-//!   process may crash, be repaired and go on from the restored machine (S50).
+//!   crash repair's closers appended, must hold the live lists, `lastTurn` and delivery memory
+//!   (S49, S53); and the process may crash, be repaired and go on from the restored machine (S50).
+//!
+//! A session has one delivery memory capacity `W` (S51), given to the core, its monitor and the
+//! reference at creation and at every restore; the held ids are one more projection compared.
 
 use std::fmt;
 use std::sync::Arc;
 
 use coxswain_core::{
-    Batch, CancelCause, ErrorInfo, Input, LogPosition, Machine, MaintenanceInput, Message, Output,
-    Outstanding, PreStepAnswer, Rejected, Request, SharedMessage, StepAnswer, Target,
+    Batch, CancelCause, Config, ErrorInfo, Input, LogPosition, Machine, MaintenanceInput, Message,
+    Output, Outstanding, PreStepAnswer, Rejected, Request, SharedMessage, StepAnswer, Target,
     TurnStoppingAnswer,
 };
 use coxswain_model::{Fact, Monitor, Violation};
@@ -29,7 +32,8 @@ use serde_json::{json, Value};
 
 use crate::reference::Reference;
 
-/// Message ids in the pool (`m0` … `m3`): small, so duplicates (S9, S13) happen often.
+/// Message ids in the pool (`m0` … `m3`): small, so duplicates (S9, S13) and, with a delivery
+/// memory, retries of ids that left (S52) happen often.
 pub(crate) const POOL: u8 = 4;
 
 /// One abstract choice of the environment, mapped to an input at run time.
@@ -289,32 +293,52 @@ pub(crate) struct Session {
     note: String,
     /// Monitor facts seen so far (coverage).
     facts: Vec<Fact>,
+    /// How many inputs the core rejected `already-delivered` (S52), for coverage.
+    already_delivered: usize,
     choices: usize,
 }
 
 impl Session {
-    /// A session of a fresh machine.
+    /// A session of a fresh machine with no delivery memory.
     pub(crate) fn new(checks: Checks) -> Self {
+        Session::with_memory(checks, 0)
+    }
+
+    /// A session of a fresh machine with a delivery memory of capacity `memory` (S51): the core,
+    /// its monitor and the reference are created, and restored at each crash, with it.
+    pub(crate) fn with_memory(checks: Checks, memory: usize) -> Self {
+        let config = Config::new().with_delivery_memory(memory);
         Session {
             checks,
-            machine: Machine::new(),
-            monitor: Monitor::new(),
-            reference: Reference::new(),
+            machine: Machine::with_config(config),
+            monitor: Monitor::with_config(config),
+            reference: Reference::with_memory(memory),
             log: Vec::new(),
             position: LogPosition::new(),
             claimed: Batch::new(),
             tape: None,
             note: String::new(),
             facts: Vec::new(),
+            already_delivered: 0,
             choices: 0,
         }
     }
 
-    /// Records the reference's trace (FORMAT.md), starting with a note.
+    /// The host's config of this session's machines (the delivery memory, S51).
+    fn config(&self) -> Config {
+        self.machine.config()
+    }
+
+    /// Records the reference's trace (FORMAT.md), starting with a note, then (with a delivery
+    /// memory) the `given` line `{"memory": W}` of a fresh machine with it.
     pub(crate) fn record(mut self, note: &str) -> Self {
         self.note = note.to_owned();
         self.tape = Some(String::new());
         push_line(&mut self.tape, &json!({ "note": note }));
+        let memory = self.config().delivery_memory;
+        if memory > 0 {
+            push_line(&mut self.tape, &json!({"given": {"memory": memory}}));
+        }
         self
     }
 
@@ -341,6 +365,11 @@ impl Session {
     /// The monitor facts seen so far.
     pub(crate) fn facts(&self) -> &[Fact] {
         &self.facts
+    }
+
+    /// How many inputs so far were rejected `already-delivered` (S52).
+    pub(crate) fn already_delivered(&self) -> usize {
+        self.already_delivered
     }
 
     /// Runs every choice in order; the first failure stops the session.
@@ -460,6 +489,9 @@ impl Session {
                 Ok(transition) => (Ok(()), transition.into_outputs().collect()),
                 Err(rejection) => (Err(rejection), Vec::new()),
             };
+        if matches!(result, Err(Rejected::AlreadyDelivered(_))) {
+            self.already_delivered += 1;
+        }
         let input_json = to_json(&input);
         let mut failure = Failure {
             input: Some(input_json.clone()),
@@ -567,24 +599,38 @@ impl Session {
                 self.reference.last_turn()
             ));
         }
+        let core_delivered = delivered(&self.machine);
+        let reference_delivered = self.reference.delivered();
+        if core_delivered != reference_delivered {
+            return Err(format!(
+                "delivery memory (S51): core {core_delivered:?}, reference \
+                 {reference_delivered:?}"
+            ));
+        }
         Ok(())
     }
 
     /// S49: a fresh machine and a fresh reference restored from the log so far (closed by crash
-    /// repair's closers) hold the live lists and, when quiescent, the live `lastTurn`.
+    /// repair's closers) with the session's memory capacity hold the live lists, the live
+    /// delivery memory (S53) and, when quiescent, the live `lastTurn`.
     fn check_restore(&mut self) -> Result<(), Failure> {
         let mut log = self.log.clone();
         log.extend(self.closers());
         let mut failure = Failure::default();
         if self.checks.invariants {
-            match Machine::restore(&log, 0) {
+            match Machine::restore_with(self.config(), &log, 0) {
                 Err(error) => failure.invariant = Some(format!("S49: own log invalid: {error}")),
                 Ok(restored) => {
                     let (live, back) =
                         (pending_messages(&self.machine), pending_messages(&restored));
+                    let (live_held, back_held) = (delivered(&self.machine), delivered(&restored));
                     if live != back {
                         failure.invariant =
                             Some(format!("S49: restored lists {back:?}, live {live:?}"));
+                    } else if live_held != back_held {
+                        failure.invariant = Some(format!(
+                            "S53: restored memory {back_held:?}, live {live_held:?}"
+                        ));
                     } else if self.machine.is_quiescent()
                         && restored.last_turn() != self.machine.last_turn()
                     {
@@ -598,7 +644,8 @@ impl Session {
             }
         }
         if self.checks.differential {
-            match Reference::restore(&log, 0) {
+            let memory = self.config().delivery_memory;
+            match Reference::restore_with_memory(&log, 0, memory) {
                 Err(error) => {
                     failure.differential = Some(format!("the reference rejects the log: {error}"))
                 }
@@ -607,6 +654,13 @@ impl Session {
                         "S49: the reference restores {:?}, live {:?}",
                         restored.pending(),
                         self.reference.pending()
+                    ))
+                }
+                Ok(restored) if restored.delivered() != self.reference.delivered() => {
+                    failure.differential = Some(format!(
+                        "S53: the reference restores the memory {:?}, live {:?}",
+                        restored.delivered(),
+                        self.reference.delivered()
                     ))
                 }
                 Ok(_) => {}
@@ -629,7 +683,8 @@ impl Session {
             self.log.push(to_json(&closer));
         }
         let mut failure = Failure::default();
-        let restored = match Machine::restore(&self.log, 0) {
+        let config = self.config();
+        let restored = match Machine::restore_with(config, &self.log, 0) {
             Ok(machine) => machine,
             Err(error) => {
                 failure.invariant = Some(format!("S49: own log invalid: {error}"));
@@ -650,7 +705,7 @@ impl Session {
         self.collect_facts();
         self.machine = restored;
         self.claimed = Batch::new();
-        match Reference::restore(&self.log, 0) {
+        match Reference::restore_with_memory(&self.log, 0, config.delivery_memory) {
             Ok(reference) => self.reference = reference,
             Err(error) => {
                 failure.differential = Some(format!("the reference rejects the log: {error}"));
@@ -661,10 +716,11 @@ impl Session {
             tape.clear();
             let note = self.note.clone();
             push_line(&mut self.tape, &json!({ "note": note }));
-            push_line(
-                &mut self.tape,
-                &json!({"given": {"log": self.log, "seedLength": 0}}),
-            );
+            let mut given = json!({"log": self.log, "seedLength": 0});
+            if config.delivery_memory > 0 {
+                given["memory"] = json!(config.delivery_memory);
+            }
+            push_line(&mut self.tape, &json!({ "given": given }));
         }
         if self.checks.differential {
             if let Err(difference) = self.compare_projections() {
@@ -700,6 +756,11 @@ fn pending_view(machine: &Machine) -> PendingView {
             .collect()
     };
     (list(Target::NextTurn), list(Target::NextStep))
+}
+
+/// The ids the machine's delivery memory holds, oldest first (S51).
+fn delivered(machine: &Machine) -> Vec<String> {
+    machine.delivered().map(ToString::to_string).collect()
 }
 
 /// The lists with their message values and waking flags (what S49 compares).

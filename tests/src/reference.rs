@@ -44,9 +44,13 @@ mod answers;
 #[path = "reference/cancel.rs"]
 mod cancel;
 
-/// Restoring from a durable log (S46–S48).
+/// Restoring from a durable log (S46–S48, S53).
 #[path = "reference/restore.rs"]
 mod restore;
+
+/// The delivery memory and `already-delivered` (S51–S53, I11).
+#[path = "reference/memory.rs"]
+mod memory;
 
 /// The conformance corpus replayed on the reference, and the replayer's own tests.
 #[cfg(test)]
@@ -66,6 +70,7 @@ mod tests;
 use serde_json::Value;
 
 use lists::Item;
+use memory::Memory;
 use turns::Turn;
 use wire::{Input, Out};
 
@@ -96,14 +101,21 @@ pub(crate) struct Reference {
     disposing: bool,
     /// `lastTurn`: the number of the last opened turn (S23, S27, S46).
     last_turn: u64,
+    /// The delivery memory of capacity `W` (S51): the ids that last left the lists.
+    memory: Memory,
 }
 
 /// One pending list as (message id, waking flag) in list order.
 pub(crate) type PendingView = Vec<(String, bool)>;
 
 impl Reference {
-    /// A fresh machine: idle, `lastTurn` 0, empty lists.
+    /// A fresh machine: idle, `lastTurn` 0, empty lists, no delivery memory (`W = 0`, S51).
     pub(crate) fn new() -> Self {
+        Reference::with_memory(0)
+    }
+
+    /// A fresh machine with a delivery memory of capacity `memory` (S51).
+    pub(crate) fn with_memory(memory: usize) -> Self {
         Reference {
             nt: Vec::new(),
             ns: Vec::new(),
@@ -112,6 +124,7 @@ impl Reference {
             wake_requested: false,
             disposing: false,
             last_turn: 0,
+            memory: Memory::new(memory),
         }
     }
 
@@ -132,6 +145,11 @@ impl Reference {
     /// `lastTurn` (S23/S27/S46). While a turn is running this is that turn's number.
     pub(crate) fn last_turn(&self) -> u64 {
         self.last_turn
+    }
+
+    /// The ids the delivery memory holds (S51), oldest first.
+    pub(crate) fn delivered(&self) -> Vec<String> {
+        self.memory.held()
     }
 
     /// Public status (S23): `running` when running, otherwise `idle` (also when disposed, S45).

@@ -17,8 +17,9 @@ impl Reference {
         wakeup: bool,
     ) -> Result<(), &'static str> {
         let target = self.resolve_target(target, wakeup);
-        // S13: validate before emitting anything.
+        // S13, then S52: validate before emitting anything.
         self.check_not_pending(msg_id(&msg))?;
+        self.check_not_delivered(msg_id(&msg))?;
         // S17: appended at the end of the resolved list; S10: `wakeup: true` iff the send is waking.
         let start = self.list(target).len();
         self.splice(
@@ -59,14 +60,15 @@ impl Reference {
         }
     }
 
-    /// S15 `remove(id)`: absent → nothing; else an ordinary single-item removal.
+    /// S15 `remove(id)`: absent → nothing (S52: a held id is absent, so it emits nothing too);
+    /// else an ordinary single-item removal.
     pub(super) fn on_remove(&mut self, out: &mut Out, id: &str) {
         if let Some((t, i)) = self.find(id) {
             self.splice(out, t, i, 1, Vec::new(), true, false);
         }
     }
 
-    /// S15 `replace(id, message)`: absent → nothing (never rejected); the new item inherits the
+    /// S15 `replace(id, message)`: absent → nothing (never rejected, not even by S52); the new item inherits the
     /// waking flag and its splice carries `wakeup: true` exactly when the old one was waking.
     pub(super) fn on_replace(
         &mut self,
@@ -82,6 +84,8 @@ impl Reference {
         if new_id != id {
             self.check_not_pending(new_id)?;
         }
+        // S52: nor an id the delivery memory holds (checked after S13).
+        self.check_not_delivered(new_id)?;
         let waking = self.list(t)[i].waking;
         // S14: splice, then discarded(old), then inserted(new).
         self.splice(out, t, i, 1, vec![Item { msg, waking }], true, waking);
@@ -95,7 +99,9 @@ impl Reference {
         target: Target,
         msg: Value,
     ) -> Result<(), &'static str> {
+        // S13, then S52.
         self.check_not_pending(msg_id(&msg))?;
+        self.check_not_delivered(msg_id(&msg))?;
         self.splice(
             out,
             target,

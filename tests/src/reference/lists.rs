@@ -93,6 +93,8 @@ impl Reference {
             .list_mut(target)
             .splice(start..start + removed_count, inserted)
             .collect();
+        // S51: the ids that left the lists enter the delivery memory.
+        self.memory_after_splice(&removed);
         // S14: then `discarded` per removed message (ordinary removals only, S12).
         if canceled {
             for item in &removed {

@@ -1,5 +1,5 @@
-//! Random walks of valid and invalid inputs: the reference agrees with its own durable log (S49)
-//! and keeps the invariants I1, I5, I8 and I10. A check of the reference itself, which no single
+//! Random walks of valid and invalid inputs: the reference agrees with its own durable log (S49,
+//! S53) and keeps the invariants I1, I5, I8, I10 and I11. A check of the reference itself, which no single
 //! trace can express; the proptests walk the real core beside it.
 
 use serde_json::{json, Value};
@@ -81,20 +81,23 @@ fn random_input(rng: &mut Rng) -> Value {
     }
 }
 
-/// S49 / I1 / I5 / I8 / I10 on random walks: the model agrees with its own durable log.
+/// S49 / S53 / I1 / I5 / I8 / I10 / I11 on random walks, each with a delivery memory of capacity
+/// 0 to 3: the model agrees with its own durable log.
 #[test]
 fn s49_random_walks_keep_replay_equivalence_and_enclosure() {
     // Coverage: which turn-end kinds (and disposal) the walks reached.
     let mut seen: Vec<String> = Vec::new();
     for seed in 1..=300u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let mut r = Reference::new();
+        let memory = (seed % 4) as usize;
+        let mut r = Reference::with_memory(memory);
         let mut log: Vec<Value> = Vec::new();
         let mut statuses: Vec<String> = Vec::new();
         let (mut open_turn, mut open_step): (Option<u64>, Option<u64>) = (None, None);
         let mut outstanding = 0i32;
         for _ in 0..120 {
             let input = random_input(&mut rng);
+            let held = r.delivered();
             let Ok(outs) = r.apply(&input) else { continue };
             for o in &outs {
                 if let Some(ev) = o.get("event") {
@@ -124,6 +127,12 @@ fn s49_random_walks_keep_replay_equivalence_and_enclosure() {
                     }
                 }
                 if let Some(n) = o.get("notify") {
+                    // I11: an input inserts at most one message, by its first splice, so the
+                    // memory before the input is the memory at that insertion.
+                    if n["type"] == "agent/inbox/inserted" {
+                        let id = n["message"]["id"].as_str().expect("id");
+                        assert!(!held.iter().any(|h| h == id), "I11 seed {seed}: {id}");
+                    }
                     if n["type"] == "agent/status" {
                         statuses.push(n["status"].as_str().expect("status").to_string());
                     }
@@ -156,8 +165,10 @@ fn s49_random_walks_keep_replay_equivalence_and_enclosure() {
                     json!({"type":"turn/end","data":{"turn":t,"reason":{"kind":"interrupted"}}}),
                 );
             }
-            let restored = Reference::restore(&repaired, 0).expect("own log is valid");
+            let restored =
+                Reference::restore_with_memory(&repaired, 0, memory).expect("own log is valid");
             assert_eq!(restored.pending(), r.pending(), "S49 seed {seed}");
+            assert_eq!(restored.delivered(), r.delivered(), "S53 seed {seed}");
             if r.is_quiescent() {
                 assert_eq!(restored.last_turn(), r.last_turn(), "S49 seed {seed}");
             }

@@ -1,4 +1,4 @@
-//! Restoring from a durable log (S46–S48).
+//! Restoring from a durable log (S46–S48), rebuilding the delivery memory (S53).
 
 use serde_json::Value;
 
@@ -7,12 +7,23 @@ use super::wire::Target;
 use super::Reference;
 
 impl Reference {
-    /// Restore from a durable log (S46–S48). `Err` exactly when S46/S47 say the log is invalid.
+    /// Restore from a durable log (S46–S48) with no delivery memory. `Err` exactly when S46/S47
+    /// say the log is invalid.
     pub(crate) fn restore(log: &[Value], seed_length: usize) -> Result<Self, String> {
+        Reference::restore_with_memory(log, seed_length, 0)
+    }
+
+    /// Restore from a durable log (S46–S48) with a delivery memory of capacity `memory`, which
+    /// the replayed splices rebuild (S53).
+    pub(crate) fn restore_with_memory(
+        log: &[Value],
+        seed_length: usize,
+        memory: usize,
+    ) -> Result<Self, String> {
         // S46: seedLength clamped into [0, len].
         let seed = seed_length.min(log.len());
-        // S48: restoring never wakes: the machine is idle, no latch.
-        let mut m = Reference::new();
+        // S48: restoring never wakes: the machine is idle, no latch. S51: the host's capacity.
+        let mut m = Reference::with_memory(memory);
         // Whether the log is inside an open turn at this point (S46: may not end inside one).
         let mut open = false;
         for (i, ev) in log.iter().enumerate() {
@@ -31,7 +42,7 @@ impl Reference {
                     open = true;
                 }
                 "turn/end" => open = false,
-                // S46: splices before the seed boundary are not read.
+                // S46: splices before the seed boundary are not read (S53: nor remembered).
                 "agent/inbox/spliced" if i >= seed => m.replay_splice(i, data)?,
                 // Every other event is read past.
                 _ => {}
@@ -93,7 +104,7 @@ impl Reference {
                 waking,
             })
             .collect();
-        list.splice(start..start + removed, items);
+        let removed: Vec<Item> = list.splice(start..start + removed, items).collect();
         // S13: no id pending twice across NT and NS after the splice.
         let other = match target {
             Target::NextTurn => &self.ns,
@@ -107,6 +118,8 @@ impl Reference {
             ids.push(item.id());
         }
         *self.list_mut(target) = list;
+        // S53: the memory is rebuilt by the S51 rule, splice by splice in log order.
+        self.memory_after_splice(&removed);
         Ok(())
     }
 }

@@ -29,15 +29,23 @@ fn replay_trace(text: &str) -> Result<(), String> {
     let mut model = Reference::new();
     if let Some((line_no, k, given)) = lines.first() {
         if k == "given" {
-            let log = given["log"]
-                .as_array()
-                .ok_or_else(|| format!("line {line_no}: given.log is not a list"))?;
+            // FORMAT.md: `log` may be omitted (a fresh machine); `memory` is W (S51), default 0.
+            let log = match given.get("log") {
+                None => &Vec::new(),
+                Some(log) => log
+                    .as_array()
+                    .ok_or_else(|| format!("line {line_no}: given.log is not a list"))?,
+            };
             let seed = given.get("seedLength").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let memory = given.get("memory").and_then(Value::as_u64).unwrap_or(0) as usize;
             let expect_invalid = matches!(
                 lines.get(1),
                 Some((_, k, v)) if k == "rejected" && v == "invalid-log"
             );
-            match (Reference::restore(log, seed), expect_invalid) {
+            match (
+                Reference::restore_with_memory(log, seed, memory),
+                expect_invalid,
+            ) {
                 (Ok(_), true) => {
                     return Err(format!(
                         "line {}: expected invalid-log, model restored the log",
