@@ -277,9 +277,14 @@ fn catalogue() -> Vec<Case> {
             malformed(2, "`given` must be the first line"),
         ),
         (
-            "trace: `given` without a log",
-            Box::new(|| trace(r#"{"given":{"seedLength":0}}"#)),
-            malformed(1, "`given` needs a `log` array"),
+            "trace: `given` with a log that is not an array",
+            Box::new(|| trace(r#"{"given":{"log":{},"seedLength":0}}"#)),
+            malformed(1, "`log` is not an array"),
+        ),
+        (
+            "trace: a negative delivery memory (S51)",
+            Box::new(|| trace(r#"{"given":{"memory":-1}}"#)),
+            malformed(1, "`memory` is not an integer"),
         ),
         (
             "trace: negative seedLength",
