@@ -30,7 +30,7 @@ fuzz_target!(|bytes: &[u8]| {
                 .collect()
         })
         .unwrap_or_default();
-    let mut session = Session::new(Checks::ALL, Box::new(|machine| machine));
+    let mut session = Session::new(Checks::ALL);
     if let Err(failure) = session.run(&choices) {
         panic!("{failure}");
     }

@@ -75,14 +75,17 @@ fn differential(given: Option<&(Vec<Value>, usize)>, inputs: &[Input]) {
         let value = input_json(input);
         let core = machine
             .handle(input.clone())
-            .map(|_| {
-                std::iter::from_fn(|| machine.poll_output())
+            .map(|transition| {
+                transition
+                    .into_outputs()
                     .map(|o| output_json(&o))
                     .collect::<Vec<_>>()
             })
             .map_err(|rejection| rejection.kind());
         // A rejected input emits nothing (S5); drain anyway so a stray output shows.
-        let stray: Vec<Value> = std::iter::from_fn(|| machine.poll_output())
+        let stray: Vec<Value> = machine
+            .drain()
+            .into_outputs()
             .map(|o| output_json(&o))
             .collect();
         assert!(stray.is_empty(), "a rejected input emitted {stray:?}");
