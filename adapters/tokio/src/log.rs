@@ -603,7 +603,8 @@ pub struct Faults(Arc<FaultState>);
 struct FaultState {
     /// Bytes that may still be written; `u64::MAX`: no limit.
     budget: AtomicU64,
-    fail_sync: AtomicBool,
+    /// How many of the next syncs fail.
+    fail_syncs: AtomicUsize,
     fail_truncate: AtomicBool,
     syncs: AtomicUsize,
 }
@@ -612,7 +613,7 @@ impl Default for FaultState {
     fn default() -> Self {
         FaultState {
             budget: AtomicU64::new(u64::MAX),
-            fail_sync: AtomicBool::new(false),
+            fail_syncs: AtomicUsize::new(0),
             fail_truncate: AtomicBool::new(false),
             syncs: AtomicUsize::new(0),
         }
@@ -626,9 +627,9 @@ impl Faults {
         self.0.budget.store(bytes, Ordering::SeqCst);
     }
 
-    /// Syncs fail (or work again).
-    pub fn fail_syncs(&self, fail: bool) {
-        self.0.fail_sync.store(fail, Ordering::SeqCst);
+    /// The next `count` syncs fail (`usize::MAX`: all of them; 0: none).
+    pub fn fail_syncs(&self, count: usize) {
+        self.0.fail_syncs.store(count, Ordering::SeqCst);
     }
 
     /// Truncations (cutting a failed append back) fail (or work again).
@@ -660,7 +661,15 @@ impl FaultState {
 
     fn sync(&self) -> io::Result<()> {
         self.syncs.fetch_add(1, Ordering::SeqCst);
-        if self.fail_sync.load(Ordering::SeqCst) {
+        let failing = self
+            .fail_syncs
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |count| match count {
+                0 => None,
+                usize::MAX => Some(usize::MAX),
+                n => Some(n - 1),
+            })
+            .is_ok();
+        if failing {
             return Err(io::Error::other("sync failed (injected)"));
         }
         Ok(())

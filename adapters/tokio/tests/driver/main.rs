@@ -9,6 +9,7 @@ mod concurrency;
 mod crash;
 mod delivery;
 mod dispose;
+mod durability;
 mod maintenance;
 mod persistence;
 mod resume;
