@@ -11,6 +11,7 @@ mod delivery;
 mod dispose;
 mod durability;
 mod maintenance;
+mod memory;
 mod persistence;
 mod resume;
 mod runtime;
