@@ -1,14 +1,17 @@
 //! The [`Agent`] handle: a cheap, cloneable front to one driver task.
 
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use coxswain_core::{
-    CancelCause, Input, MessageId, Notification, Pending, Preset, Rejected, SharedMessage, Status,
-    Target,
+    CancelCause, Input, InvalidLog, MessageId, Notification, Pending, Preset, Rejected, Restorer,
+    SharedMessage, Status, Target,
 };
-use coxswain_log::{repair, Entry, HostEvent, RepairError, ReservedType, TornTail};
+use coxswain_log::{
+    check_data, check_message, Entry, HostEvent, RepairError, ReservedType, TooDeep, TornTail,
+};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -22,11 +25,26 @@ use crate::log::{DurableLog, LogError};
 /// persisted (and fails, changing nothing, if the core rejects it).
 ///
 /// The driver task ends when the agent is disposed ([`dispose`](Agent::dispose)), closed
-/// ([`close`](Agent::close)), stopped by a persistence failure, or when every handle is dropped
-/// and no host call is running.
+/// ([`close`](Agent::close)), stopped by a persistence failure, or when the embedder drops its
+/// last handle. The handles that host calls get ([`StepContext::agent`](crate::StepContext)…)
+/// do not count: dropping the embedder's last handle closes the agent at once, tripping the
+/// running call's token (its answer is ignored, as after [`close`](Agent::close)). Keep
+/// [`finished`](Agent::finished) to learn when the driver has ended and released its log.
 #[derive(Clone, Debug)]
 pub struct Agent {
     pub(crate) inner: Arc<Inner>,
+    /// Held by the embedder's handles only; the last one dropped closes the agent.
+    _owner: Option<Arc<Owner>>,
+}
+
+/// Closes the agent when the embedder's last handle goes.
+#[derive(Debug)]
+struct Owner(CancellationToken);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }
 
 #[derive(Debug)]
@@ -55,7 +73,7 @@ enum Channel {
 impl Updates {
     fn new(capacity: usize) -> Self {
         Updates {
-            capacity: capacity.max(1),
+            capacity,
             channel: std::sync::Mutex::new(Channel::Unused),
         }
     }
@@ -98,7 +116,10 @@ impl Updates {
 pub(crate) struct State {
     pub(crate) status: Status,
     pub(crate) quiescent: bool,
+    /// Set once the driver has ended and released its log.
     pub(crate) ended: Option<Ending>,
+    /// The final sync's failure, if it failed.
+    pub(crate) final_sync: Option<LogError>,
 }
 
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, AgentError>>;
@@ -137,10 +158,24 @@ pub enum AgentError {
     /// The core rejected the input; nothing changed (S5).
     #[error("rejected: {0}")]
     Rejected(#[from] Rejected),
-    /// Appending this input's durable events failed, so it is not acknowledged. The agent
-    /// stopped: re-open it from its log.
+    /// Appending this input's durable events failed: the input is not in the log (a retry
+    /// delivers it once). The agent stopped: re-open it from its log.
     #[error("the input is not durable: {0}; the agent stopped, re-open it from the log")]
     Persistence(LogError),
+    /// Appending this input's durable events failed and undoing the partial write failed too:
+    /// the input may or may not be in the log. The agent stopped: re-open it and look (its
+    /// pending lists) before retrying.
+    #[error(
+        "the input may or may not be durable: {0}; the agent stopped, re-open it from the log"
+    )]
+    Indeterminate(LogError),
+    /// The final sync failed when the agent ended: records acknowledged without a sync (the
+    /// `PerTurn` and `Never` policies) may be lost.
+    #[error("the final sync of the log failed: {0}")]
+    FinalSync(LogError),
+    /// A message or host event nests deeper than a log record can hold; nothing changed.
+    #[error("rejected: {0}")]
+    TooDeep(#[from] TooDeep),
     /// The agent stopped after a persistence failure: re-open it from its log.
     #[error("the agent stopped after a persistence failure; re-open it from the log")]
     Stopped,
@@ -237,6 +272,21 @@ pub enum OpenError {
     /// The log breaks a rule before its end; it names the line.
     #[error("the log cannot be repaired: {0}")]
     Corrupt(#[from] RepairError),
+    /// The [`Options`] are out of bounds.
+    #[error("invalid options: {0}")]
+    Options(#[from] InvalidOptions),
+}
+
+/// An [`Options`] value out of its bounds.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidOptions {
+    /// `channel_capacity` is not within `1..=`[`Options::MAX_CAPACITY`].
+    #[error("channel_capacity {0} is not within 1..={max}", max = Options::MAX_CAPACITY)]
+    ChannelCapacity(usize),
+    /// `update_capacity` is not within `1..=`[`Options::MAX_CAPACITY`].
+    #[error("update_capacity {0} is not within 1..={max}", max = Options::MAX_CAPACITY)]
+    UpdateCapacity(usize),
 }
 
 /// Settings of an agent.
@@ -245,10 +295,12 @@ pub enum OpenError {
 pub struct Options {
     /// The agent's name in `tracing` spans.
     pub name: String,
-    /// How many calls may wait for the driver before callers wait to send.
+    /// How many calls may wait for the driver before callers wait to send:
+    /// `1..=`[`Options::MAX_CAPACITY`].
     pub channel_capacity: usize,
-    /// How many updates a subscriber may fall behind before it lags. The buffer is allocated at
-    /// the first [`Agent::subscribe`], so an agent nobody watches does not pay for it.
+    /// How many updates a subscriber may fall behind before it lags:
+    /// `1..=`[`Options::MAX_CAPACITY`]. The buffer is allocated at the first
+    /// [`Agent::subscribe`], so an agent nobody watches does not pay for it.
     pub update_capacity: usize,
 }
 
@@ -263,6 +315,21 @@ impl Default for Options {
 }
 
 impl Options {
+    /// The largest `channel_capacity` and `update_capacity` (2^20).
+    pub const MAX_CAPACITY: usize = 1 << 20;
+
+    /// Checks the bounds: every capacity within `1..=`[`Options::MAX_CAPACITY`].
+    pub fn validate(&self) -> Result<(), InvalidOptions> {
+        let within = |n: usize| (1..=Options::MAX_CAPACITY).contains(&n);
+        if !within(self.channel_capacity) {
+            return Err(InvalidOptions::ChannelCapacity(self.channel_capacity));
+        }
+        if !within(self.update_capacity) {
+            return Err(InvalidOptions::UpdateCapacity(self.update_capacity));
+        }
+        Ok(())
+    }
+
     /// The default options with this name.
     pub fn named(name: impl Into<String>) -> Self {
         Options {
@@ -282,51 +349,80 @@ impl Agent {
     }
 
     /// Opens an agent on `log`, which may be empty (a new session) or hold a session to resume:
-    /// reads it back (dropping a torn tail), audits and repairs it (closing an interrupted turn,
-    /// S50), restores the core from it (S46–S48: items park, nothing wakes), and spawns the
-    /// driver task on the current tokio runtime. Many agents share one runtime.
+    /// reads it back record by record, audits and restores it (S46–S48: items park, nothing
+    /// wakes), and only once all that succeeded repairs it (drops a torn tail, closes an
+    /// interrupted turn, S50): a log that is rejected is left as it was. Then spawns the driver
+    /// task on the current tokio runtime. Many agents share one runtime. Fails with
+    /// [`OpenError::Options`] for options out of bounds.
     pub async fn open_with<H: Host, L: DurableLog>(
         options: Options,
         host: H,
         mut log: L,
     ) -> Result<(Agent, Recovery), OpenError> {
+        options.validate()?;
         let span = tracing::info_span!("agent", name = %options.name);
-        let read = log.read_back().instrument(span.clone()).await?;
-        let repaired = repair(&read.records)?;
-        if !repaired.closers.is_empty() {
-            let closers: Vec<Entry> = repaired
-                .closers
-                .iter()
-                .cloned()
-                .map(Entry::Machine)
-                .collect();
+        let mut restorer = Restorer::new(0);
+        let mut invalid: Option<InvalidLog> = None;
+        let read = log
+            .read_back(&mut |record| match restorer.push_json(&record.event) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(error) => {
+                    invalid = Some(error);
+                    ControlFlow::Break(())
+                }
+            })
+            .instrument(span.clone())
+            .await?;
+        // Records are numbered from line 1 with no gaps, so the event at `index` is on line
+        // `index + 1` (a closer's index is one past the last record).
+        let corrupt = |error: InvalidLog| RepairError {
+            line: error.index + 1,
+            error,
+        };
+        if let Some(error) = invalid {
+            return Err(corrupt(error).into());
+        }
+        let interrupted = restorer.position().open_turn();
+        let closers = restorer.position().closers();
+        for closer in &closers {
+            restorer.push_event(closer).map_err(corrupt)?;
+        }
+        let machine = restorer.finish().map_err(corrupt)?;
+        // Accepted: only now is anything written.
+        log.repair_tail().await?;
+        if !closers.is_empty() {
+            let closers: Vec<Entry> = closers.iter().cloned().map(Entry::Machine).collect();
             log.append(&closers).await?;
+        }
+        if read.torn.is_some() || read.unterminated || !closers.is_empty() {
             log.sync().await?;
         }
-        let machine = repaired.machine;
         let recovery = Recovery {
-            records: read.records.len(),
+            records: read.records,
             torn_tail: read.torn,
-            interrupted_turn: repaired.interrupted,
-            closers: repaired.closers.len(),
+            interrupted_turn: interrupted,
+            closers: closers.len(),
             last_turn: machine.last_turn(),
             pending_next_turn: machine.pending(Target::NextTurn).len(),
             pending_next_step: machine.pending(Target::NextStep).len(),
         };
         tracing::info!(parent: &span, ?recovery, "opened");
-        let (tx, rx) = mpsc::channel(options.channel_capacity.max(1));
+        let (tx, rx) = mpsc::channel(options.channel_capacity);
         let (state_tx, state_rx) = watch::channel(State {
             status: machine.status(),
             quiescent: machine.is_quiescent(),
             ended: None,
+            final_sync: None,
         });
         let updates = Arc::new(Updates::new(options.update_capacity));
+        let owners_gone = CancellationToken::new();
         let agent = Agent {
             inner: Arc::new(Inner {
                 tx,
                 state: state_rx,
                 updates: Arc::clone(&updates),
             }),
+            _owner: Some(Arc::new(Owner(owners_gone.clone()))),
         };
         let driver = Driver::new(
             machine,
@@ -334,12 +430,21 @@ impl Agent {
             Arc::new(host),
             rx,
             Arc::downgrade(&agent.inner),
+            owners_gone,
             state_tx,
             updates,
             span.clone(),
         );
         tokio::spawn(driver.run().instrument(span));
         Ok((agent, recovery))
+    }
+
+    /// A handle for a host call: it does not keep the agent open.
+    pub(crate) fn for_host(inner: Arc<Inner>) -> Agent {
+        Agent {
+            inner,
+            _owner: None,
+        }
     }
 
     /// `send(message, target, wakeup)` (S16).
@@ -350,6 +455,7 @@ impl Agent {
         wakeup: bool,
     ) -> Result<(), AgentError> {
         let message = message.into();
+        check_message(&message)?;
         self.input(Input::Send {
             message,
             target,
@@ -395,6 +501,7 @@ impl Agent {
         message: impl Into<SharedMessage>,
     ) -> Result<bool, AgentError> {
         let message = message.into();
+        check_message(&message)?;
         self.input(Input::Replace {
             id: id.into(),
             message,
@@ -409,6 +516,7 @@ impl Agent {
         message: impl Into<SharedMessage>,
     ) -> Result<(), AgentError> {
         let message = message.into();
+        check_message(&message)?;
         self.input(Input::Prepend { target, message })
             .await
             .map(drop)
@@ -471,30 +579,49 @@ impl Agent {
     }
 
     /// Disposes the agent (S45): cancels everything, waits for the running host call to return,
-    /// and resolves once `disposed` was emitted, the log synced and the driver ended. Never await
-    /// it inside a host call (it waits for that call to return); cancel from there instead.
+    /// and resolves once `disposed` was emitted, the log synced and released, and the driver
+    /// ended. Fails with [`AgentError::FinalSync`] if that last sync failed. Never await it
+    /// inside a host call (it waits for that call to return); cancel from there instead.
     pub async fn dispose(&self) -> Result<(), AgentError> {
         self.input(Input::Dispose {}).await?;
-        match self.wait_ended().await {
-            Ending::Disposed => Ok(()),
-            ending => Err(ending.error()),
+        let (ending, final_sync) = self.wait_ended().await;
+        match (ending, final_sync) {
+            (Ending::Disposed, None) => Ok(()),
+            (Ending::Disposed, Some(error)) => Err(AgentError::FinalSync(error)),
+            (ending, _) => Err(ending.error()),
         }
     }
 
     /// Stops the driver now, without disposing: the running host call's token is tripped and
-    /// its answer ignored, the log is synced, and the driver ends. A turn left open is closed
-    /// `interrupted` when the log is opened again, as after a crash. Resolves once the log is
-    /// synced.
+    /// its answer ignored, the log is synced and released (its lock too), and the driver ends.
+    /// A turn left open is closed `interrupted` when the log is opened again, as after a crash.
+    /// Resolves once the driver has ended; fails with [`AgentError::FinalSync`] if the final sync
+    /// failed (also when the driver had ended before, for another reason).
     pub async fn close(&self) -> Result<(), AgentError> {
         let (reply, done) = oneshot::channel();
         if self.inner.tx.send(Command::Close { reply }).await.is_ok() {
             let _ = done.await;
         }
-        self.wait_ended().await;
-        Ok(())
+        match self.wait_ended().await {
+            (_, Some(error)) => Err(AgentError::FinalSync(error)),
+            (_, None) => Ok(()),
+        }
     }
 
-    /// The public status (S23).
+    /// Resolves with how the driver ended, once it has ended and released its log (the lock of a
+    /// [`FileLog`](crate::FileLog) included), so the same log can be opened again. Holds no
+    /// handle: get it, drop every [`Agent`], and await it.
+    pub fn finished(&self) -> impl Future<Output = Ending> + Send + 'static {
+        let mut state = self.inner.state.clone();
+        async move {
+            match state.wait_for(|s| s.ended.is_some()).await {
+                Ok(s) => s.ended.clone().unwrap_or(Ending::Closed),
+                Err(_) => Ending::Closed,
+            }
+        }
+    }
+
+    /// The public status (S23). `Idle` once the driver has ended: nothing runs any more.
     pub fn status(&self) -> Status {
         self.inner.state.borrow().status
     }
@@ -525,6 +652,9 @@ impl Agent {
         step: u64,
         events: Vec<HostEvent>,
     ) -> Result<(), AgentError> {
+        for event in &events {
+            check_data(event.data())?;
+        }
         self.request(|reply| Command::Record {
             turn,
             step,
@@ -559,11 +689,14 @@ impl Agent {
         }
     }
 
-    async fn wait_ended(&self) -> Ending {
+    async fn wait_ended(&self) -> (Ending, Option<LogError>) {
         let mut state = self.inner.state.clone();
         let ended = match state.wait_for(|s| s.ended.is_some()).await {
-            Ok(s) => s.ended.clone().unwrap_or(Ending::Closed),
-            Err(_) => Ending::Closed,
+            Ok(s) => (
+                s.ended.clone().unwrap_or(Ending::Closed),
+                s.final_sync.clone(),
+            ),
+            Err(_) => (Ending::Closed, None),
         };
         ended
     }

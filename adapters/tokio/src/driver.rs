@@ -10,9 +10,9 @@ use std::sync::{Arc, Weak};
 
 use coxswain_core::{
     Abort, Activity, Effect, ErrorInfo, Event, Input, Machine, Notification, Outstanding,
-    PreStepAnswer, Request, StepAnswer, Target, TurnStoppingAnswer,
+    PreStepAnswer, Request, Status, StepAnswer, Target, TurnStoppingAnswer,
 };
-use coxswain_log::{Entry, HostEvent};
+use coxswain_log::{check_message, Entry, HostEvent};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinError, JoinHandle};
 use tokio_util::sync::CancellationToken;
@@ -53,15 +53,20 @@ enum Done {
 enum Wake {
     Done(Done),
     Command(Option<Command>),
+    /// The embedder dropped its last handle: close (the running call's token trips).
+    OwnersGone,
 }
 
 pub(crate) struct Driver<H, L> {
     machine: Machine,
-    log: L,
+    /// The log; dropped (its lock released) before the ending is published.
+    log: Option<L>,
     host: Arc<H>,
     rx: mpsc::Receiver<Command>,
     /// Upgraded to hand host calls an [`Agent`]; weak, so dropping every handle ends the driver.
     handle: Weak<Inner>,
+    /// Tripped when the embedder dropped its last handle (host calls' handles do not count).
+    owners_gone: CancellationToken,
     state: watch::Sender<State>,
     updates: Arc<Updates>,
     /// The current activity's token (S42): fresh at every [`Effect::Begin`].
@@ -84,16 +89,18 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         host: Arc<H>,
         rx: mpsc::Receiver<Command>,
         handle: Weak<Inner>,
+        owners_gone: CancellationToken,
         state: watch::Sender<State>,
         updates: Arc<Updates>,
         span: Span,
     ) -> Self {
         Driver {
             machine,
-            log,
+            log: Some(log),
             host,
             rx,
             handle,
+            owners_gone,
             state,
             updates,
             token: CancellationToken::new(),
@@ -115,12 +122,13 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                     biased;
                     done = done => Wake::Done(done),
                     command = self.rx.recv() => Wake::Command(command),
+                    () = self.owners_gone.cancelled() => Wake::OwnersGone,
                 }
             };
             match wake {
                 Wake::Done(done) => self.complete(done).await,
                 Wake::Command(Some(command)) => self.command(command).await,
-                Wake::Command(None) => self.end(Ending::Closed),
+                Wake::Command(None) | Wake::OwnersGone => self.end(Ending::Closed),
             }
         }
         self.finish().await;
@@ -201,11 +209,11 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             return Ok(());
         }
         let entries: Vec<Entry> = events.into_iter().map(Entry::Host).collect();
-        let first = match self.log.append(&entries).await {
+        let first = match append_to(&mut self.log, &entries).await {
             Ok(first) => first,
             Err(error) => return Err(self.stop(error)),
         };
-        for (seq, entry) in (first..).zip(entries) {
+        for (seq, entry) in crate::log::seqs(first, entries.len()).zip(entries) {
             tracing::trace!(parent: &self.step_span, seq, kind = entry.kind(), "host event");
             self.updates.send(Update::Recorded { seq, entry });
         }
@@ -217,7 +225,12 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         let inflight = self.inflight.take();
         match (done, inflight) {
             (Done::Request(result), Some(Inflight::Request { kind, .. })) => {
-                let answer = result.unwrap_or_else(|error| panicked(kind, &error));
+                let Some(answer) = host_answer(kind, result) else {
+                    // The host task was cancelled (the runtime is shutting down): no answer.
+                    tracing::info!(parent: &self.span, ?kind, "host call cancelled; closing");
+                    self.end(Ending::Closed);
+                    return;
+                };
                 match self.machine.handle(answer) {
                     Ok(_) => {
                         let _ = self.settle().await;
@@ -261,7 +274,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         let first = if entries.is_empty() {
             0
         } else {
-            match self.log.append(&entries).await {
+            match append_to(&mut self.log, &entries).await {
                 Ok(first) => first,
                 Err(error) => {
                     drop(transition);
@@ -270,7 +283,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             }
         };
         self.effects.extend(transition.persisted());
-        for (seq, entry) in (first..).zip(entries) {
+        for (seq, entry) in crate::log::seqs(first, entries.len()).zip(entries) {
             if let Entry::Machine(event) = &entry {
                 self.trace_event(event, seq);
             }
@@ -334,7 +347,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             self.end(Ending::Closed);
             return;
         };
-        let agent = Agent { inner };
+        let agent = Agent::for_host(inner);
         let host = Arc::clone(&self.host);
         let cancel = self.token.clone();
         let (kind, handle) = match request {
@@ -399,7 +412,11 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     fn stop(&mut self, error: LogError) -> AgentError {
         tracing::error!(parent: &self.span, %error, "append failed: the agent stops");
         self.end(Ending::Stopped(error.clone()));
-        AgentError::Persistence(error)
+        if error.is_indeterminate() {
+            AgentError::Indeterminate(error)
+        } else {
+            AgentError::Persistence(error)
+        }
     }
 
     fn end(&mut self, ending: Ending) {
@@ -408,23 +425,31 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         }
     }
 
-    /// Stops what runs, syncs the log, publishes the ending, answers whatever still waits.
+    /// Stops what runs, syncs and releases the log, publishes the ending, answers whatever still
+    /// waits. The sync runs after a failed append too: what was acknowledged before it under a
+    /// lazy policy must still be made durable.
     async fn finish(&mut self) {
         let ending = self.ending.clone().unwrap_or(Ending::Closed);
         self.token.cancel();
         if let Some(Inflight::Maintenance { reply, .. }) = self.inflight.take() {
             let _ = reply.send(Err(ending_error(&ending)));
         }
-        if !matches!(ending, Ending::Stopped(_)) {
-            if let Err(error) = self.log.sync().await {
-                tracing::error!(parent: &self.span, %error, "final sync failed");
-            }
+        let final_sync = match self.log.as_mut() {
+            Some(log) => log.sync().await.err(),
+            None => None,
+        };
+        if let Some(error) = &final_sync {
+            tracing::error!(parent: &self.span, %error, "final sync failed");
         }
+        // Release the log (and its lock) before anyone learns the driver ended.
+        drop(self.log.take());
         tracing::info!(parent: &self.span, ?ending, "driver ended");
         self.state.send_modify(|state| {
-            state.status = self.machine.status();
+            // Nothing runs any more, whatever the core was in the middle of.
+            state.status = Status::Idle;
             state.quiescent = self.machine.is_quiescent();
             state.ended = Some(ending.clone());
+            state.final_sync = final_sync;
         });
         self.updates.send(Update::Ended(ending.clone()));
         self.updates.end();
@@ -446,11 +471,39 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     }
 }
 
+/// Appends to the log (gone only once the driver finished).
+async fn append_to<L: DurableLog>(log: &mut Option<L>, entries: &[Entry]) -> Result<u64, LogError> {
+    match log.as_mut() {
+        Some(log) => log.append(entries).await,
+        None => Err(LogError::Failed),
+    }
+}
+
 async fn next_done(inflight: &mut Option<Inflight>) -> Done {
     match inflight {
         Some(Inflight::Request { handle, .. }) => Done::Request(handle.await),
         Some(Inflight::Maintenance { handle, .. }) => Done::Maintenance(handle.await),
         None => std::future::pending().await,
+    }
+}
+
+/// The host call's answer: what it returned (a message too deep for the log fails the call,
+/// S38), `fail` if it panicked (S38), `None` if its task was cancelled (runtime shutdown): that
+/// is no answer, and no panic.
+fn host_answer(kind: Kind, result: Result<Input, JoinError>) -> Option<Input> {
+    match result {
+        Ok(Input::PreStep(PreStepAnswer::Enter(batch))) => {
+            let deep = batch
+                .iter()
+                .find_map(|message| check_message(message).err());
+            Some(Input::PreStep(match deep {
+                None => PreStepAnswer::Enter(batch),
+                Some(deep) => PreStepAnswer::Fail(ErrorInfo::new(deep.to_string(), "too-deep")),
+            }))
+        }
+        Ok(answer) => Some(answer),
+        Err(error) if error.is_cancelled() => None,
+        Err(error) => Some(panicked(kind, &error)),
     }
 }
 
@@ -462,5 +515,27 @@ fn panicked(kind: Kind, error: &JoinError) -> Input {
         Kind::PreStep => Input::PreStep(PreStepAnswer::Fail(error)),
         Kind::Step => Input::Step(StepAnswer::Fail(error)),
         Kind::TurnStopping => Input::TurnStopping(TurnStoppingAnswer::Fail(error)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Item 10: a host task cancelled by a runtime shutdown gives no answer, not a `host-panic`.
+    #[tokio::test]
+    async fn a_cancelled_host_task_is_no_answer_and_no_panic() {
+        let task = tokio::spawn(std::future::pending::<Input>());
+        task.abort();
+        let error = task.await.unwrap_err();
+        assert!(error.is_cancelled());
+        assert_eq!(host_answer(Kind::Step, Err(error)), None);
+
+        let task = tokio::spawn(async { panic!("boom") });
+        let error = task.await.unwrap_err();
+        match host_answer(Kind::Step, Err(error)) {
+            Some(Input::Step(StepAnswer::Fail(error))) => assert_eq!(&*error.code, "host-panic"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -47,8 +47,13 @@ mod driver;
 mod host;
 mod log;
 
-pub use agent::{Agent, AgentError, Ending, OpenError, Options, PendingSnapshot, Recovery, Update};
+pub use agent::{
+    Agent, AgentError, Ending, InvalidOptions, OpenError, Options, PendingSnapshot, Recovery,
+    Update,
+};
 pub use host::{Host, PreStepContext, StepContext, TurnStoppingContext};
+#[doc(hidden)]
+pub use log::Faults;
 pub use log::{DurableLog, FileLog, LogError, MemoryLog, ReadBack, SyncPolicy};
 
 pub use coxswain_core;

@@ -1,29 +1,60 @@
 //! The durable log behind an agent: the [`DurableLog`] trait, the JSON-lines [`FileLog`] (the
 //! embedded default) and the in-memory [`MemoryLog`].
+//!
+//! # What an append's result means
+//!
+//! * `Ok`: the batch is in the log, as durable as the [`SyncPolicy`] makes it.
+//! * [`LogError::Io`] (and [`LogError::Replaced`]): the batch is **not** in the log. A partial
+//!   write was cut back and the cut synced before the error was returned, so a retry cannot
+//!   deliver twice.
+//! * [`LogError::Indeterminate`]: the write failed *and* cutting it back failed: the batch may or
+//!   may not be in the log. Re-open and look before retrying.
+//! * [`LogError::TooDeep`], [`LogError::Encode`], [`LogError::SeqExhausted`]: refused before
+//!   anything was written.
 
+use std::fs::File;
 use std::future::Future;
-use std::io;
+use std::io::{self, Write};
+use std::ops::ControlFlow;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use coxswain_core::Event;
-use coxswain_log::{encode, parse, CorruptLine, Entry, Record, TornTail};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use coxswain_log::{
+    encode, parse, CorruptLine, EncodeError, Entry, Reader, Record, Tail, TooDeep, TornTail,
+};
+use rustix::fs::{flock, FlockOperation};
 
 /// Where an agent's durable events go: an append-only sequence of records with contiguous `seq`.
 ///
 /// The driver task is the log's only writer. It appends the durable events of one input as one
 /// batch and acknowledges the input only once [`append`](DurableLog::append) returned `Ok`; it
 /// appends the host's own events (inside a step) the same way.
+///
+/// Opening an agent calls [`read_back`](DurableLog::read_back), then — only if the records were
+/// accepted — [`repair_tail`](DurableLog::repair_tail), then appends crash repair's closers: a
+/// log that is rejected is left exactly as it was.
 pub trait DurableLog: Send + 'static {
-    /// Reads back every complete record, in order. A final record cut short by a crash (a torn
-    /// tail, S50) is dropped from the log, so the next append starts on a fresh line, and
-    /// reported. A record that is corrupt before the end is an error naming its line.
-    fn read_back(&mut self) -> impl Future<Output = Result<ReadBack, LogError>> + Send;
+    /// Reads every complete record, in order, handing each to `visit` (which may stop the read
+    /// with `Break`), and reports what follows the last complete record. Changes nothing: a torn
+    /// tail is only dropped by [`repair_tail`](DurableLog::repair_tail). A record that is corrupt
+    /// before the end is an error naming its line.
+    fn read_back(
+        &mut self,
+        visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
+    ) -> impl Future<Output = Result<ReadBack, LogError>> + Send;
+
+    /// Makes the log end on a complete line after a [`read_back`](DurableLog::read_back) that
+    /// was accepted: drops a torn tail (S50), or ends an unterminated final record with its
+    /// `\n`; durable before it returns.
+    fn repair_tail(&mut self) -> impl Future<Output = Result<(), LogError>> + Send;
 
     /// Appends `batch` in order, the records taking the next `seq` numbers, and returns the
-    /// first one's `seq`. When it returns `Ok` the batch is as durable as the log's policy makes
-    /// it; after an `Err` the log may hold part of the batch and takes no more appends.
+    /// first one's `seq`. `Ok`: the batch is as durable as the log's policy makes it. `Err`: the
+    /// batch is not in the log, except after [`LogError::Indeterminate`] (unknown). After a
+    /// write failed the log takes no more appends ([`LogError::Failed`]).
     fn append(&mut self, batch: &[Entry]) -> impl Future<Output = Result<u64, LogError>> + Send;
 
     /// Makes everything appended so far durable (fsync), whatever the policy.
@@ -31,19 +62,26 @@ pub trait DurableLog: Send + 'static {
 }
 
 /// What [`DurableLog::read_back`] found.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReadBack {
-    /// Every complete record, in order.
-    pub records: Vec<Record>,
-    /// The torn final record that was dropped, if any.
+    /// How many complete records were read (and handed to the visitor).
+    pub records: usize,
+    /// A torn final record, left out (S50); [`DurableLog::repair_tail`] drops it.
     pub torn: Option<TornTail>,
+    /// The last record was whole but lacked its `\n` (a log written elsewhere); it was read, and
+    /// [`DurableLog::repair_tail`] adds the `\n`.
+    pub unterminated: bool,
 }
 
 impl ReadBack {
-    /// What a log read back: its complete records and the torn tail it dropped.
-    pub fn new(records: Vec<Record>, torn: Option<TornTail>) -> Self {
-        ReadBack { records, torn }
+    /// What a log read back: how many complete records, and the torn tail it left out.
+    pub fn new(records: usize, torn: Option<TornTail>) -> Self {
+        ReadBack {
+            records,
+            torn,
+            unterminated: false,
+        }
     }
 }
 
@@ -51,23 +89,71 @@ impl ReadBack {
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LogError {
-    /// Reading, writing or syncing failed.
+    /// Reading, writing or syncing failed. From an append: the batch is not in the log (a
+    /// partial write was cut back and the cut synced).
     #[error("log i/o failed: {0}")]
     Io(Arc<io::Error>),
+    /// An append failed and cutting it back failed too: the batch may or may not be in the log.
+    #[error("log i/o failed ({error}) and undoing the partial write failed too ({undo}): the batch may or may not be in the log")]
+    Indeterminate {
+        /// Why the append failed.
+        error: Arc<io::Error>,
+        /// Why cutting it back failed.
+        undo: Arc<io::Error>,
+    },
     /// A record before the end of the log is not a valid record.
     #[error("corrupt log: {0}")]
     Corrupt(#[from] CorruptLine),
-    /// A record could not be encoded.
+    /// A record could not be encoded (nothing was written).
     #[error("cannot encode a record: {0}")]
     Encode(String),
+    /// A record nests deeper than a log line may (nothing was written).
+    #[error("cannot write a record: {0}")]
+    TooDeep(TooDeep),
+    /// The next record would take `seq` `u64::MAX`, which nothing could follow (nothing was
+    /// written).
+    #[error("the log's `seq` is exhausted: no record may take u64::MAX")]
+    SeqExhausted,
     /// An earlier append failed; the log takes no more appends until it is re-opened.
     #[error("an earlier append failed; re-open the log")]
     Failed,
+    /// Another writer holds the log (another `FileLog`, here or in another process, or an agent
+    /// whose driver has not finished: await [`Agent::close`](crate::Agent::close) or
+    /// [`Agent::finished`](crate::Agent::finished)).
+    #[error("the log {path} is locked by another writer")]
+    Locked {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file at the log's path is no longer the one this log writes: it was removed, renamed
+    /// or replaced. What this log writes would be lost, so nothing more is acknowledged.
+    #[error("the log file {path} was removed or replaced")]
+    Replaced {
+        /// The path.
+        path: PathBuf,
+    },
+}
+
+impl LogError {
+    /// True when the failed append may or may not be in the log ([`LogError::Indeterminate`]).
+    pub fn is_indeterminate(&self) -> bool {
+        matches!(self, LogError::Indeterminate { .. })
+    }
 }
 
 impl From<io::Error> for LogError {
     fn from(error: io::Error) -> Self {
         LogError::Io(Arc::new(error))
+    }
+}
+
+impl From<EncodeError> for LogError {
+    fn from(error: EncodeError) -> Self {
+        match error {
+            EncodeError::TooDeep(deep) => LogError::TooDeep(deep),
+            EncodeError::SeqExhausted(_) => LogError::SeqExhausted,
+            other => LogError::Encode(other.to_string()),
+        }
     }
 }
 
@@ -86,21 +172,64 @@ pub enum SyncPolicy {
     Never,
 }
 
+/// The buffer a [`FileLog`] keeps between appends; a larger batch's buffer is given back.
+const KEPT_BUFFER: usize = 64 * 1024;
+
+/// How much of the file a read takes at a time.
+const READ_CHUNK: usize = 1 << 20;
+
 /// The embedded default log: a JSON-lines file, one `{seq, type, data}` record per line.
 ///
-/// [`open`](FileLog::open) creates the file if needed, reads it, rejects it if a line before the
-/// end is corrupt (the file is left untouched), and cuts off a torn final line (S50). Only one
-/// `FileLog` may write a file at a time.
+/// * [`open`](FileLog::open) creates the file if needed, takes an exclusive advisory lock
+///   (`flock`) on it for the log's whole life (a second writer gets [`LogError::Locked`]), and
+///   syncs its directory (a relative path's too). It reads nothing.
+/// * [`read_back`](DurableLog::read_back) streams the file through the log's own handle, one
+///   record at a time (memory does not grow with the file), and changes nothing;
+///   [`repair_tail`](DurableLog::repair_tail) then drops a torn tail (S50).
+/// * Every append and sync checks that the path still names the file this log writes
+///   ([`LogError::Replaced`]); a failed append is cut back ([`DurableLog::append`]).
 #[derive(Debug)]
 pub struct FileLog {
     path: PathBuf,
-    file: tokio::fs::File,
+    /// The file and its write state; `None` while a blocking task holds it, or if that task was
+    /// lost.
+    io: Option<Box<FileIo>>,
     policy: SyncPolicy,
     next_seq: u64,
-    /// What `open` read, handed out by the first `read_back`.
-    opened: Option<ReadBack>,
+    read: ReadState,
     failed: bool,
+    faults: Faults,
+}
+
+#[derive(Debug)]
+struct FileIo {
+    file: File,
+    path: PathBuf,
+    /// The file's identity when opened: device and inode.
+    id: (u64, u64),
+    /// The length of what the log holds: everything up to here is acknowledged (or read back).
+    len: u64,
     buffer: Vec<u8>,
+    faults: Arc<FaultState>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadState {
+    /// Not read yet: the first append reads (and repairs) first.
+    Unread,
+    /// Read, tail not yet repaired.
+    Read(TailFix),
+    /// The log ends on a complete line; appends go after `len`.
+    Ready,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TailFix {
+    None,
+    /// Cut the file to this length.
+    Cut(u64),
+    /// The file's last record lacks its `\n`.
+    Terminate,
 }
 
 impl FileLog {
@@ -109,123 +238,449 @@ impl FileLog {
         FileLog::open_with(path, SyncPolicy::default()).await
     }
 
-    /// Opens (or creates) the log at `path`, syncing as `policy` says.
+    /// Opens (or creates) the log at `path`, syncing as `policy` says. Fails with
+    /// [`LogError::Locked`] while another writer holds the file.
     pub async fn open_with(
         path: impl AsRef<Path>,
         policy: SyncPolicy,
     ) -> Result<FileLog, LogError> {
-        let path = path.as_ref().to_owned();
-        let existed = tokio::fs::try_exists(&path).await?;
-        let mut file = tokio::fs::OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&path)
-            .await?;
-        if !existed {
-            sync_parent_dir(&path).await?;
-        }
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).await?;
-        let (read, next_seq) = read_and_cut(&mut file, &bytes).await?;
+        let path = std::path::absolute(path.as_ref())?;
+        let faults = Faults::default();
+        let state = Arc::clone(&faults.0);
+        let io = blocking(move || FileIo::open(path, state)).await??;
         Ok(FileLog {
-            path,
-            file,
+            path: io.path.clone(),
+            io: Some(Box::new(io)),
             policy,
-            next_seq,
-            opened: Some(read),
+            next_seq: 1,
+            read: ReadState::Unread,
             failed: false,
-            buffer: Vec::new(),
+            faults,
         })
     }
 
-    /// The file's path.
+    /// The file's path (made absolute when opened).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    async fn write_batch(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
-        self.buffer.clear();
-        for (offset, entry) in batch.iter().enumerate() {
-            encode(self.next_seq + offset as u64, entry, &mut self.buffer)
-                .map_err(|error| LogError::Encode(error.to_string()))?;
+    /// Fault injection for tests: a switch that makes this log's writes, syncs or truncations
+    /// fail. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn faults(&self) -> Faults {
+        self.faults.clone()
+    }
+
+    /// The capacity of the append buffer kept between appends.
+    #[doc(hidden)]
+    pub fn buffer_capacity(&self) -> usize {
+        self.io.as_ref().map_or(0, |io| io.buffer.capacity())
+    }
+
+    /// Runs `f` on the file in a blocking task. A lost task (it cannot panic: no code in it
+    /// does) leaves the log unusable.
+    async fn with_io<T: Send + 'static>(
+        &mut self,
+        f: impl FnOnce(&mut FileIo) -> T + Send + 'static,
+    ) -> Result<T, LogError> {
+        let Some(mut io) = self.io.take() else {
+            return Err(LogError::Failed);
+        };
+        let (io, value) = blocking(move || {
+            let value = f(&mut io);
+            (io, value)
+        })
+        .await?;
+        self.io = Some(io);
+        Ok(value)
+    }
+
+    /// Reads (if not yet) and repairs the tail (if not yet): appends go after a complete line.
+    async fn ensure_ready(&mut self) -> Result<(), LogError> {
+        if self.read == ReadState::Unread {
+            self.read_back(&mut |_| ControlFlow::Continue(())).await?;
         }
-        self.file.write_all(&self.buffer).await?;
-        self.file.flush().await?;
-        let ends_turn = batch
-            .iter()
-            .any(|entry| matches!(entry, Entry::Machine(Event::TurnEnd { .. })));
-        match self.policy {
-            SyncPolicy::EveryAppend => self.file.sync_data().await?,
-            SyncPolicy::PerTurn if ends_turn => self.file.sync_data().await?,
-            SyncPolicy::PerTurn | SyncPolicy::Never => {}
+        if let ReadState::Read(fix) = self.read {
+            self.with_io(move |io| io.repair_tail(fix)).await??;
+            self.read = ReadState::Ready;
         }
-        let first = self.next_seq;
-        self.next_seq += batch.len() as u64;
-        Ok(first)
+        Ok(())
     }
 }
 
 impl DurableLog for FileLog {
-    async fn read_back(&mut self) -> Result<ReadBack, LogError> {
-        if let Some(read) = self.opened.take() {
-            return Ok(read);
+    async fn read_back(
+        &mut self,
+        visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
+    ) -> Result<ReadBack, LogError> {
+        // Read through this log's own handle, and only while the path still names it.
+        self.with_io(|io| io.check_identity()).await??;
+        let mut reader = Reader::new();
+        let mut pending: Vec<u8> = Vec::new();
+        let mut offset = 0u64;
+        loop {
+            let chunk = self
+                .with_io(move |io| io.read_chunk(offset))
+                .await?
+                .map_err(LogError::from)?;
+            if chunk.is_empty() {
+                break;
+            }
+            offset += chunk.len() as u64;
+            let mut rest: &[u8] = &chunk;
+            while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+                let record = if pending.is_empty() {
+                    reader.line(&rest[..end])?
+                } else {
+                    pending.extend_from_slice(&rest[..end]);
+                    let record = reader.line(&pending)?;
+                    pending.clear();
+                    record
+                };
+                rest = &rest[end + 1..];
+                if visit(record).is_break() {
+                    self.read = ReadState::Unread;
+                    return Ok(ReadBack::new(reader.records(), None));
+                }
+            }
+            pending.extend_from_slice(rest);
+            tokio::task::yield_now().await;
         }
-        self.file.flush().await?;
-        let bytes = tokio::fs::read(&self.path).await?;
-        let (read, next_seq) = read_and_cut(&mut self.file, &bytes).await?;
-        self.next_seq = next_seq;
-        Ok(read)
+        let (torn, fix) = if pending.is_empty() {
+            (None, TailFix::None)
+        } else {
+            match reader.last(&pending) {
+                Tail::Torn(torn) => (Some(torn), TailFix::Cut(reader.complete_len())),
+                Tail::Unterminated(record) => {
+                    let _ = visit(record);
+                    (None, TailFix::Terminate)
+                }
+            }
+        };
+        self.next_seq = reader.next_seq();
+        self.read = ReadState::Read(fix);
+        let complete = reader.complete_len();
+        self.with_io(move |io| io.len = complete).await?;
+        Ok(ReadBack {
+            records: reader.records(),
+            torn,
+            unterminated: fix == TailFix::Terminate,
+        })
+    }
+
+    async fn repair_tail(&mut self) -> Result<(), LogError> {
+        self.ensure_ready().await
     }
 
     async fn append(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
         if self.failed {
             return Err(LogError::Failed);
         }
+        self.ensure_ready().await?;
         if batch.is_empty() {
             return Ok(self.next_seq);
         }
-        let written = self.write_batch(batch).await;
-        self.failed = written.is_err();
-        written
+        let first = self.next_seq;
+        let next = first
+            .checked_add(batch.len() as u64)
+            .ok_or(LogError::SeqExhausted)?;
+        let Some(io) = self.io.as_mut() else {
+            return Err(LogError::Failed);
+        };
+        io.buffer.clear();
+        for (seq, entry) in seqs(first, batch.len()).zip(batch) {
+            if let Err(error) = encode(seq, entry, &mut io.buffer) {
+                io.buffer.clear();
+                return Err(error.into());
+            }
+        }
+        let sync = match self.policy {
+            SyncPolicy::EveryAppend => true,
+            SyncPolicy::PerTurn => batch
+                .iter()
+                .any(|entry| matches!(entry, Entry::Machine(Event::TurnEnd { .. }))),
+            SyncPolicy::Never => false,
+        };
+        let written = self.with_io(move |io| io.append_buffer(sync)).await;
+        match written {
+            Ok(Ok(())) => {
+                self.next_seq = next;
+                Ok(first)
+            }
+            Ok(Err(error)) | Err(error) => {
+                self.failed = true;
+                Err(error)
+            }
+        }
     }
 
     async fn sync(&mut self) -> Result<(), LogError> {
-        self.file.flush().await?;
-        self.file.sync_data().await?;
+        self.with_io(|io| io.sync()).await?
+    }
+}
+
+impl FileIo {
+    fn open(path: PathBuf, faults: Arc<FaultState>) -> Result<FileIo, LogError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)?;
+        if let Err(error) = flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            return Err(if error == rustix::io::Errno::WOULDBLOCK {
+                LogError::Locked { path }
+            } else {
+                io::Error::from(error).into()
+            });
+        }
+        // The file's directory entry must be durable too (also when an earlier run created the
+        // file and crashed before syncing it).
+        File::open(parent_dir(&path))?.sync_all()?;
+        let meta = file.metadata()?;
+        Ok(FileIo {
+            file,
+            path,
+            id: (meta.dev(), meta.ino()),
+            len: meta.len(),
+            buffer: Vec::new(),
+            faults,
+        })
+    }
+
+    /// The path still names this file, and the file is still linked.
+    fn check_identity(&self) -> Result<(), LogError> {
+        let replaced = || LogError::Replaced {
+            path: self.path.clone(),
+        };
+        let ours = self.file.metadata()?;
+        if ours.nlink() == 0 {
+            return Err(replaced());
+        }
+        match std::fs::metadata(&self.path) {
+            Ok(there) if (there.dev(), there.ino()) == self.id => Ok(()),
+            Ok(_) => Err(replaced()),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Err(replaced()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    fn read_chunk(&self, offset: u64) -> io::Result<Vec<u8>> {
+        let mut chunk = vec![0; READ_CHUNK];
+        let mut filled = 0;
+        while filled < chunk.len() {
+            match self
+                .file
+                .read_at(&mut chunk[filled..], offset + filled as u64)
+            {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+        }
+        chunk.truncate(filled);
+        Ok(chunk)
+    }
+
+    fn repair_tail(&mut self, fix: TailFix) -> Result<(), LogError> {
+        self.check_identity()?;
+        match fix {
+            TailFix::None => {}
+            TailFix::Cut(len) => {
+                self.faults.truncate()?;
+                self.file.set_len(len)?;
+                self.faults.sync()?;
+                self.file.sync_all()?;
+                self.len = len;
+            }
+            TailFix::Terminate => {
+                self.write(b"\n")?;
+                self.faults.sync()?;
+                self.file.sync_all()?;
+                self.len += 1;
+            }
+        }
         Ok(())
     }
-}
 
-/// Parses a log file's bytes and cuts a torn tail off the file.
-async fn read_and_cut(
-    file: &mut tokio::fs::File,
-    bytes: &[u8],
-) -> Result<(ReadBack, u64), LogError> {
-    let parsed = parse(bytes)?;
-    if parsed.torn.is_some() {
-        file.set_len(parsed.complete_len as u64).await?;
-        file.sync_all().await?;
+    fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let allowed = self.faults.take_budget(bytes.len());
+        self.file.write_all(&bytes[..allowed])?;
+        if allowed < bytes.len() {
+            return Err(io::Error::other("write failed (injected)"));
+        }
+        Ok(())
     }
-    Ok((
-        ReadBack {
-            records: parsed.records,
-            torn: parsed.torn,
-        },
-        parsed.next_seq,
-    ))
+
+    /// Writes the encoded batch, syncs it if asked, and checks the file is still the log's. On
+    /// any failure the file is cut back to the last acknowledged length and the cut synced.
+    fn append_buffer(&mut self, sync: bool) -> Result<(), LogError> {
+        let buffer = std::mem::take(&mut self.buffer);
+        let written = buffer.len() as u64;
+        let result = self.write_and_sync(&buffer, sync);
+        self.buffer = buffer;
+        self.buffer.clear();
+        if self.buffer.capacity() > KEPT_BUFFER {
+            self.buffer.shrink_to(KEPT_BUFFER);
+        }
+        match result {
+            Ok(()) => {
+                self.len += written;
+                Ok(())
+            }
+            Err(error) => Err(self.undo(error)),
+        }
+    }
+
+    fn write_and_sync(&mut self, bytes: &[u8], sync: bool) -> Result<(), LogError> {
+        self.write(bytes)?;
+        if sync {
+            self.faults.sync()?;
+            self.file.sync_data()?;
+        }
+        self.check_identity()
+    }
+
+    /// Cuts a failed append back to the acknowledged length and syncs the cut.
+    fn undo(&mut self, error: LogError) -> LogError {
+        let undone = self
+            .faults
+            .truncate()
+            .and_then(|()| self.file.set_len(self.len))
+            .and_then(|()| self.faults.sync())
+            .and_then(|()| self.file.sync_data());
+        match (undone, error) {
+            // Written to a file that is no longer the log: the log never had it.
+            (_, replaced @ LogError::Replaced { .. }) => replaced,
+            (Ok(()), error) => error,
+            (Err(undo), LogError::Io(error)) => LogError::Indeterminate {
+                error,
+                undo: Arc::new(undo),
+            },
+            (Err(undo), other) => LogError::Indeterminate {
+                error: Arc::new(io::Error::other(other.to_string())),
+                undo: Arc::new(undo),
+            },
+        }
+    }
+
+    fn sync(&mut self) -> Result<(), LogError> {
+        self.faults.sync()?;
+        self.file.sync_data()?;
+        self.check_identity()
+    }
 }
 
-/// A new file's directory entry must be durable too.
-async fn sync_parent_dir(path: &Path) -> Result<(), LogError> {
-    let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
-        return Ok(());
-    };
-    let parent = parent.to_owned();
-    let synced = tokio::task::spawn_blocking(move || std::fs::File::open(parent)?.sync_all())
+/// The `seq` numbers of `len` records from `first` (no overflow: the caller checked that
+/// `first + len` fits).
+pub(crate) fn seqs(first: u64, len: usize) -> impl Iterator<Item = u64> {
+    (0..len as u64).map(move |offset| first.saturating_add(offset))
+}
+
+/// The directory a log file lives in: `.` for a bare file name.
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, LogError> {
+    tokio::task::spawn_blocking(f)
         .await
-        .map_err(|error| io::Error::other(error.to_string()))?;
-    Ok(synced?)
+        .map_err(|error| LogError::from(io::Error::other(format!("log i/o task lost: {error}"))))
+}
+
+/// Fault injection for a [`FileLog`] (tests only; not part of the stable API): writes that fail
+/// after a byte budget, syncs and truncations that fail. Clones share the switch.
+#[doc(hidden)]
+#[derive(Clone, Debug, Default)]
+pub struct Faults(Arc<FaultState>);
+
+#[derive(Debug)]
+struct FaultState {
+    /// Bytes that may still be written; `u64::MAX`: no limit.
+    budget: AtomicU64,
+    /// How many of the next syncs fail.
+    fail_syncs: AtomicUsize,
+    fail_truncate: AtomicBool,
+    syncs: AtomicUsize,
+}
+
+impl Default for FaultState {
+    fn default() -> Self {
+        FaultState {
+            budget: AtomicU64::new(u64::MAX),
+            fail_syncs: AtomicUsize::new(0),
+            fail_truncate: AtomicBool::new(false),
+            syncs: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Faults {
+    /// From now on, writes fail once `bytes` more bytes were written (the write that crosses it
+    /// writes its first bytes, then fails).
+    pub fn fail_writes_after(&self, bytes: u64) {
+        self.0.budget.store(bytes, Ordering::SeqCst);
+    }
+
+    /// The next `count` syncs fail (`usize::MAX`: all of them; 0: none).
+    pub fn fail_syncs(&self, count: usize) {
+        self.0.fail_syncs.store(count, Ordering::SeqCst);
+    }
+
+    /// Truncations (cutting a failed append back) fail (or work again).
+    pub fn fail_truncates(&self, fail: bool) {
+        self.0.fail_truncate.store(fail, Ordering::SeqCst);
+    }
+
+    /// How many syncs the log attempted.
+    pub fn syncs(&self) -> usize {
+        self.0.syncs.load(Ordering::SeqCst)
+    }
+}
+
+impl FaultState {
+    fn take_budget(&self, want: usize) -> usize {
+        let want = want as u64;
+        let mut allowed = want;
+        let _ = self
+            .budget
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |budget| {
+                if budget == u64::MAX {
+                    return None;
+                }
+                allowed = want.min(budget);
+                Some(budget - allowed)
+            });
+        allowed as usize
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.syncs.fetch_add(1, Ordering::SeqCst);
+        let failing = self
+            .fail_syncs
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |count| match count {
+                0 => None,
+                usize::MAX => Some(usize::MAX),
+                n => Some(n - 1),
+            })
+            .is_ok();
+        if failing {
+            return Err(io::Error::other("sync failed (injected)"));
+        }
+        Ok(())
+    }
+
+    fn truncate(&self) -> io::Result<()> {
+        if self.fail_truncate.load(Ordering::SeqCst) {
+            return Err(io::Error::other("truncate failed (injected)"));
+        }
+        Ok(())
+    }
 }
 
 /// A log held in memory, as the same JSON-lines bytes a [`FileLog`] writes. Clones share the
@@ -238,8 +693,10 @@ pub struct MemoryLog {
 #[derive(Debug, Default)]
 struct MemoryInner {
     bytes: Vec<u8>,
-    /// Known once the bytes were parsed (a log made from bytes is parsed lazily).
+    /// Known once the bytes were read back and their tail repaired.
     next_seq: Option<u64>,
+    /// What the last read back found after the last complete line.
+    tail: Option<(TailFix, u64)>,
 }
 
 impl MemoryLog {
@@ -254,6 +711,7 @@ impl MemoryLog {
             inner: Arc::new(Mutex::new(MemoryInner {
                 bytes,
                 next_seq: None,
+                tail: None,
             })),
         }
     }
@@ -274,38 +732,93 @@ impl MemoryLog {
 }
 
 impl MemoryInner {
-    fn read_and_cut(&mut self) -> Result<ReadBack, LogError> {
-        let parsed = parse(&self.bytes)?;
-        self.bytes.truncate(parsed.complete_len);
-        self.next_seq = Some(parsed.next_seq);
+    fn read(
+        &mut self,
+        visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
+    ) -> Result<ReadBack, LogError> {
+        let mut reader = Reader::new();
+        let mut rest: &[u8] = &self.bytes;
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            let record = reader.line(&rest[..end])?;
+            rest = &rest[end + 1..];
+            if visit(record).is_break() {
+                return Ok(ReadBack::new(reader.records(), None));
+            }
+        }
+        let (torn, fix) = if rest.is_empty() {
+            (None, TailFix::None)
+        } else {
+            match reader.last(rest) {
+                Tail::Torn(torn) => (Some(torn), TailFix::Cut(reader.complete_len())),
+                Tail::Unterminated(record) => {
+                    let _ = visit(record);
+                    (None, TailFix::Terminate)
+                }
+            }
+        };
+        self.tail = Some((fix, reader.next_seq()));
         Ok(ReadBack {
-            records: parsed.records,
-            torn: parsed.torn,
+            records: reader.records(),
+            torn,
+            unterminated: fix == TailFix::Terminate,
         })
+    }
+
+    fn repair(&mut self) -> Result<u64, LogError> {
+        if let Some(next) = self.next_seq {
+            return Ok(next);
+        }
+        if self.tail.is_none() {
+            self.read(&mut |_| ControlFlow::Continue(()))?;
+        }
+        let Some((fix, next)) = self.tail.take() else {
+            return Err(LogError::Failed);
+        };
+        match fix {
+            TailFix::None => {}
+            TailFix::Cut(len) => self.bytes.truncate(len as usize),
+            TailFix::Terminate => self.bytes.push(b'\n'),
+        }
+        self.next_seq = Some(next);
+        Ok(next)
     }
 }
 
 impl DurableLog for MemoryLog {
-    async fn read_back(&mut self) -> Result<ReadBack, LogError> {
-        self.lock().read_and_cut()
+    async fn read_back(
+        &mut self,
+        visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
+    ) -> Result<ReadBack, LogError> {
+        // Parse a copy, so the visitor does not run under the lock.
+        let bytes = self.bytes();
+        let mut copy = MemoryInner {
+            bytes,
+            next_seq: None,
+            tail: None,
+        };
+        let read = copy.read(visit)?;
+        let mut inner = self.lock();
+        inner.tail = copy.tail;
+        inner.next_seq = None;
+        Ok(read)
+    }
+
+    async fn repair_tail(&mut self) -> Result<(), LogError> {
+        self.lock().repair().map(drop)
     }
 
     async fn append(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
         let mut inner = self.lock();
-        let first = match inner.next_seq {
-            Some(seq) => seq,
-            None => {
-                inner.read_and_cut()?;
-                inner.next_seq.unwrap_or(1)
-            }
-        };
+        let first = inner.repair()?;
+        let next = first
+            .checked_add(batch.len() as u64)
+            .ok_or(LogError::SeqExhausted)?;
         let mut lines = Vec::new();
-        for (offset, entry) in batch.iter().enumerate() {
-            encode(first + offset as u64, entry, &mut lines)
-                .map_err(|error| LogError::Encode(error.to_string()))?;
+        for (seq, entry) in seqs(first, batch.len()).zip(batch) {
+            encode(seq, entry, &mut lines)?;
         }
         inner.bytes.extend_from_slice(&lines);
-        inner.next_seq = Some(first + batch.len() as u64);
+        inner.next_seq = Some(next);
         Ok(first)
     }
 
@@ -318,7 +831,7 @@ impl DurableLog for MemoryLog {
 mod tests {
     use super::*;
     use coxswain_core::TurnEndReason;
-    use coxswain_log::HostEvent;
+    use coxswain_log::{HostEvent, Problem};
     use serde_json::json;
 
     fn batch() -> Vec<Entry> {
@@ -332,25 +845,37 @@ mod tests {
         ]
     }
 
+    async fn read_all(log: &mut impl DurableLog) -> Result<(Vec<Record>, ReadBack), LogError> {
+        let mut records = Vec::new();
+        let read = log
+            .read_back(&mut |record| {
+                records.push(record);
+                ControlFlow::Continue(())
+            })
+            .await?;
+        Ok((records, read))
+    }
+
     #[tokio::test]
     async fn file_log_appends_with_contiguous_seq_and_reads_back() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.jsonl");
         let mut log = FileLog::open(&path).await.unwrap();
-        assert_eq!(log.read_back().await.unwrap(), ReadBack::default());
+        assert_eq!(read_all(&mut log).await.unwrap().1, ReadBack::default());
+        log.repair_tail().await.unwrap();
         assert_eq!(log.append(&batch()).await.unwrap(), 1);
         assert_eq!(log.append(&batch()[..1]).await.unwrap(), 4);
-        let read = log.read_back().await.unwrap();
-        let seqs: Vec<_> = read.records.iter().map(|r| r.seq).collect();
+        let (records, _) = read_all(&mut log).await.unwrap();
+        let seqs: Vec<_> = records.iter().map(|r| r.seq).collect();
         assert_eq!(seqs, vec![Some(1), Some(2), Some(3), Some(4)]);
         drop(log);
         let mut log = FileLog::open(&path).await.unwrap();
-        assert_eq!(log.read_back().await.unwrap().records.len(), 4);
+        assert_eq!(read_all(&mut log).await.unwrap().1.records, 4);
         assert_eq!(log.append(&batch()).await.unwrap(), 5);
     }
 
     #[tokio::test]
-    async fn s50_file_log_cuts_a_torn_tail_and_appends_after_it() {
+    async fn s50_file_log_cuts_a_torn_tail_only_at_repair_and_appends_after_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.jsonl");
         let mut log = FileLog::open(&path).await.unwrap();
@@ -360,10 +885,13 @@ mod tests {
         let cut = bytes.len() - 7;
         std::fs::write(&path, &bytes[..cut]).unwrap();
         let mut log = FileLog::open_with(&path, SyncPolicy::Never).await.unwrap();
-        let read = log.read_back().await.unwrap();
-        assert_eq!(read.records.len(), 2);
+        let (records, read) = read_all(&mut log).await.unwrap();
+        assert_eq!(records.len(), 2);
         let torn = read.torn.unwrap();
         assert_eq!(torn.line, 3);
+        // Reading changed nothing; repairing cuts.
+        assert_eq!(std::fs::read(&path).unwrap().len(), cut);
+        log.repair_tail().await.unwrap();
         let complete = std::fs::read(&path).unwrap();
         assert_eq!(complete.len(), cut - torn.bytes);
         assert_eq!(log.append(&batch()[2..]).await.unwrap(), 3);
@@ -379,12 +907,95 @@ mod tests {
         let path = dir.path().join("a.jsonl");
         let content = b"{\"seq\":1,\"type\":\"x\"}\nnot json\n{\"seq\":3,\"type\":\"x\"}\n{\"se";
         std::fs::write(&path, content).unwrap();
-        let error = FileLog::open(&path).await.unwrap_err();
+        let mut log = FileLog::open(&path).await.unwrap();
+        let error = read_all(&mut log).await.unwrap_err();
         assert!(
             matches!(&error, LogError::Corrupt(CorruptLine { line: 2, .. })),
             "{error}"
         );
+        assert!(matches!(
+            log.append(&batch()).await,
+            Err(LogError::Corrupt(CorruptLine { line: 2, .. }))
+        ));
         assert_eq!(std::fs::read(&path).unwrap(), content);
+    }
+
+    /// Item 6: a bare relative path's directory is `.`, and it is synced.
+    #[test]
+    fn a_bare_file_name_lives_in_the_current_directory() {
+        assert_eq!(parent_dir(Path::new("session.jsonl")), Path::new("."));
+        assert_eq!(
+            parent_dir(Path::new("logs/session.jsonl")),
+            Path::new("logs")
+        );
+        assert_eq!(parent_dir(Path::new("/session.jsonl")), Path::new("/"));
+    }
+
+    /// Item 6: the path is made absolute when opened, so the directory synced is the real one.
+    #[tokio::test]
+    async fn a_relative_path_is_made_absolute() {
+        let log = FileLog::open(Path::new("target-relative-test.jsonl")).await;
+        let log = log.unwrap();
+        assert!(log.path().is_absolute());
+        assert_eq!(
+            parent_dir(log.path()),
+            std::env::current_dir().unwrap().as_path()
+        );
+        let path = log.path().to_owned();
+        drop(log);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    /// Item 10: the append buffer gives back the capacity of a large batch.
+    #[tokio::test]
+    async fn the_buffer_does_not_keep_a_large_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = FileLog::open(dir.path().join("a.jsonl")).await.unwrap();
+        let big = HostEvent::new("x", json!("y".repeat(1 << 20))).unwrap();
+        log.append(&[Entry::Host(big)]).await.unwrap();
+        assert!(
+            log.buffer_capacity() <= KEPT_BUFFER,
+            "{}",
+            log.buffer_capacity()
+        );
+        log.append(&batch()).await.unwrap();
+        assert!(log.buffer_capacity() <= KEPT_BUFFER);
+    }
+
+    /// Item 10: a log at `seq` u64::MAX - 1 takes one more record, then refuses, typed.
+    #[tokio::test]
+    async fn an_exhausted_seq_is_refused_not_duplicated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.jsonl");
+        std::fs::write(
+            &path,
+            format!("{{\"seq\":{},\"type\":\"x\"}}\n", u64::MAX - 2),
+        )
+        .unwrap();
+        let mut log = FileLog::open(&path).await.unwrap();
+        assert_eq!(log.append(&batch()[..1]).await.unwrap(), u64::MAX - 1);
+        assert!(matches!(
+            log.append(&batch()[..1]).await,
+            Err(LogError::SeqExhausted)
+        ));
+        let max = format!("{{\"seq\":{},\"type\":\"x\"}}\n", u64::MAX);
+        std::fs::write(dir.path().join("b.jsonl"), &max).unwrap();
+        let mut log = FileLog::open(dir.path().join("b.jsonl")).await.unwrap();
+        assert!(matches!(
+            read_all(&mut log).await,
+            Err(LogError::Corrupt(CorruptLine {
+                line: 1,
+                problem: Problem::SeqExhausted
+            }))
+        ));
+        let mut memory = MemoryLog::from_bytes(max.into_bytes());
+        assert!(matches!(
+            memory.append(&batch()).await,
+            Err(LogError::Corrupt(CorruptLine {
+                problem: Problem::SeqExhausted,
+                ..
+            }))
+        ));
     }
 
     #[tokio::test]
@@ -395,9 +1006,10 @@ mod tests {
         let mut bytes = view.bytes();
         bytes.truncate(bytes.len() - 3);
         let mut crashed = MemoryLog::from_bytes(bytes);
-        let read = crashed.read_back().await.unwrap();
-        assert_eq!(read.records.len(), 2);
+        let (records, read) = read_all(&mut crashed).await.unwrap();
+        assert_eq!(records.len(), 2);
         assert_eq!(read.torn.map(|t| t.line), Some(3));
+        crashed.repair_tail().await.unwrap();
         assert_eq!(crashed.append(&batch()[2..]).await.unwrap(), 3);
         assert_eq!(crashed.records().unwrap().len(), 3);
     }

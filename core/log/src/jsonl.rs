@@ -9,13 +9,126 @@
 //! Writers put the `\n` last, so a record cut short by a crash is exactly a final segment without
 //! its `\n`: a *torn tail*, which [`parse`] reports and leaves out (S50). Anything else that is not
 //! a JSON object, before the end, is corruption: [`parse`] names its line and the caller must not
-//! guess.
+//! guess. [`Reader`] is the same reader fed one line at a time, for a log too large to hold in
+//! memory.
+//!
+//! **Depth.** A record line nests at most [`MAX_DEPTH`] arrays and objects, its own object
+//! included: the writer ([`encode`]) refuses a deeper record before anything is written
+//! ([`EncodeError::TooDeep`]), and the reader rejects one ([`Problem::TooDeep`]), so whatever was
+//! written reads back. A message sits 3 levels down in a splice record, so a message may nest
+//! [`MAX_MESSAGE_DEPTH`] levels (its own object included, [`check_message`]); a host event's
+//! `data` sits 1 level down, so it may nest [`MAX_DATA_DEPTH`] ([`check_data`]).
+//!
+//! **`seq`.** No record takes `seq` `u64::MAX`: nothing could follow it. The reader rejects such a
+//! record ([`Problem::SeqExhausted`]) and a writer must refuse to assign it.
 
 use std::fmt;
 
-use coxswain_core::Event;
+use std::io;
+
+use coxswain_core::{Event, Message};
 use serde::Serialize;
 use serde_json::Value;
+
+/// The most arrays and objects a record line may nest, its own object included: the limit of
+/// the reader (serde_json's default recursion limit lets exactly this many through).
+pub const MAX_DEPTH: usize = 127;
+
+/// The most levels a message may nest, its own object included: a splice record holds it 3
+/// levels down (`{data: {inserted: [message]}}`), the deepest place a message is written.
+pub const MAX_MESSAGE_DEPTH: usize = MAX_DEPTH - 3;
+
+/// The most levels a host event's `data` may nest: a record holds it 1 level down.
+pub const MAX_DATA_DEPTH: usize = MAX_DEPTH - 1;
+
+/// A value nests deeper than a log record can hold ([`MAX_DEPTH`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the value nests {depth} levels deep; at most {max} fit in a log record")]
+pub struct TooDeep {
+    /// How deep the value nests (arrays and objects, its own included).
+    pub depth: usize,
+    /// The most it may nest where it is written.
+    pub max: usize,
+}
+
+/// How many arrays and objects `value` nests, its own included, as serialized to JSON.
+pub fn depth_of<T: Serialize + ?Sized>(value: &T) -> usize {
+    let mut counter = DepthCounter::default();
+    // The counter never fails; a value that cannot be serialized is not written either.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.max
+}
+
+/// Checks that `message` fits in every record it can be written to ([`MAX_MESSAGE_DEPTH`]).
+pub fn check_message(message: &Message) -> Result<(), TooDeep> {
+    check(depth_of(message), MAX_MESSAGE_DEPTH)
+}
+
+/// Checks that a host event's `data` fits in its record ([`MAX_DATA_DEPTH`]).
+pub fn check_data(data: &Value) -> Result<(), TooDeep> {
+    check(depth_of(data), MAX_DATA_DEPTH)
+}
+
+fn check(depth: usize, max: usize) -> Result<(), TooDeep> {
+    if depth > max {
+        Err(TooDeep { depth, max })
+    } else {
+        Ok(())
+    }
+}
+
+/// The nesting depth of one JSON text (arrays and objects; brackets inside strings do not
+/// count). Linear, no recursion: the writer and the reader measure a line the same way.
+fn json_depth(bytes: &[u8]) -> usize {
+    let mut counter = DepthCounter::default();
+    counter.scan(bytes);
+    counter.max
+}
+
+#[derive(Default)]
+struct DepthCounter {
+    depth: usize,
+    max: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl DepthCounter {
+    fn scan(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if byte == b'\\' {
+                    self.escaped = true;
+                } else if byte == b'"' {
+                    self.in_string = false;
+                }
+                continue;
+            }
+            match byte {
+                b'"' => self.in_string = true,
+                b'[' | b'{' => {
+                    self.depth += 1;
+                    self.max = self.max.max(self.depth);
+                }
+                b']' | b'}' => self.depth = self.depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl io::Write for DepthCounter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.scan(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
 
 /// An event the host appends to the log itself (model output, tool calls and results…), written
 /// as `{ type, data }` like the machine's. Its `type` is anything but one of the machine's own
@@ -92,20 +205,42 @@ struct Line<'a> {
     entry: &'a Entry,
 }
 
-/// Appends the line of record `seq` (its JSON and the final `\n`) to `out`. On error `out` is
-/// left as it was.
-pub fn encode(seq: u64, entry: &Entry, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-    let start = out.len();
-    match serde_json::to_writer(&mut *out, &Line { seq, entry }) {
-        Ok(()) => {
-            out.push(b'\n');
-            Ok(())
-        }
-        Err(error) => {
-            out.truncate(start);
-            Err(error)
-        }
+/// A record that cannot be written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// It does not serialize to JSON.
+    #[error("cannot encode a record: {0}")]
+    Json(String),
+    /// It nests deeper than [`MAX_DEPTH`]: the reader would reject it.
+    #[error("cannot encode a record: {0}")]
+    TooDeep(TooDeep),
+    /// `seq` `u64::MAX` leaves no `seq` for a next record.
+    #[error("cannot encode a record: `seq` {0} leaves no room for a next record")]
+    SeqExhausted(u64),
+}
+
+/// Appends the line of record `seq` (its JSON and the final `\n`) to `out`. A record deeper than
+/// [`MAX_DEPTH`] or numbered `u64::MAX` is refused. On error `out` is left as it was.
+pub fn encode(seq: u64, entry: &Entry, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    if seq == u64::MAX {
+        return Err(EncodeError::SeqExhausted(seq));
     }
+    let start = out.len();
+    if let Err(error) = serde_json::to_writer(&mut *out, &Line { seq, entry }) {
+        out.truncate(start);
+        return Err(EncodeError::Json(error.to_string()));
+    }
+    let depth = json_depth(&out[start..]);
+    if depth > MAX_DEPTH {
+        out.truncate(start);
+        return Err(EncodeError::TooDeep(TooDeep {
+            depth,
+            max: MAX_DEPTH,
+        }));
+    }
+    out.push(b'\n');
+    Ok(())
 }
 
 /// One complete record read back from a log.
@@ -179,32 +314,100 @@ pub enum Problem {
         /// This line's.
         found: u64,
     },
+    /// `seq` is `u64::MAX` (or follows a line at `u64::MAX`): no record could follow it.
+    #[error("`seq` reaches u64::MAX: no record could follow it")]
+    SeqExhausted,
+    /// The line nests deeper than [`MAX_DEPTH`].
+    #[error("the record nests {0} levels deep; at most {max} are read", max = MAX_DEPTH)]
+    TooDeep(usize),
 }
 
-/// Reads a JSON-lines log: every complete record, in order, and a torn final record left out.
-/// A complete line that is not a JSON object, or whose `seq` breaks the sequence, is corruption.
-pub fn parse(bytes: &[u8]) -> Result<Parsed, CorruptLine> {
-    let mut parsed = Parsed {
-        records: Vec::new(),
-        complete_len: 0,
-        torn: None,
-        next_seq: 1,
-    };
-    let mut previous_seq: Option<u64> = None;
-    let mut offset = 0;
-    let mut line = 0;
-    while offset < bytes.len() {
-        line += 1;
-        let rest = &bytes[offset..];
-        let Some(end) = rest.iter().position(|&b| b == b'\n') else {
-            parsed.torn = Some(TornTail {
-                line,
-                bytes: rest.len(),
-            });
-            break;
+/// Reads a log one line at a time: the streaming form of [`parse`], for a log too large to hold
+/// in memory. Feed it every complete line (without its `\n`) in order, then the final segment
+/// without a `\n`, if any, to [`Reader::last`].
+#[derive(Clone, Debug)]
+pub struct Reader {
+    line: usize,
+    previous_seq: Option<u64>,
+    complete_len: u64,
+    next_seq: u64,
+}
+
+impl Default for Reader {
+    fn default() -> Self {
+        Reader::new()
+    }
+}
+
+/// What the final segment of a log (the bytes after its last `\n`) holds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tail {
+    /// A record cut short: left out (S50).
+    Torn(TornTail),
+    /// A whole record that follows the sequence but lacks its `\n` (a log written by another
+    /// implementation may end so): kept; the writer must add the `\n` before appending.
+    Unterminated(Record),
+}
+
+impl Reader {
+    /// A reader at the start of a log.
+    pub fn new() -> Self {
+        Reader {
+            line: 0,
+            previous_seq: None,
+            complete_len: 0,
+            next_seq: 1,
+        }
+    }
+
+    /// The next complete line, without its `\n`: its record, or the corruption that ends the
+    /// read (the caller must not guess past it).
+    pub fn line(&mut self, bytes: &[u8]) -> Result<Record, CorruptLine> {
+        let record = self.record(bytes)?;
+        self.commit(&record, bytes.len() as u64 + 1);
+        Ok(record)
+    }
+
+    /// The final segment (non-empty, without `\n`): a whole record that follows the sequence is
+    /// [`Tail::Unterminated`]; anything else is [`Tail::Torn`].
+    pub fn last(&mut self, bytes: &[u8]) -> Tail {
+        let torn = TornTail {
+            line: self.line + 1,
+            bytes: bytes.len(),
         };
+        match self.record(bytes) {
+            Ok(record) => {
+                self.commit(&record, bytes.len() as u64);
+                Tail::Unterminated(record)
+            }
+            Err(_) => Tail::Torn(torn),
+        }
+    }
+
+    /// The length in bytes of what was read as records.
+    pub fn complete_len(&self) -> u64 {
+        self.complete_len
+    }
+
+    /// The `seq` the next appended record gets: one past the last record's (counting on from
+    /// the last `seq` seen over lines without one; the line number + 1 in a log without `seq`).
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The records read so far.
+    pub fn records(&self) -> usize {
+        self.line
+    }
+
+    fn record(&self, bytes: &[u8]) -> Result<Record, CorruptLine> {
+        let line = self.line + 1;
         let corrupt = |problem| CorruptLine { line, problem };
-        let event: Value = serde_json::from_slice(&rest[..end])
+        let depth = json_depth(bytes);
+        if depth > MAX_DEPTH {
+            return Err(corrupt(Problem::TooDeep(depth)));
+        }
+        let event: Value = serde_json::from_slice(bytes)
             .map_err(|error| corrupt(Problem::NotJson(error.to_string())))?;
         if !event.is_object() {
             return Err(corrupt(Problem::NotAnObject));
@@ -213,21 +416,66 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, CorruptLine> {
             None => None,
             Some(seq) => Some(seq.as_u64().ok_or_else(|| corrupt(Problem::BadSeq))?),
         };
-        if let (Some(previous), Some(found)) = (previous_seq, seq) {
+        if let (Some(previous), Some(found)) = (self.previous_seq, seq) {
             if previous.checked_add(1) != Some(found) {
                 return Err(corrupt(Problem::SeqGap { previous, found }));
             }
         }
-        previous_seq = seq.or(previous_seq.and_then(|p| p.checked_add(1)));
-        parsed.records.push(Record { line, seq, event });
-        offset += end + 1;
-        parsed.complete_len = offset;
-        parsed.next_seq = match previous_seq {
+        let this_seq = match (seq, self.previous_seq) {
+            (Some(seq), _) => Some(seq),
+            (None, Some(previous)) => Some(
+                previous
+                    .checked_add(1)
+                    .ok_or_else(|| corrupt(Problem::SeqExhausted))?,
+            ),
+            (None, None) => None,
+        };
+        if this_seq == Some(u64::MAX) {
+            return Err(corrupt(Problem::SeqExhausted));
+        }
+        Ok(Record { line, seq, event })
+    }
+
+    fn commit(&mut self, record: &Record, len: u64) {
+        self.line = record.line;
+        self.previous_seq = record
+            .seq
+            .or(self.previous_seq.and_then(|p| p.checked_add(1)));
+        self.complete_len += len;
+        // `record` refused u64::MAX, so the next seq exists.
+        self.next_seq = match self.previous_seq {
             Some(seq) => seq.saturating_add(1),
-            None => line as u64 + 1,
+            None => self.line as u64 + 1,
         };
     }
-    Ok(parsed)
+}
+
+/// Reads a JSON-lines log: every complete record, in order, and a torn final record left out.
+/// A complete line that is not a JSON object, or whose `seq` breaks the sequence, is corruption.
+/// The final segment without `\n` is always torn here, even if it is a whole record
+/// ([`Reader::last`] keeps such a record).
+pub fn parse(bytes: &[u8]) -> Result<Parsed, CorruptLine> {
+    let mut reader = Reader::new();
+    let mut records = Vec::new();
+    let mut torn = None;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let Some(end) = rest.iter().position(|&b| b == b'\n') else {
+            torn = Some(TornTail {
+                line: reader.records() + 1,
+                bytes: rest.len(),
+            });
+            break;
+        };
+        records.push(reader.line(&rest[..end])?);
+        rest = &rest[end + 1..];
+    }
+    Ok(Parsed {
+        records,
+        complete_len: reader.complete_len() as usize,
+        torn,
+        next_seq: reader.next_seq(),
+    })
 }
 
 #[cfg(test)]
@@ -393,5 +641,164 @@ mod tests {
             Entry::from(Event::TurnStart { turn: 1 }).kind(),
             "turn/start"
         );
+    }
+
+    fn nested(levels: usize) -> Value {
+        let mut value = json!(1);
+        for _ in 0..levels {
+            value = Value::Array(vec![value]);
+        }
+        value
+    }
+
+    fn splice_of(message: Message) -> Entry {
+        Entry::Machine(Event::Spliced(Splice {
+            target: Target::NextStep,
+            start: 0,
+            removed_count: 0,
+            inserted: [Arc::new(message)].into_iter().collect(),
+            outcome: None,
+            wakeup: false,
+        }))
+    }
+
+    /// Item 1: the depth rule. What `check_message`/`check_data` accept encodes and reads back in
+    /// every record it goes into; one level more is refused by the checks, by `encode` (before
+    /// anything is written) and by the reader, with typed errors.
+    #[test]
+    fn the_depth_rule_is_the_same_for_writer_and_reader() {
+        // A message's own object, `content`'s object, then arrays: MAX_MESSAGE_DEPTH in all.
+        let deepest = Message::new("d", json!({"kind": "user"}), nested(MAX_MESSAGE_DEPTH - 1));
+        assert_eq!(depth_of(&deepest), MAX_MESSAGE_DEPTH);
+        assert_eq!(check_message(&deepest), Ok(()));
+        let mut out = Vec::new();
+        encode(1, &splice_of(deepest.clone()), &mut out).unwrap();
+        encode(
+            2,
+            &Entry::Machine(Event::UserMessage(Arc::new(deepest))),
+            &mut out,
+        )
+        .unwrap();
+        let data = nested(MAX_DATA_DEPTH);
+        assert_eq!(check_data(&data), Ok(()));
+        encode(
+            3,
+            &Entry::Host(HostEvent::new("x", data).unwrap()),
+            &mut out,
+        )
+        .unwrap();
+        let parsed = parse(&out).unwrap();
+        assert_eq!(parsed.records.len(), 3);
+        assert_eq!(
+            json_depth(&out[..out.iter().position(|&b| b == b'\n').unwrap()]),
+            MAX_DEPTH
+        );
+
+        let too_deep = Message::new("d", json!({"kind": "user"}), nested(MAX_MESSAGE_DEPTH));
+        assert_eq!(
+            check_message(&too_deep),
+            Err(TooDeep {
+                depth: MAX_MESSAGE_DEPTH + 1,
+                max: MAX_MESSAGE_DEPTH
+            })
+        );
+        let before = out.clone();
+        assert_eq!(
+            encode(4, &splice_of(too_deep), &mut out),
+            Err(EncodeError::TooDeep(TooDeep {
+                depth: MAX_DEPTH + 1,
+                max: MAX_DEPTH
+            }))
+        );
+        assert_eq!(out, before, "nothing was written");
+        let data = nested(MAX_DATA_DEPTH + 1);
+        assert_eq!(
+            check_data(&data),
+            Err(TooDeep {
+                depth: MAX_DATA_DEPTH + 1,
+                max: MAX_DATA_DEPTH
+            })
+        );
+        // Strings do not count, escaped quotes included.
+        assert_eq!(depth_of(&json!(["[[[\\\"[[", {"a": "{{"}])), 2);
+        // The reader names a line deeper than MAX_DEPTH with a typed problem.
+        let line = format!("{{\"type\":\"x\",\"data\":{}}}\n", nested(MAX_DEPTH));
+        assert_eq!(
+            parse(line.as_bytes()).unwrap_err(),
+            CorruptLine {
+                line: 1,
+                problem: Problem::TooDeep(MAX_DEPTH + 1)
+            }
+        );
+    }
+
+    /// Item 10: `seq` u64::MAX cannot be followed: the reader rejects it, the writer refuses it.
+    #[test]
+    fn seq_u64_max_is_rejected_by_reader_and_writer() {
+        let line = format!("{{\"seq\":{},\"type\":\"x\"}}\n", u64::MAX);
+        assert_eq!(
+            parse(line.as_bytes()).unwrap_err(),
+            CorruptLine {
+                line: 1,
+                problem: Problem::SeqExhausted
+            }
+        );
+        let line = format!(
+            "{{\"seq\":{},\"type\":\"x\"}}\n{{\"type\":\"y\"}}\n",
+            u64::MAX - 1
+        );
+        assert_eq!(
+            parse(line.as_bytes()).unwrap_err(),
+            CorruptLine {
+                line: 2,
+                problem: Problem::SeqExhausted
+            }
+        );
+        let line = format!("{{\"seq\":{},\"type\":\"x\"}}\n", u64::MAX - 1);
+        assert_eq!(parse(line.as_bytes()).unwrap().next_seq, u64::MAX);
+        let entry = Entry::Machine(Event::TurnStart { turn: 1 });
+        let mut out = Vec::new();
+        assert_eq!(
+            encode(u64::MAX, &entry, &mut out),
+            Err(EncodeError::SeqExhausted(u64::MAX))
+        );
+        assert!(out.is_empty());
+    }
+
+    /// Item 9: the streaming reader keeps a whole final record that lacks its newline (a foreign
+    /// log), and reports anything else after the last newline as torn.
+    #[test]
+    fn the_reader_keeps_an_unterminated_whole_record_and_drops_a_torn_one() {
+        let bytes = lines(&sample());
+        let mut reader = Reader::new();
+        let mut rest = &bytes[..bytes.len() - 1];
+        let mut records = Vec::new();
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            records.push(reader.line(&rest[..end]).unwrap());
+            rest = &rest[end + 1..];
+        }
+        assert_eq!(records.len(), 3);
+        match reader.last(rest) {
+            Tail::Unterminated(record) => {
+                assert_eq!(record.line, 4);
+                assert_eq!(record.seq, Some(4));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(reader.complete_len(), bytes.len() as u64 - 1);
+        assert_eq!(reader.next_seq(), 5);
+        let mut reader = Reader::new();
+        assert_eq!(
+            reader.last(b"{\"seq\":1,\"ty"),
+            Tail::Torn(TornTail { line: 1, bytes: 12 })
+        );
+        assert_eq!(reader.complete_len(), 0);
+        // A whole object that breaks the sequence is not kept either.
+        let mut reader = Reader::new();
+        reader.line(b"{\"seq\":1,\"type\":\"a\"}").unwrap();
+        assert!(matches!(
+            reader.last(b"{\"seq\":3,\"type\":\"a\"}"),
+            Tail::Torn(_)
+        ));
     }
 }

@@ -19,6 +19,8 @@ mod repair;
 
 pub use audit::{AuditError, Auditor, Rule};
 pub use jsonl::{
-    encode, parse, CorruptLine, Entry, HostEvent, Parsed, Problem, Record, ReservedType, TornTail,
+    check_data, check_message, depth_of, encode, parse, CorruptLine, EncodeError, Entry, HostEvent,
+    Parsed, Problem, Reader, Record, ReservedType, Tail, TooDeep, TornTail, MAX_DATA_DEPTH,
+    MAX_DEPTH, MAX_MESSAGE_DEPTH,
 };
 pub use repair::{repair, RepairError, Repaired};

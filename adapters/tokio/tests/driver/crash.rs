@@ -208,3 +208,136 @@ async fn s50_a_crash_after_every_line_and_mid_line_recovers() {
         boundaries + torn
     );
 }
+
+/// What one delivery of the fault sweep's script was told.
+#[derive(Debug, PartialEq)]
+enum Told {
+    Written,
+    NotWritten,
+    /// Refused without being tried: the agent had stopped.
+    Stopped,
+}
+
+/// The fault sweep's script: every inserting delivery kind, turns with host events, a tool
+/// inject from inside a step. Returns each delivery's id and what its caller was told.
+async fn fault_script(agent: &coxswain_tokio::Agent) -> Vec<(String, Told)> {
+    use coxswain_tokio::AgentError;
+    let mut told = Vec::new();
+    macro_rules! deliver {
+        ($id:expr, $call:expr) => {{
+            let outcome = match $call.await {
+                Ok(_) => Told::Written,
+                Err(AgentError::Persistence(coxswain_tokio::LogError::Io(_))) => Told::NotWritten,
+                Err(AgentError::Stopped) => Told::Stopped,
+                Err(other) => panic!("{} was told {other:?}", $id),
+            };
+            told.push(($id.to_owned(), outcome));
+        }};
+    }
+    deliver!("c1", agent.inject(user("c1")));
+    deliver!("a1", agent.followup(user("a1")));
+    sleep(5).await;
+    deliver!("s1", agent.steer(user("s1")));
+    deliver!("a2", agent.followup(user("a2")));
+    deliver!("q1", agent.send(user("q1"), Target::NextTurn, false));
+    deliver!("p1", agent.prepend(Target::NextStep, user("p1")));
+    sleep(100).await;
+    deliver!("a3", agent.followup(user("a3")));
+    sleep(100).await;
+    let _ = agent.when_idle().await;
+    told
+}
+
+fn fault_host() -> FakeHost {
+    FakeHost::new().on_step(|cx| async move {
+        sleep(10).await;
+        if cx.step == 1 {
+            let _ = cx.record("tool/call", json!({"name": "grep"})).await;
+            let tool = Message::new(
+                format!("tool-{}", cx.turn).as_str(),
+                json!({"kind": "tool"}),
+                json!("3 matches"),
+            );
+            let _ = cx.agent.inject(tool).await;
+            return StepAnswer::Continue;
+        }
+        let _ = cx.record("model/output", json!({"text": "done"})).await;
+        StepAnswer::Completed
+    })
+}
+
+/// A write that fails at EVERY byte of every batch (the FileLog writes the bytes before the
+/// fault, then cuts them back): after reopening, a delivery told "not written" is never in the
+/// log, one told "written" always is, the file is a prefix of the unfaulted run's log at a batch
+/// boundary, and it reopens without a torn tail.
+#[tokio::test(start_paused = true)]
+async fn a_write_failing_at_every_byte_never_acknowledges_what_is_not_in_the_log() {
+    let dir = match tempfile::tempdir_in("/dev/shm") {
+        Ok(dir) => dir,
+        Err(_) => tempfile::tempdir().unwrap(),
+    };
+    let path = dir.path().join("faults.jsonl");
+    let open = |path: std::path::PathBuf| async move {
+        let log = FileLog::open_with(&path, SyncPolicy::Never).await.unwrap();
+        let faults = log.faults();
+        let (agent, _) = Agent::open(fault_host(), log).await.unwrap();
+        (agent, faults)
+    };
+
+    let (agent, _) = open(path.clone()).await;
+    let told = fault_script(&agent).await;
+    agent.close().await.unwrap();
+    assert!(told.iter().all(|(_, t)| *t == Told::Written), "{told:?}");
+    let full = std::fs::read(&path).unwrap();
+    let lines = parse(&full).unwrap().records.len();
+    assert_eq!(lines, 63, "the unfaulted run's log length");
+
+    let (mut not_written, mut stopped) = (0, 0);
+    for budget in 0..full.len() as u64 {
+        std::fs::remove_file(&path).unwrap();
+        let (agent, faults) = open(path.clone()).await;
+        faults.fail_writes_after(budget);
+        let told = fault_script(&agent).await;
+        agent.close().await.unwrap();
+        assert!(matches!(
+            agent.ending(),
+            Some(coxswain_tokio::Ending::Stopped(_))
+        ));
+
+        let on_disk = std::fs::read(&path).unwrap();
+        assert!(on_disk.len() as u64 <= budget, "budget {budget}");
+        assert!(full.starts_with(&on_disk), "budget {budget}: not a prefix");
+        let parsed = parse(&on_disk).unwrap();
+        assert_eq!(parsed.torn, None, "budget {budget}: cut back to a line end");
+        let ledger = Ledger::of(&parsed.records);
+        for (id, outcome) in &told {
+            let present = ledger.inserted.contains(id);
+            match outcome {
+                Told::Written => assert!(present, "budget {budget}: {id} acknowledged but lost"),
+                Told::NotWritten => {
+                    not_written += 1;
+                    assert!(!present, "budget {budget}: {id} failed but is in the log")
+                }
+                Told::Stopped => {
+                    stopped += 1;
+                    assert!(!present, "budget {budget}: {id} refused but is in the log")
+                }
+            }
+        }
+        // It reopens (repairing an open turn), with nothing torn.
+        let (agent, recovery) = Agent::open(
+            FakeHost::new(),
+            FileLog::open_with(&path, SyncPolicy::Never).await.unwrap(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(recovery.torn_tail, None);
+        assert_eq!(recovery.records, parsed.records.len());
+        agent.close().await.unwrap();
+    }
+    println!(
+        "fault sweep: a write failing at each of {} bytes; {not_written} deliveries told \
+         not written (none in the log), {stopped} refused after the stop",
+        full.len()
+    );
+}

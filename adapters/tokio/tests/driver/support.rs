@@ -365,8 +365,15 @@ impl FailingLog {
 }
 
 impl DurableLog for FailingLog {
-    async fn read_back(&mut self) -> Result<ReadBack, LogError> {
-        self.inner.read_back().await
+    async fn read_back(
+        &mut self,
+        visit: &mut (dyn FnMut(Record) -> std::ops::ControlFlow<()> + Send),
+    ) -> Result<ReadBack, LogError> {
+        self.inner.read_back(visit).await
+    }
+
+    async fn repair_tail(&mut self) -> Result<(), LogError> {
+        self.inner.repair_tail().await
     }
 
     async fn append(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
