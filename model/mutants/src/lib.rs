@@ -202,10 +202,8 @@ impl Runner {
             std::fs::write(&to, bytes).map_err(|e| format!("{to:?}: {e}"))?;
         }
         let mut present = BTreeMap::new();
-        for root in &COPIED[1..] {
-            if ws.join(root).exists() {
-                collect(&ws, Path::new(root), &mut present)?;
-            }
+        for root in COPIED.iter().filter(|root| ws.join(root).is_dir()) {
+            collect(&ws, Path::new(root), &mut present)?;
         }
         for stale in present.keys().filter(|path| !wanted.contains_key(*path)) {
             std::fs::remove_file(ws.join(stale)).map_err(|e| format!("{stale:?}: {e}"))?;
@@ -337,34 +335,7 @@ impl Runner {
                 report["unique_states"], report["failing"], report["detail"]
             );
         }
-        let property = mutant.killer.name();
-        let failing: Vec<&str> = report["failing"]
-            .as_array()
-            .map(|names| names.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        if !failing.contains(&property) {
-            return if report["exhaustive"] != Value::Bool(true) {
-                Verdict::Broken("the model check stopped short of the whole bound".into())
-            } else if failing.is_empty() {
-                Verdict::Survived
-            } else {
-                Verdict::WrongProperty(failing.join(", "))
-            };
-        }
-        // The counterexample is what the mutant did: the real core must not replay it (unless
-        // the mutant only changes state a trace cannot show, or the path crashes and restores,
-        // which a trace restarts from).
-        if !mutant.shows_in_outputs || report["crash_restore"] == Value::Bool(true) {
-            return Verdict::Killed;
-        }
-        let Some(text) = report["trace"].as_str() else {
-            return Verdict::Broken("no counterexample trace".into());
-        };
-        match Trace::parse(text) {
-            Err(e) => Verdict::Broken(format!("the counterexample trace does not parse: {e}")),
-            Ok(trace) if replay(&trace).is_ok() => Verdict::TraceReplays,
-            Ok(_) => Verdict::Killed,
-        }
+        judge_report(mutant, &report)
     }
 
     /// The property tests' oracles, each alone: the monitor must name `invariant`, and the
@@ -407,6 +378,39 @@ impl Runner {
 impl Default for Runner {
     fn default() -> Self {
         Runner::new()
+    }
+}
+
+/// Judges the probe's report: the expected property must fail, and its counterexample must not
+/// replay on the real core.
+fn judge_report(mutant: &Mutant, report: &Value) -> Verdict {
+    let property = mutant.killer.name();
+    let failing: Vec<&str> = report["failing"]
+        .as_array()
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if !failing.contains(&property) {
+        return if report["exhaustive"] != Value::Bool(true) {
+            Verdict::Broken("the model check stopped short of the whole bound".into())
+        } else if failing.is_empty() {
+            Verdict::Survived
+        } else {
+            Verdict::WrongProperty(failing.join(", "))
+        };
+    }
+    // The counterexample is what the mutant did: the real core must not replay it (unless
+    // the mutant only changes state a trace cannot show, or the path crashes and restores,
+    // which a trace restarts from).
+    if !mutant.shows_in_outputs || report["crash_restore"] == Value::Bool(true) {
+        return Verdict::Killed;
+    }
+    let Some(text) = report["trace"].as_str() else {
+        return Verdict::Broken("no counterexample trace".into());
+    };
+    match Trace::parse(text) {
+        Err(e) => Verdict::Broken(format!("the counterexample trace does not parse: {e}")),
+        Ok(trace) if replay(&trace).is_ok() => Verdict::TraceReplays,
+        Ok(_) => Verdict::Killed,
     }
 }
 
@@ -738,6 +742,57 @@ mod tests {
                 "{member} is not a member"
             );
         }
+    }
+
+    #[test]
+    fn the_probe_report_is_judged() {
+        let mutant = MUTANTS[0];
+        let property = mutant.killer.name();
+        let report = |failing: &[&str], exhaustive: bool, trace: &str| {
+            serde_json::json!({
+                "failing": failing,
+                "exhaustive": exhaustive,
+                "crash_restore": false,
+                "trace": trace,
+            })
+        };
+        assert_eq!(
+            judge_report(&mutant, &report(&[], true, "")),
+            Verdict::Survived
+        );
+        assert_eq!(
+            judge_report(&mutant, &report(&["I8 status"], true, "")),
+            Verdict::WrongProperty("I8 status".into())
+        );
+        assert!(matches!(
+            judge_report(&mutant, &report(&[], false, "")),
+            Verdict::Broken(_)
+        ));
+        assert!(matches!(
+            judge_report(&mutant, &report(&[property], false, "not a trace")),
+            Verdict::Broken(_)
+        ));
+        // A trace of what the real core does (a corpus trace) is no counterexample.
+        let corpus = workspace().join("tests/conformance");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        files.sort();
+        let real = std::fs::read_to_string(&files[0]).unwrap();
+        assert_eq!(
+            judge_report(&mutant, &report(&[property], false, &real)),
+            Verdict::TraceReplays
+        );
+        let state_only = Mutant {
+            shows_in_outputs: false,
+            ..mutant
+        };
+        assert_eq!(
+            judge_report(&state_only, &report(&[property], false, &real)),
+            Verdict::Killed
+        );
     }
 
     #[test]
