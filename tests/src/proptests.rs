@@ -15,10 +15,10 @@ use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 
 use coxswain_conformance::{replay, Trace};
-use coxswain_model::Fact;
+use coxswain_model::{Fact, Invariant};
 use proptest::collection::vec;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestError, TestRunner};
+use proptest::test_runner::{Config, RngSeed, TestError, TestRunner};
 
 use crate::harness::{Checks, Choice, Failure, Session};
 
@@ -181,4 +181,77 @@ fn format_md_the_reference_trace_of_a_session_replays_on_the_core() {
     if let Err(error) = result {
         panic!("{error}");
     }
+}
+
+/// Runs the property on the core this crate was built with, with only `checks`, from a fixed
+/// seed; returns the (shrunk) failure, if it found one.
+fn first_failure(checks: Checks) -> Option<Failure> {
+    let config = Config {
+        cases: 512,
+        failure_persistence: None,
+        rng_seed: RngSeed::Fixed(0x00c0_75a1),
+        ..Config::default()
+    };
+    let result = TestRunner::new(config).run(&choices(), |choices| {
+        run(&choices, checks)
+            .map(drop)
+            .map_err(|failure| TestCaseError::fail(failure.to_string()))
+    });
+    match result {
+        Ok(()) => None,
+        Err(TestError::Fail(_, minimal)) => Some(replay_failure(&minimal, checks).0),
+        Err(error) => panic!("{error}"),
+    }
+}
+
+/// The proptest killer of the mutant runner (`model/mutants`, `coxswain-mutants`), which builds
+/// this crate against a mutated core and runs this test with `COXSWAIN_MUTANT_INVARIANT` set to
+/// the invariant the mutant breaks: the property bites if the monitor alone reports that
+/// invariant and the differential comparison alone fails too. Prints its findings as
+/// `mutant-oracle <oracle>: <finding>` lines for the runner. On the real core (the variable
+/// unset) there is nothing to catch and it does nothing.
+#[test]
+#[ignore = "run by the mutant runner against a mutated core (coxswain-mutants)"]
+fn mutant_oracles() {
+    let Ok(expected) = std::env::var("COXSWAIN_MUTANT_INVARIANT") else {
+        return;
+    };
+    let expected = Invariant::ALL
+        .into_iter()
+        .find(|invariant| invariant.name() == expected)
+        .unwrap_or_else(|| panic!("no invariant {expected:?}"));
+    let by_monitor = first_failure(Checks {
+        invariants: true,
+        differential: false,
+    });
+    let by_reference = first_failure(Checks {
+        invariants: false,
+        differential: true,
+    });
+    let monitor = match &by_monitor {
+        None => "survived".to_string(),
+        Some(failure) => failure.violation.as_ref().map_or_else(
+            || format!("other failure: {failure}"),
+            |v| v.invariant.to_string(),
+        ),
+    };
+    let differential = match &by_reference {
+        None => "survived".to_string(),
+        Some(failure) if failure.differential.is_some() => "caught".to_string(),
+        Some(failure) => format!("other failure: {failure}"),
+    };
+    println!("mutant-oracle monitor: {}", monitor.replace('\n', " "));
+    println!(
+        "mutant-oracle differential: {}",
+        differential.replace('\n', " ")
+    );
+    assert_eq!(
+        by_monitor
+            .as_ref()
+            .and_then(|f| f.violation.as_ref())
+            .map(|v| v.invariant),
+        Some(expected),
+        "the monitor alone: {monitor}"
+    );
+    assert_eq!(differential, "caught", "the differential alone");
 }

@@ -1,0 +1,76 @@
+//! `mutant-probe PROPERTY [MESSAGES OPERATIONS TOOL_STEPS]`: the model-check killer of the mutant
+//! runner. It is built inside the mutated copy of the workspace, so the core it checks is the
+//! mutant; it model-checks at the CI bound (or the one given), stopping at the first
+//! counterexample to `PROPERTY`, and prints one JSON object on stdout for the runner, which
+//! replays the counterexample's trace on the real core.
+#![forbid(unsafe_code)]
+
+use std::collections::BTreeSet;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use coxswain_model::stateright::Model;
+use coxswain_model::{check, Action, Bound, DeliveryModel, Verdict};
+use serde_json::json;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(wanted) = args.first() else {
+        eprintln!("usage: mutant-probe PROPERTY [MESSAGES OPERATIONS TOOL_STEPS]");
+        return ExitCode::from(2);
+    };
+    let mut bound = Bound::CI;
+    if let [_, messages, operations, tool_steps] = args.as_slice() {
+        match (messages.parse(), operations.parse(), tool_steps.parse()) {
+            (Ok(m), Ok(o), Ok(t)) => {
+                bound.messages = m;
+                bound.operations = o;
+                bound.tool_steps = t;
+            }
+            _ => {
+                eprintln!("mutant-probe: the bound must be three small numbers");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let model = DeliveryModel::new(bound);
+    let Some(property) = model
+        .properties()
+        .iter()
+        .map(|p| p.name)
+        .find(|name| name == wanted)
+    else {
+        eprintln!("mutant-probe: no property {wanted:?}");
+        return ExitCode::from(2);
+    };
+    let report = check(
+        model,
+        2,
+        Some(BTreeSet::from([property])),
+        Duration::from_millis(5),
+        |_| {},
+    );
+    let failing: Vec<&str> = report
+        .properties
+        .iter()
+        .filter(|p| matches!(p.verdict, Verdict::Fails(_)))
+        .map(|p| p.name)
+        .collect();
+    let counterexample = report.property(property).and_then(|p| match &p.verdict {
+        Verdict::Fails(counterexample) => Some(counterexample),
+        _ => None,
+    });
+    let out = json!({
+        "property": property,
+        "failing": failing,
+        "exhaustive": report.exhaustive,
+        "unique_states": report.unique_states,
+        "elapsed_ms": report.elapsed.as_millis() as u64,
+        "detail": counterexample.and_then(|c| c.detail.clone()),
+        "crash_restore": counterexample
+            .is_some_and(|c| c.actions.contains(&Action::CrashRestore)),
+        "trace": counterexample.map(|c| c.trace.clone()),
+    });
+    println!("{out}");
+    ExitCode::SUCCESS
+}

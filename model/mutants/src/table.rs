@@ -1,0 +1,239 @@
+//! The named mutants: each a deliberately wrong variant of one SPEC rule, written as an exact
+//! text substitution in today's core source, and the checker that must catch it.
+//!
+//! A `from` snippet must occur exactly once in its file (the runner refuses otherwise, and the
+//! crate's unit tests check it on every `cargo test`), so a change to the core that moves a
+//! snippet fails loudly instead of leaving a mutant that no longer mutates anything.
+
+use coxswain_model::{Invariant, LIVENESS};
+
+/// A model-checker property: an `always` invariant of the monitor, or the I9 liveness property.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Property {
+    /// `always`: the monitor's invariant holds in every state.
+    Always(Invariant),
+    /// `eventually`: I9 liveness ([`LIVENESS`]).
+    Liveness,
+}
+
+impl Property {
+    /// The property's name as [`coxswain_model::check`] reports it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Property::Always(invariant) => invariant.name(),
+            Property::Liveness => LIVENESS,
+        }
+    }
+}
+
+/// One source mutant of the core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mutant {
+    /// Its name (the old `SeededBug` variant's).
+    pub name: &'static str,
+    /// The SPEC rule it breaks.
+    pub rule: &'static str,
+    /// What the wrong variant does.
+    pub wrong: &'static str,
+    /// The file it changes, relative to the workspace root (always under `core/src/`).
+    pub file: &'static str,
+    /// Today's text; must occur exactly once in `file`.
+    pub from: &'static str,
+    /// The deliberately wrong replacement.
+    pub to: &'static str,
+    /// The model-checker property that must fail at the CI bound.
+    pub killer: Property,
+    /// Whether the mutant changes what the machine emits, so that the counterexample's trace
+    /// must not replay on the real, unmutated machine (`false` for a change only to the state
+    /// behind a rejection, which a trace cannot show).
+    pub shows_in_outputs: bool,
+    /// For the property tests: the invariant the monitor alone must report; the differential
+    /// comparison against the reference model alone must catch the mutant as well.
+    pub proptest: Option<Invariant>,
+}
+
+/// Every mutant, in the order of the old seeded bugs.
+pub const MUTANTS: [Mutant; 12] = [
+    Mutant {
+        name: "ClaimForgetsStep",
+        rule: "S28",
+        wrong: "a claim of two or more NS items leaves the last one out of the batch",
+        file: "core/src/inbox.rs",
+        from: "for item in items.drain(..) {
+                self.forget(&item);
+                batch.push(item.message);
+            }",
+        to: "for (i, item) in items.drain(..).enumerate() {
+                self.forget(&item);
+                if ns < 2 || i + 1 < ns {
+                    batch.push(item.message);
+                }
+            }",
+        killer: Property::Always(Invariant::I3Conservation),
+        shows_in_outputs: true,
+        proptest: Some(Invariant::I3Conservation),
+    },
+    Mutant {
+        name: "ClaimTakesTwoTurnItems",
+        rule: "S28",
+        wrong: "a claim at a turn boundary takes the first two NT items",
+        file: "core/src/inbox.rs",
+        from: "if turn_boundary {
+            if let Some(item) = self.next_turn.items.pop_front() {",
+        to: "for _ in 0..2 * usize::from(turn_boundary) {
+            if let Some(item) = self.next_turn.items.pop_front() {",
+        killer: Property::Always(Invariant::I4ClaimShape),
+        shows_in_outputs: true,
+        proptest: None,
+    },
+    Mutant {
+        name: "KeepInboxDropsSteps",
+        rule: "S39",
+        wrong: "a cancel with keepInbox still discards NS",
+        file: "core/src/machine.rs",
+        from: "                activity.wake_requested = false;
+            }
+        }",
+        to: "                activity.wake_requested = false;
+            }
+        } else {
+            self.inbox.clear_list(Target::NextStep, &mut self.queue);
+        }",
+        killer: Property::Always(Invariant::I6Cancel),
+        shows_in_outputs: true,
+        proptest: Some(Invariant::I6Cancel),
+    },
+    Mutant {
+        name: "InjectWakes",
+        rule: "S20",
+        wrong: "a non-waking send to an idle machine wakes it",
+        file: "core/src/machine.rs",
+        from: "if wakeup {
+            self.wake();",
+        to: "if wakeup || matches!(self.phase, Phase::Idle) {
+            self.wake();",
+        killer: Property::Always(Invariant::I7IdleInjection),
+        shows_in_outputs: true,
+        proptest: None,
+    },
+    Mutant {
+        name: "StatusTwice",
+        rule: "S23",
+        wrong: "waking from idle emits `status running` twice",
+        file: "core/src/machine.rs",
+        from: "self.push_status(Status::Running);",
+        to: "self.push_status(Status::Running);
+        self.push_status(Status::Running);",
+        killer: Property::Always(Invariant::I8Status),
+        shows_in_outputs: true,
+        proptest: None,
+    },
+    Mutant {
+        name: "MaxTokensStopsToolStep",
+        rule: "S34",
+        wrong: "the sticky max-tokens also decides the stop: a later tool step ends the turn",
+        file: "core/src/machine.rs",
+        from: "if terminal && self.inbox.len(Target::NextStep) == 0 {",
+        to: "if (terminal && self.inbox.len(Target::NextStep) == 0)
+            || (!terminal && self.running().is_some_and(|run| run.max_tokens))
+        {",
+        killer: Property::Always(Invariant::S33ToolStepContinues),
+        shows_in_outputs: true,
+        proptest: None,
+    },
+    Mutant {
+        name: "SteerJoinsAbortedTurn",
+        rule: "S18",
+        wrong: "a waking send after a cancel keeps its target instead of queueing as its own turn",
+        file: "core/src/machine.rs",
+        from: "let target = if wakeup && self.is_cancel_requested() {
+            Target::NextTurn",
+        to: "let target = if wakeup && self.is_cancel_requested() {
+            target",
+        killer: Property::Always(Invariant::S18Retarget),
+        shows_in_outputs: true,
+        proptest: Some(Invariant::S18Retarget),
+    },
+    Mutant {
+        name: "SpliceStartOffByOne",
+        rule: "S11",
+        wrong: "the splice of an append reports `start = len + 1`",
+        file: "core/src/inbox.rs",
+        from: "let start = self.len(target);",
+        to: "let start = self.len(target) + 1;",
+        killer: Property::Always(Invariant::I1SpliceProjection),
+        shows_in_outputs: true,
+        proptest: None,
+    },
+    Mutant {
+        name: "DuplicateInNextStep",
+        rule: "S13",
+        wrong: "the duplicate check ignores ids pending in NS",
+        file: "core/src/machine.rs",
+        from: "if self.inbox.contains(id) {",
+        to: "if matches!(self.inbox.locate(id), Some((Target::NextTurn, _))) {",
+        killer: Property::Always(Invariant::I2Identity),
+        shows_in_outputs: true,
+        proptest: None,
+    },
+    Mutant {
+        name: "FailedStepNeverEnds",
+        rule: "S32",
+        wrong: "a failed step emits no `step/end`",
+        file: "core/src/machine.rs",
+        from: "self.queue.event(Event::StepEnd { turn, step });",
+        to: "if !matches!(answer, StepAnswer::Fail(_)) {
+            self.queue.event(Event::StepEnd { turn, step });
+        }",
+        killer: Property::Always(Invariant::I5TurnEnclosure),
+        shows_in_outputs: true,
+        proptest: None,
+    },
+    Mutant {
+        name: "MaintenanceForgetsWake",
+        rule: "S24",
+        wrong: "a waking send during maintenance does not set the latch",
+        file: "core/src/machine.rs",
+        from: "Phase::Maintenance(activity) => activity.latch(),",
+        to: "Phase::Maintenance(_) => {}",
+        killer: Property::Liveness,
+        shows_in_outputs: true,
+        proptest: None,
+    },
+    Mutant {
+        name: "RejectedReplaceRemoves",
+        rule: "S5",
+        wrong: "a replace rejected `already-pending` still removes the old message",
+        file: "core/src/machine.rs",
+        from: "if message.id() != id && self.inbox.contains(message.id()) {",
+        to: "if message.id() != id && self.inbox.contains(message.id()) {
+            self.inbox.remove_at(target, position, &mut Queue::default());",
+        killer: Property::Always(Invariant::S5Rejection),
+        // The state behind the rejection changes, but nothing is emitted: its trace replays.
+        shows_in_outputs: false,
+        proptest: Some(Invariant::S5Rejection),
+    },
+];
+
+/// The runner's own check: a "mutant" that changes nothing must survive every killer, so a
+/// runner that reported it killed could not be trusted to report a real survivor.
+pub const UNCHANGED: Mutant = Mutant {
+    name: "Unchanged",
+    rule: "-",
+    wrong: "nothing: `to` equals `from`, so every killer must let it survive",
+    file: "core/src/inbox.rs",
+    from: "let start = self.len(target);",
+    to: "let start = self.len(target);",
+    killer: Property::Always(Invariant::I1SpliceProjection),
+    shows_in_outputs: true,
+    proptest: Some(Invariant::I1SpliceProjection),
+};
+
+/// A mutant by name (the table's, or [`UNCHANGED`]); case-insensitive.
+pub fn find(name: &str) -> Option<Mutant> {
+    MUTANTS
+        .iter()
+        .chain(std::iter::once(&UNCHANGED))
+        .find(|mutant| mutant.name.eq_ignore_ascii_case(name))
+        .copied()
+}
