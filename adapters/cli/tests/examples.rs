@@ -77,6 +77,21 @@ fn claims(example: &str) -> &'static [&'static str] {
              5 delivered, 5 claimed, 0 discarded, 0 pending; actions: 0 rejected, 0 skipped",
             "log: LOG (31 records) verified: ok (31 events, 2 turns)",
         ],
+        "retry-after-crash.json" => &[
+            "#5        user/message m1 \"Summarise the open issues\"",
+            "#9    turn 1 ends: interrupted (crash repair)",
+            "      > followup m1 \"Summarise the open issues\": already delivered (S52): the retry is \
+             done, nothing runs twice",
+            "      > followup m2 \"Then draft the release notes\": still pending (S13): the retry \
+             is done, nothing runs twice",
+            "#11   turn 2 starts",
+            "      claimed s1 by turn 2",
+            "      claimed m2 by turn 2",
+            "#18   turn 2 ends: completed",
+            "summary: 2 turns (1 completed, 1 interrupted), 2 steps, 1 host events; messages: \
+             3 delivered, 3 claimed, 0 discarded, 0 pending; actions: 0 rejected, 0 skipped",
+            "log: LOG (18 records) verified: ok (18 events, 2 turns)",
+        ],
         "cancel-and-resume.json" => &[
             "#7    inbox next-turn @0 + m2 (waking) \"Then update the docs\"",
             "      > cancel (user), keep inbox",
@@ -129,7 +144,14 @@ fn every_example_prints_the_same_timeline_twice_and_what_its_note_says() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["cancel-and-resume.json", "quickstart.json"]);
+    assert_eq!(
+        names,
+        [
+            "cancel-and-resume.json",
+            "quickstart.json",
+            "retry-after-crash.json"
+        ]
+    );
     for (example, name) in examples.iter().zip(&names) {
         let dir = tempfile::tempdir().unwrap();
         let first = run(example, &dir.path().join("first.jsonl"));
@@ -180,17 +202,24 @@ fn a_resumed_run_prints_every_record_the_log_got() {
         .iter()
         .filter(|l| l.starts_with("      > skipped"))
         .collect();
+    // The script's first action re-sends m1, which turn 1 had claimed: the delivery memory
+    // (S52) refuses the retry, so nothing wakes and the later cues cannot happen.
+    assert!(lines.contains(
+        &"      > followup m1 \"Find where the config file is parsed\": already delivered (S52): \
+          the retry is done, nothing runs twice"
+            .to_owned()
+    ));
     assert_eq!(
         skipped,
         [
             "      > skipped: `step 1.1 starts` did not happen, and cannot now",
             "      > skipped: `tool/call in step 1.1` did not happen, and cannot now",
+            "      > skipped: `step 2.1 starts` did not happen, and cannot now",
         ]
     );
     assert!(lines.contains(
-        &"summary: 4 turns (2 completed, 1 interrupted, 1 max-tokens), 3 steps, 1 host events; \
-          messages: 2 delivered, 5 claimed, 0 discarded, 0 pending; actions: 0 rejected, \
-          2 skipped"
+        &"summary: 1 turns (1 interrupted), 0 steps, 0 host events; messages: 0 delivered, \
+          0 claimed, 0 discarded, 3 pending; actions: 0 rejected, 3 skipped"
             .to_owned()
     ));
 }

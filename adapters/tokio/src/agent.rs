@@ -6,8 +6,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use coxswain_core::{
-    CancelCause, Input, InvalidLog, MessageId, Notification, Pending, Preset, Rejected, Restorer,
-    SharedMessage, Status, Target,
+    CancelCause, Config, Input, InvalidLog, MessageId, Notification, Pending, Preset, Rejected,
+    Restorer, SharedMessage, Status, Target,
 };
 use coxswain_log::{
     check_data, check_message, Entry, HostEvent, RepairError, ReservedType, TooDeep, TornTail,
@@ -158,6 +158,12 @@ pub enum AgentError {
     /// The core rejected the input; nothing changed (S5).
     #[error("rejected: {0}")]
     Rejected(#[from] Rejected),
+    /// The delivery memory holds this id: the message was delivered before and has left the
+    /// lists (claimed or removed), so this is a retry and it is not delivered again (S52).
+    /// Nothing changed. Treat it as success, like `Rejected(AlreadyPending(..))`
+    /// ([`was_delivered`](AgentError::was_delivered)).
+    #[error("message `{0}` was already delivered")]
+    AlreadyDelivered(MessageId),
     /// Appending this input's durable events failed: the input is not in the log (a retry
     /// delivers it once). The agent stopped: re-open it from its log.
     #[error("the input is not durable: {0}; the agent stopped, re-open it from the log")]
@@ -191,6 +197,17 @@ pub enum AgentError {
     /// The maintenance job panicked (the maintenance ended all the same).
     #[error("the maintenance job panicked")]
     JobPanicked,
+}
+
+impl AgentError {
+    /// Whether the error says the message was delivered already: `AlreadyDelivered`, or an id
+    /// still pending (`Rejected(AlreadyPending)`). A retry that gets either can stop retrying.
+    pub fn was_delivered(&self) -> bool {
+        matches!(
+            self,
+            AgentError::AlreadyDelivered(_) | AgentError::Rejected(Rejected::AlreadyPending(_))
+        )
+    }
 }
 
 /// How an agent's driver task ended.
@@ -287,6 +304,9 @@ pub enum InvalidOptions {
     /// `update_capacity` is not within `1..=`[`Options::MAX_CAPACITY`].
     #[error("update_capacity {0} is not within 1..={max}", max = Options::MAX_CAPACITY)]
     UpdateCapacity(usize),
+    /// `delivery_memory` is above [`Options::MAX_CAPACITY`].
+    #[error("delivery_memory {0} is above {max}", max = Options::MAX_CAPACITY)]
+    DeliveryMemory(usize),
 }
 
 /// Settings of an agent.
@@ -302,6 +322,11 @@ pub struct Options {
     /// `1..=`[`Options::MAX_CAPACITY`]. The buffer is allocated at the first
     /// [`Agent::subscribe`], so an agent nobody watches does not pay for it.
     pub update_capacity: usize,
+    /// The capacity `W` of the core's delivery memory (S51): a retried delivery of one of the
+    /// last `W` messages that left the lists fails [`AgentError::AlreadyDelivered`] instead of
+    /// running twice. `0..=`[`Options::MAX_CAPACITY`]; 0 is plain S9. Pass the same value every
+    /// time the log is opened (it is not written to the log, S51).
+    pub delivery_memory: usize,
 }
 
 impl Default for Options {
@@ -310,13 +335,19 @@ impl Default for Options {
             name: "agent".to_owned(),
             channel_capacity: 64,
             update_capacity: 1024,
+            delivery_memory: Options::DEFAULT_DELIVERY_MEMORY,
         }
     }
 }
 
 impl Options {
-    /// The largest `channel_capacity` and `update_capacity` (2^20).
+    /// The largest `channel_capacity`, `update_capacity` and `delivery_memory` (2^20).
     pub const MAX_CAPACITY: usize = 1 << 20;
+
+    /// The default `delivery_memory`: the last 256 messages that left the lists. A retry comes
+    /// within seconds of its first attempt, while fewer than that many messages of one session
+    /// leave; a full memory costs an agent about 25 KiB (the README's bench table).
+    pub const DEFAULT_DELIVERY_MEMORY: usize = 256;
 
     /// Checks the bounds: every capacity within `1..=`[`Options::MAX_CAPACITY`].
     pub fn validate(&self) -> Result<(), InvalidOptions> {
@@ -326,6 +357,9 @@ impl Options {
         }
         if !within(self.update_capacity) {
             return Err(InvalidOptions::UpdateCapacity(self.update_capacity));
+        }
+        if self.delivery_memory > Options::MAX_CAPACITY {
+            return Err(InvalidOptions::DeliveryMemory(self.delivery_memory));
         }
         Ok(())
     }
@@ -361,7 +395,8 @@ impl Agent {
     ) -> Result<(Agent, Recovery), OpenError> {
         options.validate()?;
         let span = tracing::info_span!("agent", name = %options.name);
-        let mut restorer = Restorer::new(0);
+        let config = Config::new().with_delivery_memory(options.delivery_memory);
+        let mut restorer = Restorer::with_config(config, 0);
         let mut invalid: Option<InvalidLog> = None;
         let read = log
             .read_back(&mut |record| match restorer.push_json(&record.event) {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 
 use coxswain_core::{
     Abort, Activity, Effect, ErrorInfo, Event, Input, Machine, Notification, Outstanding,
-    PreStepAnswer, Request, Status, StepAnswer, Target, TurnStoppingAnswer,
+    PreStepAnswer, Rejected, Request, Status, StepAnswer, Target, TurnStoppingAnswer,
 };
 use coxswain_log::{check_message, Entry, HostEvent};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -171,7 +171,10 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             Ok(transition) => transition.found(),
             Err(rejected) => {
                 tracing::debug!(input = ?traced, %rejected, "rejected");
-                return Err(AgentError::Rejected(rejected));
+                return Err(match rejected {
+                    Rejected::AlreadyDelivered(id) => AgentError::AlreadyDelivered(id),
+                    other => AgentError::Rejected(other),
+                });
             }
         };
         tracing::debug!(input = ?traced, found, "input");

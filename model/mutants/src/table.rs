@@ -60,11 +60,11 @@ pub const MUTANTS: [Mutant; 12] = [
         wrong: "a claim of two or more NS items leaves the last one out of the batch",
         file: "core/src/inbox.rs",
         from: "for item in items.drain(..) {
-                self.forget(&item);
+                self.left(&item);
                 batch.push(item.message);
             }",
         to: "for (i, item) in items.drain(..).enumerate() {
-                self.forget(&item);
+                self.left(&item);
                 if ns < 2 || i + 1 < ns {
                     batch.push(item.message);
                 }
@@ -205,9 +205,15 @@ pub const MUTANTS: [Mutant; 12] = [
         rule: "S5",
         wrong: "a replace rejected `already-pending` still removes the old message",
         file: "core/src/machine.rs",
-        from: "if message.id() != id && self.inbox.contains(message.id()) {",
+        from: "if message.id() != id {
+            self.check_new_id(message.id())?;
+        }",
         to: "if message.id() != id && self.inbox.contains(message.id()) {
-            self.inbox.remove_at(target, position, &mut Queue::default());",
+            self.inbox.remove_at(target, position, &mut Queue::default());
+        }
+        if message.id() != id {
+            self.check_new_id(message.id())?;
+        }",
         killer: Property::Always(Invariant::S5Rejection),
         // The state behind the rejection changes, but nothing is emitted: its trace replays.
         shows_in_outputs: false,

@@ -91,8 +91,19 @@ pub(crate) async fn perform(
     }
 }
 
+/// A delivery refused as already delivered (S52) or still pending (S13) is a retry that is done:
+/// not a rejection.
 fn done(result: Result<(), AgentError>) -> Result<Option<&'static str>, String> {
-    result.map(|()| None).map_err(|e| e.to_string())
+    match result {
+        Ok(()) => Ok(None),
+        Err(AgentError::AlreadyDelivered(_)) => Ok(Some(
+            "already delivered (S52): the retry is done, nothing runs twice",
+        )),
+        Err(error) if error.was_delivered() => Ok(Some(
+            "still pending (S13): the retry is done, nothing runs twice",
+        )),
+        Err(error) => Err(error.to_string()),
+    }
 }
 
 fn not_pending(result: Result<bool, AgentError>) -> Result<Option<&'static str>, String> {

@@ -9,6 +9,7 @@
 //! {
 //!   "note":   "free text, printed first",
 //!   "stepMs": 200,                      // how long an unscripted step takes (default 200)
+//!   "memory": 256,                      // the delivery memory's capacity (S51; default 256)
 //!   "actions": [ {TRIGGER, "note": "…", ACTION}, … ],    // run one at a time, in this order
 //!   "host": {                           // the scripted host's answers; unscripted calls get
 //!     "preStep":      {"T.S": REPLY},   //   enter the claimed batch at once,

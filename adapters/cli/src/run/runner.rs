@@ -51,6 +51,7 @@ async fn open_agent(
     timeline: &Arc<Timeline>,
     host: &Arc<HostScript>,
     step_ms: u64,
+    memory: Option<usize>,
     path: &Path,
 ) -> Result<Current, String> {
     let log = FileLog::open(path)
@@ -65,7 +66,11 @@ async fn open_agent(
         closing: closing.clone(),
         running: running.clone(),
     };
-    let (agent, recovery) = Agent::open_with(Options::named("coxswain-run"), host, log)
+    let mut options = Options::named("coxswain-run");
+    if let Some(memory) = memory {
+        options.delivery_memory = memory;
+    }
+    let (agent, recovery) = Agent::open_with(options, host, log)
         .await
         .map_err(|e| format!("cannot open the agent on {}: {e}", path.display()))?;
     let mut updates = agent.subscribe();
@@ -186,7 +191,7 @@ async fn reached(timeline: &Timeline, agent: &Agent, trigger: &Trigger) -> bool 
 pub(crate) async fn session(script: Script, path: &Path, quiet: bool) -> Result<Outcome, String> {
     let timeline = Arc::new(Timeline::new(quiet));
     let host = Arc::new(script.host);
-    let mut current = open_agent(&timeline, &host, script.step_ms, path).await?;
+    let mut current = open_agent(&timeline, &host, script.step_ms, script.memory, path).await?;
     let mut jobs = Vec::new();
     for cued in script.actions {
         if !reached(&timeline, &current.agent, &cued.trigger).await {
@@ -205,7 +210,7 @@ pub(crate) async fn session(script: Script, path: &Path, quiet: bool) -> Result<
                     .say("> reopen: close the agent, then open it again from its log")
                     .await;
                 current.close().await;
-                current = open_agent(&timeline, &host, script.step_ms, path).await?;
+                current = open_agent(&timeline, &host, script.step_ms, script.memory, path).await?;
             }
             Action::WaitIdle => {
                 timeline.say("> wait until idle").await;

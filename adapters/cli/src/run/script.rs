@@ -17,6 +17,8 @@ use super::script_entry::{parse_entry, Place};
 pub(crate) struct Script {
     pub(crate) note: Option<String>,
     pub(crate) step_ms: u64,
+    /// The delivery memory's capacity (S51); `None`: the adapter's default.
+    pub(crate) memory: Option<usize>,
     pub(crate) actions: Vec<Cued>,
     pub(crate) host: HostScript,
 }
@@ -116,6 +118,8 @@ struct RawScript {
     #[serde(default = "default_step_ms")]
     step_ms: u64,
     #[serde(default)]
+    memory: Option<usize>,
+    #[serde(default)]
     actions: Vec<Value>,
     #[serde(default)]
     host: RawHost,
@@ -192,6 +196,7 @@ pub(crate) fn parse_script(text: &str) -> Result<Script, String> {
     Ok(Script {
         note: raw.note,
         step_ms: raw.step_ms,
+        memory: raw.memory,
         actions,
         host: HostScript {
             pre_step,

@@ -14,4 +14,5 @@ mod maintenance;
 mod memory;
 mod persistence;
 mod resume;
+mod retry;
 mod runtime;
