@@ -12,24 +12,28 @@ use std::hash::{Hash, Hasher};
 use crate::inbox::IdHasher;
 use crate::message::MessageId;
 
-/// The ids of the last `capacity` items that left the lists, oldest first.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct DeliveryMemory {
+/// The ids of the last `capacity` items that left the lists, oldest first. Boxed, so a machine
+/// without a memory (the default) carries one pointer and allocates nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct DeliveryMemory(Option<Box<Held>>);
+
+#[derive(Clone, Debug)]
+struct Held {
     capacity: usize,
     ring: VecDeque<MessageId>,
-    held: HashSet<MessageId, IdHasher>,
+    index: HashSet<MessageId, IdHasher>,
 }
 
 /// Memories compare by capacity and held ids in order; the index is derived.
-impl PartialEq for DeliveryMemory {
+impl PartialEq for Held {
     fn eq(&self, other: &Self) -> bool {
         self.capacity == other.capacity && self.ring == other.ring
     }
 }
 
-impl Eq for DeliveryMemory {}
+impl Eq for Held {}
 
-impl Hash for DeliveryMemory {
+impl Hash for Held {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.capacity.hash(state);
         self.ring.hash(state);
@@ -39,40 +43,42 @@ impl Hash for DeliveryMemory {
 impl DeliveryMemory {
     /// An empty memory holding at most `capacity` ids (0: it holds none, plain S9).
     pub(crate) fn new(capacity: usize) -> Self {
-        DeliveryMemory {
-            capacity,
-            ring: VecDeque::new(),
-            held: HashSet::default(),
-        }
+        DeliveryMemory((capacity > 0).then(|| {
+            Box::new(Held {
+                capacity,
+                ring: VecDeque::new(),
+                index: HashSet::default(),
+            })
+        }))
     }
 
     /// The capacity `W`.
     pub(crate) fn capacity(&self) -> usize {
-        self.capacity
+        self.0.as_ref().map_or(0, |held| held.capacity)
     }
 
     /// Whether `id` is among the last `W` ids that left the lists (S52).
     #[inline]
     pub(crate) fn holds(&self, id: &MessageId) -> bool {
-        self.capacity > 0 && self.held.contains(id)
+        self.0.as_ref().is_some_and(|held| held.index.contains(id))
     }
 
     /// S51: `id` left the lists and is not pending after the splice that removed it. It enters
     /// the memory; past `W` ids, the oldest are forgotten.
     #[inline]
     pub(crate) fn left(&mut self, id: &MessageId) {
-        if self.capacity == 0 {
+        let Some(held) = self.0.as_mut() else {
             return;
-        }
-        if !self.held.insert(id.clone()) {
+        };
+        if !held.index.insert(id.clone()) {
             // Unreachable live (a held id is never inserted, so it cannot leave again while
             // held); kept exact for any caller: it moves to the newest place.
-            self.ring.retain(|held| held != id);
+            held.ring.retain(|other| other != id);
         }
-        self.ring.push_back(id.clone());
-        while self.ring.len() > self.capacity {
-            if let Some(oldest) = self.ring.pop_front() {
-                self.held.remove(&oldest);
+        held.ring.push_back(id.clone());
+        while held.ring.len() > held.capacity {
+            if let Some(oldest) = held.ring.pop_front() {
+                held.index.remove(&oldest);
             }
         }
     }
@@ -80,16 +86,24 @@ impl DeliveryMemory {
     /// `id` is pending again: only a restored log written under another capacity can insert a
     /// held id (the live machine rejects it, S52). No id is both pending and held (S51).
     pub(crate) fn release(&mut self, id: &MessageId) {
-        if self.held.remove(id) {
-            self.ring.retain(|held| held != id);
+        if let Some(held) = self.0.as_mut() {
+            if held.index.remove(id) {
+                held.ring.retain(|other| other != id);
+            }
         }
     }
 
     /// The held ids, oldest first.
-    pub(crate) fn ids(&self) -> impl ExactSizeIterator<Item = &MessageId> + '_ {
-        self.ring.iter()
+    pub(crate) fn ids(&self) -> std::collections::vec_deque::Iter<'_, MessageId> {
+        match &self.0 {
+            Some(held) => held.ring.iter(),
+            None => EMPTY.iter(),
+        }
     }
 }
+
+/// The held ids of a machine without a memory.
+static EMPTY: VecDeque<MessageId> = VecDeque::new();
 
 #[cfg(test)]
 mod tests {

@@ -15,31 +15,31 @@ use crate::machine::Machine;
 use crate::output::{Effect, Event, Notification, Output};
 
 /// The outputs of the input being applied: its events (one batch) and its effects, each in
-/// emission order, and how the two interleave (for the ordered wire view).
+/// emission order. Each effect carries how many events were emitted before it, which is all the
+/// ordered wire view needs to interleave them again.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Queue {
     events: Vec<Event>,
-    effects: VecDeque<Effect>,
-    /// For each output in emission order, whether it is an event. Cleared once the events are
-    /// persisted (what is left is effects only).
-    order: Vec<bool>,
+    effects: VecDeque<(usize, Effect)>,
 }
 
 impl Queue {
+    #[inline]
     pub(crate) fn event(&mut self, event: Event) {
         self.events.push(event);
-        self.order.push(true);
     }
 
+    #[inline]
     pub(crate) fn effect(&mut self, effect: Effect) {
-        self.effects.push_back(effect);
-        self.order.push(false);
+        self.effects.push_back((self.events.len(), effect));
     }
 
+    #[inline]
     pub(crate) fn notify(&mut self, notification: Notification) {
         self.effect(Effect::Notify(notification));
     }
 
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.events.is_empty() && self.effects.is_empty()
     }
@@ -57,10 +57,11 @@ impl Queue {
         *self = Queue::default();
     }
 
-    /// The events are durable: they leave the queue, the effects stay.
+    /// The events are durable: they leave the queue, the effects stay (their counts of events
+    /// before them now point past the end, which the ordered view reads as "none left").
+    #[inline]
     fn persist(&mut self) {
         self.events.clear();
-        self.order.clear();
     }
 }
 
@@ -101,12 +102,14 @@ impl<'m> Transition<'m> {
 
     /// `false` only for a `remove` or `replace` whose id was not pending: it changed nothing and
     /// emitted nothing (S15). `true` for every other accepted input.
+    #[inline]
     pub fn found(&self) -> bool {
         self.found
     }
 
     /// The durable events, in order: append them to the log as one batch before
     /// [`persisted`](Transition::persisted).
+    #[inline]
     pub fn events(&self) -> &[Event] {
         &self.machine.queue().events
     }
@@ -123,6 +126,7 @@ impl<'m> Transition<'m> {
 
     /// The host's word that the events are durable: releases the effects, in order. Effects
     /// left unread when the iterator is dropped stay queued for [`Machine::drain`].
+    #[inline]
     pub fn persisted(self) -> Effects<'m> {
         let queue = self.machine.queue_mut();
         queue.persist();
@@ -156,7 +160,7 @@ impl Iterator for Effects<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Effect> {
-        self.queue.effects.pop_front()
+        self.queue.effects.pop_front().map(|(_, effect)| effect)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -171,15 +175,15 @@ impl ExactSizeIterator for Effects<'_> {}
 #[derive(Debug)]
 pub struct Outputs<'m> {
     queue: &'m mut Queue,
-    /// The next entry of `queue.order`.
-    next: usize,
+    /// Events handed out so far.
+    read: usize,
 }
 
 impl<'m> Outputs<'m> {
     fn new(queue: &'m mut Queue) -> Self {
         // Events are taken from the back of the reversed batch, in emission order.
         queue.events.reverse();
-        Outputs { queue, next: 0 }
+        Outputs { queue, read: 0 }
     }
 }
 
@@ -188,18 +192,18 @@ impl Iterator for Outputs<'_> {
 
     fn next(&mut self) -> Option<Output> {
         loop {
-            let is_event = match self.queue.order.get(self.next) {
-                Some(&is_event) => is_event,
-                // The events were persisted before: only effects are left.
-                None => false,
+            let event_first = match self.queue.effects.front() {
+                Some((before, _)) => *before > self.read,
+                None => true,
             };
-            self.next += 1;
-            let output = if is_event {
-                Some(Output::Event(self.queue.events.pop()?))
-            } else {
-                Option::<Output>::from(self.queue.effects.pop_front()?)
-            };
-            if let Some(output) = output {
+            if event_first {
+                if let Some(event) = self.queue.events.pop() {
+                    self.read += 1;
+                    return Some(Output::Event(event));
+                }
+            }
+            let (_, effect) = self.queue.effects.pop_front()?;
+            if let Some(output) = Option::<Output>::from(effect) {
                 return Some(output);
             }
         }
@@ -210,7 +214,8 @@ impl Drop for Outputs<'_> {
     /// What was not read stays queued, in order.
     fn drop(&mut self) {
         self.queue.events.reverse();
-        let read = self.next.min(self.queue.order.len());
-        self.queue.order.drain(..read);
+        for (before, _) in &mut self.queue.effects {
+            *before = before.saturating_sub(self.read);
+        }
     }
 }
