@@ -113,7 +113,7 @@ fn main() {
 
     // The delivery memory (S51): heap per held id, the ids themselves counted (a held id keeps
     // its string alive after its message is gone).
-    let memories: &[usize] = if full { &[1_000, 100_000] } else { &[10] };
+    let memories: &[usize] = if full { &[256, 1_000, 100_000] } else { &[10] };
     let mut held_figures = Vec::new();
     for &w in memories {
         let held = heap_with_memory(w);

@@ -346,7 +346,8 @@ impl Options {
 
     /// The default `delivery_memory`: the last 256 messages that left the lists. A retry comes
     /// within seconds of its first attempt, while fewer than that many messages of one session
-    /// leave; a full memory costs an agent about 25 KiB (the README's bench table).
+    /// leave; a full memory costs an agent about 20 KB (76 B per held id, the README's bench
+    /// table).
     pub const DEFAULT_DELIVERY_MEMORY: usize = 256;
 
     /// Checks the bounds: every capacity within `1..=`[`Options::MAX_CAPACITY`].

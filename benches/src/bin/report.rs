@@ -205,6 +205,44 @@ fn main() {
         );
     }
 
+    if let Some(held) = memory
+        .as_ref()
+        .and_then(|m| m.get("delivery_memory"))
+        .and_then(Value::as_array)
+    {
+        for row in held {
+            let n = row.get("held").and_then(Value::as_u64).unwrap_or(0);
+            let heap = row.get("heap_bytes").and_then(Value::as_f64).unwrap_or(0.0);
+            let per = row.get("per_id").and_then(Value::as_f64).unwrap_or(0.0);
+            let default = if n == 256 { " (the tokio default)" } else { "" };
+            println!(
+                "| 6 memory | a full delivery memory of {n} ids{default} | {heap:.0} B heap ({per:.0} B / held id) | — | — | — |"
+            );
+        }
+    }
+
+    // 8. Deliveries through the delivery memory (S52): flat in the number of held ids.
+    let send0 = per_element("delivery_memory", "send/0");
+    for w in [0u64, 1_000, 100_000] {
+        let send = per_element("delivery_memory", &format!("send/{w}"));
+        println!(
+            "| 8 delivery memory | send + remove, {w} ids held | {} | {} (0 held) | {} | flat |",
+            cell(send, time),
+            cell(send0, time),
+            cell(ratio(send, send0), |r| format!("{r:.2}×"))
+        );
+    }
+    let refused1k = per_element("delivery_memory", "refused/1000");
+    for w in [1_000u64, 100_000] {
+        let refused = per_element("delivery_memory", &format!("refused/{w}"));
+        println!(
+            "| 8 delivery memory | retry refused `already-delivered`, {w} ids held | {} | {} (1000 held) | {} | flat |",
+            cell(refused, time),
+            cell(refused1k, time),
+            cell(ratio(refused, refused1k), |r| format!("{r:.2}×"))
+        );
+    }
+
     // 7. Many agents.
     let agents = read_json(&results_dir().join("agents.json"));
     let get = |key: &str| {
