@@ -301,14 +301,19 @@ impl Runner {
         if let Some(bound) = self.bound {
             command.args(bound.map(|n| n.to_string()));
         }
+        if mutant.memory > 0 {
+            command.args(["--memory".to_owned(), mutant.memory.to_string()]);
+        }
         let output = command.output();
         let verdict = match output {
             Err(e) => Verdict::Broken(format!("{probe:?}: {e}")),
             Ok(output) => self.judge_model_check(mutant, &output),
         };
-        let bound = match self.bound {
-            None => String::new(),
-            Some([m, o, t]) => format!(" (bound {m},{o},{t})"),
+        let bound = match (self.bound, mutant.memory) {
+            (None, 0) => String::new(),
+            (None, w) => format!(" (W={w})"),
+            (Some([m, o, t]), 0) => format!(" (bound {m},{o},{t})"),
+            (Some([m, o, t]), w) => format!(" (bound {m},{o},{t}, W={w})"),
         };
         Kill {
             killer: format!("model check{bound}: {property}"),
@@ -706,7 +711,7 @@ mod tests {
             let mutated = mutate(&source, &mutant).unwrap_or_else(|e| panic!("{e}"));
             assert_ne!(mutated, source);
         }
-        assert_eq!(MUTANTS.len(), 12);
+        assert_eq!(MUTANTS.len(), 15);
         let source = std::fs::read_to_string(workspace().join(UNCHANGED.file)).unwrap();
         assert_eq!(mutate(&source, &UNCHANGED).as_deref(), Ok(source.as_str()));
     }

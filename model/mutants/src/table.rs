@@ -50,10 +50,13 @@ pub struct Mutant {
     /// For the property tests: the invariant the monitor alone must report; the differential
     /// comparison against the reference model alone must catch the mutant as well.
     pub proptest: Option<Invariant>,
+    /// The delivery memory's capacity the model check runs with (S51; 0 for the rules of
+    /// S1–S50).
+    pub memory: u8,
 }
 
 /// Every mutant, in the order of the old seeded bugs.
-pub const MUTANTS: [Mutant; 12] = [
+pub const MUTANTS: [Mutant; 15] = [
     Mutant {
         name: "ClaimForgetsStep",
         rule: "S28",
@@ -72,6 +75,7 @@ pub const MUTANTS: [Mutant; 12] = [
         killer: Property::Always(Invariant::I3Conservation),
         shows_in_outputs: true,
         proptest: Some(Invariant::I3Conservation),
+        memory: 0,
     },
     Mutant {
         name: "ClaimTakesTwoTurnItems",
@@ -85,6 +89,7 @@ pub const MUTANTS: [Mutant; 12] = [
         killer: Property::Always(Invariant::I4ClaimShape),
         shows_in_outputs: true,
         proptest: None,
+        memory: 0,
     },
     Mutant {
         name: "KeepInboxDropsSteps",
@@ -102,6 +107,7 @@ pub const MUTANTS: [Mutant; 12] = [
         killer: Property::Always(Invariant::I6Cancel),
         shows_in_outputs: true,
         proptest: Some(Invariant::I6Cancel),
+        memory: 0,
     },
     Mutant {
         name: "InjectWakes",
@@ -115,6 +121,7 @@ pub const MUTANTS: [Mutant; 12] = [
         killer: Property::Always(Invariant::I7IdleInjection),
         shows_in_outputs: true,
         proptest: None,
+        memory: 0,
     },
     Mutant {
         name: "StatusTwice",
@@ -127,6 +134,7 @@ pub const MUTANTS: [Mutant; 12] = [
         killer: Property::Always(Invariant::I8Status),
         shows_in_outputs: true,
         proptest: None,
+        memory: 0,
     },
     Mutant {
         name: "MaxTokensStopsToolStep",
@@ -140,6 +148,7 @@ pub const MUTANTS: [Mutant; 12] = [
         killer: Property::Always(Invariant::S33ToolStepContinues),
         shows_in_outputs: true,
         proptest: None,
+        memory: 0,
     },
     Mutant {
         name: "SteerJoinsAbortedTurn",
@@ -153,6 +162,7 @@ pub const MUTANTS: [Mutant; 12] = [
         killer: Property::Always(Invariant::S18Retarget),
         shows_in_outputs: true,
         proptest: Some(Invariant::S18Retarget),
+        memory: 0,
     },
     Mutant {
         name: "SpliceStartOffByOne",
@@ -164,6 +174,7 @@ pub const MUTANTS: [Mutant; 12] = [
         killer: Property::Always(Invariant::I1SpliceProjection),
         shows_in_outputs: true,
         proptest: None,
+        memory: 0,
     },
     Mutant {
         name: "DuplicateInNextStep",
@@ -175,6 +186,7 @@ pub const MUTANTS: [Mutant; 12] = [
         killer: Property::Always(Invariant::I2Identity),
         shows_in_outputs: true,
         proptest: None,
+        memory: 0,
     },
     Mutant {
         name: "FailedStepNeverEnds",
@@ -188,6 +200,7 @@ pub const MUTANTS: [Mutant; 12] = [
         killer: Property::Always(Invariant::I5TurnEnclosure),
         shows_in_outputs: true,
         proptest: None,
+        memory: 0,
     },
     Mutant {
         name: "MaintenanceForgetsWake",
@@ -199,6 +212,7 @@ pub const MUTANTS: [Mutant; 12] = [
         killer: Property::Liveness,
         shows_in_outputs: true,
         proptest: None,
+        memory: 0,
     },
     Mutant {
         name: "RejectedReplaceRemoves",
@@ -218,6 +232,49 @@ pub const MUTANTS: [Mutant; 12] = [
         // The state behind the rejection changes, but nothing is emitted: its trace replays.
         shows_in_outputs: false,
         proptest: Some(Invariant::S5Rejection),
+        memory: 0,
+    },
+    Mutant {
+        name: "MemoryNeverForgets",
+        rule: "S51",
+        wrong: "the delivery memory keeps twice its capacity: evicted ids stay refused",
+        file: "core/src/memory.rs",
+        from: "while held.ring.len() > held.capacity {",
+        to: "while held.ring.len() > 2 * held.capacity {",
+        killer: Property::Always(Invariant::I11Once),
+        // The monitor sees the memory hold too much before any retry is refused: the
+        // counterexample's outputs are right, only the state behind them is not.
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 2,
+    },
+    Mutant {
+        name: "PrependIgnoresMemory",
+        rule: "S52",
+        wrong: "`prepend` checks only that the id is not pending, not the delivery memory",
+        file: "core/src/machine.rs",
+        from: "machine.check_new_id(message.id())?;
+            machine.inbox.prepend(",
+        to: "if machine.inbox.contains(message.id()) {
+                return Err(Rejected::AlreadyPending(message.id().clone()));
+            }
+            machine.inbox.prepend(",
+        killer: Property::Always(Invariant::I11Once),
+        shows_in_outputs: true,
+        proptest: None,
+        memory: 2,
+    },
+    Mutant {
+        name: "RestoreForgetsMemory",
+        rule: "S53",
+        wrong: "restore rebuilds the lists but not the delivery memory",
+        file: "core/src/restore.rs",
+        from: "self.memory.left(id);",
+        to: "let _ = id;",
+        killer: Property::Always(Invariant::I11Once),
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 2,
     },
 ];
 
@@ -233,6 +290,7 @@ pub const UNCHANGED: Mutant = Mutant {
     killer: Property::Always(Invariant::I1SpliceProjection),
     shows_in_outputs: true,
     proptest: Some(Invariant::I1SpliceProjection),
+    memory: 0,
 };
 
 /// A mutant by name (the table's, or [`UNCHANGED`]); case-insensitive.

@@ -14,12 +14,23 @@ use coxswain_model::{check, Action, Bound, DeliveryModel, Verdict};
 use serde_json::json;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut memory = 0;
+    if let Some(at) = args.iter().position(|arg| arg == "--memory") {
+        match args.get(at + 1).and_then(|w| w.parse().ok()) {
+            Some(w) => memory = w,
+            None => {
+                eprintln!("mutant-probe: --memory needs a small number");
+                return ExitCode::from(2);
+            }
+        }
+        args.drain(at..at + 2);
+    }
     let Some(wanted) = args.first() else {
-        eprintln!("usage: mutant-probe PROPERTY [MESSAGES OPERATIONS TOOL_STEPS]");
+        eprintln!("usage: mutant-probe PROPERTY [MESSAGES OPERATIONS TOOL_STEPS] [--memory W]");
         return ExitCode::from(2);
     };
-    let mut bound = Bound::CI;
+    let mut bound = Bound::CI.with_memory(memory);
     if let [_, messages, operations, tool_steps] = args.as_slice() {
         match (messages.parse(), operations.parse(), tool_steps.parse()) {
             (Ok(m), Ok(o), Ok(t)) => {
