@@ -317,9 +317,13 @@ proptest! {
         let cut = cut.index(bytes.len() + 1);
         let parsed = parse(&bytes[..cut]).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let complete = bytes[..cut].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        prop_assert_eq!(parsed.complete_len, complete);
-        prop_assert_eq!(parsed.records.len(), bytes[..complete].iter().filter(|&&b| b == b'\n').count());
-        prop_assert_eq!(parsed.torn.is_some(), cut != complete);
+        // A cut just before a line's `\n` leaves a whole record: it is kept (unterminated).
+        let whole = cut < bytes.len() && cut > complete && bytes[cut] == b'\n';
+        let lines = bytes[..complete].iter().filter(|&&b| b == b'\n').count();
+        prop_assert_eq!(parsed.complete_len, if whole { cut } else { complete });
+        prop_assert_eq!(parsed.records.len(), lines + usize::from(whole));
+        prop_assert_eq!(parsed.unterminated, whole);
+        prop_assert_eq!(parsed.torn.is_some(), cut != complete && !whole);
         let repaired = repair(&parsed.records).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let mut events: Vec<Value> = parsed.records.iter().map(|r| r.event.clone()).collect();
         events.extend(repaired.closers.iter().map(|e| serde_json::to_value(e).expect("closer")));

@@ -278,6 +278,8 @@ pub struct Parsed {
     pub complete_len: usize,
     /// The final record cut short, if any.
     pub torn: Option<TornTail>,
+    /// The final record is whole but lacks its `\n` (kept; a writer adds the `\n` first).
+    pub unterminated: bool,
     /// The `seq` the next appended record gets: one past the last record's (counting on from the
     /// last `seq` seen over lines without one; the line number + 1 in a log without `seq`).
     pub next_seq: u64,
@@ -450,21 +452,25 @@ impl Reader {
     }
 }
 
-/// Reads a JSON-lines log: every complete record, in order, and a torn final record left out.
-/// A complete line that is not a JSON object, or whose `seq` breaks the sequence, is corruption.
-/// The final segment without `\n` is always torn here, even if it is a whole record
-/// ([`Reader::last`] keeps such a record).
+/// Reads a JSON-lines log with the same rules as [`Reader`] (one owner of the format): every
+/// complete record, in order; a final segment without `\n` kept when it is a whole record that
+/// follows the sequence ([`Parsed::unterminated`]), else left out as a torn tail. A complete line
+/// that is not a JSON object, or whose `seq` breaks the sequence, is corruption.
 pub fn parse(bytes: &[u8]) -> Result<Parsed, CorruptLine> {
     let mut reader = Reader::new();
     let mut records = Vec::new();
     let mut torn = None;
+    let mut unterminated = false;
     let mut rest = bytes;
     while !rest.is_empty() {
         let Some(end) = rest.iter().position(|&b| b == b'\n') else {
-            torn = Some(TornTail {
-                line: reader.records() + 1,
-                bytes: rest.len(),
-            });
+            match reader.last(rest) {
+                Tail::Torn(tail) => torn = Some(tail),
+                Tail::Unterminated(record) => {
+                    records.push(record);
+                    unterminated = true;
+                }
+            }
             break;
         };
         records.push(reader.line(&rest[..end])?);
@@ -474,6 +480,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, CorruptLine> {
         records,
         complete_len: reader.complete_len() as usize,
         torn,
+        unterminated,
         next_seq: reader.next_seq(),
     })
 }
@@ -558,7 +565,7 @@ mod tests {
     }
 
     #[test]
-    fn s50_a_final_line_without_newline_is_torn() {
+    fn s50_a_cut_final_line_is_torn_and_a_whole_one_is_kept() {
         let bytes = lines(&sample());
         let cut = bytes.len() - 5;
         let parsed = parse(&bytes[..cut]).unwrap();
@@ -579,9 +586,15 @@ mod tests {
                 bytes: cut - third_end
             })
         );
-        // Even a complete JSON object without its newline is torn: the newline is written last.
+        // A whole record without its newline (a foreign writer's last line) is kept, as the
+        // streaming reader keeps it: one rule for the format.
         let whole_but_newline = &bytes[..bytes.len() - 1];
-        assert_eq!(parse(whole_but_newline).unwrap().torn.unwrap().line, 4);
+        let parsed = parse(whole_but_newline).unwrap();
+        assert_eq!(
+            (parsed.records.len(), parsed.torn, parsed.unterminated),
+            (4, None, true)
+        );
+        assert_eq!(parsed.complete_len, whole_but_newline.len());
     }
 
     #[test]
