@@ -2,14 +2,11 @@
 //!
 //! Nothing may panic, and for every trace that parses: replaying it either passes or reports a
 //! typed error; its inputs, recorded on the real machine (`Recorder`), give a trace that replays
-//! exactly; and the independent reference model (`tests/src/reference.rs`), fed the same given log
+//! exactly; and the executable spec (`coxswain-spec`, `model/spec`), fed the same given log
 //! and inputs, emits exactly what the core emits and rejects exactly what it rejects. Seed it with
 //! the conformance corpus (`tests/conformance`).
 #![no_main]
 #![allow(dead_code)]
-
-#[path = "../../tests/src/reference.rs"]
-mod reference;
 
 use coxswain_conformance::{input_json, output_json, replay, Line, Recorder, Trace};
 use coxswain_core::{Input, Machine};
@@ -57,10 +54,10 @@ fn record_and_replay(given: Option<&(Vec<Value>, usize)>, inputs: &[Input]) {
 
 fn differential(given: Option<&(Vec<Value>, usize)>, inputs: &[Input]) {
     let (mut machine, mut reference) = match given {
-        None => (Machine::new(), reference::Reference::new()),
+        None => (Machine::new(), coxswain_spec::Spec::new()),
         Some((log, seed)) => match (
             Machine::restore(log, *seed),
-            reference::Reference::restore(log, *seed),
+            coxswain_spec::Spec::restore(log, *seed, 0),
         ) {
             (Ok(machine), Ok(reference)) => (machine, reference),
             (Err(_), Err(_)) => return,

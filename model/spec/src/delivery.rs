@@ -5,9 +5,9 @@ use serde_json::Value;
 
 use super::lists::Item;
 use super::wire::{msg_id, Out, Target};
-use super::Reference;
+use super::Spec;
 
-impl Reference {
+impl Spec {
     /// S16 `send(message, target, wakeup)`.
     pub(super) fn on_send(
         &mut self,

@@ -3,10 +3,10 @@
 use serde_json::{json, Map, Value};
 
 use super::wire::{event, msg_id, notify, Out, Target};
-use super::Reference;
+use super::Spec;
 
 /// A pending item: the message value verbatim (S6–S8) and whether it was delivered waking (S19).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Item {
     pub(super) msg: Value,
     pub(super) waking: bool,
@@ -18,7 +18,7 @@ impl Item {
     }
 }
 
-impl Reference {
+impl Spec {
     pub(super) fn list(&self, t: Target) -> &Vec<Item> {
         match t {
             Target::NextTurn => &self.nt,
