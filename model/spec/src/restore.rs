@@ -1,5 +1,7 @@
 //! Restoring from a durable log (S46–S48), rebuilding the delivery memory (S53).
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::lists::Item;
@@ -92,7 +94,7 @@ impl Spec {
         let items: Vec<Item> = inserted
             .iter()
             .map(|msg| Item {
-                msg: msg.clone(),
+                msg: Arc::new(msg.clone()),
                 waking,
             })
             .collect();

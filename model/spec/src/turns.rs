@@ -1,5 +1,7 @@
 //! Turns: opening, claiming, pre-steps, closing and continuing (S27–S28, S34–S38).
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use super::wire::{event, notify, request, status, Out, Target};
@@ -109,11 +111,11 @@ impl Spec {
         let ns_len = self.ns.len();
         if ns_len > 0 {
             let removed = self.splice(out, Target::NextStep, 0, ns_len, Vec::new(), false, false);
-            batch.extend(removed.into_iter().map(|i| i.msg));
+            batch.extend(removed.into_iter().map(|i| Arc::unwrap_or_clone(i.msg)));
         }
         if turn_boundary && !self.nt.is_empty() {
             let removed = self.splice(out, Target::NextTurn, 0, 1, Vec::new(), false, false);
-            batch.extend(removed.into_iter().map(|i| i.msg));
+            batch.extend(removed.into_iter().map(|i| Arc::unwrap_or_clone(i.msg)));
         }
         for msg in &batch {
             out.push(notify(
