@@ -65,6 +65,9 @@ impl Mismatch {
         let _ = writeln!(text, "  input: {}", self.input);
         let _ = writeln!(text, "  outputs, core | spec:");
         let outputs = self.core.len().max(self.spec.len());
+        if outputs == 0 {
+            let _ = writeln!(text, "      (none on either side)");
+        }
         for i in 0..outputs {
             match (self.core.get(i), self.spec.get(i)) {
                 (Some(core), Some(spec)) if core == spec => {

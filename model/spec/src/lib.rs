@@ -128,6 +128,12 @@ pub struct Spec {
     memory: Memory,
 }
 
+impl Default for Spec {
+    fn default() -> Self {
+        Spec::new()
+    }
+}
+
 impl Spec {
     /// A fresh machine: idle, `lastTurn` 0, empty lists, no delivery memory (`W = 0`, S51).
     pub fn new() -> Self {
