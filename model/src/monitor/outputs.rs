@@ -100,10 +100,7 @@ impl Monitor {
     fn observe_event(&mut self, event: &Event, tally: &mut Tally) -> Check {
         match event {
             Event::TurnEnd { reason, .. } => self.observe_turn_end(reason)?,
-            Event::TurnStart { .. } => {
-                self.check_waking_work_pending()?;
-                self.activity = Some(ActivityView::default());
-            }
+            Event::TurnStart { .. } => self.activity = Some(ActivityView::default()),
             _ => {}
         }
         self.auditor
@@ -113,7 +110,11 @@ impl Monitor {
                 detail: violation.to_string(),
             })?;
         match event {
-            Event::TurnStart { .. } => tally.turn_starts += 1,
+            Event::TurnStart { .. } => {
+                // After the auditor, so a misplaced `turn/start` is reported as I5 first.
+                self.check_waking_work_pending()?;
+                tally.turn_starts += 1;
+            }
             Event::TurnEnd { reason, .. } => tally.turn_ends.push(reason.clone()),
             _ => {}
         }
