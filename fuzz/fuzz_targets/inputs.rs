@@ -1,13 +1,10 @@
 //! Fuzz target `inputs`: arbitrary bytes decoded (`arbitrary`) as a sequence of environment
 //! choices and run through the property tests' session driver (`tests/src/harness.rs`): the real
-//! machine beside the reference model, with the model checker's `Monitor` after every input, the
+//! machine beside the executable spec, with the model checker's `Monitor` after every input, the
 //! byte-for-byte S5 check behind every rejection, and restores and crash repairs at random points.
 //! Any violation or disagreement panics.
 #![no_main]
 #![allow(dead_code)]
-
-#[path = "../../tests/src/reference.rs"]
-mod reference;
 
 #[path = "../../tests/src/harness.rs"]
 mod harness;

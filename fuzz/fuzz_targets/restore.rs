@@ -1,15 +1,12 @@
 //! Fuzz target `restore`: arbitrary bytes read as a JSON-lines log (SPEC S46–S50).
 //!
 //! Nothing may panic, and: the core's `Machine::restore`, its streaming `Restorer` and the
-//! independent reference model (`tests/src/reference.rs`) agree on whether the log is valid and on
+//! executable spec (`coxswain-spec`, `model/spec`) agree on whether the log is valid and on
 //! what it restores (lists with waking flags, `lastTurn`); a restored machine is idle, quiet and
 //! waits on nothing (S48); a log the auditor accepts (closed by crash repair's closers) restores;
 //! and crash repair accepts exactly what restore accepts, closing an open final turn (S50).
 #![no_main]
 #![allow(dead_code)]
-
-#[path = "../../tests/src/reference.rs"]
-mod reference;
 
 use coxswain_core::{Machine, Restorer, Status, Target};
 use coxswain_log::{parse, repair, Auditor};
@@ -35,7 +32,7 @@ fn check_restore(log: &[Value], seed: usize) {
         .try_for_each(|event| restorer.push_json(event))
         .and_then(|()| restorer.finish());
     assert_eq!(core, streamed, "Machine::restore and Restorer differ");
-    let reference = reference::Reference::restore(log, seed);
+    let reference = coxswain_spec::Spec::restore(log, seed, 0);
     match (&core, &reference) {
         (Ok(machine), Ok(reference)) => {
             let list = |target| {

@@ -2,19 +2,23 @@
 //!
 //! Nothing may panic, and for every trace that parses: replaying it either passes or reports a
 //! typed error; its inputs, recorded on the real machine (`Recorder`), give a trace that replays
-//! exactly; and the independent reference model (`tests/src/reference.rs`), fed the same given log
+//! exactly; and the executable spec (`coxswain-spec`, `model/spec`), fed the same given log
 //! and inputs, emits exactly what the core emits and rejects exactly what it rejects. Seed it with
 //! the conformance corpus (`tests/conformance`).
 #![no_main]
 #![allow(dead_code)]
 
-#[path = "../../tests/src/reference.rs"]
-mod reference;
-
 use coxswain_conformance::{input_json, output_json, replay, Line, Recorder, Trace};
-use coxswain_core::{Input, Machine};
+use coxswain_core::{Config, Input, Machine};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
+
+/// A `given` line: the log, the seed boundary and the delivery memory's capacity (S51).
+type Given = (Vec<Value>, usize, usize);
+
+fn config(memory: usize) -> Config {
+    Config::new().with_delivery_memory(memory)
+}
 
 fuzz_target!(|bytes: &[u8]| {
     let Ok(text) = std::str::from_utf8(bytes) else {
@@ -28,7 +32,11 @@ fuzz_target!(|bytes: &[u8]| {
     let mut inputs = Vec::new();
     for (_, line) in &trace.lines {
         match line {
-            Line::Given { log, seed_length } => given = Some((log.clone(), *seed_length)),
+            Line::Given {
+                log,
+                seed_length,
+                memory,
+            } => given = Some((log.clone(), *seed_length, *memory)),
             Line::In(input) => inputs.push(input.clone()),
             _ => {}
         }
@@ -37,13 +45,15 @@ fuzz_target!(|bytes: &[u8]| {
     differential(given.as_ref(), &inputs);
 });
 
-fn record_and_replay(given: Option<&(Vec<Value>, usize)>, inputs: &[Input]) {
+fn record_and_replay(given: Option<&Given>, inputs: &[Input]) {
     let mut recorder = match given {
         None => Recorder::new("fuzz"),
-        Some((log, seed)) => match Recorder::restored("fuzz", log, *seed) {
-            Ok(recorder) => recorder,
-            Err(_) => return,
-        },
+        Some((log, seed, memory)) => {
+            match Recorder::restored("fuzz", config(*memory), log, *seed) {
+                Ok(recorder) => recorder,
+                Err(_) => return,
+            }
+        }
     };
     for input in inputs {
         let _ = recorder.input(input.clone());
@@ -55,12 +65,12 @@ fn record_and_replay(given: Option<&(Vec<Value>, usize)>, inputs: &[Input]) {
     }
 }
 
-fn differential(given: Option<&(Vec<Value>, usize)>, inputs: &[Input]) {
+fn differential(given: Option<&Given>, inputs: &[Input]) {
     let (mut machine, mut reference) = match given {
-        None => (Machine::new(), reference::Reference::new()),
-        Some((log, seed)) => match (
-            Machine::restore(log, *seed),
-            reference::Reference::restore(log, *seed),
+        None => (Machine::new(), coxswain_spec::Spec::new()),
+        Some((log, seed, memory)) => match (
+            Machine::restore_with(config(*memory), log, *seed),
+            coxswain_spec::Spec::restore(log, *seed, *memory),
         ) {
             (Ok(machine), Ok(reference)) => (machine, reference),
             (Err(_), Err(_)) => return,

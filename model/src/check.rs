@@ -27,8 +27,12 @@ pub enum Verdict {
 pub struct Counterexample {
     /// The environment's choices, in order.
     pub actions: Vec<Action>,
-    /// The monitor's account of the violation (for `always` properties).
+    /// The monitor's account of the violation, or the spec's disagreement (for `always`
+    /// properties).
     pub detail: Option<String>,
+    /// When the core and the spec disagree: the failing input with the core's and the spec's
+    /// outputs and observable state side by side.
+    pub side_by_side: Option<String>,
     /// The path as a conformance trace (FORMAT.md) that `coxswain conform` replays.
     pub trace: String,
 }
@@ -152,17 +156,23 @@ pub fn check(
 
 /// Turns a checker path into a counterexample with its conformance trace.
 pub fn counterexample(model: &DeliveryModel, path: Path<State, Action>) -> Counterexample {
-    let detail = path
-        .last_state()
+    let last = path.last_state();
+    let mismatch = last.mismatch.clone();
+    let details: Vec<String> = last
         .monitor
         .violation()
-        .map(ToString::to_string);
+        .map(ToString::to_string)
+        .into_iter()
+        .chain(mismatch.as_ref().map(ToString::to_string))
+        .collect();
+    let detail = (!details.is_empty()).then(|| details.join("; "));
     let steps: Vec<(State, Option<Action>)> = path.into();
     let actions: Vec<Action> = steps.iter().filter_map(|(_, action)| *action).collect();
     Counterexample {
         trace: trace(model, &steps, detail.as_deref()),
         actions,
         detail,
+        side_by_side: mismatch.map(|m| m.side_by_side()),
     }
 }
 

@@ -5,19 +5,24 @@
 //! with or without `keepInbox`, maintenance, disposal, crash-and-restore, and every answer the
 //! host may give — and its transition is the *real* [`coxswain_core::Machine`]: there is no
 //! second copy of any delivery rule here. A [`Monitor`] watches every transition and checks
-//! SPEC §10 (I1–I10) plus the rules a history shows (S5, S10, S18, S33, S39, S49); the model
-//! exposes one property per invariant, I9 as an `eventually` property, and one `sometimes`
-//! property per situation it must reach, so a passing run is not vacuous.
+//! SPEC §10 (I1–I10) plus the rules a history shows (S5, S10, S18, S21/S24/S25/S35, S33, S39,
+//! S49); beside it runs the executable spec ([`coxswain_spec::Spec`]), which must agree with the
+//! core on every output, rejection and observable field (the `always` property
+//! [`EQUIVALENCE`], S1–S53). The model exposes one property per invariant, I9 as an
+//! `eventually` property, and one `sometimes` property per situation it must reach, so a passing
+//! run is not vacuous.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod check;
+mod differential;
 mod model;
 mod monitor;
 
 pub use check::{
     check, counterexample, CheckReport, Counterexample, Progress, PropertyReport, Verdict,
 };
+pub use differential::{view, JsonLog, Mismatch, Outcome, EQUIVALENCE};
 pub use model::{Action, Bound, Cause, DeliveryModel, State, LIVENESS};
 pub use monitor::{Fact, Invariant, Monitor, Violation};
 pub use stateright;

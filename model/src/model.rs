@@ -1,17 +1,21 @@
 //! The stateright model: the environment's choices as actions, the real core as the transition.
 //!
 //! [`DeliveryModel::next_state`] clones the state, applies one input to the *real*
-//! [`Machine`](coxswain_core::Machine) and feeds what it emitted to the [`Monitor`]. No delivery
-//! rule lives here: the actions are only what a user, a plugin or the host may do.
+//! [`Machine`](coxswain_core::Machine) and feeds what it emitted to the [`Monitor`], and applies
+//! the same input (as FORMAT.md JSON) to the executable spec beside it ([`crate::differential`]).
+//! No delivery rule lives here: the actions are only what a user, a plugin or the host may do.
 
 use std::sync::Arc;
 
+use coxswain_conformance::input_json;
 use coxswain_core::{
-    Batch, CancelCause, Config, ErrorInfo, Input, Machine, MaintenanceInput, Message,
+    Batch, CancelCause, Config, ErrorInfo, Input, Machine, MaintenanceInput, Message, Output,
     PreStepAnswer, SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
 };
+use coxswain_spec::Spec;
 use stateright::{Model, Property};
 
+use crate::differential::{self, JsonLog, Mismatch, EQUIVALENCE};
 use crate::monitor::{Fact, Invariant, Monitor};
 
 /// The bound of a model run.
@@ -139,13 +143,24 @@ impl Cause {
     }
 }
 
-/// A model state: the real machine, its monitor, and the environment's remaining budget.
+/// A model state: the real machine, its monitor, the spec beside it, and the environment's
+/// remaining budget.
+///
+/// The spec's state is a function of the machine's while the two agree (its `Hash` leaves out
+/// the one field no later input reads), and the log is left out of `Hash` and `Eq`, so neither
+/// multiplies the state space.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct State {
     /// The machine under check.
     pub machine: Machine,
     /// The invariant monitor and its compact history.
     pub monitor: Monitor,
+    /// The executable spec, fed the same inputs.
+    pub spec: Spec,
+    /// The first disagreement between the machine and the spec on this path, if any.
+    pub mismatch: Option<Arc<Mismatch>>,
+    /// The durable log of this path as JSON, which the spec restores from at a crash.
+    pub log: JsonLog,
     /// Environment operations left on this path.
     pub operations_left: u8,
     /// `continue` answers left on this path.
@@ -190,6 +205,11 @@ impl DeliveryModel {
     /// A fresh machine as this model checks it.
     pub fn machine(&self) -> Machine {
         Machine::with_config(self.config())
+    }
+
+    /// A fresh spec with the same delivery memory.
+    pub fn spec(&self) -> Spec {
+        Spec::with_memory(usize::from(self.bound.memory))
     }
 
     fn message(&self, index: u8) -> Option<SharedMessage> {
@@ -247,6 +267,57 @@ impl DeliveryModel {
     }
 }
 
+impl DeliveryModel {
+    /// The differential property: the spec on the same input, compared with the core's outcome
+    /// and, after an accepted input, with the machine's observable state. Records the first
+    /// mismatch; returns whether they agreed. An accepted input's events join the JSON log.
+    fn differential(
+        &self,
+        next: &mut State,
+        input: &Input,
+        result: Result<(), &coxswain_core::Rejected>,
+        outputs: &[Output],
+    ) -> bool {
+        let input = input_json(input);
+        let spec = next.spec.apply(&input);
+        let core = differential::core_outcome(&result.map_err(Clone::clone), outputs);
+        for output in outputs {
+            if let Output::Event(event) = output {
+                next.log.push(event.clone());
+            }
+        }
+        if next.mismatch.is_some() {
+            return false;
+        }
+        match differential::compare(&input, &core, &spec, &next.machine, &next.spec) {
+            None => true,
+            Some(mismatch) => {
+                next.mismatch = Some(Arc::new(mismatch));
+                false
+            }
+        }
+    }
+
+    /// S49, S53 on the spec's side of a crash: the JSON log, closed by crash repair's closers
+    /// (S50), restores the spec with the same `W`; it must agree with the restored machine.
+    fn restore_spec(&self, next: &mut State, closers: &[coxswain_core::Event]) {
+        for closer in closers {
+            next.log.push(closer.clone());
+        }
+        let restored = Spec::restore(&next.log.events(), 0, usize::from(self.bound.memory));
+        if next.mismatch.is_none() {
+            let mismatch = differential::compare_restored(
+                restored.as_ref().map_err(String::as_str),
+                &next.machine,
+            );
+            next.mismatch = mismatch.map(Arc::new);
+        }
+        if let Ok(spec) = restored {
+            next.spec = spec;
+        }
+    }
+}
+
 fn claimed(state: &State) -> Option<Batch> {
     state.monitor.pre_step_batch().cloned()
 }
@@ -282,13 +353,16 @@ impl Model for DeliveryModel {
         vec![State {
             machine: self.machine(),
             monitor: Monitor::with_config(self.config()),
+            spec: self.spec(),
+            mismatch: None,
+            log: JsonLog::default(),
             operations_left: self.bound.operations,
             tool_steps_left: self.bound.tool_steps,
         }]
     }
 
     fn actions(&self, state: &State, actions: &mut Vec<Action>) {
-        if state.monitor.violation().is_some() {
+        if state.monitor.violation().is_some() || state.mismatch.is_some() {
             return;
         }
         // The host answers whatever is outstanding; answers to nothing exercise S4.
@@ -351,8 +425,10 @@ impl Model for DeliveryModel {
             }
             Action::CrashRestore => {
                 next.operations_left = next.operations_left.saturating_sub(1);
+                let closers = last.monitor.auditor().position().closers();
                 if let Ok(machine) = next.monitor.crash_and_restore() {
                     next.machine = machine;
+                    self.restore_spec(&mut next, &closers);
                 }
                 return Some(next);
             }
@@ -378,9 +454,11 @@ impl Model for DeliveryModel {
         let observed =
             next.monitor
                 .observe(&last.machine, &input, &result, &outputs, &next.machine);
-        // A rejected input changed nothing (checked): not a new state, unless it broke S5 or is
-        // a retry the delivery memory refused (S52), a situation worth reaching.
-        if result.is_err() && observed.is_ok() && !next.monitor.saw(Fact::RetryRefused) {
+        let agreed = self.differential(&mut next, &input, result.as_ref().map(|_| ()), &outputs);
+        // A rejected input changed nothing (checked): not a new state, unless it broke S5, the
+        // spec disagreed, or it is a retry the delivery memory refused (S52), a situation worth
+        // reaching.
+        if result.is_err() && observed.is_ok() && agreed && !next.monitor.saw(Fact::RetryRefused) {
             return None;
         }
         Some(next)
@@ -404,7 +482,12 @@ impl Model for DeliveryModel {
             S39OneAbort,
             S49ReplayEquivalence,
             I11Once,
+            NoSpuriousActivity,
         ];
+        // S1–S53: the core agrees with the executable spec in every reachable state.
+        properties.push(Property::always(EQUIVALENCE, |_, s: &State| {
+            s.mismatch.is_none()
+        }));
         // I9: once the environment stops, every waking delivery is claimed or discarded unless
         // the spec lets it park, and the machine is quiescent. The condition can only hold once
         // no operation is left, which every terminal state satisfies (`Stop`), so it is
@@ -446,6 +529,7 @@ mod tests {
         let names: Vec<&str> = model.properties().iter().map(|p| p.name).collect();
         let mut expected: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
         expected.push(LIVENESS);
+        expected.push(EQUIVALENCE);
         expected.extend(
             Fact::ALL
                 .iter()

@@ -1,23 +1,23 @@
 //! The session driver shared by the property tests (`proptests`, `roundtrip`) and the `inputs`
-//! fuzz target (`fuzz/fuzz_targets/inputs.rs` includes this file and `reference.rs` by path).
+//! fuzz target (`fuzz/fuzz_targets/inputs.rs` includes this file by path).
 //!
 //! A test generates a sequence of abstract [`Choice`]s; a [`Session`] maps each to a concrete
 //! [`Input`] against the state the machine is in *at that point* (answer the outstanding request,
 //! deliver message `m2`, …), so a shrunk sequence stays meaningful. Each input goes to the real
-//! machine and to the independent [`Reference`] model side by side:
+//! machine and to the executable spec ([`Spec`], the `coxswain-spec` crate) side by side:
 //!
 //! * the [`Monitor`] — the same invariant oracle the model checker uses — checks I1–I8, I10, S5,
 //!   S10, S18, S33, S39 and S49 on the core's outputs and state;
-//! * the core's outputs, serialized as FORMAT.md `out` values, must equal the reference's exactly,
+//! * the core's outputs, serialized as FORMAT.md `out` values, must equal the spec's exactly,
 //!   and so must the rejection kind, the pending lists, the status, quiescence and `lastTurn`;
 //! * a rejected input must leave the machine unchanged byte for byte (its `Debug` form, which
 //!   shows what the canonical `PartialEq` leaves out, e.g. the inbox's position keys);
-//! * at random points, a fresh machine (and reference) restored from the durable log so far, with
+//! * at random points, a fresh machine (and spec) restored from the durable log so far, with
 //!   crash repair's closers appended, must hold the live lists, `lastTurn` and delivery memory
 //!   (S49, S53); and the process may crash, be repaired and go on from the restored machine (S50).
 //!
 //! A session has one delivery memory capacity `W` (S51), given to the core, its monitor and the
-//! reference at creation and at every restore; the held ids are one more projection compared.
+//! spec at creation and at every restore; the held ids are one more projection compared.
 
 use std::fmt;
 use std::sync::Arc;
@@ -30,7 +30,7 @@ use coxswain_core::{
 use coxswain_model::{Fact, Monitor, Violation};
 use serde_json::{json, Value};
 
-use crate::reference::Reference;
+use coxswain_spec::Spec;
 
 /// Message ids in the pool (`m0` … `m3`): small, so duplicates (S9, S13) and, with a delivery
 /// memory, retries of ids that left (S52) happen often.
@@ -91,7 +91,7 @@ pub(crate) enum Choice {
     EndMaintenance,
     /// `dispose()`.
     Dispose,
-    /// Not an input: restore a fresh machine and reference from the log so far and compare (S49).
+    /// Not an input: restore a fresh machine and spec from the log so far and compare (S49).
     CheckRestore,
     /// Not an input: the process crashes; the log is repaired and both sides go on from the
     /// machine restored from it (S49, S50).
@@ -232,7 +232,7 @@ fn cause(index: u8) -> CancelCause {
 pub(crate) struct Checks {
     /// The [`Monitor`]'s invariants, the byte-for-byte S5 check and the explicit S49 restores.
     pub(crate) invariants: bool,
-    /// Exact agreement with the reference model.
+    /// Exact agreement with the spec.
     pub(crate) differential: bool,
 }
 
@@ -256,7 +256,7 @@ pub(crate) struct Failure {
     pub(crate) invariant: Option<String>,
     /// The monitor's violation, when it was the monitor.
     pub(crate) violation: Option<Violation>,
-    /// How the core and the reference disagree.
+    /// How the core and the spec disagree.
     pub(crate) differential: Option<String>,
 }
 
@@ -276,19 +276,19 @@ impl fmt::Display for Failure {
     }
 }
 
-/// One machine, its monitor and the reference, driven side by side.
+/// One machine, its monitor and the spec, driven side by side.
 pub(crate) struct Session {
     checks: Checks,
     machine: Machine,
     monitor: Monitor,
-    reference: Reference,
+    spec: Spec,
     /// The durable log so far as JSON (with crash repair's closers at each crash).
     log: Vec<Value>,
     /// Where the log stands (for crash repair's closers).
     position: LogPosition,
     /// The batch of the latest `preStep` request (what a host enters).
     claimed: Batch,
-    /// The reference's FORMAT.md trace since the last crash, when recording.
+    /// The spec's FORMAT.md trace since the last crash, when recording.
     tape: Option<String>,
     note: String,
     /// Monitor facts seen so far (coverage).
@@ -305,14 +305,14 @@ impl Session {
     }
 
     /// A session of a fresh machine with a delivery memory of capacity `memory` (S51): the core,
-    /// its monitor and the reference are created, and restored at each crash, with it.
+    /// its monitor and the spec are created, and restored at each crash, with it.
     pub(crate) fn with_memory(checks: Checks, memory: usize) -> Self {
         let config = Config::new().with_delivery_memory(memory);
         Session {
             checks,
             machine: Machine::with_config(config),
             monitor: Monitor::with_config(config),
-            reference: Reference::with_memory(memory),
+            spec: Spec::with_memory(memory),
             log: Vec::new(),
             position: LogPosition::new(),
             claimed: Batch::new(),
@@ -329,7 +329,7 @@ impl Session {
         self.machine.config()
     }
 
-    /// Records the reference's trace (FORMAT.md), starting with a note, then (with a delivery
+    /// Records the spec's trace (FORMAT.md), starting with a note, then (with a delivery
     /// memory) the `given` line `{"memory": W}` of a fresh machine with it.
     pub(crate) fn record(mut self, note: &str) -> Self {
         self.note = note.to_owned();
@@ -342,7 +342,7 @@ impl Session {
         self
     }
 
-    /// The reference's trace since the last crash (with its `given` log), when recording.
+    /// The spec's trace since the last crash (with its `given` log), when recording.
     pub(crate) fn tape(&self) -> Option<&str> {
         self.tape.as_deref()
     }
@@ -516,14 +516,14 @@ impl Session {
             self.collect_facts();
         }
 
-        // The differential oracle: the reference on the same input.
+        // The differential oracle: the spec on the same input.
         let core: Result<Vec<Value>, &'static str> = match &result {
             Ok(_) => Ok(outputs.iter().map(to_json).collect()),
             Err(rejection) => Err(rejection.kind()),
         };
-        let reference = self.reference.apply(&input_json);
+        let spec = self.spec.apply(&input_json);
         push_line(&mut self.tape, &json!({ "in": input_json }));
-        match &reference {
+        match &spec {
             Ok(outs) => {
                 for out in outs {
                     push_line(&mut self.tape, &json!({ "out": out }));
@@ -532,8 +532,8 @@ impl Session {
             Err(kind) => push_line(&mut self.tape, &json!({ "rejected": kind })),
         }
         if self.checks.differential {
-            if core != reference {
-                failure.differential = Some(describe_difference(&core, &reference));
+            if core != spec {
+                failure.differential = Some(describe_difference(&core, &spec));
             } else if let Err(difference) = self.compare_projections() {
                 failure.differential = Some(difference);
             }
@@ -566,51 +566,51 @@ impl Session {
         }
     }
 
-    /// The core's public projections against the reference's.
+    /// The core's public projections against the spec's.
     fn compare_projections(&self) -> Result<(), String> {
         let core_pending = pending_view(&self.machine);
-        let reference_pending = self.reference.pending();
-        if core_pending != reference_pending {
+        let spec_pending = self.spec.pending();
+        if core_pending != spec_pending {
             return Err(format!(
-                "pending (NT, NS): core {core_pending:?}, reference {reference_pending:?}"
+                "pending (NT, NS): core {core_pending:?}, spec {spec_pending:?}"
             ));
         }
         let status = match self.machine.status() {
             coxswain_core::Status::Idle => "idle",
             coxswain_core::Status::Running => "running",
         };
-        if status != self.reference.status() {
+        if status != self.spec.status().as_str() {
             return Err(format!(
-                "status: core {status}, reference {}",
-                self.reference.status()
+                "status: core {status}, spec {}",
+                self.spec.status().as_str()
             ));
         }
-        if self.machine.is_quiescent() != self.reference.is_quiescent() {
+        if self.machine.is_quiescent() != self.spec.is_quiescent() {
             return Err(format!(
-                "quiescent: core {}, reference {}",
+                "quiescent: core {}, spec {}",
                 self.machine.is_quiescent(),
-                self.reference.is_quiescent()
+                self.spec.is_quiescent()
             ));
         }
-        if self.machine.last_turn() != self.reference.last_turn() {
+        if self.machine.last_turn() != self.spec.last_turn() {
             return Err(format!(
-                "lastTurn: core {}, reference {}",
+                "lastTurn: core {}, spec {}",
                 self.machine.last_turn(),
-                self.reference.last_turn()
+                self.spec.last_turn()
             ));
         }
         let core_delivered = delivered(&self.machine);
-        let reference_delivered = self.reference.delivered();
-        if core_delivered != reference_delivered {
+        let spec_delivered = self.spec.delivered();
+        if core_delivered != spec_delivered {
             return Err(format!(
-                "delivery memory (S51): core {core_delivered:?}, reference \
-                 {reference_delivered:?}"
+                "delivery memory (S51): core {core_delivered:?}, spec \
+                 {spec_delivered:?}"
             ));
         }
         Ok(())
     }
 
-    /// S49: a fresh machine and a fresh reference restored from the log so far (closed by crash
+    /// S49: a fresh machine and a fresh spec restored from the log so far (closed by crash
     /// repair's closers) with the session's memory capacity hold the live lists, the live
     /// delivery memory (S53) and, when quiescent, the live `lastTurn`.
     fn check_restore(&mut self) -> Result<(), Failure> {
@@ -645,22 +645,22 @@ impl Session {
         }
         if self.checks.differential {
             let memory = self.config().delivery_memory;
-            match Reference::restore_with_memory(&log, 0, memory) {
+            match Spec::restore(&log, 0, memory) {
                 Err(error) => {
-                    failure.differential = Some(format!("the reference rejects the log: {error}"))
+                    failure.differential = Some(format!("the spec rejects the log: {error}"))
                 }
-                Ok(restored) if restored.pending() != self.reference.pending() => {
+                Ok(restored) if restored.pending() != self.spec.pending() => {
                     failure.differential = Some(format!(
-                        "S49: the reference restores {:?}, live {:?}",
+                        "S49: the spec restores {:?}, live {:?}",
                         restored.pending(),
-                        self.reference.pending()
+                        self.spec.pending()
                     ))
                 }
-                Ok(restored) if restored.delivered() != self.reference.delivered() => {
+                Ok(restored) if restored.delivered() != self.spec.delivered() => {
                     failure.differential = Some(format!(
-                        "S53: the reference restores the memory {:?}, live {:?}",
+                        "S53: the spec restores the memory {:?}, live {:?}",
                         restored.delivered(),
-                        self.reference.delivered()
+                        self.spec.delivered()
                     ))
                 }
                 Ok(_) => {}
@@ -705,10 +705,10 @@ impl Session {
         self.collect_facts();
         self.machine = restored;
         self.claimed = Batch::new();
-        match Reference::restore_with_memory(&self.log, 0, config.delivery_memory) {
-            Ok(reference) => self.reference = reference,
+        match Spec::restore(&self.log, 0, config.delivery_memory) {
+            Ok(spec) => self.spec = spec,
             Err(error) => {
-                failure.differential = Some(format!("the reference rejects the log: {error}"));
+                failure.differential = Some(format!("the spec rejects the log: {error}"));
                 return Err(failure);
             }
         }
@@ -745,7 +745,7 @@ fn push_line(tape: &mut Option<String>, value: &Value) {
     }
 }
 
-/// The lists as the reference shows them: (NT, NS), each as (id, waking).
+/// The lists as the spec shows them: (NT, NS), each as (id, waking).
 type PendingView = (Vec<(String, bool)>, Vec<(String, bool)>);
 
 fn pending_view(machine: &Machine) -> PendingView {
@@ -777,24 +777,23 @@ pub(crate) fn pending_messages(machine: &Machine) -> Vec<(Target, Value, bool)> 
 
 fn describe_difference(
     core: &Result<Vec<Value>, &'static str>,
-    reference: &Result<Vec<Value>, &'static str>,
+    spec: &Result<Vec<Value>, &'static str>,
 ) -> String {
-    match (core, reference) {
-        (Err(core), Err(reference)) => format!("rejected: core {core}, reference {reference}"),
-        (Err(core), Ok(_)) => format!("core rejected {core}, the reference accepted"),
-        (Ok(_), Err(reference)) => format!("the reference rejected {reference}, core accepted"),
-        (Ok(core), Ok(reference)) => {
+    match (core, spec) {
+        (Err(core), Err(spec)) => format!("rejected: core {core}, spec {spec}"),
+        (Err(core), Ok(_)) => format!("core rejected {core}, the spec accepted"),
+        (Ok(_), Err(spec)) => format!("the spec rejected {spec}, core accepted"),
+        (Ok(core), Ok(spec)) => {
             let index = core
                 .iter()
-                .zip(reference)
+                .zip(spec)
                 .position(|(c, r)| c != r)
-                .unwrap_or(core.len().min(reference.len()));
+                .unwrap_or(core.len().min(spec.len()));
             format!(
-                "output {index}: core {}, reference {}",
+                "output {index}: core {}, spec {}",
                 core.get(index)
                     .map_or("nothing".to_owned(), Value::to_string),
-                reference
-                    .get(index)
+                spec.get(index)
                     .map_or("nothing".to_owned(), Value::to_string)
             )
         }

@@ -12,6 +12,4 @@ mod proptests;
 #[cfg(test)]
 mod readme;
 #[cfg(test)]
-mod reference;
-#[cfg(test)]
 mod roundtrip;

@@ -1,6 +1,6 @@
 //! Property tests of the core over random sessions: the [`Monitor`](coxswain_model::Monitor)'s
 //! invariants (I1–I8, I10, I11, S5, S10, S18, S33, S39, S49) after every input, exact agreement
-//! with the independent reference model, byte-for-byte unchanged state behind every rejection, and
+//! with the executable spec (`coxswain-spec`), byte-for-byte unchanged state behind every rejection, and
 //! restores from the log so far (S49, S53) and crash repair (S50) at random points. Each session
 //! has a random delivery memory capacity `W` ([`memory`], S51). See [`harness`](crate::harness)
 //! for what one session checks.

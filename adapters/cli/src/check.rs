@@ -124,6 +124,10 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         println!("  actions: {:?}", counterexample.actions);
         println!("  trace (replay with `coxswain conform FILE`):");
         print!("{}", counterexample.trace);
+        if let Some(side_by_side) = &counterexample.side_by_side {
+            println!("  the last input on the core and on the spec (coxswain-spec), side by side:");
+            print!("{side_by_side}");
+        }
     }
     println!();
     if report.passed() {

@@ -34,12 +34,13 @@ mod table;
 pub use table::{find, Mutant, Property, MUTANTS, UNCHANGED};
 
 /// The crates a mutant's workspace holds (and the paths copied for them).
-const MEMBERS: [&str; 6] = [
+const MEMBERS: [&str; 7] = [
     "core",
     "core/conformance",
     "core/log",
     "model",
     "model/mutants",
+    "model/spec",
     "tests",
 ];
 
@@ -734,7 +735,9 @@ mod tests {
     fn the_mutant_workspace_lists_only_the_copied_crates() {
         let manifest = std::fs::read_to_string(workspace().join("Cargo.toml")).unwrap();
         let cut = members_only(&manifest).unwrap();
-        assert!(cut.contains(r#"members = ["core", "core/conformance", "core/log", "model", "model/mutants", "tests"]"#));
+        assert!(cut.contains(
+            r#"members = ["core", "core/conformance", "core/log", "model", "model/mutants", "model/spec", "tests"]"#
+        ));
         assert!(!cut.contains("\"adapters/cli\",\n"));
         assert!(cut.contains("[profile.dev.package.coxswain-core]"));
         for member in MEMBERS {

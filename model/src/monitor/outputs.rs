@@ -29,6 +29,8 @@ pub(super) struct Tally {
     pub(super) pre_steps: usize,
     /// The ids the current splice removed and inserted (I11).
     splice: SpliceIds,
+    /// The current splice carries `wakeup: true`: what it inserts is waking (S19, S15).
+    splice_wakeup: bool,
 }
 
 /// An output as the monitor sorts it.
@@ -69,8 +71,9 @@ impl Monitor {
         for output in outputs {
             match sort(output) {
                 Seen::Event(event) => {
-                    if matches!(event, Event::Spliced(_)) {
+                    if let Event::Spliced(splice) = event {
                         self.close_splice(&mut tally.splice);
+                        tally.splice_wakeup = splice.wakeup;
                     }
                     self.observe_event(event, &mut tally)?
                 }
@@ -107,11 +110,31 @@ impl Monitor {
                 detail: violation.to_string(),
             })?;
         match event {
-            Event::TurnStart { .. } => tally.turn_starts += 1,
+            Event::TurnStart { .. } => {
+                // After the auditor, so a misplaced `turn/start` is reported as I5 first.
+                self.check_waking_work_pending()?;
+                tally.turn_starts += 1;
+            }
             Event::TurnEnd { reason, .. } => tally.turn_ends.push(reason.clone()),
             _ => {}
         }
         Ok(())
+    }
+
+    /// S21, S24, S25, S35: a turn opens only for waking work. Just before its `turn/start`, some
+    /// pending message (as the notifications left them) was delivered waking; nothing between
+    /// the input and the `turn/start` claims anything, so this is the work the turn is for.
+    fn check_waking_work_pending(&self) -> Check {
+        if self.live.values().any(|tracked| tracked.waking) {
+            return Ok(());
+        }
+        fail(
+            Invariant::NoSpuriousActivity,
+            format!(
+                "turn/start with no waking work pending (pending: {:?})",
+                self.live.keys().collect::<Vec<_>>()
+            ),
+        )
     }
 
     /// I10: a turn closes only with no request unanswered. S35: its activity is over. S38: after
@@ -139,7 +162,7 @@ impl Monitor {
         match notification {
             Notification::Inserted { message } => {
                 self.observe_memory_insert(message.id(), &mut tally.splice)?;
-                self.observe_inserted(message, step_outstanding)
+                self.observe_inserted(message, tally.splice_wakeup, step_outstanding)
             }
             Notification::Discarded { message } => self.observe_discarded(message, tally),
             Notification::Claimed { message, turn } => self.observe_claimed(message, *turn, tally),
@@ -148,14 +171,20 @@ impl Monitor {
         }
     }
 
-    /// I2: an id is inserted only while it is not pending.
-    fn observe_inserted(&mut self, message: &Message, step_outstanding: bool) -> Check {
+    /// I2: an id is inserted only while it is not pending. S19: it is waking when its splice
+    /// says `wakeup`.
+    fn observe_inserted(
+        &mut self,
+        message: &Message,
+        waking: bool,
+        step_outstanding: bool,
+    ) -> Check {
         let id = message.id().clone();
         if self.live.contains_key(&id) {
             return fail(Invariant::I2Identity, format!("`{id}` inserted twice"));
         }
         let tracked = Tracked {
-            waking: false,
+            waking,
             excused: false,
             during_step: step_outstanding,
         };

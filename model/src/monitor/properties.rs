@@ -43,11 +43,14 @@ pub enum Invariant {
     /// I11 (S51–S53): no id is inserted while among the last `W` that left the lists, and the
     /// delivery memory holds exactly those, in order.
     I11Once,
+    /// S21, S24, S25, S35: a turn opens only when waking work is pending just before its
+    /// `turn/start` (a waking send from idle, a replayed latch, a continuation), never on its own.
+    NoSpuriousActivity,
 }
 
 impl Invariant {
     /// Every checked property.
-    pub const ALL: [Invariant; 16] = [
+    pub const ALL: [Invariant; 17] = [
         Invariant::I1SpliceProjection,
         Invariant::I2Identity,
         Invariant::I3Conservation,
@@ -64,6 +67,7 @@ impl Invariant {
         Invariant::S39OneAbort,
         Invariant::S49ReplayEquivalence,
         Invariant::I11Once,
+        Invariant::NoSpuriousActivity,
     ];
 
     /// The property's name as the model checker reports it.
@@ -85,6 +89,7 @@ impl Invariant {
             Invariant::S39OneAbort => "S39 one abort per activity",
             Invariant::S49ReplayEquivalence => "S49 replay equivalence",
             Invariant::I11Once => "I11 once",
+            Invariant::NoSpuriousActivity => "S21 S24 S25 S35 no turn without waking work",
         }
     }
 

@@ -125,6 +125,13 @@ fn forged_outputs_are_caught_by_the_right_invariant() {
             vec![Output::Event(Event::TurnStart { turn: 2 })],
             Invariant::I5TurnEnclosure,
         ),
+        (
+            vec![
+                status(Status::Running),
+                Output::Event(Event::TurnStart { turn: 1 }),
+            ],
+            Invariant::NoSpuriousActivity,
+        ),
     ];
     for (outputs, invariant) in cases {
         let mut monitor = Monitor::new();

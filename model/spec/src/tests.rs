@@ -4,13 +4,13 @@
 
 use serde_json::{json, Value};
 
-use super::Reference;
+use super::Spec;
 
 fn m(id: &str) -> Value {
     json!({ "id": id, "source": { "kind": "user" }, "content": id })
 }
 
-fn ok(r: &mut Reference, input: Value) -> Vec<Value> {
+fn ok(r: &mut Spec, input: Value) -> Vec<Value> {
     r.apply(&input)
         .unwrap_or_else(|e| panic!("{input} rejected {e}"))
 }
@@ -22,7 +22,7 @@ fn pending(ids: &[(&str, bool)]) -> Vec<(String, bool)> {
 /// S5: a rejected input leaves every field as it was (the clone-and-commit of `apply`).
 #[test]
 fn s5_rejected_input_changes_nothing() {
-    let mut r = Reference::new();
+    let mut r = Spec::new();
     ok(&mut r, json!({ "followup": m("a") }));
     ok(&mut r, json!({ "preStep": { "enter": [m("a")] } }));
     let before = format!("{r:?}");
@@ -38,9 +38,9 @@ fn s5_rejected_input_changes_nothing() {
 /// maintenance, running, disposing and disposed.
 #[test]
 fn s23_s44_s45_projections_in_each_phase() {
-    let mut r = Reference::new();
+    let mut r = Spec::new();
     assert_eq!(
-        (r.status(), r.is_quiescent(), r.last_turn()),
+        (r.status().as_str(), r.is_quiescent(), r.last_turn()),
         ("idle", true, 0)
     );
     ok(&mut r, json!({ "inject": m("c") }));
@@ -54,35 +54,35 @@ fn s23_s44_s45_projections_in_each_phase() {
     );
     // Maintenance: status idle, yet not quiescent.
     ok(&mut r, json!({"maintenance":"begin"}));
-    assert_eq!((r.status(), r.is_quiescent()), ("idle", false));
+    assert_eq!((r.status().as_str(), r.is_quiescent()), ("idle", false));
     ok(&mut r, json!({ "followup": m("a") }));
     assert_eq!(r.pending().0, pending(&[("q", false), ("a", true)]));
     // The latch replays: turn 1 claims `c` and `q`.
     ok(&mut r, json!({"maintenance":"end"}));
     assert_eq!(
-        (r.status(), r.is_quiescent(), r.last_turn()),
+        (r.status().as_str(), r.is_quiescent(), r.last_turn()),
         ("running", false, 1)
     );
     assert_eq!(r.pending(), (pending(&[("a", true)]), pending(&[])));
     // Disposing: still running until the driver exits.
     ok(&mut r, json!({"dispose":{}}));
-    assert_eq!((r.status(), r.is_quiescent()), ("running", false));
+    assert_eq!((r.status().as_str(), r.is_quiescent()), ("running", false));
     ok(&mut r, json!({ "preStep": { "enter": [] } }));
     // Disposed: status idle, quiescent.
     assert_eq!(
-        (r.status(), r.is_quiescent(), r.last_turn()),
+        (r.status().as_str(), r.is_quiescent(), r.last_turn()),
         ("idle", true, 1)
     );
     assert_eq!(r.pending(), (pending(&[]), pending(&[])));
 }
 
 /// S51–S53: the held ids (oldest first) through a clear, eviction past `W`, the S52 rejections
-/// (whole state untouched, S5), the S15 exemptions, and a restore from the reference's own log.
+/// (whole state untouched, S5), the S15 exemptions, and a restore from the spec's own log.
 #[test]
 fn s51_s52_s53_delivery_memory_projection() {
-    let mut r = Reference::with_memory(2);
+    let mut r = Spec::with_memory(2);
     let mut log: Vec<Value> = Vec::new();
-    let mut run = |r: &mut Reference, input: Value| {
+    let mut run = |r: &mut Spec, input: Value| {
         let outs = ok(r, input);
         log.extend(outs.iter().filter_map(|o| o.get("event").cloned()));
         outs
@@ -125,12 +125,12 @@ fn s51_s52_s53_delivery_memory_projection() {
     // A replace by a new id: the old one leaves.
     run(&mut r, json!({"replace":{"id":"a","message":m("d")}}));
     assert_eq!(r.delivered(), ["c", "a"]);
-    // S53: the reference's own log restores the same memory; W = 0 holds nothing.
-    let back = Reference::restore_with_memory(&log, 0, 2).expect("own log is valid");
+    // S53: the spec's own log restores the same memory; W = 0 holds nothing.
+    let back = Spec::restore(&log, 0, 2).expect("own log is valid");
     assert_eq!(
         (back.delivered(), back.pending()),
         (r.delivered(), r.pending())
     );
-    let plain = Reference::restore(&log, 0).expect("own log is valid");
+    let plain = Spec::restore(&log, 0, 0).expect("own log is valid");
     assert_eq!(plain.delivered(), Vec::<String>::new());
 }

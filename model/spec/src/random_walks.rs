@@ -1,10 +1,10 @@
-//! Random walks of valid and invalid inputs: the reference agrees with its own durable log (S49,
-//! S53) and keeps the invariants I1, I5, I8, I10 and I11. A check of the reference itself, which no single
+//! Random walks of valid and invalid inputs: the spec agrees with its own durable log (S49,
+//! S53) and keeps the invariants I1, I5, I8, I10 and I11. A check of the spec itself, which no single
 //! trace can express; the proptests walk the real core beside it.
 
 use serde_json::{json, Value};
 
-use super::Reference;
+use super::Spec;
 
 fn m(id: &str) -> Value {
     json!({ "id": id, "source": { "kind": "user" }, "content": id })
@@ -90,7 +90,7 @@ fn s49_random_walks_keep_replay_equivalence_and_enclosure() {
     for seed in 1..=300u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let memory = (seed % 4) as usize;
-        let mut r = Reference::with_memory(memory);
+        let mut r = Spec::with_memory(memory);
         let mut log: Vec<Value> = Vec::new();
         let mut statuses: Vec<String> = Vec::new();
         let (mut open_turn, mut open_step): (Option<u64>, Option<u64>) = (None, None);
@@ -153,7 +153,7 @@ fn s49_random_walks_keep_replay_equivalence_and_enclosure() {
             if answered {
                 outstanding -= 1;
             }
-            let want = i32::from(r.status() == "running");
+            let want = i32::from(r.status().as_str() == "running");
             assert_eq!(outstanding, want, "I10 seed {seed} after {input}");
             // S49 / I1: restoring the log (with crash-repair closers) gives the same lists.
             let mut repaired = log.clone();
@@ -165,8 +165,7 @@ fn s49_random_walks_keep_replay_equivalence_and_enclosure() {
                     json!({"type":"turn/end","data":{"turn":t,"reason":{"kind":"interrupted"}}}),
                 );
             }
-            let restored =
-                Reference::restore_with_memory(&repaired, 0, memory).expect("own log is valid");
+            let restored = Spec::restore(&repaired, 0, memory).expect("own log is valid");
             assert_eq!(restored.pending(), r.pending(), "S49 seed {seed}");
             assert_eq!(restored.delivered(), r.delivered(), "S53 seed {seed}");
             if r.is_quiescent() {

@@ -3,9 +3,9 @@
 use serde_json::{json, Value};
 
 use super::wire::{request, Out};
-use super::{Phase, Reference};
+use super::{Phase, Spec};
 
-impl Reference {
+impl Spec {
     /// S39 `cancel(cause, {keepInbox})`: the clear (if any), then `abort` (first cancel only).
     pub(super) fn on_cancel(&mut self, out: &mut Out, cause: Value, keep_inbox: bool) {
         let idle = self.phase == Phase::Idle;

@@ -1,29 +1,23 @@
 //! Restoring from a durable log (S46–S48), rebuilding the delivery memory (S53).
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::lists::Item;
 use super::wire::Target;
-use super::Reference;
+use super::Spec;
 
-impl Reference {
-    /// Restore from a durable log (S46–S48) with no delivery memory. `Err` exactly when S46/S47
-    /// say the log is invalid.
-    pub(crate) fn restore(log: &[Value], seed_length: usize) -> Result<Self, String> {
-        Reference::restore_with_memory(log, seed_length, 0)
-    }
-
-    /// Restore from a durable log (S46–S48) with a delivery memory of capacity `memory`, which
-    /// the replayed splices rebuild (S53).
-    pub(crate) fn restore_with_memory(
-        log: &[Value],
-        seed_length: usize,
-        memory: usize,
-    ) -> Result<Self, String> {
+impl Spec {
+    /// Restores from a durable log (S46–S48): `log` is its events as JSON (`{type, data}`),
+    /// `seed_length` the host's seed boundary (S46), `memory` the delivery memory's capacity `W`
+    /// (S51), which the replayed splices rebuild (S53). `Err` (naming the offending event)
+    /// exactly when S46/S47 say the log is invalid.
+    pub fn restore(log: &[Value], seed_length: usize, memory: usize) -> Result<Self, String> {
         // S46: seedLength clamped into [0, len].
         let seed = seed_length.min(log.len());
         // S48: restoring never wakes: the machine is idle, no latch. S51: the host's capacity.
-        let mut m = Reference::with_memory(memory);
+        let mut m = Spec::with_memory(memory);
         // Whether the log is inside an open turn at this point (S46: may not end inside one).
         let mut open = false;
         for (i, ev) in log.iter().enumerate() {
@@ -100,7 +94,7 @@ impl Reference {
         let items: Vec<Item> = inserted
             .iter()
             .map(|msg| Item {
-                msg: msg.clone(),
+                msg: Arc::new(msg.clone()),
                 waking,
             })
             .collect();

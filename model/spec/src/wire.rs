@@ -1,8 +1,12 @@
 //! The wire: FORMAT.md `"in"` values parsed into [`Input`], `"out"` values built as JSON.
 //!
-//! Malformed input is a programming error in test code and panics.
+//! A value that is not a FORMAT.md input is rejected [`MALFORMED`] before anything changes.
 
 use serde_json::{json, Map, Value};
+
+/// The rejection kind of a value that is not a FORMAT.md input (no SPEC rule: the core's typed
+/// inputs cannot be malformed, so the spec's callers never see it for a core's input).
+pub const MALFORMED: &str = "malformed-input";
 
 /// Outputs collected during one input.
 pub(super) type Out = Vec<Value>;
@@ -17,11 +21,11 @@ pub(super) enum Target {
 }
 
 impl Target {
-    fn parse(v: &Value) -> Target {
+    fn parse(v: &Value) -> Result<Target, &'static str> {
         match v.as_str() {
-            Some("next-turn") => Target::NextTurn,
-            Some("next-step") => Target::NextStep,
-            _ => panic!("bad target {v}"),
+            Some("next-turn") => Ok(Target::NextTurn),
+            Some("next-step") => Ok(Target::NextStep),
+            _ => Err(MALFORMED),
         }
     }
 
@@ -33,11 +37,24 @@ impl Target {
     }
 }
 
-/// The id of a message value (S6). Panics on a malformed message (test input).
+/// The id of a message value (S6). Every message the spec holds was checked by [`message`] when
+/// its input was parsed (or by the restore's validation, S46), so the empty fallback is never
+/// taken.
 pub(super) fn msg_id(m: &Value) -> &str {
-    m.get("id")
-        .and_then(Value::as_str)
-        .unwrap_or_else(|| panic!("message without string id: {m}"))
+    m.get("id").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// A message value (S6): an object with a string `id`.
+fn message(m: &Value) -> Result<Value, &'static str> {
+    match m.get("id") {
+        Some(Value::String(_)) => Ok(m.clone()),
+        _ => Err(MALFORMED),
+    }
+}
+
+/// A string argument.
+fn string(v: &Value) -> Result<String, &'static str> {
+    v.as_str().map(str::to_string).ok_or(MALFORMED)
 }
 
 /// A host answer to `preStep` (S29).
@@ -95,99 +112,98 @@ pub(super) enum Input {
 }
 
 /// The single key of an `"in"` value and its argument.
-pub(super) fn one_key(input: &Value) -> (&String, &Value) {
-    let obj = input.as_object().expect("input must be an object");
-    assert_eq!(obj.len(), 1, "input must have exactly one key: {input}");
-    obj.iter().next().expect("one key")
+pub(super) fn one_key(input: &Value) -> Result<(&String, &Value), &'static str> {
+    match input.as_object() {
+        Some(obj) if obj.len() == 1 => obj.iter().next().ok_or(MALFORMED),
+        _ => Err(MALFORMED),
+    }
 }
 
 impl Input {
     /// Parse the key and argument of an `"in"` value.
-    pub(super) fn parse(key: &str, arg: &Value) -> Input {
-        match key {
+    pub(super) fn parse(key: &str, arg: &Value) -> Result<Input, &'static str> {
+        Ok(match key {
             "send" => Input::Send {
-                message: arg["message"].clone(),
-                target: Target::parse(&arg["target"]),
-                wakeup: arg["wakeup"].as_bool().expect("send.wakeup bool"),
+                message: message(&arg["message"])?,
+                target: Target::parse(&arg["target"])?,
+                wakeup: arg["wakeup"].as_bool().ok_or(MALFORMED)?,
             },
             // S16 presets.
-            "followup" => Input::send(arg, Target::NextTurn, true),
-            "steer" => Input::send(arg, Target::NextStep, true),
-            "inject" => Input::send(arg, Target::NextStep, false),
-            "remove" => Input::Remove(arg.as_str().expect("remove id").to_string()),
+            "followup" => Input::send(arg, Target::NextTurn, true)?,
+            "steer" => Input::send(arg, Target::NextStep, true)?,
+            "inject" => Input::send(arg, Target::NextStep, false)?,
+            "remove" => Input::Remove(string(arg)?),
             "replace" => Input::Replace {
-                id: arg["id"].as_str().expect("replace.id").to_string(),
-                message: arg["message"].clone(),
+                id: string(&arg["id"])?,
+                message: message(&arg["message"])?,
             },
             "prepend" => Input::Prepend {
-                target: Target::parse(&arg["target"]),
-                message: arg["message"].clone(),
+                target: Target::parse(&arg["target"])?,
+                message: message(&arg["message"])?,
             },
             "clear" => Input::Clear,
             "cancel" => {
                 let cause = arg["cause"].clone();
-                assert!(cause.get("kind").is_some(), "cancel cause needs a kind");
+                if cause.get("kind").is_none() {
+                    return Err(MALFORMED); // S36: a cause has a kind
+                }
                 let keep_inbox = match arg.get("keepInbox") {
                     None => false,
-                    Some(v) => v.as_bool().expect("keepInbox bool"),
+                    Some(v) => v.as_bool().ok_or(MALFORMED)?,
                 };
                 Input::Cancel { cause, keep_inbox }
             }
             "maintenance" => match arg.as_str() {
                 Some("begin") => Input::BeginMaintenance,
                 Some("end") => Input::EndMaintenance,
-                _ => panic!("bad maintenance input {arg}"),
+                _ => return Err(MALFORMED),
             },
             "dispose" => Input::Dispose,
             "preStep" => Input::PreStep(if arg.as_str() == Some("reject") {
                 PreStepAnswer::Reject
             } else if let Some(msgs) = arg.get("enter") {
-                let msgs = msgs.as_array().expect("enter list").clone();
-                for m in &msgs {
-                    msg_id(m);
-                }
-                PreStepAnswer::Enter(msgs)
+                let msgs = msgs.as_array().ok_or(MALFORMED)?;
+                PreStepAnswer::Enter(msgs.iter().map(message).collect::<Result<_, _>>()?)
             } else if let Some(e) = arg.get("fail") {
                 PreStepAnswer::Fail(e.clone())
             } else {
-                panic!("bad preStep answer {arg}")
+                return Err(MALFORMED);
             }),
             "step" => Input::Step(match arg.as_str() {
                 Some("completed") => StepAnswer::Completed,
                 Some("max-tokens") => StepAnswer::MaxTokens,
                 Some("continue") => StepAnswer::Continue,
-                _ => StepAnswer::Fail(arg.get("fail").expect("bad step answer").clone()),
+                _ => StepAnswer::Fail(arg.get("fail").ok_or(MALFORMED)?.clone()),
             }),
             "turnStopping" => Input::TurnStopping(if arg.as_str() == Some("done") {
                 TurnStoppingAnswer::Done
             } else {
-                TurnStoppingAnswer::Fail(arg.get("fail").expect("bad turnStopping answer").clone())
+                TurnStoppingAnswer::Fail(arg.get("fail").ok_or(MALFORMED)?.clone())
             }),
-            other => panic!("unknown input kind {other:?}"),
-        }
+            _ => return Err(MALFORMED),
+        })
     }
 
     /// A preset (S16): the message with a fixed target and wakeup.
-    fn send(message: &Value, target: Target, wakeup: bool) -> Input {
-        Input::Send {
-            message: message.clone(),
+    fn send(m: &Value, target: Target, wakeup: bool) -> Result<Input, &'static str> {
+        Ok(Input::Send {
+            message: message(m)?,
             target,
             wakeup,
-        }
+        })
     }
 }
-
 /// A durable event output.
 pub(super) fn event(ty: &str, data: Value) -> Value {
     json!({ "event": { "type": ty, "data": data } })
 }
 
-/// A notification output: its type beside the given fields.
+/// A notification output: its type beside the given fields (an object).
 pub(super) fn notify(ty: &str, fields: Value) -> Value {
     let mut obj = Map::new();
     obj.insert("type".to_string(), json!(ty));
-    for (k, v) in fields.as_object().expect("notification fields") {
-        obj.insert(k.clone(), v.clone());
+    if let Value::Object(fields) = fields {
+        obj.extend(fields);
     }
     json!({ "notify": Value::Object(obj) })
 }

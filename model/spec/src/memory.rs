@@ -3,17 +3,17 @@
 //!
 //! Written from SPEC §11 alone, for clarity rather than speed: a `VecDeque` of ids, oldest first,
 //! searched linearly. The rules hook in at exactly two places: after every live splice
-//! ([`Reference::splice`](super::Reference)) and after every replayed splice of a restore
-//! (S53), both through [`Reference::memory_after_splice`]; and in the checks of `send`,
-//! `prepend` and `replace` ([`Reference::check_not_delivered`], S52).
+//! ([`Spec::splice`](super::Spec)) and after every replayed splice of a restore
+//! (S53), both through [`Spec::memory_after_splice`]; and in the checks of `send`,
+//! `prepend` and `replace` ([`Spec::check_not_delivered`], S52).
 
 use std::collections::VecDeque;
 
 use super::lists::Item;
-use super::Reference;
+use super::Spec;
 
 /// The delivery memory of one machine (S51).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(super) struct Memory {
     /// `W`, chosen by the host at creation or restore; never written to the log (S51).
     capacity: usize,
@@ -57,7 +57,7 @@ impl Memory {
     }
 }
 
-impl Reference {
+impl Spec {
     /// S51 (live) and S53 (restore): the memory after one splice on the lists. `removed` are the
     /// items the splice removed, in list order; the lists already show the splice's result.
     /// Every removed id that is not pending after the splice enters the memory, in list order (a

@@ -4,9 +4,9 @@
 use serde_json::json;
 
 use super::wire::{status, Out};
-use super::{Phase, Reference};
+use super::{Phase, Spec};
 
-impl Reference {
+impl Spec {
     /// S24 wake, after a waking send.
     pub(super) fn wake(&mut self, out: &mut Out) {
         match self.phase {

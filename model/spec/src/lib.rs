@@ -1,73 +1,91 @@
-//! An independent reference model of coxswain, written from `shared/SPEC.md` alone.
+//! # coxswain-spec
+//!
+//! The executable spec of coxswain: `shared/SPEC.md` (S1–S53, §10–§11) as a plain reference
+//! model, written from the spec alone and sharing no code with `coxswain-core`. The model checker
+//! (`coxswain-model`) runs it beside the real machine on every action and requires identical
+//! outputs, rejections and observable state; the differential property tests and the fuzz targets
+//! do the same on random sessions.
 //!
 //! It works entirely at the JSON level of `shared/conformance/FORMAT.md`: inputs are the values of
-//! `"in"` lines, outputs the values of `"out"` lines. It shares no types with the real machine so the
-//! two can be differential-tested. It is deliberately naive: plain `Vec`s, linear scans, and the whole
-//! state cloned for every input so that a rejected input trivially changes nothing (S5).
+//! `"in"` lines, outputs the values of `"out"` lines, rejections their kind strings. It is written
+//! for clarity over speed: plain `Vec` lists, linear scans, one function per rule citing its rule,
+//! and the whole state cloned for every input so that a rejected input trivially changes nothing
+//! (S5).
 //!
-//! Everything here is test code: malformed JSON input is a programming error and panics.
+//! ```
+//! use coxswain_spec::{Spec, Status};
+//! use serde_json::json;
 //!
-//! Its behaviour is pinned by the conformance corpus (`tests/conformance/*.jsonl`), which
-//! [`trace_replay`] replays in full; the unit tests here check only what a trace cannot express.
+//! let mut spec = Spec::new();
+//! let message = json!({ "id": "m1", "source": { "kind": "user" }, "content": "hi" });
+//! let outputs = spec.apply(&json!({ "followup": message }))?;
+//! // S24, S27, S28: inserted, woken, turn 1 opened, `m1` claimed, its pre-step requested.
+//! assert_eq!(
+//!     outputs.last(),
+//!     Some(&json!({ "request": { "preStep": { "turn": 1, "step": 1, "messages": [message] } } }))
+//! );
+//! assert_eq!(spec.status(), Status::Running);
+//! assert_eq!(spec.apply(&json!({ "maintenance": "begin" })), Err("busy"));
+//! # Ok::<(), &'static str>(())
+//! ```
 //!
-//! The fuzz targets include this file by `#[path]`, so the parts below are declared with explicit
-//! `#[path]`s (a `#[path]`-included file looks up its submodules beside itself, not in `reference/`).
+//! Its behaviour is pinned by the conformance corpus (`tests/conformance/*.jsonl`), which its
+//! tests replay in full; its unit tests check only what a trace cannot express.
+//!
+//! The rules live one module per SPEC section: `wire` (the FORMAT.md values), `lists`
+//! (S10–S14), `delivery` (S13, S15–S21), `latch` (S24–S26), `turns` (S27–S38), `answers`
+//! (S29–S34), `cancel` (S39–S45), `restore` (S46–S48) and `memory` (S51–S53); `view` answers the
+//! queries ([`Spec::view`]).
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-/// The wire: FORMAT.md inputs parsed into [`wire::Input`], outputs built as JSON (S6, S16).
-#[path = "reference/wire.rs"]
+/// The wire: FORMAT.md inputs parsed into `wire::Input`, outputs built as JSON (S6, S16).
 mod wire;
 
 /// The pending lists NT and NS and the one splice that changes them (S10–S14, S19).
-#[path = "reference/lists.rs"]
 mod lists;
 
 /// Deliveries (`send` and its presets) and queue edits (`remove`, `replace`, `prepend`,
 /// `clear`), S13, S15–S21.
-#[path = "reference/delivery.rs"]
 mod delivery;
 
 /// Waking, the wake latch and the end of an activity (S24–S26, S35, S45).
-#[path = "reference/latch.rs"]
 mod latch;
 
 /// Turns: opening, claiming, pre-steps, closing and continuing (S27–S28, S34–S38).
-#[path = "reference/turns.rs"]
 mod turns;
 
 /// The host's answers to `preStep`, `step` and `turnStopping` (S4, S29–S34, S38).
-#[path = "reference/answers.rs"]
 mod answers;
 
 /// Cancellation, maintenance and disposal (S39–S45).
-#[path = "reference/cancel.rs"]
 mod cancel;
 
 /// Restoring from a durable log (S46–S48, S53).
-#[path = "reference/restore.rs"]
 mod restore;
 
 /// The delivery memory and `already-delivered` (S51–S53, I11).
-#[path = "reference/memory.rs"]
 mod memory;
 
-/// The conformance corpus replayed on the reference, and the replayer's own tests.
+/// The observable state: the queries the differential property compares with the core's.
+mod view;
+
+/// The conformance corpus replayed on the spec, and the replayer's own tests.
 #[cfg(test)]
-#[path = "reference/trace_replay.rs"]
 mod trace_replay;
 
-/// Random walks: the reference agrees with its own durable log and keeps its invariants (S49).
+/// Random walks: the spec agrees with its own durable log and keeps its invariants (S49).
 #[cfg(test)]
-#[path = "reference/random_walks.rs"]
 mod random_walks;
 
 /// What no trace can express: state untouched by a rejection, the public projections.
 #[cfg(test)]
-#[path = "reference/tests.rs"]
 mod tests;
 
 use serde_json::Value;
+
+pub use view::{Outstanding, Pending, Status, View};
+pub use wire::MALFORMED;
 
 use lists::Item;
 use memory::Memory;
@@ -75,8 +93,8 @@ use turns::Turn;
 use wire::{Input, Out};
 
 /// The phase (S23). The cancel cause and the wake latch of the current activity are kept beside it
-/// in [`Reference`] and reset whenever an activity starts or ends.
-#[derive(Clone, Debug, PartialEq)]
+/// in [`Spec`] and reset whenever an activity starts or ends.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Phase {
     Idle,
     Maintenance,
@@ -84,9 +102,14 @@ enum Phase {
     Disposed,
 }
 
-/// The reference model.
-#[derive(Clone, Debug)]
-pub(crate) struct Reference {
+/// The executable spec of one agent session: the state SPEC.md describes, changed only by
+/// [`Spec::apply`] (and created by [`Spec::new`], [`Spec::with_memory`] or [`Spec::restore`]).
+///
+/// `Eq` and `Hash` compare the whole state except what no later input can read (the outcome of
+/// the step before the one the host is running, see `turns::Turn`), so a model checker may keep
+/// a spec in its states: equal specs behave the same from then on.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Spec {
     /// NT, the `next-turn` list.
     nt: Vec<Item>,
     /// NS, the `next-step` list.
@@ -105,18 +128,21 @@ pub(crate) struct Reference {
     memory: Memory,
 }
 
-/// One pending list as (message id, waking flag) in list order.
-pub(crate) type PendingView = Vec<(String, bool)>;
+impl Default for Spec {
+    fn default() -> Self {
+        Spec::new()
+    }
+}
 
-impl Reference {
+impl Spec {
     /// A fresh machine: idle, `lastTurn` 0, empty lists, no delivery memory (`W = 0`, S51).
-    pub(crate) fn new() -> Self {
-        Reference::with_memory(0)
+    pub fn new() -> Self {
+        Spec::with_memory(0)
     }
 
     /// A fresh machine with a delivery memory of capacity `memory` (S51).
-    pub(crate) fn with_memory(memory: usize) -> Self {
-        Reference {
+    pub fn with_memory(memory: usize) -> Self {
+        Spec {
             nt: Vec::new(),
             ns: Vec::new(),
             phase: Phase::Idle,
@@ -129,55 +155,21 @@ impl Reference {
     }
 
     // ------------------------------------------------------------------------------------------
-    // Queries
-    // ------------------------------------------------------------------------------------------
-
-    /// The pending lists: (NT, NS), each as (id, waking) in list order.
-    pub(crate) fn pending(&self) -> (PendingView, PendingView) {
-        let view = |l: &Vec<Item>| {
-            l.iter()
-                .map(|i| (i.id().to_string(), i.waking))
-                .collect::<Vec<_>>()
-        };
-        (view(&self.nt), view(&self.ns))
-    }
-
-    /// `lastTurn` (S23/S27/S46). While a turn is running this is that turn's number.
-    pub(crate) fn last_turn(&self) -> u64 {
-        self.last_turn
-    }
-
-    /// The ids the delivery memory holds (S51), oldest first.
-    pub(crate) fn delivered(&self) -> Vec<String> {
-        self.memory.held()
-    }
-
-    /// Public status (S23): `running` when running, otherwise `idle` (also when disposed, S45).
-    pub(crate) fn status(&self) -> &'static str {
-        match self.phase {
-            Phase::Running(_) => "running",
-            _ => "idle",
-        }
-    }
-
-    /// S44: no driver and no maintenance active.
-    pub(crate) fn is_quiescent(&self) -> bool {
-        matches!(self.phase, Phase::Idle | Phase::Disposed)
-    }
-
-    // ------------------------------------------------------------------------------------------
     // Input dispatch
     // ------------------------------------------------------------------------------------------
 
-    /// Apply one input (the value of an `"in"` line). `Ok` = every output in order; `Err` = the
-    /// rejection kind, and then the model is unchanged (S5).
-    pub(crate) fn apply(&mut self, input: &Value) -> Result<Vec<Value>, &'static str> {
-        let (key, arg) = wire::one_key(input);
+    /// Applies one input, the value of a FORMAT.md `"in"` line. `Ok`: every output in order, as
+    /// the values of `"out"` lines; `Err`: the rejection kind (`already-pending`,
+    /// `already-delivered`, `unexpected-completion`, `busy`, `disposed`), and then the spec is
+    /// unchanged (S5). A value that is no FORMAT.md input is rejected [`MALFORMED`], also
+    /// changing nothing.
+    pub fn apply(&mut self, input: &Value) -> Result<Vec<Value>, &'static str> {
+        let (key, arg) = wire::one_key(input)?;
         // S45: once disposed, every input is rejected `disposed`, before any other check.
         if self.phase == Phase::Disposed {
             return Err("disposed");
         }
-        let input = Input::parse(key, arg);
+        let input = Input::parse(key, arg)?;
         // S5: work on a copy; keep it only if the input succeeds.
         let mut next = self.clone();
         let mut out: Out = Vec::new();

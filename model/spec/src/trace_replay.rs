@@ -1,9 +1,9 @@
-//! The conformance corpus (`tests/conformance/*.jsonl`) replayed on the reference, which is how
-//! the corpus pins the reference's behaviour, and the replayer's own tests.
+//! The conformance corpus (`tests/conformance/*.jsonl`) replayed on the spec, which is how
+//! the corpus pins the spec's behaviour, and the replayer's own tests.
 
 use serde_json::Value;
 
-use super::Reference;
+use super::Spec;
 
 /// Replays one trace file's text; returns the first mismatch as text, if any.
 fn replay_trace(text: &str) -> Result<(), String> {
@@ -26,7 +26,7 @@ fn replay_trace(text: &str) -> Result<(), String> {
         lines.push((line_no, k.clone(), val.clone()));
     }
     let mut i = 0;
-    let mut model = Reference::new();
+    let mut model = Spec::new();
     if let Some((line_no, k, given)) = lines.first() {
         if k == "given" {
             // FORMAT.md: `log` may be omitted (a fresh machine); `memory` is W (S51), default 0.
@@ -42,10 +42,7 @@ fn replay_trace(text: &str) -> Result<(), String> {
                 lines.get(1),
                 Some((_, k, v)) if k == "rejected" && v == "invalid-log"
             );
-            match (
-                Reference::restore_with_memory(log, seed, memory),
-                expect_invalid,
-            ) {
+            match (Spec::restore(log, seed, memory), expect_invalid) {
                 (Ok(_), true) => {
                     return Err(format!(
                         "line {}: expected invalid-log, model restored the log",
@@ -128,7 +125,7 @@ fn replay_trace(text: &str) -> Result<(), String> {
 }
 
 #[test]
-fn reference_replays_format_example_as_trace() {
+fn spec_replays_format_example_as_trace() {
     let trace = r#"
 {"note":"FORMAT.md example"}
 {"in":{"followup":{"id":"a","source":{"kind":"user"},"content":"hi"}}}
@@ -162,8 +159,8 @@ fn reference_replays_format_example_as_trace() {
 }
 
 #[test]
-fn reference_replays_corpus() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance");
+fn spec_replays_corpus() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance");
     let mut files: Vec<std::path::PathBuf> = match std::fs::read_dir(&dir) {
         Ok(entries) => entries
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -183,14 +180,14 @@ fn reference_replays_corpus() {
         }
     }
     eprintln!(
-        "reference replayed {} trace(s) from {}, {} mismatching",
+        "spec replayed {} trace(s) from {}, {} mismatching",
         files.len(),
         dir.display(),
         failures.len()
     );
     assert!(
         failures.is_empty(),
-        "{} of {} trace(s) disagree with the reference model:\n  {}",
+        "{} of {} trace(s) disagree with the spec:\n  {}",
         failures.len(),
         files.len(),
         failures.join("\n  ")

@@ -1,13 +1,15 @@
 //! Deliveries (`send` and its presets) and queue edits (`remove`, `replace`, `prepend`, `clear`),
 //! S13, S15–S21.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::lists::Item;
 use super::wire::{msg_id, Out, Target};
-use super::Reference;
+use super::Spec;
 
-impl Reference {
+impl Spec {
     /// S16 `send(message, target, wakeup)`.
     pub(super) fn on_send(
         &mut self,
@@ -28,7 +30,7 @@ impl Reference {
             start,
             0,
             vec![Item {
-                msg,
+                msg: Arc::new(msg),
                 waking: wakeup,
             }],
             false,
@@ -88,7 +90,18 @@ impl Reference {
         self.check_not_delivered(new_id)?;
         let waking = self.list(t)[i].waking;
         // S14: splice, then discarded(old), then inserted(new).
-        self.splice(out, t, i, 1, vec![Item { msg, waking }], true, waking);
+        self.splice(
+            out,
+            t,
+            i,
+            1,
+            vec![Item {
+                msg: Arc::new(msg),
+                waking,
+            }],
+            true,
+            waking,
+        );
         Ok(())
     }
 
@@ -107,7 +120,10 @@ impl Reference {
             target,
             0,
             0,
-            vec![Item { msg, waking: false }],
+            vec![Item {
+                msg: Arc::new(msg),
+                waking: false,
+            }],
             false,
             false,
         );

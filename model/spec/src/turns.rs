@@ -1,12 +1,14 @@
 //! Turns: opening, claiming, pre-steps, closing and continuing (S27–S28, S34–S38).
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use super::wire::{event, notify, request, status, Out, Target};
-use super::{Phase, Reference};
+use super::{Phase, Spec};
 
 /// Which request is outstanding while running (S4, I10).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Awaiting {
     PreStep,
     Step,
@@ -14,7 +16,12 @@ pub(super) enum Awaiting {
 }
 
 /// The open turn of a running driver (S23, S27–S34).
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Equality and hashing leave out [`latest_terminal`](Turn::latest_terminal) unless a pre-step is
+/// outstanding: only the answer to that pre-step reads it (S30 (5)), and the answer to the step
+/// in between always overwrites it (S33/S34), so two turns that differ only there behave the
+/// same.
+#[derive(Clone, Debug)]
 pub(super) struct Turn {
     /// The turn number.
     pub(super) turn: u64,
@@ -28,7 +35,35 @@ pub(super) struct Turn {
     pub(super) latest_terminal: bool,
 }
 
-impl Reference {
+impl Turn {
+    /// What a later input can read of the turn.
+    fn live_part(&self) -> (u64, u64, Awaiting, bool, Option<bool>) {
+        let terminal = (self.awaiting == Awaiting::PreStep).then_some(self.latest_terminal);
+        (
+            self.turn,
+            self.step,
+            self.awaiting,
+            self.max_tokens_hit,
+            terminal,
+        )
+    }
+}
+
+impl PartialEq for Turn {
+    fn eq(&self, other: &Self) -> bool {
+        self.live_part() == other.live_part()
+    }
+}
+
+impl Eq for Turn {}
+
+impl std::hash::Hash for Turn {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.live_part().hash(state);
+    }
+}
+
+impl Spec {
     pub(super) fn turn(&self) -> &Turn {
         match &self.phase {
             Phase::Running(t) => t,
@@ -76,11 +111,11 @@ impl Reference {
         let ns_len = self.ns.len();
         if ns_len > 0 {
             let removed = self.splice(out, Target::NextStep, 0, ns_len, Vec::new(), false, false);
-            batch.extend(removed.into_iter().map(|i| i.msg));
+            batch.extend(removed.into_iter().map(|i| Arc::unwrap_or_clone(i.msg)));
         }
         if turn_boundary && !self.nt.is_empty() {
             let removed = self.splice(out, Target::NextTurn, 0, 1, Vec::new(), false, false);
-            batch.extend(removed.into_iter().map(|i| i.msg));
+            batch.extend(removed.into_iter().map(|i| Arc::unwrap_or_clone(i.msg)));
         }
         for msg in &batch {
             out.push(notify(

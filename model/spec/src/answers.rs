@@ -7,9 +7,9 @@ use serde_json::{json, Value};
 
 use super::turns::Awaiting;
 use super::wire::{event, request, Out, PreStepAnswer, StepAnswer, TurnStoppingAnswer};
-use super::Reference;
+use super::Spec;
 
-impl Reference {
+impl Spec {
     /// S4: an answer to a request that is not outstanding is rejected.
     fn expect_awaiting(&self, want: Awaiting) -> Result<(), &'static str> {
         if self.awaiting(want) {

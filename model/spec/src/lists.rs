@@ -1,14 +1,17 @@
 //! The pending lists NT and NS and the one splice that changes them (S10–S14, S19).
 
+use std::sync::Arc;
+
 use serde_json::{json, Map, Value};
 
 use super::wire::{event, msg_id, notify, Out, Target};
-use super::Reference;
+use super::Spec;
 
 /// A pending item: the message value verbatim (S6–S8) and whether it was delivered waking (S19).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Item {
-    pub(super) msg: Value,
+    /// Shared, so that copying the spec (S5's copy, a model checker's states) copies no message.
+    pub(super) msg: Arc<Value>,
     pub(super) waking: bool,
 }
 
@@ -18,7 +21,7 @@ impl Item {
     }
 }
 
-impl Reference {
+impl Spec {
     pub(super) fn list(&self, t: Target) -> &Vec<Item> {
         match t {
             Target::NextTurn => &self.nt,
@@ -76,7 +79,7 @@ impl Reference {
             // S10: an empty splice emits nothing.
             return Vec::new();
         }
-        let inserted_msgs: Vec<Value> = inserted.iter().map(|i| i.msg.clone()).collect();
+        let inserted_msgs: Vec<Value> = inserted.iter().map(|i| (*i.msg).clone()).collect();
         out.push(event(
             "agent/inbox/spliced",
             splice_data(
@@ -100,7 +103,7 @@ impl Reference {
             for item in &removed {
                 out.push(notify(
                     "agent/inbox/discarded",
-                    json!({ "message": item.msg }),
+                    json!({ "message": item.msg.as_ref() }),
                 ));
             }
         }
