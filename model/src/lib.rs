@@ -18,6 +18,7 @@ mod check;
 mod differential;
 mod model;
 mod monitor;
+mod symmetry;
 
 pub use check::{
     check, counterexample, CheckReport, Counterexample, Progress, PropertyReport, Verdict,

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use coxswain_conformance::input_json;
 use coxswain_core::{
-    Batch, CancelCause, Config, ErrorInfo, Input, Machine, MaintenanceInput, Message, Output,
-    PreStepAnswer, SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
+    Batch, CancelCause, Config, ErrorInfo, Input, Machine, MaintenanceInput, Message, MessageId,
+    Output, PreStepAnswer, SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
 };
 use coxswain_spec::Spec;
 use stateright::{Model, Property};
@@ -35,19 +35,21 @@ pub struct Bound {
 }
 
 impl Bound {
-    /// The bound CI checks exhaustively.
+    /// The bound CI checks exhaustively (with symmetry reduction over the ids,
+    /// [`DeliveryModel::with_symmetry`]): four ids, more than a path of five operations can
+    /// tell apart by role.
     pub const CI: Bound = Bound {
-        messages: 3,
+        messages: 4,
         operations: 5,
         tool_steps: 2,
         crashes: true,
         memory: 0,
     };
 
-    /// The bigger bound documented in the README.
+    /// The bigger bound documented in the README: longer paths.
     pub const DEEP: Bound = Bound {
-        messages: 4,
-        operations: 5,
+        messages: 5,
+        operations: 6,
         tool_steps: 2,
         crashes: true,
         memory: 0,
@@ -149,7 +151,7 @@ impl Cause {
 /// The spec's state is a function of the machine's while the two agree (its `Hash` leaves out
 /// the one field no later input reads), and the log is left out of `Hash` and `Eq`, so neither
 /// multiplies the state space.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug)]
 pub struct State {
     /// The machine under check.
     pub machine: Machine,
@@ -165,12 +167,55 @@ pub struct State {
     pub operations_left: u8,
     /// `continue` answers left on this path.
     pub tool_steps_left: u8,
+    /// The message ids of the bound's pool (`m1`…), for symmetry reduction.
+    pub pool: Arc<[MessageId]>,
+    /// Set only on a representative (symmetry reduction): the state's hash with its ids renamed
+    /// canonically, which then stands for the whole state in `Hash` and `Eq`.
+    pub canonical: Option<u64>,
 }
+
+impl State {
+    /// Everything that tells two states apart (the log and the pool excepted: history and a
+    /// constant of the model).
+    pub(crate) fn parts(&self) -> (&Machine, &Monitor, &Spec, &Option<Arc<Mismatch>>, u8, u8) {
+        (
+            &self.machine,
+            &self.monitor,
+            &self.spec,
+            &self.mismatch,
+            self.operations_left,
+            self.tool_steps_left,
+        )
+    }
+}
+
+impl std::hash::Hash for State {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match self.canonical {
+            Some(key) => key.hash(state),
+            None => self.parts().hash(state),
+        }
+    }
+}
+
+impl PartialEq for State {
+    fn eq(&self, other: &Self) -> bool {
+        match (self.canonical, other.canonical) {
+            (Some(one), Some(two)) => one == two,
+            _ => self.parts() == other.parts(),
+        }
+    }
+}
+
+impl Eq for State {}
 
 /// The model of one agent session under every environment the bound allows.
 #[derive(Clone, Debug)]
 pub struct DeliveryModel {
     bound: Bound,
+    /// Check one state per class of states that differ only by a renaming of the pool's ids
+    /// (depth-first, the search stateright reduces by symmetry).
+    symmetry: bool,
     pool: Vec<SharedMessage>,
     extra: SharedMessage,
 }
@@ -179,10 +224,12 @@ impl DeliveryModel {
     /// A model with this bound, checking the real machine.
     pub fn new(bound: Bound) -> Self {
         let pool = (1..=bound.messages)
-            .map(|i| Arc::new(Message::user(format!("m{i}"), format!("message {i}"))))
+            // Only the id tells two pool messages apart: the ids are interchangeable (symmetry).
+            .map(|i| Arc::new(Message::user(format!("m{i}"), "hello")))
             .collect();
         DeliveryModel {
             bound,
+            symmetry: false,
             pool,
             extra: Arc::new(Message::new(
                 "hook-extra",
@@ -195,6 +242,20 @@ impl DeliveryModel {
     /// The bound.
     pub fn bound(&self) -> Bound {
         self.bound
+    }
+
+    /// This model checked with symmetry reduction over message ids: one state per class of
+    /// states that differ only by a renaming of the pool's ids (`crate::symmetry`), searched
+    /// depth-first (stateright reduces only its depth-first search). Counterexamples are then
+    /// not the shortest.
+    pub fn with_symmetry(mut self) -> Self {
+        self.symmetry = true;
+        self
+    }
+
+    /// Whether the check reduces by symmetry.
+    pub fn symmetry(&self) -> bool {
+        self.symmetry
     }
 
     /// The machine's configuration under this bound.
@@ -358,6 +419,8 @@ impl Model for DeliveryModel {
             log: JsonLog::default(),
             operations_left: self.bound.operations,
             tool_steps_left: self.bound.tool_steps,
+            pool: self.pool.iter().map(|m| m.id().clone()).collect(),
+            canonical: None,
         }]
     }
 
@@ -418,6 +481,7 @@ impl Model for DeliveryModel {
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
         let mut next = last.clone();
+        next.canonical = None;
         match action {
             Action::Stop => {
                 next.operations_left = 0;

@@ -18,6 +18,9 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
 use coxswain_core::{MessageId, Target};
+use stateright::Representative;
+
+use crate::model::State;
 
 /// A hasher that renames pool ids as they are written: the bytes of id number `from[i]` are
 /// written as the bytes of id number `i`.
@@ -34,7 +37,11 @@ impl Hasher for Renaming<'_> {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        match self.order.iter().position(|id| id.as_str().as_bytes() == bytes) {
+        match self
+            .order
+            .iter()
+            .position(|id| id.as_str().as_bytes() == bytes)
+        {
             Some(index) => self.inner.write(self.labels[index].as_str().as_bytes()),
             None => self.inner.write(bytes),
         }
@@ -124,7 +131,35 @@ pub(crate) fn canonical_order<'a>(
 }
 
 /// The lists a canonical walk starts with, NT first.
-pub(crate) const LISTS: [Target; 2] = [Target::NextTurn, Target::NextStep];
+const LISTS: [Target; 2] = [Target::NextTurn, Target::NextStep];
+
+impl Representative for State {
+    /// The state with its canonical fingerprint: the hash of its parts with the pool's ids
+    /// renamed in the order of the canonical walk. Every id a state holds is in that walk: the
+    /// pending lists (the monitor's map, the restorer's lists and the spec's lists hold the same
+    /// ids), the outstanding batch, the delivery memory, and the id it forgot last; the pending
+    /// ids and the memory are the machine's, which the spec and the monitor must agree with (a
+    /// state where they do not is a violation and has no successors).
+    fn representative(&self) -> Self {
+        let pending = LISTS
+            .into_iter()
+            .flat_map(|target| self.machine.pending(target).map(|p| p.message().id()));
+        let batch = self
+            .monitor
+            .pre_step_batch()
+            .into_iter()
+            .flat_map(|batch| batch.iter().map(|m| m.id()));
+        let walk = pending
+            .chain(batch)
+            .chain(self.machine.delivered())
+            .chain(self.monitor.forgotten());
+        let order = canonical_order(&self.pool, walk);
+        State {
+            canonical: Some(renamed_hash(&self.parts(), &order, &self.pool)),
+            ..self.clone()
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -30,6 +30,10 @@ pub(crate) struct CheckArgs {
     /// Start from the bigger documented bound instead of the CI bound.
     #[arg(long)]
     deep: bool,
+    /// Search breadth-first without symmetry reduction (every renaming of the ids is a state of
+    /// its own; counterexamples are then the shortest).
+    #[arg(long)]
+    no_symmetry: bool,
     /// Checker threads.
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -48,7 +52,11 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         crashes: base.crashes && !args.no_crashes,
         memory: args.memory.unwrap_or(base.memory),
     };
-    let model = DeliveryModel::new(bound);
+    let model = if args.no_symmetry {
+        DeliveryModel::new(bound)
+    } else {
+        DeliveryModel::new(bound).with_symmetry()
+    };
     println!("coxswain check: the real core under every environment of the bound");
     println!(
         "  bound: {} message ids, {} operations per path, {} tool steps, crash-restore {}, \
@@ -59,7 +67,15 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         if bound.crashes { "on" } else { "off" },
         bound.memory
     );
-    println!("  threads: {}", args.threads);
+    println!(
+        "  threads: {}, {}",
+        args.threads,
+        if args.no_symmetry {
+            "breadth-first, every renaming of the ids a state of its own"
+        } else {
+            "depth-first, one state per renaming of the ids (symmetry)"
+        }
+    );
     if let Some(address) = &args.explore {
         println!("  serving the Explorer on http://{address} (Ctrl-C to stop)");
         model

@@ -5,13 +5,16 @@
 //! crate's unit tests check it on every `cargo test`), so a change to the core that moves a
 //! snippet fails loudly instead of leaving a mutant that no longer mutates anything.
 
-use coxswain_model::{Invariant, LIVENESS};
+use coxswain_model::{Invariant, EQUIVALENCE, LIVENESS};
 
-/// A model-checker property: an `always` invariant of the monitor, or the I9 liveness property.
+/// A model-checker property: an `always` invariant of the monitor, the `always` equivalence to
+/// the executable spec, or the I9 liveness property.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Property {
     /// `always`: the monitor's invariant holds in every state.
     Always(Invariant),
+    /// `always`: the core and the spec agree on every action ([`EQUIVALENCE`]).
+    Equivalence,
     /// `eventually`: I9 liveness ([`LIVENESS`]).
     Liveness,
 }
@@ -21,6 +24,7 @@ impl Property {
     pub fn name(self) -> &'static str {
         match self {
             Property::Always(invariant) => invariant.name(),
+            Property::Equivalence => EQUIVALENCE,
             Property::Liveness => LIVENESS,
         }
     }
@@ -56,7 +60,7 @@ pub struct Mutant {
 }
 
 /// Every mutant, in the order of the old seeded bugs.
-pub const MUTANTS: [Mutant; 15] = [
+pub const MUTANTS: [Mutant; 22] = [
     Mutant {
         name: "ClaimForgetsStep",
         rule: "S28",
@@ -275,6 +279,106 @@ pub const MUTANTS: [Mutant; 15] = [
         shows_in_outputs: false,
         proptest: None,
         memory: 2,
+    },
+    // The seven one-line changes the invariants alone let pass: each must fail the property
+    // that guards its rule — the equivalence to the spec, or (S25) no turn without waking work.
+    Mutant {
+        name: "BlockedTurnStalls",
+        rule: "S35",
+        wrong: "a turn that ends `blocked` no longer continues to the waking work queued behind it",
+        file: "core/src/machine.rs",
+        from: "TurnEndReason::Completed | TurnEndReason::MaxTokens | TurnEndReason::Blocked",
+        to: "TurnEndReason::Completed | TurnEndReason::MaxTokens",
+        killer: Property::Equivalence,
+        shows_in_outputs: true,
+        proptest: None,
+        memory: 0,
+    },
+    Mutant {
+        name: "KeepInboxClearsLatch",
+        rule: "S26",
+        wrong: "a `keepInbox` cancel also clears the wake latch",
+        file: "core/src/machine.rs",
+        from: "self.inbox.clear(&mut self.queue);
+            if let Some(activity) = self.activity_mut() {
+                activity.wake_requested = false;
+            }
+        }",
+        to: "self.inbox.clear(&mut self.queue);
+        }
+        if let Some(activity) = self.activity_mut() {
+            activity.wake_requested = false;
+        }",
+        killer: Property::Equivalence,
+        // The latch is state: the outputs differ only later, if at all within the path.
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 0,
+    },
+    Mutant {
+        name: "EmptyEnterAfterTerminalStep",
+        rule: "S30",
+        wrong: "`enter([])` after a terminal step enters an empty step instead of ending the turn",
+        file: "core/src/machine.rs",
+        from: "if messages.is_empty() && (run.step == 0 || after_terminal) {",
+        to: "if messages.is_empty() && run.step == 0 {",
+        killer: Property::Equivalence,
+        shows_in_outputs: true,
+        proptest: None,
+        memory: 0,
+    },
+    Mutant {
+        name: "LatchReplaysWithoutWork",
+        rule: "S25",
+        wrong: "the wake latch replays at an activity's end even with no waking work pending",
+        file: "core/src/machine.rs",
+        from: "} else if activity.wake_requested && self.inbox.has_waking_work() {",
+        to: "} else if activity.wake_requested {",
+        killer: Property::Always(Invariant::NoSpuriousActivity),
+        shows_in_outputs: true,
+        proptest: None,
+        memory: 0,
+    },
+    Mutant {
+        name: "DisposedCauseLatches",
+        rule: "S24",
+        wrong: "a cancel with cause `disposed` still lets waking sends latch",
+        file: "core/src/machine.rs",
+        from: ".is_some_and(|c| c.disposing || c.cause == CancelCause::Disposed);",
+        to: ".is_some_and(|c| c.disposing);",
+        killer: Property::Equivalence,
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 0,
+    },
+    Mutant {
+        name: "TurnStoppingIgnoresSteers",
+        rule: "S33",
+        wrong: "`turnStopping` done ends the turn although hooks steered into NS",
+        file: "core/src/machine.rs",
+        from: "TurnStoppingAnswer::Done if self.inbox.len(Target::NextStep) == 0 => {",
+        to: "TurnStoppingAnswer::Done if self.inbox.len(Target::NextStep) < usize::MAX => {",
+        killer: Property::Equivalence,
+        shows_in_outputs: true,
+        proptest: None,
+        memory: 0,
+    },
+    Mutant {
+        name: "MaxTokensNotSticky",
+        rule: "S34",
+        wrong: "a `completed` step after a `max-tokens` one forgets it: the turn ends `completed`",
+        file: "core/src/machine.rs",
+        from: "StepAnswer::Completed => true,",
+        to: "StepAnswer::Completed => {
+                if let Some(run) = self.running_mut() {
+                    run.max_tokens = false;
+                }
+                true
+            }",
+        killer: Property::Equivalence,
+        shows_in_outputs: true,
+        proptest: None,
+        memory: 0,
     },
 ];
 

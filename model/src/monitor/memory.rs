@@ -37,6 +37,10 @@ impl Window {
     pub(super) fn holds(&self, id: &MessageId) -> bool {
         self.held.contains(id)
     }
+
+    pub(super) fn forgotten(&self) -> Option<&MessageId> {
+        self.forgotten.as_ref()
+    }
 }
 
 impl Monitor {

@@ -25,7 +25,7 @@ mod tests;
 use std::collections::BTreeMap;
 
 use coxswain_core::{
-    Batch, CancelCause, Config, Input, Machine, MessageId, Output, Rejected, Status,
+    Batch, CancelCause, Config, Input, Machine, MessageId, Output, Rejected, Status, Target,
 };
 use coxswain_log::Auditor;
 
@@ -70,7 +70,7 @@ impl ActivityView {
 }
 
 /// Watches one machine and checks the invariants after every input.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Monitor {
     auditor: Auditor,
     live: BTreeMap<MessageId, Tracked>,
@@ -84,6 +84,30 @@ pub struct Monitor {
     window: memory::Window,
     /// Facts of the latest transition.
     facts: u16,
+}
+
+/// Hashes every field, the map of pending messages in list order (NT, then NS, as the log's
+/// splices leave them) rather than in id order: a hash that does not depend on how ids sort lets
+/// the model checker hash a state with its ids renamed (symmetry reduction, `crate::symmetry`).
+/// Equal monitors hash equally: the order is a function of the auditor, which is compared too.
+impl std::hash::Hash for Monitor {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.auditor.hash(state);
+        self.live.len().hash(state);
+        let restorer = self.auditor.restorer();
+        for target in [Target::NextTurn, Target::NextStep] {
+            for (message, _) in restorer.pending(target) {
+                message.id().hash(state);
+                self.live.get(message.id()).hash(state);
+            }
+        }
+        self.status.hash(state);
+        self.awaited.hash(state);
+        self.activity.hash(state);
+        self.violation.hash(state);
+        self.window.hash(state);
+        self.facts.hash(state);
+    }
 }
 
 impl Default for Monitor {
@@ -138,6 +162,11 @@ impl Monitor {
     /// spec allows.
     pub fn waking_work_settled(&self) -> bool {
         self.live.values().all(|t| !t.waking || t.excused)
+    }
+
+    /// The id the delivery memory forgot last, until it is delivered again (I11's window).
+    pub fn forgotten(&self) -> Option<&MessageId> {
+        self.window.forgotten()
     }
 
     /// The batch of the outstanding pre-step request, if one is outstanding.

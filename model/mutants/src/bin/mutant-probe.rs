@@ -44,7 +44,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    let model = DeliveryModel::new(bound);
+    let model = DeliveryModel::new(bound).with_symmetry();
     let Some(property) = model
         .properties()
         .iter()
