@@ -210,9 +210,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
 
     async fn command(&mut self, command: Command) {
         match command {
-            command @ (Command::Input { .. } | Command::Record { .. }) => {
-                self.group(command).await
-            }
+            command @ (Command::Input { .. } | Command::Record { .. }) => self.group(command).await,
             Command::Maintenance { job, reply } => self.begin_maintenance(job, reply).await,
             Command::Pending { reply } => {
                 let snapshot = PendingSnapshot {
