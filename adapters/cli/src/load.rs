@@ -276,16 +276,17 @@ mod tests {
         .unwrap();
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let progress = Arc::new(AtomicU64::new(0));
-        let report = runtime
-            .block_on(run(&load, Arc::clone(&progress)))
-            .unwrap();
+        let report = runtime.block_on(run(&load, Arc::clone(&progress))).unwrap();
         assert_eq!(report.deliveries, 24);
         assert_eq!(progress.load(Ordering::Relaxed), 24);
         assert_eq!(report.floor_group, 6);
         assert!(report.p50 <= report.p99);
         let object = to_json(&load, &report);
         for key in ["deliveries_per_s", "p50_ms", "p99_ms", "floor_per_s"] {
-            assert!(object[key].as_f64().unwrap() > 0.0 || key.ends_with("ms"), "{key}");
+            assert!(
+                object[key].as_f64().unwrap() > 0.0 || key.ends_with("ms"),
+                "{key}"
+            );
         }
         // Every agent's log holds its 12 deliveries, and verifies.
         for i in 0..2 {

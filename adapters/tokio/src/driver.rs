@@ -232,6 +232,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     async fn group(&mut self, first: Command) {
         let mut next = Some(first);
         let mut taken = 0;
+        let mut yielded = false;
         while let Some(command) = next.take() {
             match command {
                 Command::Input { input, reply } => self.input(input, reply),
@@ -252,6 +253,13 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                 break;
             }
             next = self.rx.try_recv().ok();
+            if next.is_none() && !yielded && self.max_batch > 1 {
+                // Callers acknowledged by the last group may be about to send again: let them
+                // run once (a yield costs microseconds; the append it shares, a sync).
+                yielded = true;
+                tokio::task::yield_now().await;
+                next = self.rx.try_recv().ok();
+            }
         }
         let _ = self.commit().await;
     }
