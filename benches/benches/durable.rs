@@ -11,7 +11,8 @@
 //! multi-tenant case).
 //!
 //! The logs go in `$COXSWAIN_BENCH_DIR` (default: a temporary directory under the target
-//! directory, i.e. the build's disk). A smoke run (`cargo test --benches`) uses tiny sizes and
+//! directory, i.e. the build's disk). Every case runs [`ROUNDS`] times, interleaved; medians are
+//! reported. A smoke run (`cargo test --benches`) uses tiny sizes and
 //! writes no figures.
 
 use std::sync::atomic::AtomicU64;
@@ -21,6 +22,27 @@ use coxswain_benches::report_file::{full_run, results_dir, save};
 use coxswain_tokio::load::{run, Load, LoadReport};
 use coxswain_tokio::SyncPolicy;
 use serde_json::{json, Value};
+
+/// Rounds of every case (interleaved, since the disk is shared and noisy); the figures are the
+/// medians: of the run's rate and of its latencies over rounds, and of the floor.
+const ROUNDS: usize = 3;
+
+/// The round with the median rate, with the median floor and latencies of all rounds.
+fn median(mut reports: Vec<LoadReport>) -> LoadReport {
+    let middle = reports.len() / 2;
+    let mut floors: Vec<f64> = reports.iter().map(|r| r.floor_per_s).collect();
+    floors.sort_by(f64::total_cmp);
+    let mut p50s: Vec<_> = reports.iter().map(|r| r.p50).collect();
+    p50s.sort();
+    let mut p99s: Vec<_> = reports.iter().map(|r| r.p99).collect();
+    p99s.sort();
+    reports.sort_by(|a, b| a.deliveries_per_s.total_cmp(&b.deliveries_per_s));
+    let mut report = reports.swap_remove(middle);
+    report.floor_per_s = floors[middle];
+    report.p50 = p50s[middle];
+    report.p99 = p99s[middle];
+    report
+}
 
 struct Case {
     name: &'static str,
@@ -86,19 +108,30 @@ fn main() {
         .enable_all()
         .build()
         .expect("a runtime");
+    let rounds = if full { ROUNDS } else { 1 };
+    let mut reports: Vec<Vec<LoadReport>> = cases.iter().map(|_| Vec::new()).collect();
+    for round in 0..rounds {
+        for (case, reports) in cases.iter().zip(&mut reports) {
+            let load = Load {
+                dir: dir.path().join(case.name),
+                agents: case.agents,
+                senders: case.senders,
+                messages: case.messages,
+                max_batch: case.max_batch,
+                policy: SyncPolicy::EveryAppend,
+            };
+            let report = runtime
+                .block_on(run(&load, Arc::new(AtomicU64::new(0))))
+                .expect("the load runs");
+            print!("round {round} ");
+            print(case, &report);
+            reports.push(report);
+        }
+    }
     let mut figures = serde_json::Map::new();
-    for case in &cases {
-        let load = Load {
-            dir: dir.path().join(case.name),
-            agents: case.agents,
-            senders: case.senders,
-            messages: case.messages,
-            max_batch: case.max_batch,
-            policy: SyncPolicy::EveryAppend,
-        };
-        let report = runtime
-            .block_on(run(&load, Arc::new(AtomicU64::new(0))))
-            .expect("the load runs");
+    for (case, reports) in cases.iter().zip(reports) {
+        let report = median(reports);
+        print!("median  ");
         print(case, &report);
         figures.insert(case.name.to_owned(), figure(case, &report));
     }
