@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod check;
 mod conform;
+mod load;
 mod run;
 mod verify;
 
@@ -37,6 +38,9 @@ enum Command {
         #[arg(long)]
         log: Option<PathBuf>,
     },
+    /// Load-test the durable path on your disk: deliveries/s, p50/p99 acknowledgement latency,
+    /// and the fsync floor measured in the same run.
+    Load(load::LoadArgs),
     /// Check a durable log (JSON lines) against I1, I2, I5 and the splice rules.
     /// Exit status: 0 ok, 1 violation, 2 needs crash repair.
     Verify {
@@ -52,5 +56,6 @@ fn main() -> ExitCode {
         Command::Run { script, log } => run::run(&script, log.as_deref()),
         Command::Verify { log } => verify::run(&log),
         Command::Check(args) => check::run(&args),
+        Command::Load(args) => load::run_load(&args),
     }
 }

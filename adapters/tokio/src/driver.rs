@@ -1,10 +1,36 @@
 //! The driver task: one per agent, the only owner of its core and its log.
 //!
-//! It takes one command at a time (a caller's input, a host event to record, the completion of
-//! the running host call or maintenance job), feeds the core, and drains every output in order:
-//! the input's durable events are appended as one batch, and only then is anything published,
-//! started or acknowledged (nothing is acknowledged that is not durable). It decides nothing:
-//! every decision is the core's; this task only translates outputs into IO and back.
+//! It takes commands (a caller's input, a host event to record, the completion of the running
+//! host call or maintenance job), feeds the core, and drains every output in order: the durable
+//! events are appended, and only then is anything published, started or acknowledged (nothing is
+//! acknowledged that is not durable). It decides nothing: every decision is the core's; this
+//! task only translates outputs into IO and back.
+//!
+//! # Group commit
+//!
+//! One append (one write, one sync) costs far more than feeding the core, so the driver commits
+//! in groups: it takes every input and host event already waiting in its channel (up to
+//! [`Options::max_batch`](crate::Options::max_batch)), feeds them to the core one at a time in
+//! arrival order, appends all of their events as **one** batch, and only once that batch is
+//! durable carries out each input's effects and acknowledges it, in order.
+//!
+//! This keeps the core's drain contract. The core rejects an input while the previous one's
+//! outputs are undrained, so before feeding the next input the driver takes the previous one's
+//! outputs out: its events are cloned into the group's batch, and its effects are drained (with
+//! [`Transition::persisted`](coxswain_core::Transition::persisted)) into a buffer that is
+//! **held, not carried out**: nothing is published, no activity begun, no request started, no
+//! scope aborted, no caller acknowledged, until the append of the whole group returned `Ok`.
+//! `persisted()` is the host's word that the events are durable *before the effects are acted
+//! on*; the effects are acted on exactly then, in the core's order, as if each input had been
+//! settled alone. The core's state runs ahead of the log only while a group is in flight, as it
+//! does for a single input during its append. A failed append fails every input of the group
+//! (none of it is in the log: the log cut the whole batch back), drops the held effects and
+//! stops the agent, as for a single input.
+//!
+//! A group ends early at a command that reads or changes the driver rather than the log (a
+//! snapshot of the pending lists, maintenance, close), which waits until the group is settled,
+//! and after an input that disposed the core (no input after it is fed, as before). Host answers
+//! are fed one at a time (at most one is ever outstanding, S4).
 
 use std::sync::{Arc, Weak};
 
@@ -57,6 +83,37 @@ enum Wake {
     OwnersGone,
 }
 
+/// One member of a group: who waits for it, what the core said, and where its outputs end in
+/// the group's buffers.
+struct Member {
+    reply: MemberReply,
+    /// Refused before anything was written (its reply does not wait for the append's result);
+    /// `Ok(found)` when accepted.
+    outcome: Result<bool, AgentError>,
+    /// One past its last entry in [`Driver::entries`].
+    entries_end: usize,
+    /// One past its last effect in [`Driver::effects`].
+    effects_end: usize,
+}
+
+/// Who waits for a member's acknowledgement.
+enum MemberReply {
+    Input(Reply<bool>),
+    Record(Reply<()>),
+    /// A host answer or a maintenance boundary: the driver itself.
+    Driver,
+}
+
+impl MemberReply {
+    fn send(self, result: Result<bool, AgentError>) {
+        match self {
+            MemberReply::Input(reply) => drop(reply.send(result)),
+            MemberReply::Record(reply) => drop(reply.send(result.map(drop))),
+            MemberReply::Driver => {}
+        }
+    }
+}
+
 pub(crate) struct Driver<H, L> {
     machine: Machine,
     /// The log; dropped (its lock released) before the ending is published.
@@ -71,8 +128,16 @@ pub(crate) struct Driver<H, L> {
     updates: Arc<Updates>,
     /// The current activity's token (S42): fresh at every [`Effect::Begin`].
     token: CancellationToken,
-    /// The effects of the input being settled (reused).
+    /// The group being committed: every member's events, in order (reused).
+    entries: Vec<Entry>,
+    /// Every member's effects, held until the group is durable (reused).
     effects: Vec<Effect>,
+    /// The group's members, in arrival order (reused).
+    members: Vec<Member>,
+    /// The most inputs one group takes (at least 1: one append per input).
+    max_batch: usize,
+    /// A command taken from the channel that ended a group; it runs next.
+    deferred: Option<Command>,
     inflight: Option<Inflight>,
     span: Span,
     turn_span: Span,
@@ -93,6 +158,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         state: watch::Sender<State>,
         updates: Arc<Updates>,
         span: Span,
+        max_batch: usize,
     ) -> Self {
         Driver {
             machine,
@@ -104,7 +170,11 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             state,
             updates,
             token: CancellationToken::new(),
+            entries: Vec::new(),
             effects: Vec::new(),
+            members: Vec::new(),
+            max_batch: max_batch.max(1),
+            deferred: None,
             inflight: None,
             span,
             turn_span: Span::none(),
@@ -116,6 +186,10 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
 
     pub(crate) async fn run(mut self) {
         while self.ending.is_none() {
+            if let Some(command) = self.deferred.take() {
+                self.command(command).await;
+                continue;
+            }
             let wake = {
                 let done = next_done(&mut self.inflight);
                 tokio::select! {
@@ -136,20 +210,8 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
 
     async fn command(&mut self, command: Command) {
         match command {
-            Command::Input { input, reply } => {
-                let result = self.input(input).await;
-                let _ = reply.send(result);
-            }
+            command @ (Command::Input { .. } | Command::Record { .. }) => self.group(command).await,
             Command::Maintenance { job, reply } => self.begin_maintenance(job, reply).await,
-            Command::Record {
-                turn,
-                step,
-                events,
-                reply,
-            } => {
-                let result = self.record(turn, step, events).await;
-                let _ = reply.send(result);
-            }
             Command::Pending { reply } => {
                 let snapshot = PendingSnapshot {
                     next_turn: self.machine.pending(Target::NextTurn).cloned().collect(),
@@ -164,22 +226,86 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         }
     }
 
-    /// A caller's input: the core decides; a rejection changed nothing (S5).
-    async fn input(&mut self, input: Input) -> Result<bool, AgentError> {
+    /// Group commit: feeds `first` and every input or host event already waiting (up to
+    /// `max_batch`) to the core in arrival order, holding their outputs, then commits them as
+    /// one append (see the module documentation).
+    async fn group(&mut self, first: Command) {
+        let mut next = Some(first);
+        let mut taken = 0;
+        let mut yielded = false;
+        while let Some(command) = next.take() {
+            match command {
+                Command::Input { input, reply } => self.input(input, reply),
+                Command::Record {
+                    turn,
+                    step,
+                    events,
+                    reply,
+                } => self.record(turn, step, events, reply),
+                other => {
+                    // Reads or changes the driver: it runs once the group is settled.
+                    self.deferred = Some(other);
+                    break;
+                }
+            }
+            taken += 1;
+            if taken >= self.max_batch || self.machine.is_disposed() {
+                break;
+            }
+            next = self.rx.try_recv().ok();
+            if next.is_none() && !yielded && self.max_batch > 1 {
+                // Callers acknowledged by the last group may be about to send again: let them
+                // run once (a yield costs microseconds; the append it shares, a sync).
+                yielded = true;
+                tokio::task::yield_now().await;
+                next = self.rx.try_recv().ok();
+            }
+        }
+        let _ = self.commit().await;
+    }
+
+    /// A caller's input: the core decides; a rejection changed nothing (S5). An accepted input's
+    /// outputs join the group, held until it is durable.
+    fn input(&mut self, input: Input, reply: Reply<bool>) {
         let traced = tracing::enabled!(tracing::Level::DEBUG).then(|| input.clone());
-        let found = match self.machine.handle(input) {
-            Ok(transition) => transition.found(),
+        let outcome = match self.machine.handle(input) {
+            Ok(transition) => {
+                let found = transition.found();
+                tracing::debug!(input = ?traced, found, "input");
+                Ok(found)
+            }
             Err(rejected) => {
                 tracing::debug!(input = ?traced, %rejected, "rejected");
-                return Err(match rejected {
+                Err(match rejected {
                     Rejected::AlreadyDelivered(id) => AgentError::AlreadyDelivered(id),
                     other => AgentError::Rejected(other),
-                });
+                })
             }
         };
-        tracing::debug!(input = ?traced, found, "input");
-        self.settle().await?;
-        Ok(found)
+        if outcome.is_ok() {
+            self.hold();
+        }
+        self.join(MemberReply::Input(reply), outcome);
+    }
+
+    /// Takes the outputs of the input just applied out of the core (so the next input may be
+    /// fed): its events into the group's batch, its effects into the held buffer. Nothing is
+    /// carried out here: [`commit`](Driver::commit) does, once the batch is durable.
+    fn hold(&mut self) {
+        let transition = self.machine.drain();
+        self.entries
+            .extend(transition.events().iter().cloned().map(Entry::Machine));
+        self.effects.extend(transition.persisted());
+    }
+
+    /// Adds a member whose outputs (if any) were just held.
+    fn join(&mut self, reply: MemberReply, outcome: Result<bool, AgentError>) {
+        self.members.push(Member {
+            reply,
+            outcome,
+            entries_end: self.entries.len(),
+            effects_end: self.effects.len(),
+        });
     }
 
     async fn begin_maintenance(&mut self, job: Job, reply: Reply<()>) {
@@ -198,29 +324,15 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         self.inflight = Some(Inflight::Maintenance { handle, reply });
     }
 
-    /// Host events go through here, the single writer, so they land inside their step.
-    async fn record(
-        &mut self,
-        turn: u64,
-        step: u64,
-        events: Vec<HostEvent>,
-    ) -> Result<(), AgentError> {
+    /// Host events go through here, the single writer, so they land inside their step: they
+    /// join the group (their step is still open once the inputs before them were fed).
+    fn record(&mut self, turn: u64, step: u64, events: Vec<HostEvent>, reply: Reply<()>) {
         if self.machine.outstanding() != Some(Outstanding::Step { turn, step }) {
-            return Err(AgentError::StepClosed);
+            self.join(MemberReply::Record(reply), Err(AgentError::StepClosed));
+            return;
         }
-        if events.is_empty() {
-            return Ok(());
-        }
-        let entries: Vec<Entry> = events.into_iter().map(Entry::Host).collect();
-        let first = match append_to(&mut self.log, &entries).await {
-            Ok(first) => first,
-            Err(error) => return Err(self.stop(error)),
-        };
-        for (seq, entry) in crate::log::seqs(first, entries.len()).zip(entries) {
-            tracing::trace!(parent: &self.step_span, seq, kind = entry.kind(), "host event");
-            self.updates.send(Update::Recorded { seq, entry });
-        }
-        Ok(())
+        self.entries.extend(events.into_iter().map(Entry::Host));
+        self.join(MemberReply::Record(reply), Ok(true));
     }
 
     /// The running host call or maintenance job returned: its answer is the next input.
@@ -263,53 +375,90 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         }
     }
 
-    /// Settles the input just applied (the drain contract): its durable events are appended as
-    /// one batch; only once they are durable are its effects carried out, in order. On an append
-    /// failure nothing is published or started and the agent stops.
+    /// Settles the input just applied (a host answer or a maintenance boundary) as a group of
+    /// its own.
     async fn settle(&mut self) -> Result<(), AgentError> {
-        let transition = self.machine.drain();
-        let entries: Vec<Entry> = transition
-            .events()
-            .iter()
-            .cloned()
-            .map(Entry::Machine)
-            .collect();
-        let first = if entries.is_empty() {
-            0
+        self.hold();
+        self.join(MemberReply::Driver, Ok(true));
+        self.commit().await
+    }
+
+    /// Commits the group: appends every member's events as one batch; only once it is durable
+    /// publishes each member's records, carries out its effects and acknowledges it, member by
+    /// member in arrival order. On an append failure nothing is published or started, every
+    /// accepted member is told the append's error, and the agent stops.
+    async fn commit(&mut self) -> Result<(), AgentError> {
+        let mut members = std::mem::take(&mut self.members);
+        let first = if self.entries.is_empty() {
+            Ok(0)
         } else {
-            match append_to(&mut self.log, &entries).await {
-                Ok(first) => first,
-                Err(error) => {
-                    drop(transition);
-                    return Err(self.stop(error));
+            append_to(&mut self.log, &self.entries).await
+        };
+        let first = match first {
+            Ok(first) => first,
+            Err(error) => {
+                let error = self.stop(error);
+                self.entries.clear();
+                self.effects.clear();
+                for member in members.drain(..) {
+                    let outcome = match member.outcome {
+                        Ok(_) => Err(error.clone()),
+                        refused => refused,
+                    };
+                    member.reply.send(outcome);
                 }
+                self.members = members;
+                return Err(error);
             }
         };
-        self.effects.extend(transition.persisted());
-        for (seq, entry) in crate::log::seqs(first, entries.len()).zip(entries) {
-            if let Entry::Machine(event) = &entry {
-                self.trace_event(event, seq);
-            }
-            self.updates.send(Update::Recorded { seq, entry });
-        }
+        let mut entries = std::mem::take(&mut self.entries);
         let mut effects = std::mem::take(&mut self.effects);
-        for effect in effects.drain(..) {
-            match effect {
-                Effect::Notify(notification) => {
-                    if let Notification::Error { turn, step, error } = &notification {
-                        tracing::warn!(parent: &self.turn_span, turn, step, ?error, "turn failed");
+        {
+            let mut seqs = crate::log::seqs(first, entries.len());
+            let mut records = entries.drain(..);
+            let mut held = effects.drain(..);
+            let (mut entries_at, mut effects_at) = (0, 0);
+            for member in &members {
+                for entry in records.by_ref().take(member.entries_end - entries_at) {
+                    let seq = seqs.next().unwrap_or(0);
+                    match &entry {
+                        Entry::Machine(event) => self.trace_event(event, seq),
+                        Entry::Host(_) => tracing::trace!(
+                            parent: &self.step_span, seq, kind = entry.kind(), "host event"
+                        ),
                     }
-                    self.updates.send(Update::Notified(notification));
+                    self.updates.send(Update::Recorded { seq, entry });
                 }
-                Effect::Begin(activity) => self.begin(activity),
-                Effect::Request(request) => self.start(request),
-                Effect::Abort(abort) => self.abort(&abort),
-                Effect::Disposed => self.end(Ending::Disposed),
+                for effect in held.by_ref().take(member.effects_end - effects_at) {
+                    self.carry_out(effect);
+                }
+                (entries_at, effects_at) = (member.entries_end, member.effects_end);
             }
         }
+        self.entries = entries;
         self.effects = effects;
         self.publish_state();
+        for member in members.drain(..) {
+            member.reply.send(member.outcome);
+        }
+        self.members = members;
         Ok(())
+    }
+
+    /// Carries out one effect of a durable input (the drain contract's second half).
+    fn carry_out(&mut self, effect: Effect) {
+        match effect {
+            Effect::Notify(notification) => {
+                if let Notification::Error { turn, step, error } = &notification {
+                    tracing::warn!(parent: &self.turn_span, turn, step, ?error, "turn failed");
+                }
+                self.updates.send(Update::Notified(notification));
+            }
+            Effect::Begin(activity) => self.begin(activity),
+            Effect::Request(request) => self.start(request),
+            Effect::Abort(abort) => self.abort(&abort),
+            Effect::Disposed => self.end(Ending::Disposed),
+        }
     }
 
     /// A new activity (S42): a fresh cancellation token, and for a turn its tracing span.

@@ -45,6 +45,8 @@
 mod agent;
 mod driver;
 mod host;
+#[doc(hidden)]
+pub mod load;
 mod log;
 
 pub use agent::{

@@ -29,9 +29,12 @@ use rustix::fs::{flock, FlockOperation};
 
 /// Where an agent's durable events go: an append-only sequence of records with contiguous `seq`.
 ///
-/// The driver task is the log's only writer. It appends the durable events of one input as one
-/// batch and acknowledges the input only once [`append`](DurableLog::append) returned `Ok`; it
-/// appends the host's own events (inside a step) the same way.
+/// The driver task is the log's only writer. It appends the durable events of a *group* of
+/// inputs (every input already waiting, up to [`Options::max_batch`](crate::Options::max_batch),
+/// host events included) as one batch, and acknowledges those inputs only once
+/// [`append`](DurableLog::append) returned `Ok`. One call is one unit of durability: a log
+/// should make it one write and one sync (a [`FileLog`]), or one transaction (a database log),
+/// and must keep it all-or-nothing, since a failed append fails every input of the group.
 ///
 /// Opening an agent calls [`read_back`](DurableLog::read_back), then — only if the records were
 /// accepted — [`repair_tail`](DurableLog::repair_tail), then appends crash repair's closers: a
@@ -157,7 +160,20 @@ impl From<EncodeError> for LogError {
     }
 }
 
-/// When a [`FileLog`] fsyncs on its own (an explicit [`sync`](DurableLog::sync) always does).
+/// When a [`FileLog`] syncs on its own (an explicit [`sync`](DurableLog::sync) always does). A
+/// sync is `fdatasync` (the data and the file's size, not its timestamps); with group commit one
+/// sync covers a whole group of inputs.
+///
+/// | policy | a process crash (the OS survives) | a power loss or kernel crash |
+/// | --- | --- | --- |
+/// | `EveryAppend` | loses nothing acknowledged | loses nothing acknowledged |
+/// | `PerTurn` | loses nothing acknowledged | may lose what was acknowledged since the last turn ended |
+/// | `Never` | loses nothing acknowledged | may lose everything acknowledged since the agent opened |
+///
+/// Under every policy a crash inside an append loses only inputs that were never acknowledged
+/// (a torn final line is dropped at the next open, S50). Under the lazy policies a power loss
+/// can also take back acknowledged records: which of the unsynced bytes survive is up to the
+/// file system (ext4 with `data=ordered` keeps a prefix of them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SyncPolicy {
@@ -168,7 +184,8 @@ pub enum SyncPolicy {
     /// After an append that ends a turn (`turn/end`): deliveries in between are acknowledged once
     /// written to the OS (safe against a process crash, not a power loss).
     PerTurn,
-    /// Never on its own; only on an explicit `sync` (an agent syncs when it ends).
+    /// Never on its own; only on an explicit `sync` (an agent syncs when it ends): safe against
+    /// a process crash, not a power loss.
     Never,
 }
 
@@ -490,13 +507,13 @@ impl FileIo {
                 self.faults.truncate()?;
                 self.file.set_len(len)?;
                 self.faults.sync()?;
-                self.file.sync_all()?;
+                self.file.sync_data()?;
                 self.len = len;
             }
             TailFix::Terminate => {
                 self.write(b"\n")?;
                 self.faults.sync()?;
-                self.file.sync_all()?;
+                self.file.sync_data()?;
                 self.len += 1;
             }
         }

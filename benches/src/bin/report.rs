@@ -266,4 +266,55 @@ fn main() {
         cell(ratio(echo, rate), |r| format!("{r:.1}×")),
         cell(ratio(core, rate), |r| format!("{r:.1}×"))
     );
+
+    // 8. The durable path (FileLog, sync on), each case beside its floor.
+    let durable = read_json(&results_dir().join("durable.json"));
+    let case = |name: &str, key: &str| {
+        durable
+            .as_ref()
+            .and_then(|d| d.get(name))
+            .and_then(|c| c.get(key))
+            .and_then(Value::as_f64)
+    };
+    let today = case("1x1_unbatched", "deliveries_per_s");
+    for (name, what, goal) in [
+        (
+            "1x1_unbatched",
+            "1 agent × 1 sender, `max_batch` 1 (before group commit)",
+            "—",
+        ),
+        (
+            "1x64_unbatched",
+            "1 agent × 64 senders, `max_batch` 1 (before group commit)",
+            "—",
+        ),
+        ("1x1", "1 agent × 1 sender, group commit", "—"),
+        ("1x16", "1 agent × 16 senders, group commit", "—"),
+        (
+            "1x64",
+            "1 agent × 64 senders, group commit",
+            "≥ 20× before; ≤ 2× floor",
+        ),
+        (
+            "1000x1",
+            "1000 agents × 1 sender, a FileLog each",
+            "near the floor",
+        ),
+    ] {
+        let rate = case(name, "deliveries_per_s");
+        let floor = case(name, "floor_per_s");
+        let per_sync = ratio(case(name, "deliveries"), case(name, "syncs"));
+        println!(
+            "| 8 durable path | {what} | {} deliveries/s (p50 {} ms, p99 {} ms; {} per sync) | floor {}/s ({} per sync); before {}/s | {} of floor; {} before | {goal} |",
+            cell(rate, |r| format!("{r:.0}")),
+            cell(case(name, "p50_ms"), |v| format!("{v:.2}")),
+            cell(case(name, "p99_ms"), |v| format!("{v:.2}")),
+            cell(per_sync, |v| format!("{v:.1}")),
+            cell(floor, |r| format!("{r:.0}")),
+            cell(case(name, "floor_group"), |g| format!("{g:.0}")),
+            cell(today, |r| format!("{r:.0}")),
+            cell(ratio(floor, rate), |r| format!("{r:.2}×")),
+            cell(ratio(rate, today), |r| format!("{r:.1}×")),
+        );
+    }
 }

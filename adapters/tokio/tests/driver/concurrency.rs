@@ -6,8 +6,8 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 
 use coxswain_tokio::coxswain_core::{CancelCause, Message, PreStepAnswer, StepAnswer, Target};
-use coxswain_tokio::coxswain_log::repair;
-use coxswain_tokio::{Agent, MemoryLog};
+use coxswain_tokio::coxswain_log::{parse, repair, Record};
+use coxswain_tokio::{Agent, FileLog, MemoryLog, SyncPolicy};
 use serde_json::json;
 
 use crate::support::*;
@@ -133,11 +133,48 @@ async fn worker(agent: Agent, task: usize) -> Outcomes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i3_sixteen_tasks_deliver_and_cancel_and_nothing_is_lost_or_doubled() {
-    let tool_ids: Arc<Mutex<Vec<String>>> = Arc::default();
     let log = MemoryLog::new();
+    let tool_ids: Arc<Mutex<Vec<String>>> = Arc::default();
     let (agent, _) = Agent::open(host(tool_ids.clone()), log.clone())
         .await
         .unwrap();
+    sixteen_tasks(agent, tool_ids, || log.records().unwrap()).await;
+}
+
+/// The same on a `FileLog` that syncs every append, with group commit (the default): the 16
+/// tasks' inputs share appends, so there are fewer syncs than calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i3_sixteen_tasks_on_a_file_log_share_syncs_and_nothing_is_lost_or_doubled() {
+    let dir = match tempfile::tempdir_in("/dev/shm") {
+        Ok(dir) => dir,
+        Err(_) => tempfile::tempdir().unwrap(),
+    };
+    let path = dir.path().join("concurrency.jsonl");
+    let log = FileLog::open_with(&path, SyncPolicy::EveryAppend)
+        .await
+        .unwrap();
+    let faults = log.faults();
+    let tool_ids: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (agent, _) = Agent::open(host(tool_ids.clone()), log).await.unwrap();
+    let calls = sixteen_tasks(agent, tool_ids, || {
+        parse(&std::fs::read(&path).unwrap()).unwrap().records
+    })
+    .await;
+    let syncs = faults.syncs();
+    println!("file log: {calls} calls, {syncs} syncs");
+    assert!(
+        syncs < calls,
+        "{syncs} syncs for {calls} calls: no group formed"
+    );
+}
+
+/// Runs the 16 tasks against `agent`, closes it, checks the log `records` reads, and returns
+/// how many calls the tasks made.
+async fn sixteen_tasks(
+    agent: Agent,
+    tool_ids: Arc<Mutex<Vec<String>>>,
+    records: impl FnOnce() -> Vec<Record>,
+) -> usize {
     let workers: Vec<_> = (0..TASKS)
         .map(|task| tokio::spawn(worker(agent.clone(), task)))
         .collect();
@@ -171,7 +208,7 @@ async fn i3_sixteen_tasks_deliver_and_cancel_and_nothing_is_lost_or_doubled() {
     all.acknowledged
         .extend(tool_ids.lock().unwrap().iter().cloned());
 
-    let records = log.records().unwrap();
+    let records = records();
     check_seq(&records);
     let auditor = audit(&records);
     assert_eq!(auditor.position().open_turn(), None);
@@ -233,4 +270,5 @@ async fn i3_sixteen_tasks_deliver_and_cancel_and_nothing_is_lost_or_doubled() {
         ledger.discarded.len(),
         records.len()
     );
+    all.operations
 }

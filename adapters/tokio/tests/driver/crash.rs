@@ -341,3 +341,76 @@ async fn a_write_failing_at_every_byte_never_acknowledges_what_is_not_in_the_log
         full.len()
     );
 }
+
+/// Group commit: bursts of concurrent deliveries (follow-ups, steers, injects from six tasks at
+/// once, while turns run) are appended in groups; a crash after every line and in the middle of
+/// every line of that log (so inside groups too) loses only deliveries that were never
+/// acknowledged, and the agent goes on.
+#[tokio::test(start_paused = true)]
+async fn s50_a_crash_inside_a_group_loses_only_unacknowledged_inputs() {
+    use std::sync::{Arc, Mutex};
+    let memory = MemoryLog::new();
+    let log = crate::group::GroupLog::new(memory.clone());
+    let sizes = Arc::clone(&log.sizes);
+    let (agent, _) = Agent::open(session_host(), log).await.unwrap();
+    let acks: Arc<Mutex<Vec<Ack>>> = Arc::default();
+    for burst in 0..4 {
+        let mut tasks = Vec::new();
+        for i in 0..6 {
+            let id = format!("g{burst}-{i}");
+            let (agent, memory, acks) = (agent.clone(), memory.clone(), Arc::clone(&acks));
+            tasks.push(tokio::spawn(async move {
+                let message = user(&id);
+                match i % 3 {
+                    0 => agent.followup(message).await.unwrap(),
+                    1 => agent.steer(message).await.unwrap(),
+                    _ => agent.inject(message).await.unwrap(),
+                }
+                let lines = memory.records().unwrap().len();
+                acks.lock().unwrap().push((id, lines));
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        sleep(45).await;
+    }
+    agent.when_idle().await.unwrap();
+    agent.close().await.unwrap();
+    let acks = acks.lock().unwrap().clone();
+    assert_eq!(acks.len(), 24);
+    // Groups formed: some append held the events of several deliveries.
+    let sizes = sizes.lock().unwrap().clone();
+    assert!(sizes.iter().any(|&size| size >= 6), "{sizes:?}");
+
+    let bytes = memory.bytes();
+    let records = parse(&bytes).unwrap().records;
+    audit(&records);
+    let mut ends = vec![0];
+    ends.extend(
+        bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b == b'\n')
+            .map(|(i, _)| i + 1),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crash.jsonl");
+    let mut images = 0;
+    for (i, &end) in ends.iter().enumerate() {
+        check_image(bytes[..end].to_vec(), &acks, None).await;
+        images += 1;
+        if let Some(&next) = ends.get(i + 1) {
+            let mid = end + (next - end) / 2;
+            check_image(bytes[..mid].to_vec(), &acks, Some(&path)).await;
+            images += 1;
+        }
+    }
+    assert_eq!(images, 2 * records.len() + 1);
+    println!(
+        "crash inside groups: {} lines, {} appends (largest {} records), {images} crash images",
+        records.len(),
+        sizes.len(),
+        sizes.iter().max().unwrap_or(&0)
+    );
+}

@@ -10,6 +10,7 @@ mod crash;
 mod delivery;
 mod dispose;
 mod durability;
+mod group;
 mod maintenance;
 mod memory;
 mod persistence;
