@@ -53,7 +53,7 @@ fn edits(c: &mut Criterion) {
     group.finish();
 }
 
-/// Bench 8: a delivery (quiet send, then remove) through a full delivery memory of `w` ids: the
+/// Bench 9: a delivery (quiet send, then remove) through a full delivery memory of `w` ids: the
 /// S52 check and the ring's eviction must not grow with `w`. Also the refused retry of a held id.
 fn retries(c: &mut Criterion) {
     let mut group = c.benchmark_group("delivery_memory");

@@ -221,12 +221,12 @@ fn main() {
         }
     }
 
-    // 8. Deliveries through the delivery memory (S52): flat in the number of held ids.
+    // 9. Deliveries through the delivery memory (S52): flat in the number of held ids.
     let send0 = per_element("delivery_memory", "send/0");
     for w in [0u64, 1_000, 100_000] {
         let send = per_element("delivery_memory", &format!("send/{w}"));
         println!(
-            "| 8 delivery memory | send + remove, {w} ids held | {} | {} (0 held) | {} | flat |",
+            "| 9 delivery memory | send + remove, {w} ids held | {} | {} (0 held) | {} | flat |",
             cell(send, time),
             cell(send0, time),
             cell(ratio(send, send0), |r| format!("{r:.2}×"))
@@ -236,7 +236,7 @@ fn main() {
     for w in [1_000u64, 100_000] {
         let refused = per_element("delivery_memory", &format!("refused/{w}"));
         println!(
-            "| 8 delivery memory | retry refused `already-delivered`, {w} ids held | {} | {} (1000 held) | {} | flat |",
+            "| 9 delivery memory | retry refused `already-delivered`, {w} ids held | {} | {} (1000 held) | {} | flat |",
             cell(refused, time),
             cell(refused1k, time),
             cell(ratio(refused, refused1k), |r| format!("{r:.2}×"))
