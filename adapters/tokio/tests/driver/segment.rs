@@ -65,6 +65,9 @@ async fn many_sessions_appending_at_once_share_syncs() {
         agents.push(agent);
     }
     let before = segment.faults().syncs();
+    // The first batch of every session waits for one commit (so the count below is bounded
+    // whatever the disk); the rest commit as they come.
+    segment.hold_commits(true);
     let mut tasks = tokio::task::JoinSet::new();
     for (i, agent) in agents.iter().enumerate() {
         let agent = agent.clone();
@@ -74,12 +77,15 @@ async fn many_sessions_appending_at_once_share_syncs() {
             }
         });
     }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(segment.faults().syncs(), before);
+    segment.hold_commits(false);
     while let Some(done) = tasks.join_next().await {
         done.unwrap();
     }
     let syncs = segment.faults().syncs() - before;
-    // 100 appends (each an acknowledged inject); far fewer syncs.
-    assert!((1..100).contains(&syncs), "{syncs} syncs for 100 appends");
+    // 100 appends (each an acknowledged inject): the first 20 in one commit, so at most 81.
+    assert!((1..=81).contains(&syncs), "{syncs} syncs for 100 appends");
     for agent in &agents {
         agent.close().await.unwrap();
     }
