@@ -8,7 +8,8 @@
 //! Cases: one agent with 1, 16 and 64 senders with group commit; the same one agent with 1 and
 //! 64 senders and `max_batch` 1 (one append and one sync per input: the driver before group
 //! commit, the baseline of the 20× goal); 1000 agents × 1 sender, each on its own file (the
-//! multi-tenant case).
+//! multi-tenant case), and the same 1000 agents each a session of one shared segment log
+//! (`SegmentLog`: one sync for many sessions).
 //!
 //! The logs go in `$COXSWAIN_BENCH_DIR` (default: a temporary directory under the target
 //! directory, i.e. the build's disk). Every case runs [`ROUNDS`] times, interleaved; medians are
@@ -50,6 +51,7 @@ struct Case {
     senders: usize,
     messages: usize,
     max_batch: usize,
+    shared: bool,
 }
 
 fn main() {
@@ -62,6 +64,7 @@ fn main() {
             senders: 1,
             messages: scale(3000),
             max_batch: 1,
+            shared: false,
         },
         Case {
             name: "1x64_unbatched",
@@ -69,6 +72,7 @@ fn main() {
             senders: 64,
             messages: scale(50),
             max_batch: 1,
+            shared: false,
         },
         Case {
             name: "1x1",
@@ -76,6 +80,7 @@ fn main() {
             senders: 1,
             messages: scale(3000),
             max_batch: 64,
+            shared: false,
         },
         Case {
             name: "1x16",
@@ -83,6 +88,7 @@ fn main() {
             senders: 16,
             messages: scale(1000),
             max_batch: 64,
+            shared: false,
         },
         Case {
             name: "1x64",
@@ -90,6 +96,7 @@ fn main() {
             senders: 64,
             messages: scale(1000),
             max_batch: 64,
+            shared: false,
         },
         Case {
             name: "1000x1",
@@ -97,6 +104,15 @@ fn main() {
             senders: 1,
             messages: scale(20),
             max_batch: 64,
+            shared: false,
+        },
+        Case {
+            name: "1000x1_shared",
+            agents: if full { 1000 } else { 10 },
+            senders: 1,
+            messages: scale(20),
+            max_batch: 64,
+            shared: true,
         },
     ];
     let base = std::env::var_os("COXSWAIN_BENCH_DIR")
@@ -119,6 +135,7 @@ fn main() {
                 messages: case.messages,
                 max_batch: case.max_batch,
                 policy: SyncPolicy::EveryAppend,
+                shared: case.shared,
             };
             let report = runtime
                 .block_on(run(&load, Arc::new(AtomicU64::new(0))))
@@ -146,6 +163,7 @@ fn figure(case: &Case, report: &LoadReport) -> Value {
         "senders": case.senders,
         "messages": case.messages,
         "max_batch": case.max_batch,
+        "shared": case.shared,
         "deliveries": report.deliveries,
         "deliveries_per_s": report.deliveries_per_s,
         "p50_ms": report.p50.as_secs_f64() * 1e3,

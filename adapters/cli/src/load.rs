@@ -1,6 +1,7 @@
-//! `coxswain load --log PATH --agents N --senders K --messages M [--json]`: a load generator for
-//! the durable path on the user's own disk. N agents, each on its own `FileLog` in the directory
-//! PATH (`agent-I.jsonl`, replaced), each fed by K concurrent senders sending M quiet deliveries
+//! `coxswain load --log PATH --agents N --senders K --messages M [--shared] [--json]`: a load
+//! generator for the durable path on the user's own disk. N agents, each on its own `FileLog` in
+//! the directory PATH (`agent-I.jsonl`, replaced) — or, with `--shared`, each a session of one
+//! shared segment log `PATH/segment.jsonl` (one sync for many sessions) — each fed by K concurrent senders sending M quiet deliveries
 //! (`inject`) one after the other. Prints deliveries per second, the p50 and p99 time from a call
 //! to its acknowledgement, and the fsync floor measured in the same run: the same bytes written
 //! to one file with one `write` + `fdatasync` per group of `min(N × K, --max-batch)` deliveries.
@@ -41,6 +42,10 @@ pub(crate) struct LoadArgs {
     /// When the logs sync.
     #[arg(long, value_enum, default_value_t = Sync::EveryAppend)]
     sync: Sync,
+    /// One shared segment log (`segment.jsonl` in the directory) for every agent, each its own
+    /// session, instead of a file per agent (it syncs every commit: `--sync` does not apply).
+    #[arg(long)]
+    shared: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -102,6 +107,7 @@ impl LoadArgs {
                 Sync::PerTurn => SyncPolicy::PerTurn,
                 Sync::Never => SyncPolicy::Never,
             },
+            shared: self.shared,
         })
     }
 }
@@ -180,6 +186,7 @@ pub(crate) fn to_json(load: &Load, report: &LoadReport) -> serde_json::Value {
         "senders": load.senders,
         "messages": load.messages,
         "max_batch": load.max_batch,
+        "shared": load.shared,
         "deliveries": report.deliveries,
         "elapsed_s": report.elapsed.as_secs_f64(),
         "syncs": report.syncs,
@@ -190,11 +197,16 @@ pub(crate) fn to_json(load: &Load, report: &LoadReport) -> serde_json::Value {
 
 fn print_text(load: &Load, report: &LoadReport) {
     println!(
-        "{} agents × {} senders × {} messages (max batch {}): {} deliveries in {:.2} s",
+        "{} agents × {} senders × {} messages (max batch {}, {}): {} deliveries in {:.2} s",
         load.agents,
         load.senders,
         load.messages,
         load.max_batch,
+        if load.shared {
+            "one shared segment log"
+        } else {
+            "a log file each"
+        },
         report.deliveries,
         report.elapsed.as_secs_f64()
     );
@@ -296,6 +308,48 @@ mod tests {
                 crate::verify::verify_bytes(&bytes),
                 crate::verify::Verdict::Ok { events: 12, .. }
             ));
+        }
+    }
+
+    #[test]
+    fn a_shared_load_writes_one_segment_log_that_verifies_per_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let load = parse(&[
+            "--log",
+            dir.path().to_str().unwrap(),
+            "--agents",
+            "3",
+            "--senders",
+            "2",
+            "--messages",
+            "4",
+            "--shared",
+        ])
+        .load()
+        .unwrap();
+        assert!(load.shared);
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let report = runtime
+            .block_on(run(&load, Arc::new(AtomicU64::new(0))))
+            .unwrap();
+        assert_eq!(report.deliveries, 24);
+        assert!(report.syncs >= 1 && report.syncs <= 24, "{}", report.syncs);
+        assert_eq!(to_json(&load, &report)["shared"], true);
+        assert!(!dir.path().join("agent-0.jsonl").exists());
+        let bytes = std::fs::read(dir.path().join("segment.jsonl")).unwrap();
+        assert_eq!(report.bytes, bytes.len() as u64);
+        let crate::verify::SegmentVerdict::Sessions(verdicts) =
+            crate::verify::verify_segment(&bytes, None)
+        else {
+            panic!("not split");
+        };
+        assert_eq!(verdicts.len(), 3);
+        for (i, (session, verdict)) in verdicts.iter().enumerate() {
+            assert_eq!(session, &format!("agent-{i}"));
+            assert!(
+                matches!(verdict, crate::verify::Verdict::Ok { events: 8, repair, .. } if repair.is_empty()),
+                "{verdict:?}"
+            );
         }
     }
 }

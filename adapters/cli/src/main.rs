@@ -41,11 +41,14 @@ enum Command {
     /// Load-test the durable path on your disk: deliveries/s, p50/p99 acknowledgement latency,
     /// and the fsync floor measured in the same run.
     Load(load::LoadArgs),
-    /// Check a durable log (JSON lines) against I1, I2, I5 and the splice rules.
-    /// Exit status: 0 ok, 1 violation, 2 needs crash repair.
+    /// Check a durable log (JSON lines) against I1, I2, I5 and the splice rules; a shared
+    /// segment log per session. Exit status: 0 ok, 1 violation, 2 needs crash repair.
     Verify {
-        /// The log file.
+        /// The log file (a session's log, or a shared segment log).
         log: PathBuf,
+        /// In a segment log: audit only this session (default: every session, one line each).
+        #[arg(long)]
+        session: Option<String>,
     },
 }
 
@@ -54,7 +57,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Conform { files } => conform::run(&files),
         Command::Run { script, log } => run::run(&script, log.as_deref()),
-        Command::Verify { log } => verify::run(&log),
+        Command::Verify { log, session } => verify::run(&log, session.as_deref()),
         Command::Check(args) => check::run(&args),
         Command::Load(args) => load::run_load(&args),
     }

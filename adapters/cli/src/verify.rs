@@ -4,11 +4,15 @@
 //! Prints `ok (N events, T turns)`, or the first violation as `line L: <rule>: <detail>`.
 //! Exit status: 0 ok; 1 a violation or a corrupt line (or the file cannot be read); 2 the log is
 //! sound but needs crash repair first (a torn final line, or a turn left open; S50).
+//!
+//! A shared segment log (its lines name their `session`) is audited per session:
+//! `--session ID` audits one session (line numbers are the file's); without it every session
+//! gets one verdict line, `session ID: …`, and the exit status is the worst of them.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use coxswain_log::{parse, Auditor};
+use coxswain_log::{is_segment, parse, split_segment, Auditor, Record, TornTail};
 
 /// What verifying a log found.
 #[derive(Debug, PartialEq, Eq)]
@@ -33,8 +37,13 @@ pub(crate) fn verify_bytes(bytes: &[u8]) -> Verdict {
             }
         }
     };
+    verify_records(&parsed.records, parsed.torn)
+}
+
+/// Audits one session's records (of a plain log, or one session of a segment log).
+pub(crate) fn verify_records(records: &[Record], torn: Option<TornTail>) -> Verdict {
     let mut auditor = Auditor::new();
-    for record in &parsed.records {
+    for record in records {
         if let Err(violation) = auditor.push_json(&record.event) {
             return Verdict::Violation {
                 line: record.line,
@@ -43,7 +52,7 @@ pub(crate) fn verify_bytes(bytes: &[u8]) -> Verdict {
         }
     }
     let mut repair = Vec::new();
-    if let Some(torn) = parsed.torn {
+    if let Some(torn) = torn {
         repair.push(format!("{torn} and will be dropped"));
     }
     if let Some(turn) = auditor.position().open_turn() {
@@ -53,13 +62,74 @@ pub(crate) fn verify_bytes(bytes: &[u8]) -> Verdict {
         ));
     }
     Verdict::Ok {
-        events: parsed.records.len(),
+        events: records.len(),
         turns: auditor.position().last_turn(),
         repair,
     }
 }
 
-pub(crate) fn run(path: &Path) -> ExitCode {
+/// Verifying a segment log: one verdict per session, or why it cannot be split.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum SegmentVerdict {
+    /// Every session asked for, with its verdict.
+    Sessions(Vec<(String, Verdict)>),
+    /// A line is not a record of a session.
+    Corrupt { line: usize, message: String },
+    /// `--session` names a session the file has no record of.
+    NoSession(String),
+}
+
+/// Audits a segment log per session (`only`: just that one). A torn final line belongs to no
+/// session that can be named: every verdict reports it.
+pub(crate) fn verify_segment(bytes: &[u8], only: Option<&str>) -> SegmentVerdict {
+    let parsed = match split_segment(bytes) {
+        Ok(parsed) => parsed,
+        Err(corrupt) => {
+            return SegmentVerdict::Corrupt {
+                line: corrupt.line,
+                message: format!("not a record: {}", corrupt.problem),
+            }
+        }
+    };
+    let mut verdicts = Vec::new();
+    for (session, records) in &parsed.sessions {
+        if only.is_none_or(|only| only == session) {
+            verdicts.push((session.clone(), verify_records(records, parsed.torn)));
+        }
+    }
+    match only {
+        Some(only) if verdicts.is_empty() => SegmentVerdict::NoSession(only.to_owned()),
+        _ => SegmentVerdict::Sessions(verdicts),
+    }
+}
+
+/// Prints a verdict as one line (with `prefix`); its exit code: 0, 1 or 2.
+fn report(prefix: &str, verdict: &Verdict) -> u8 {
+    match verdict {
+        Verdict::Violation { line, message } => {
+            println!("{prefix}line {line}: {message}");
+            1
+        }
+        Verdict::Ok {
+            events,
+            turns,
+            repair,
+        } => {
+            if repair.is_empty() {
+                println!("{prefix}ok ({events} events, {turns} turns)");
+                0
+            } else {
+                println!(
+                    "{prefix}ok ({events} events, {turns} turns); needs crash repair: {}",
+                    repair.join("; ")
+                );
+                2
+            }
+        }
+    }
+}
+
+pub(crate) fn run(path: &Path, session: Option<&str>) -> ExitCode {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(error) => {
@@ -67,6 +137,43 @@ pub(crate) fn run(path: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if is_segment(&bytes) || (session.is_some() && bytes.is_empty()) {
+        return match verify_segment(&bytes, session) {
+            SegmentVerdict::Corrupt { line, message } => {
+                println!("line {line}: {message}");
+                ExitCode::FAILURE
+            }
+            SegmentVerdict::NoSession(session) => {
+                println!("no session {session} in {}", path.display());
+                ExitCode::FAILURE
+            }
+            SegmentVerdict::Sessions(verdicts) => {
+                let worst = verdicts
+                    .iter()
+                    .map(|(id, verdict)| {
+                        let prefix = if session.is_some() {
+                            String::new()
+                        } else {
+                            format!("session {id}: ")
+                        };
+                        report(&prefix, verdict)
+                    })
+                    .fold(0, |worst, code| match (worst, code) {
+                        (1, _) | (_, 1) => 1,
+                        (2, _) | (_, 2) => 2,
+                        _ => 0,
+                    });
+                ExitCode::from(worst)
+            }
+        };
+    }
+    if session.is_some() {
+        println!(
+            "{} is not a segment log (its lines name no `session`)",
+            path.display()
+        );
+        return ExitCode::FAILURE;
+    }
     match verify_bytes(&bytes) {
         Verdict::Violation { line, message } => {
             println!("line {line}: {message}");
@@ -158,5 +265,75 @@ mod tests {
                 ]
             }
         );
+    }
+
+    fn in_session(session: &str, line: &str) -> String {
+        line.replacen(
+            "\"seq\":",
+            &format!("\"session\":\"{session}\",\"seq\":"),
+            1,
+        )
+    }
+
+    #[test]
+    fn a_segment_log_is_verified_per_session() {
+        let log = lines(&[
+            &in_session("a", SPLICE_A),
+            &in_session("b", SPLICE_A),
+            &in_session("a", r#"{"seq":2,"type":"turn/start","data":{"turn":1}}"#),
+            &in_session(
+                "b",
+                r#"{"seq":2,"type":"agent/inbox/spliced","data":{"target":"next-step","start":0,"inserted":[{"id":"a"}]}}"#,
+            ),
+        ]);
+        assert!(is_segment(&log));
+        let a = Verdict::Ok {
+            events: 2,
+            turns: 1,
+            repair: vec!["turn 1 is open and will be closed `interrupted` (1 closers)".into()],
+        };
+        let b = Verdict::Violation {
+            line: 4,
+            message: "I2 identity (S13): splice makes `a` pending twice (S13, S46)".into(),
+        };
+        assert_eq!(
+            verify_segment(&log, None),
+            SegmentVerdict::Sessions(vec![("a".into(), a), ("b".into(), b)])
+        );
+        assert_eq!(
+            verify_segment(&log, Some("b")),
+            SegmentVerdict::Sessions(vec![(
+                "b".into(),
+                Verdict::Violation {
+                    line: 4,
+                    message: "I2 identity (S13): splice makes `a` pending twice (S13, S46)".into(),
+                }
+            )])
+        );
+        assert_eq!(
+            verify_segment(&log, Some("c")),
+            SegmentVerdict::NoSession("c".into())
+        );
+        let mut torn = lines(&[&in_session("a", SPLICE_A)]);
+        torn.extend_from_slice(br#"{"seq":2,"se"#);
+        assert_eq!(
+            verify_segment(&torn, Some("a")),
+            SegmentVerdict::Sessions(vec![(
+                "a".into(),
+                Verdict::Ok {
+                    events: 1,
+                    turns: 0,
+                    repair: vec!["line 2 is torn (12 bytes) and will be dropped".into()],
+                }
+            )])
+        );
+        let gap = lines(&[
+            &in_session("a", SPLICE_A),
+            &in_session("a", r#"{"seq":3,"type":"turn/start","data":{"turn":1}}"#),
+        ]);
+        assert!(matches!(
+            verify_segment(&gap, None),
+            SegmentVerdict::Corrupt { line: 2, .. }
+        ));
     }
 }

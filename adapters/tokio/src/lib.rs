@@ -48,6 +48,7 @@ mod host;
 #[doc(hidden)]
 pub mod load;
 mod log;
+mod segment;
 
 pub use agent::{
     Agent, AgentError, Ending, InvalidOptions, OpenError, Options, PendingSnapshot, Recovery,
@@ -57,6 +58,7 @@ pub use host::{Host, PreStepContext, StepContext, TurnStoppingContext};
 #[doc(hidden)]
 pub use log::Faults;
 pub use log::{DurableLog, FileLog, LogError, MemoryLog, ReadBack, SyncPolicy};
+pub use segment::{SegmentLog, SessionLog};
 
 pub use coxswain_core;
 pub use coxswain_log;

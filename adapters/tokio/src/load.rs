@@ -1,6 +1,7 @@
 //! The load generator behind `coxswain load` and the durable-throughput bench (not part of the
-//! stable API): agents on [`FileLog`]s on a disk the user chooses, each fed by concurrent
-//! senders, and the fsync floor of that disk measured in the same run.
+//! stable API): agents on [`FileLog`]s (or sessions of one shared [`SegmentLog`]) on a disk the
+//! user chooses, each fed by concurrent senders, and the fsync floor of that disk measured in
+//! the same run.
 //!
 //! Every delivery is an `inject` (a quiet send: one `agent/inbox/spliced` record, no turn), so
 //! what is timed is the durable path alone: the call, the core, the group's append and its sync,
@@ -17,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use coxswain_core::{Message, StepAnswer};
 
-use crate::{Agent, AgentError, FileLog, Host, LogError, OpenError, Options, StepContext};
+use crate::{
+    Agent, AgentError, FileLog, Host, LogError, OpenError, Options, SegmentLog, StepContext,
+};
 use crate::{Faults, SyncPolicy};
 
 /// What to run.
@@ -34,8 +37,11 @@ pub struct Load {
     pub messages: usize,
     /// [`Options::max_batch`] (1: one append and one sync per input).
     pub max_batch: usize,
-    /// The logs' sync policy.
+    /// The logs' sync policy (per-agent files only: a shared segment log syncs every commit).
     pub policy: SyncPolicy,
+    /// One shared segment log (`segment.jsonl`, replaced) for every agent, each its own session,
+    /// instead of a file per agent.
+    pub shared: bool,
 }
 
 /// What a run measured.
@@ -116,22 +122,35 @@ pub async fn run(load: &Load, progress: Arc<AtomicU64>) -> Result<LoadReport, Lo
     let mut agents = Vec::with_capacity(load.agents);
     let mut faults: Vec<Faults> = Vec::with_capacity(load.agents);
     let mut paths = Vec::with_capacity(load.agents);
+    let segment = if load.shared {
+        let path = load.dir.join("segment.jsonl");
+        remove(&path)?;
+        let segment = SegmentLog::open(&path).await?;
+        faults.push(segment.faults());
+        paths.push(path);
+        Some(segment)
+    } else {
+        None
+    };
     for i in 0..load.agents {
-        let path = load.dir.join(format!("agent-{i}.jsonl"));
-        match std::fs::remove_file(&path) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                return Err(io_error(&path)(error))
-            }
-            _ => {}
-        }
-        let log = FileLog::open_with(&path, load.policy).await?;
-        faults.push(log.faults());
         let mut options = Options::named(format!("load-{i}"));
         options.max_batch = load.max_batch;
         options.channel_capacity = options.channel_capacity.max(load.senders);
-        let (agent, _) = Agent::open_with(options, Quiet, log).await?;
+        let agent = match &segment {
+            Some(segment) => {
+                let log = segment.session(format!("agent-{i}"))?;
+                Agent::open_with(options, Quiet, log).await?.0
+            }
+            None => {
+                let path = load.dir.join(format!("agent-{i}.jsonl"));
+                remove(&path)?;
+                let log = FileLog::open_with(&path, load.policy).await?;
+                faults.push(log.faults());
+                paths.push(path);
+                Agent::open_with(options, Quiet, log).await?.0
+            }
+        };
         agents.push(agent);
-        paths.push(path);
     }
     let before: u64 = faults.iter().map(|f| f.syncs() as u64).sum();
     let start = Instant::now();
@@ -164,6 +183,8 @@ pub async fn run(load: &Load, progress: Arc<AtomicU64>) -> Result<LoadReport, Lo
     for agent in &agents {
         agent.close().await?;
     }
+    drop(agents);
+    drop(segment);
     let mut bytes = 0;
     for path in &paths {
         bytes += std::fs::metadata(path).map_err(io_error(path))?.len();
@@ -198,6 +219,14 @@ pub async fn run(load: &Load, progress: Arc<AtomicU64>) -> Result<LoadReport, Lo
         floor_group,
         floor_per_s,
     })
+}
+
+/// Removes a log left by an earlier run.
+fn remove(path: &Path) -> Result<(), LoadError> {
+    match std::fs::remove_file(path) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(io_error(path)(error)),
+        _ => Ok(()),
+    }
 }
 
 /// The fsync floor: `groups` times, one `write` of `group` records of `record` bytes to a fresh

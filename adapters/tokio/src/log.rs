@@ -135,6 +135,17 @@ pub enum LogError {
         /// The path.
         path: PathBuf,
     },
+    /// The session is already open on this segment log (a session has one writer at a time:
+    /// drop its [`SessionLog`](crate::SessionLog), or await its agent's close, first).
+    #[error("session {session} is already open on this segment log")]
+    SessionOpen {
+        /// The session.
+        session: String,
+    },
+    /// The segment log's writer stopped (its file may be in an unknown state after a failed
+    /// cut-back); re-open the segment log.
+    #[error("the segment log's writer stopped; re-open it")]
+    WriterStopped,
 }
 
 impl LogError {
@@ -595,14 +606,14 @@ pub(crate) fn seqs(first: u64, len: usize) -> impl Iterator<Item = u64> {
 }
 
 /// The directory a log file lives in: `.` for a bare file name.
-fn parent_dir(path: &Path) -> &Path {
+pub(crate) fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     }
 }
 
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, LogError> {
     tokio::task::spawn_blocking(f)
@@ -614,10 +625,10 @@ async fn blocking<T: Send + 'static>(
 /// after a byte budget, syncs and truncations that fail. Clones share the switch.
 #[doc(hidden)]
 #[derive(Clone, Debug, Default)]
-pub struct Faults(Arc<FaultState>);
+pub struct Faults(pub(crate) Arc<FaultState>);
 
 #[derive(Debug)]
-struct FaultState {
+pub(crate) struct FaultState {
     /// Bytes that may still be written; `u64::MAX`: no limit.
     budget: AtomicU64,
     /// How many of the next syncs fail.
@@ -661,7 +672,7 @@ impl Faults {
 }
 
 impl FaultState {
-    fn take_budget(&self, want: usize) -> usize {
+    pub(crate) fn take_budget(&self, want: usize) -> usize {
         let want = want as u64;
         let mut allowed = want;
         let _ = self
@@ -676,7 +687,7 @@ impl FaultState {
         allowed as usize
     }
 
-    fn sync(&self) -> io::Result<()> {
+    pub(crate) fn sync(&self) -> io::Result<()> {
         self.syncs.fetch_add(1, Ordering::SeqCst);
         let failing = self
             .fail_syncs
@@ -692,7 +703,7 @@ impl FaultState {
         Ok(())
     }
 
-    fn truncate(&self) -> io::Result<()> {
+    pub(crate) fn truncate(&self) -> io::Result<()> {
         if self.fail_truncate.load(Ordering::SeqCst) {
             return Err(io::Error::other("truncate failed (injected)"));
         }

@@ -300,6 +300,11 @@ fn main() {
             "1000 agents × 1 sender, a FileLog each",
             "near the floor",
         ),
+        (
+            "1000x1_shared",
+            "1000 agents × 1 sender, one shared segment log",
+            "near the floor",
+        ),
     ] {
         let rate = case(name, "deliveries_per_s");
         let floor = case(name, "floor_per_s");

@@ -79,7 +79,7 @@ fn check(depth: usize, max: usize) -> Result<(), TooDeep> {
 
 /// The nesting depth of one JSON text (arrays and objects; brackets inside strings do not
 /// count). Linear, no recursion: the writer and the reader measure a line the same way.
-fn json_depth(bytes: &[u8]) -> usize {
+pub(crate) fn json_depth(bytes: &[u8]) -> usize {
     let mut counter = DepthCounter::default();
     counter.scan(bytes);
     counter.max
@@ -201,6 +201,8 @@ impl From<HostEvent> for Entry {
 #[derive(Serialize)]
 struct Line<'a> {
     seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session: Option<&'a str>,
     #[serde(flatten)]
     entry: &'a Entry,
 }
@@ -223,11 +225,39 @@ pub enum EncodeError {
 /// Appends the line of record `seq` (its JSON and the final `\n`) to `out`. A record deeper than
 /// [`MAX_DEPTH`] or numbered `u64::MAX` is refused. On error `out` is left as it was.
 pub fn encode(seq: u64, entry: &Entry, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    encode_line(seq, None, entry, out)
+}
+
+/// Appends the line of record `seq` of `session` in a shared segment log:
+/// `{"seq":…,"session":"…","type":…,"data":…}` and the final `\n` (see [`SegmentReader`](crate::SegmentReader)).
+/// Refused as [`encode`] refuses. On error `out` is left as it was.
+pub fn encode_in_session(
+    session: &str,
+    seq: u64,
+    entry: &Entry,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    encode_line(seq, Some(session), entry, out)
+}
+
+fn encode_line(
+    seq: u64,
+    session: Option<&str>,
+    entry: &Entry,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
     if seq == u64::MAX {
         return Err(EncodeError::SeqExhausted(seq));
     }
     let start = out.len();
-    if let Err(error) = serde_json::to_writer(&mut *out, &Line { seq, entry }) {
+    if let Err(error) = serde_json::to_writer(
+        &mut *out,
+        &Line {
+            seq,
+            session,
+            entry,
+        },
+    ) {
         out.truncate(start);
         return Err(EncodeError::Json(error.to_string()));
     }
@@ -322,6 +352,9 @@ pub enum Problem {
     /// The line nests deeper than [`MAX_DEPTH`].
     #[error("the record nests {0} levels deep; at most {max} are read", max = MAX_DEPTH)]
     TooDeep(usize),
+    /// A line of a shared segment log lacks the `session` string naming its session.
+    #[error("no `session` string naming the record's session")]
+    NoSession,
 }
 
 /// Reads a log one line at a time: the streaming form of [`parse`], for a log too large to hold
@@ -411,6 +444,27 @@ impl Reader {
         }
         let event: Value = serde_json::from_slice(bytes)
             .map_err(|error| corrupt(Problem::NotJson(error.to_string())))?;
+        self.checked(event)
+    }
+
+    /// The next complete line, already parsed (its depth checked): its record with this
+    /// reader's line number, or the corruption; `len` counts the line's bytes and its `\n`.
+    pub(crate) fn value(&mut self, event: Value, len: u64) -> Result<Record, CorruptLine> {
+        let record = self.checked(event)?;
+        self.commit(&record, len);
+        Ok(record)
+    }
+
+    /// Like [`Reader::value`] for a final segment without `\n`: not committed on error.
+    pub(crate) fn last_value(&mut self, event: Value, len: u64) -> Option<Record> {
+        let record = self.checked(event).ok()?;
+        self.commit(&record, len);
+        Some(record)
+    }
+
+    fn checked(&self, event: Value) -> Result<Record, CorruptLine> {
+        let line = self.line + 1;
+        let corrupt = |problem| CorruptLine { line, problem };
         if !event.is_object() {
             return Err(corrupt(Problem::NotAnObject));
         }

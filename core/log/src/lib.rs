@@ -8,6 +8,8 @@
 //! * The JSON-lines record format ([`encode`], [`parse`]): one `{seq, type, data}` object per
 //!   line, the machine's events ([`Entry::Machine`]) and the host's ([`HostEvent`]) interleaved,
 //!   a torn final line detected ([`TornTail`]), corruption named by line ([`CorruptLine`]).
+//! * Shared segment logs ([`SegmentReader`], [`split_segment`]): many sessions' records in one
+//!   file, each line naming its `session`, split back into per-session streams.
 //! * Crash repair ([`repair`], S50): restore what was read back (accepting what
 //!   S46 accepts), close an interrupted turn, hand back the machine.
 #![forbid(unsafe_code)]
@@ -16,11 +18,16 @@
 mod audit;
 mod jsonl;
 mod repair;
+mod segment;
 
 pub use audit::{AuditError, Auditor, Rule};
 pub use jsonl::{
-    check_data, check_message, depth_of, encode, parse, CorruptLine, EncodeError, Entry, HostEvent,
-    Parsed, Problem, Reader, Record, ReservedType, Tail, TooDeep, TornTail, MAX_DATA_DEPTH,
-    MAX_DEPTH, MAX_MESSAGE_DEPTH,
+    check_data, check_message, depth_of, encode, encode_in_session, parse, CorruptLine,
+    EncodeError, Entry, HostEvent, Parsed, Problem, Reader, Record, ReservedType, Tail, TooDeep,
+    TornTail, MAX_DATA_DEPTH, MAX_DEPTH, MAX_MESSAGE_DEPTH,
 };
 pub use repair::{repair, RepairError, Repaired};
+pub use segment::{
+    is_segment, split_segment, SegmentParsed, SegmentReader, SegmentRecord, SegmentTail,
+    SESSION_KEY,
+};

@@ -17,3 +17,4 @@ mod persistence;
 mod resume;
 mod retry;
 mod runtime;
+mod segment;

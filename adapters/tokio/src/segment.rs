@@ -1,0 +1,705 @@
+//! One shared segment log per process: the records of many sessions in one append-only
+//! JSON-lines file, one sync for many sessions (group commit across sessions).
+//!
+//! Each line is the ordinary record plus its session:
+//! `{"seq":…,"session":"…","type":…,"data":…}`, `seq` per session and contiguous within it
+//! ([`coxswain_log::SegmentReader`]).
+//!
+//! * [`SegmentLog::open`] creates the file if needed, takes an exclusive `flock` on it for the
+//!   life of the segment log (a second opener, here or in another process, gets
+//!   [`LogError::Locked`]), syncs its directory, and reads the whole file once to build an
+//!   index: every session's records (their byte offsets) and next `seq`. A corrupt line
+//!   rejects the open; a torn final line is left in place (the file is not changed) until a
+//!   session's [`repair_tail`](DurableLog::repair_tail) or the first append cuts it.
+//! * [`SegmentLog::session`] hands out a [`SessionLog`], a [`DurableLog`] reading back exactly
+//!   its session's records through the index. A session is open at most once at a time
+//!   ([`LogError::SessionOpen`]).
+//! * One committer thread owns the writes: it takes every batch waiting from every session,
+//!   writes them as one `write`, makes them durable with one `fdatasync`, checks that the path
+//!   still names the file, and only then answers each batch. If the write or the sync fails,
+//!   the file is cut back to its last durable length (the cut synced) and **every** batch of
+//!   that commit fails ([`LogError::Io`]; each failed session takes no more appends, as a
+//!   [`FileLog`](crate::FileLog) after a failure); if the cut-back fails too, every batch of the
+//!   commit is [`LogError::Indeterminate`] and the writer stops
+//!   ([`LogError::WriterStopped`] from then on).
+//!
+//! Every commit syncs (the [`SyncPolicy::EveryAppend`](crate::SyncPolicy::EveryAppend)
+//! contract): nothing is acknowledged that a power loss can take back.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{self, Write};
+use std::ops::ControlFlow;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+
+use coxswain_log::{
+    encode_in_session, CorruptLine, Entry, Problem, Reader, Record, SegmentReader, SegmentTail,
+    SESSION_KEY,
+};
+use rustix::fs::{flock, FlockOperation};
+use tokio::sync::oneshot;
+
+use crate::log::{blocking, parent_dir, seqs, FaultState};
+use crate::{DurableLog, Faults, LogError, ReadBack};
+
+/// How much of the file a read at open takes at a time.
+const READ_CHUNK: usize = 1 << 20;
+
+/// The most batches one commit takes (the rest wait for the next).
+const MAX_COMMIT: usize = 4096;
+
+/// Lines a session's read back reads per blocking task.
+const READ_LINES: usize = 1024;
+
+/// The buffer the committer keeps between commits; a larger one's is given back.
+const KEPT_BUFFER: usize = 1 << 20;
+
+/// A shared segment log: one file, one writer, many sessions. Clones share it; the file is
+/// unlocked once the last clone and the last [`SessionLog`] are dropped.
+#[derive(Clone, Debug)]
+pub struct SegmentLog {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    path: PathBuf,
+    file: Arc<File>,
+    id: (u64, u64),
+    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+    index: Arc<Mutex<Index>>,
+    faults: Faults,
+    gate: Arc<Gate>,
+}
+
+/// Holds commits back (tests only): while held, the committer waits after taking its first
+/// batch, so every batch sent meanwhile joins the same commit.
+#[derive(Debug, Default)]
+struct Gate {
+    held: Mutex<bool>,
+    released: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) {
+        let mut held = lock(&self.held);
+        while *held {
+            held = self
+                .released
+                .wait(held)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Index {
+    sessions: HashMap<String, SessionIndex>,
+    open: HashSet<String>,
+}
+
+#[derive(Debug)]
+struct SessionIndex {
+    lines: Vec<Line>,
+    next_seq: u64,
+}
+
+/// Where one record of a session is in the file.
+#[derive(Clone, Copy, Debug)]
+struct Line {
+    offset: u64,
+    /// Its bytes without the `\n`.
+    len: u64,
+    /// Its 1-based line number in the file.
+    number: usize,
+}
+
+type Reply = oneshot::Sender<Result<(), LogError>>;
+
+enum Job {
+    Append {
+        session: String,
+        bytes: Vec<u8>,
+        /// Each record's line length without its `\n`.
+        lens: Vec<u64>,
+        next_seq: u64,
+        reply: Reply,
+    },
+    Repair(Reply),
+    Sync(Reply),
+}
+
+impl Job {
+    fn answer(self, result: Result<(), LogError>) {
+        let reply = match self {
+            Job::Append { reply, .. } | Job::Repair(reply) | Job::Sync(reply) => reply,
+        };
+        // The session may have stopped waiting; nothing to do then.
+        let _ = reply.send(result);
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TailFix {
+    None,
+    Cut(u64),
+    Terminate,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl SegmentLog {
+    /// Opens (or creates) the segment log at `path` and indexes it. Fails with
+    /// [`LogError::Locked`] while another writer holds the file, and with
+    /// [`LogError::Corrupt`] (changing nothing) when a line before the end is not a record of
+    /// a session.
+    pub async fn open(path: impl AsRef<Path>) -> Result<SegmentLog, LogError> {
+        let path = std::path::absolute(path.as_ref())?;
+        let faults = Faults::default();
+        let state = Arc::clone(&faults.0);
+        let (committer, index) = blocking(move || Committer::open(path, state)).await??;
+        let index = Arc::new(Mutex::new(index));
+        let (tx, rx) = mpsc::channel();
+        let shared = Shared {
+            path: committer.path.clone(),
+            file: Arc::clone(&committer.file),
+            id: committer.id,
+            jobs: Mutex::new(Some(tx)),
+            committer: Mutex::new(None),
+            index: Arc::clone(&index),
+            faults,
+            gate: Arc::default(),
+        };
+        let mut committer = committer;
+        committer.index = index;
+        committer.gate = Arc::clone(&shared.gate);
+        let handle = std::thread::Builder::new()
+            .name("coxswain-segment".into())
+            .spawn(move || committer.run(&rx))?;
+        *lock(&shared.committer) = Some(handle);
+        Ok(SegmentLog {
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// The log of session `id`: its records read back from this file, its appends committed
+    /// with every other session's. [`LogError::SessionOpen`] while `id` is open already.
+    pub fn session(&self, id: impl Into<String>) -> Result<SessionLog, LogError> {
+        let session = id.into();
+        let mut index = lock(&self.shared.index);
+        if !index.open.insert(session.clone()) {
+            return Err(LogError::SessionOpen { session });
+        }
+        let next_seq = index.sessions.get(&session).map_or(1, |s| s.next_seq);
+        drop(index);
+        Ok(SessionLog {
+            shared: Arc::clone(&self.shared),
+            session,
+            next_seq,
+            ready: false,
+            failed: false,
+        })
+    }
+
+    /// The sessions the file holds records of, sorted.
+    pub fn sessions(&self) -> Vec<String> {
+        let mut sessions: Vec<String> = lock(&self.shared.index).sessions.keys().cloned().collect();
+        sessions.sort();
+        sessions
+    }
+
+    /// The file's path (made absolute when opened).
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// Fault injection for tests: writes, syncs or cut-backs of the shared file that fail, and
+    /// the count of its syncs. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn faults(&self) -> Faults {
+        self.shared.faults.clone()
+    }
+
+    /// Test hook: while `hold` is true the committer takes a first batch and waits, so every
+    /// batch sent meanwhile is committed with it. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn hold_commits(&self, hold: bool) {
+        *lock(&self.shared.gate.held) = hold;
+        self.shared.gate.released.notify_all();
+    }
+}
+
+impl Shared {
+    async fn submit(&self, job: impl FnOnce(Reply) -> Job) -> Result<(), LogError> {
+        let (reply, answer) = oneshot::channel();
+        let sent = match lock(&self.jobs).as_ref() {
+            Some(jobs) => jobs.send(job(reply)).is_ok(),
+            None => false,
+        };
+        if !sent {
+            return Err(LogError::WriterStopped);
+        }
+        answer.await.map_err(|_| LogError::WriterStopped)?
+    }
+
+    fn check_identity(&self) -> Result<(), LogError> {
+        check_identity(&self.file, &self.path, self.id)
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Closing the channel ends the committer; wait for it, so the lock is released when
+        // the last handle is gone.
+        drop(lock(&self.jobs).take());
+        *lock(&self.gate.held) = false;
+        self.gate.released.notify_all();
+        if let Some(handle) = lock(&self.committer).take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn check_identity(file: &File, path: &Path, id: (u64, u64)) -> Result<(), LogError> {
+    let replaced = || LogError::Replaced {
+        path: path.to_owned(),
+    };
+    if file.metadata()?.nlink() == 0 {
+        return Err(replaced());
+    }
+    match std::fs::metadata(path) {
+        Ok(there) if (there.dev(), there.ino()) == id => Ok(()),
+        Ok(_) => Err(replaced()),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Err(replaced()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// One session's log in a [`SegmentLog`]: a [`DurableLog`] whose records are the lines of the
+/// shared file that name this session. Dropping it frees the session for a next
+/// [`SegmentLog::session`].
+#[derive(Debug)]
+pub struct SessionLog {
+    shared: Arc<Shared>,
+    session: String,
+    next_seq: u64,
+    ready: bool,
+    failed: bool,
+}
+
+impl SessionLog {
+    /// The session's id.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+}
+
+impl Drop for SessionLog {
+    fn drop(&mut self) {
+        lock(&self.shared.index).open.remove(&self.session);
+    }
+}
+
+impl DurableLog for SessionLog {
+    async fn read_back(
+        &mut self,
+        visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
+    ) -> Result<ReadBack, LogError> {
+        self.shared.check_identity()?;
+        let lines = lock(&self.shared.index)
+            .sessions
+            .get(&self.session)
+            .map(|s| s.lines.clone())
+            .unwrap_or_default();
+        let mut reader = Reader::new();
+        for chunk in lines.chunks(READ_LINES) {
+            let chunk = chunk.to_vec();
+            let file = Arc::clone(&self.shared.file);
+            let read = blocking(move || read_lines(&file, &chunk)).await??;
+            for (line, bytes) in read {
+                let corrupt = |problem| CorruptLine {
+                    line: line.number,
+                    problem,
+                };
+                let mut record = reader
+                    .line(&bytes)
+                    .map_err(|error| corrupt(error.problem))?;
+                record.line = line.number;
+                match record.event.as_object_mut().map(|o| o.remove(SESSION_KEY)) {
+                    Some(Some(serde_json::Value::String(s))) if s == self.session => {}
+                    _ => return Err(corrupt(Problem::NoSession).into()),
+                }
+                if visit(record).is_break() {
+                    return Ok(ReadBack::new(reader.records(), None));
+                }
+            }
+            tokio::task::yield_now().await;
+        }
+        if reader.records() > 0 {
+            self.next_seq = reader.next_seq();
+        }
+        Ok(ReadBack::new(reader.records(), None))
+    }
+
+    async fn repair_tail(&mut self) -> Result<(), LogError> {
+        if !self.ready {
+            self.shared.submit(Job::Repair).await?;
+            self.ready = true;
+        }
+        Ok(())
+    }
+
+    async fn append(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
+        if self.failed {
+            return Err(LogError::Failed);
+        }
+        if batch.is_empty() {
+            return Ok(self.next_seq);
+        }
+        let first = self.next_seq;
+        let next = first
+            .checked_add(batch.len() as u64)
+            .ok_or(LogError::SeqExhausted)?;
+        let mut bytes = Vec::new();
+        let mut lens = Vec::with_capacity(batch.len());
+        for (seq, entry) in seqs(first, batch.len()).zip(batch) {
+            let start = bytes.len();
+            encode_in_session(&self.session, seq, entry, &mut bytes)?;
+            lens.push((bytes.len() - start - 1) as u64);
+        }
+        let session = self.session.clone();
+        // An append also cuts a torn tail first (the committer does it before any write).
+        let result = self
+            .shared
+            .submit(|reply| Job::Append {
+                session,
+                bytes,
+                lens,
+                next_seq: next,
+                reply,
+            })
+            .await;
+        match result {
+            Ok(()) => {
+                self.ready = true;
+                self.next_seq = next;
+                Ok(first)
+            }
+            Err(error) => {
+                self.failed = true;
+                Err(error)
+            }
+        }
+    }
+
+    async fn sync(&mut self) -> Result<(), LogError> {
+        self.shared.submit(Job::Sync).await
+    }
+}
+
+fn read_lines(file: &File, lines: &[Line]) -> io::Result<Vec<(Line, Vec<u8>)>> {
+    lines
+        .iter()
+        .map(|line| {
+            let len = usize::try_from(line.len).map_err(io::Error::other)?;
+            let mut bytes = vec![0; len];
+            file.read_exact_at(&mut bytes, line.offset)?;
+            Ok((*line, bytes))
+        })
+        .collect()
+}
+
+/// The writer: owns the file's length and tail, and commits every waiting batch at once.
+struct Committer {
+    file: Arc<File>,
+    path: PathBuf,
+    id: (u64, u64),
+    /// The durable length: everything up to here is acknowledged or was read at open.
+    len: u64,
+    /// Lines up to `len`.
+    lines: usize,
+    fix: TailFix,
+    /// A cut-back failed (or the file was replaced): nothing more is written.
+    stopped: bool,
+    index: Arc<Mutex<Index>>,
+    faults: Arc<FaultState>,
+    gate: Arc<Gate>,
+    buffer: Vec<u8>,
+}
+
+impl Committer {
+    fn open(path: PathBuf, faults: Arc<FaultState>) -> Result<(Committer, Index), LogError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)?;
+        if let Err(error) = flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            return Err(if error == rustix::io::Errno::WOULDBLOCK {
+                LogError::Locked { path }
+            } else {
+                io::Error::from(error).into()
+            });
+        }
+        File::open(parent_dir(&path))?.sync_all()?;
+        let meta = file.metadata()?;
+        let (index, len, lines, fix) = scan(&file)?;
+        Ok((
+            Committer {
+                file: Arc::new(file),
+                path,
+                id: (meta.dev(), meta.ino()),
+                len,
+                lines,
+                fix,
+                stopped: false,
+                index: Arc::default(),
+                faults,
+                gate: Arc::default(),
+                buffer: Vec::new(),
+            },
+            index,
+        ))
+    }
+
+    fn run(mut self, jobs: &mpsc::Receiver<Job>) {
+        while let Ok(first) = jobs.recv() {
+            let mut commit = vec![first];
+            self.gate.wait();
+            while commit.len() < MAX_COMMIT {
+                match jobs.try_recv() {
+                    Ok(job) => commit.push(job),
+                    Err(_) => break,
+                }
+            }
+            self.commit(commit);
+        }
+    }
+
+    fn commit(&mut self, jobs: Vec<Job>) {
+        if self.stopped {
+            return answer_all(jobs, &LogError::WriterStopped);
+        }
+        if let Err(error) = self.repair_tail() {
+            if matches!(error, LogError::Replaced { .. }) {
+                self.stopped = true;
+            }
+            return answer_all(jobs, &error);
+        }
+        let mut buffer = std::mem::take(&mut self.buffer);
+        buffer.clear();
+        let mut sync = false;
+        for job in &jobs {
+            match job {
+                Job::Append { bytes, .. } => buffer.extend_from_slice(bytes),
+                Job::Sync(_) => sync = true,
+                Job::Repair(_) => {}
+            }
+        }
+        let result = if buffer.is_empty() && !sync {
+            Ok(())
+        } else {
+            self.write_and_sync(&buffer)
+        };
+        let written = buffer.len() as u64;
+        self.buffer = buffer;
+        self.buffer.clear();
+        if self.buffer.capacity() > KEPT_BUFFER {
+            self.buffer.shrink_to(KEPT_BUFFER);
+        }
+        match result {
+            Ok(()) => {
+                self.index_commit(&jobs);
+                self.len += written;
+                for job in jobs {
+                    job.answer(Ok(()));
+                }
+            }
+            Err(error) => {
+                let error = self.undo(error);
+                if matches!(
+                    error,
+                    LogError::Indeterminate { .. } | LogError::Replaced { .. }
+                ) {
+                    self.stopped = true;
+                }
+                answer_all(jobs, &error);
+            }
+        }
+    }
+
+    /// Records where the committed lines are, and each session's next `seq`.
+    fn index_commit(&mut self, jobs: &[Job]) {
+        let mut index = lock(&self.index);
+        let mut offset = self.len;
+        for job in jobs {
+            let Job::Append {
+                session,
+                lens,
+                next_seq,
+                ..
+            } = job
+            else {
+                continue;
+            };
+            let entry = index
+                .sessions
+                .entry(session.clone())
+                .or_insert_with(|| SessionIndex {
+                    lines: Vec::new(),
+                    next_seq: 1,
+                });
+            for &len in lens {
+                self.lines += 1;
+                entry.lines.push(Line {
+                    offset,
+                    len,
+                    number: self.lines,
+                });
+                offset += len + 1;
+            }
+            entry.next_seq = *next_seq;
+        }
+    }
+
+    fn repair_tail(&mut self) -> Result<(), LogError> {
+        match self.fix {
+            TailFix::None => return Ok(()),
+            TailFix::Cut(len) => {
+                check_identity(&self.file, &self.path, self.id)?;
+                self.faults.truncate()?;
+                self.file.set_len(len)?;
+                self.sync()?;
+                self.len = len;
+            }
+            TailFix::Terminate => {
+                check_identity(&self.file, &self.path, self.id)?;
+                self.write(b"\n")?;
+                self.sync()?;
+                self.len += 1;
+            }
+        }
+        self.fix = TailFix::None;
+        Ok(())
+    }
+
+    fn write(&self, bytes: &[u8]) -> io::Result<()> {
+        let allowed = self.faults.take_budget(bytes.len());
+        (&*self.file).write_all(&bytes[..allowed])?;
+        if allowed < bytes.len() {
+            return Err(io::Error::other("write failed (injected)"));
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.faults.sync()?;
+        self.file.sync_data()
+    }
+
+    fn write_and_sync(&self, bytes: &[u8]) -> Result<(), LogError> {
+        self.write(bytes)?;
+        self.sync()?;
+        check_identity(&self.file, &self.path, self.id)
+    }
+
+    /// Cuts a failed commit back to the durable length and syncs the cut.
+    fn undo(&self, error: LogError) -> LogError {
+        let undone = self
+            .faults
+            .truncate()
+            .and_then(|()| self.file.set_len(self.len))
+            .and_then(|()| self.sync());
+        match (undone, error) {
+            (_, replaced @ LogError::Replaced { .. }) => replaced,
+            (Ok(()), error) => error,
+            (Err(undo), LogError::Io(error)) => LogError::Indeterminate {
+                error,
+                undo: Arc::new(undo),
+            },
+            (Err(undo), other) => LogError::Indeterminate {
+                error: Arc::new(io::Error::other(other.to_string())),
+                undo: Arc::new(undo),
+            },
+        }
+    }
+}
+
+fn answer_all(jobs: Vec<Job>, error: &LogError) {
+    for job in jobs {
+        job.answer(Err(error.clone()));
+    }
+}
+
+/// Reads the whole file once: every session's lines and next `seq`, the length and line count
+/// of what was read as records, and what its tail needs.
+fn scan(file: &File) -> Result<(Index, u64, usize, TailFix), LogError> {
+    let mut reader = SegmentReader::new();
+    let mut index = Index::default();
+    let mut note = |record: coxswain_log::SegmentRecord, terminated: bool| {
+        let len = record.len - u64::from(terminated);
+        index
+            .sessions
+            .entry(record.session)
+            .or_insert_with(|| SessionIndex {
+                lines: Vec::new(),
+                next_seq: 1,
+            })
+            .lines
+            .push(Line {
+                offset: record.offset,
+                len,
+                number: record.record.line,
+            });
+    };
+    let mut pending: Vec<u8> = Vec::new();
+    let mut offset = 0u64;
+    let mut chunk = vec![0; READ_CHUNK];
+    loop {
+        let n = match file.read_at(&mut chunk, offset) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error.into()),
+        };
+        offset += n as u64;
+        let mut rest: &[u8] = &chunk[..n];
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            let record = if pending.is_empty() {
+                reader.line(&rest[..end])?
+            } else {
+                pending.extend_from_slice(&rest[..end]);
+                let record = reader.line(&pending)?;
+                pending.clear();
+                record
+            };
+            note(record, true);
+            rest = &rest[end + 1..];
+        }
+        pending.extend_from_slice(rest);
+    }
+    let fix = if pending.is_empty() {
+        TailFix::None
+    } else {
+        match reader.last(&pending) {
+            SegmentTail::Torn(_) => TailFix::Cut(reader.complete_len()),
+            SegmentTail::Unterminated(record) => {
+                note(record, false);
+                TailFix::Terminate
+            }
+        }
+    };
+    for (session, next_seq) in reader.sessions() {
+        if let Some(entry) = index.sessions.get_mut(session) {
+            entry.next_seq = next_seq;
+        }
+    }
+    Ok((index, reader.complete_len(), reader.records(), fix))
+}
