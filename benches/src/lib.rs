@@ -216,7 +216,7 @@ pub fn replace_in_place(machine: &mut Machine, message: &Arc<Message>) -> usize 
     settle(replaced)
 }
 
-/// A stand-in for [`Output`] of the same size, for the baseline: a queue of outputs that does
+/// A stand-in for [`Output`](coxswain_core::Output) of the same size, for the baseline: a queue of outputs that does
 /// nothing else.
 #[derive(Clone, Debug)]
 pub enum FakeOutput {

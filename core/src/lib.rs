@@ -7,13 +7,15 @@
 //! to another language loses and duplicates nothing.
 //!
 //! The machine never does IO (S1): no async, no clock, no randomness, no files. The host feeds it
-//! inputs ([`Machine::followup`], [`Machine::answer_step`], … or [`Machine::handle`]) and drains
-//! its [`Output`]s with [`Machine::poll_output`]: durable [`Event`]s to append to the session log,
-//! live [`Notification`]s, and [`Request`]s for the host's asynchronous work (the pre-step
-//! decision, the step, the turn-stopping hooks, and the `abort` signal). A log written from those
-//! events restores the machine ([`Machine::restore`], [`Restorer`]).
+//! inputs ([`Machine::followup`], [`Machine::answer_step`], … or [`Machine::handle`]); each
+//! accepted input returns a [`Transition`]: its durable [`Event`]s to append to the session log
+//! as one batch, then — once the host says they are persisted — its [`Effect`]s: live
+//! [`Notification`]s, the start of an [`Activity`], [`Request`]s for the host's asynchronous work
+//! (the pre-step decision, the step, the turn-stopping hooks) and the [`Abort`] signal. A log
+//! written from those events restores the machine ([`Machine::restore`], [`Restorer`]); a
+//! [`Config`] chooses the delivery memory that makes retried deliveries harmless.
 //!
-//! Rule numbers (S1–S50, I1–I10) refer to the project's `SPEC.md`.
+//! Rule numbers (S1–S53, I1–I11) refer to the project's `SPEC.md`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -202,7 +202,7 @@ impl Auditor {
     }
 
     /// Restores a machine from the log so far. The log must not end inside a turn; push
-    /// [`closers`](Auditor::closers) first (crash repair, S50).
+    /// the closers of [`LogPosition::closers`] first (crash repair, S50).
     pub fn restore(&self) -> Result<Machine, InvalidLog> {
         self.restorer.clone().finish()
     }
