@@ -44,6 +44,7 @@
 
 mod agent;
 mod driver;
+mod file;
 mod host;
 #[doc(hidden)]
 pub mod load;

@@ -14,18 +14,19 @@
 
 use std::fs::File;
 use std::future::Future;
-use std::io::{self, Write};
+use std::io;
 use std::ops::ControlFlow;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use coxswain_core::Event;
+
+use crate::file::{after_cut_back, check_identity, identity, open_locked, write_budgeted};
 use coxswain_log::{
     encode, parse, CorruptLine, EncodeError, Entry, Reader, Record, Tail, TooDeep, TornTail,
 };
-use rustix::fs::{flock, FlockOperation};
 
 /// Where an agent's durable events go: an append-only sequence of records with contiguous `seq`.
 ///
@@ -449,26 +450,11 @@ impl DurableLog for FileLog {
 
 impl FileIo {
     fn open(path: PathBuf, faults: Arc<FaultState>) -> Result<FileIo, LogError> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&path)?;
-        if let Err(error) = flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            return Err(if error == rustix::io::Errno::WOULDBLOCK {
-                LogError::Locked { path }
-            } else {
-                io::Error::from(error).into()
-            });
-        }
-        // The file's directory entry must be durable too (also when an earlier run created the
-        // file and crashed before syncing it).
-        File::open(parent_dir(&path))?.sync_all()?;
-        let meta = file.metadata()?;
+        let (file, meta) = open_locked(&path)?;
         Ok(FileIo {
             file,
             path,
-            id: (meta.dev(), meta.ino()),
+            id: identity(&meta),
             len: meta.len(),
             buffer: Vec::new(),
             faults,
@@ -477,19 +463,7 @@ impl FileIo {
 
     /// The path still names this file, and the file is still linked.
     fn check_identity(&self) -> Result<(), LogError> {
-        let replaced = || LogError::Replaced {
-            path: self.path.clone(),
-        };
-        let ours = self.file.metadata()?;
-        if ours.nlink() == 0 {
-            return Err(replaced());
-        }
-        match std::fs::metadata(&self.path) {
-            Ok(there) if (there.dev(), there.ino()) == self.id => Ok(()),
-            Ok(_) => Err(replaced()),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => Err(replaced()),
-            Err(error) => Err(error.into()),
-        }
+        check_identity(&self.file, &self.path, self.id)
     }
 
     fn read_chunk(&self, offset: u64) -> io::Result<Vec<u8>> {
@@ -532,12 +506,7 @@ impl FileIo {
     }
 
     fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
-        let allowed = self.faults.take_budget(bytes.len());
-        self.file.write_all(&bytes[..allowed])?;
-        if allowed < bytes.len() {
-            return Err(io::Error::other("write failed (injected)"));
-        }
-        Ok(())
+        write_budgeted(&self.file, &self.faults, bytes)
     }
 
     /// Writes the encoded batch, syncs it if asked, and checks the file is still the log's. On
@@ -577,19 +546,7 @@ impl FileIo {
             .and_then(|()| self.file.set_len(self.len))
             .and_then(|()| self.faults.sync())
             .and_then(|()| self.file.sync_data());
-        match (undone, error) {
-            // Written to a file that is no longer the log: the log never had it.
-            (_, replaced @ LogError::Replaced { .. }) => replaced,
-            (Ok(()), error) => error,
-            (Err(undo), LogError::Io(error)) => LogError::Indeterminate {
-                error,
-                undo: Arc::new(undo),
-            },
-            (Err(undo), other) => LogError::Indeterminate {
-                error: Arc::new(io::Error::other(other.to_string())),
-                undo: Arc::new(undo),
-            },
-        }
+        after_cut_back(undone, error)
     }
 
     fn sync(&mut self) -> Result<(), LogError> {

@@ -28,9 +28,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::ops::ControlFlow;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -40,10 +40,10 @@ use coxswain_log::{
     encode_in_session, CorruptLine, Entry, Problem, Reader, Record, SegmentReader, SegmentTail,
     SESSION_KEY,
 };
-use rustix::fs::{flock, FlockOperation};
 use tokio::sync::oneshot;
 
-use crate::log::{blocking, parent_dir, seqs, FaultState};
+use crate::file::{after_cut_back, check_identity, identity, open_locked, write_budgeted};
+use crate::log::{blocking, seqs, FaultState};
 use crate::{DurableLog, Faults, LogError, ReadBack};
 
 /// How much of the file a read at open takes at a time.
@@ -267,21 +267,6 @@ impl Drop for Shared {
     }
 }
 
-fn check_identity(file: &File, path: &Path, id: (u64, u64)) -> Result<(), LogError> {
-    let replaced = || LogError::Replaced {
-        path: path.to_owned(),
-    };
-    if file.metadata()?.nlink() == 0 {
-        return Err(replaced());
-    }
-    match std::fs::metadata(path) {
-        Ok(there) if (there.dev(), there.ino()) == id => Ok(()),
-        Ok(_) => Err(replaced()),
-        Err(error) if error.kind() == io::ErrorKind::NotFound => Err(replaced()),
-        Err(error) => Err(error.into()),
-    }
-}
-
 /// One session's log in a [`SegmentLog`]: a [`DurableLog`] whose records are the lines of the
 /// shared file that name this session. Dropping it frees the session for a next
 /// [`SegmentLog::session`].
@@ -436,26 +421,13 @@ struct Committer {
 
 impl Committer {
     fn open(path: PathBuf, faults: Arc<FaultState>) -> Result<(Committer, Index), LogError> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&path)?;
-        if let Err(error) = flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            return Err(if error == rustix::io::Errno::WOULDBLOCK {
-                LogError::Locked { path }
-            } else {
-                io::Error::from(error).into()
-            });
-        }
-        File::open(parent_dir(&path))?.sync_all()?;
-        let meta = file.metadata()?;
+        let (file, meta) = open_locked(&path)?;
         let (index, len, lines, fix) = scan(&file)?;
         Ok((
             Committer {
                 file: Arc::new(file),
                 path,
-                id: (meta.dev(), meta.ino()),
+                id: identity(&meta),
                 len,
                 lines,
                 fix,
@@ -591,12 +563,7 @@ impl Committer {
     }
 
     fn write(&self, bytes: &[u8]) -> io::Result<()> {
-        let allowed = self.faults.take_budget(bytes.len());
-        (&*self.file).write_all(&bytes[..allowed])?;
-        if allowed < bytes.len() {
-            return Err(io::Error::other("write failed (injected)"));
-        }
-        Ok(())
+        write_budgeted(&self.file, &self.faults, bytes)
     }
 
     fn sync(&self) -> io::Result<()> {
@@ -617,18 +584,7 @@ impl Committer {
             .truncate()
             .and_then(|()| self.file.set_len(self.len))
             .and_then(|()| self.sync());
-        match (undone, error) {
-            (_, replaced @ LogError::Replaced { .. }) => replaced,
-            (Ok(()), error) => error,
-            (Err(undo), LogError::Io(error)) => LogError::Indeterminate {
-                error,
-                undo: Arc::new(undo),
-            },
-            (Err(undo), other) => LogError::Indeterminate {
-                error: Arc::new(io::Error::other(other.to_string())),
-                undo: Arc::new(undo),
-            },
-        }
+        after_cut_back(undone, error)
     }
 }
 
