@@ -25,7 +25,8 @@ use coxswain_core::Event;
 
 use crate::file::{after_cut_back, check_identity, identity, open_locked, write_budgeted};
 use coxswain_log::{
-    encode, parse, CorruptLine, EncodeError, Entry, Reader, Record, Tail, TooDeep, TornTail,
+    encode, parse, CorruptLine, EncodeError, Entry, LineBuffer, Reader, Record, Tail, TooDeep,
+    TornTail,
 };
 
 /// Where an agent's durable events go: an append-only sequence of records with contiguous `seq`.
@@ -345,7 +346,7 @@ impl DurableLog for FileLog {
         // Read through this log's own handle, and only while the path still names it.
         self.with_io(|io| io.check_identity()).await??;
         let mut reader = Reader::new();
-        let mut pending: Vec<u8> = Vec::new();
+        let mut lines = LineBuffer::new();
         let mut offset = 0u64;
         loop {
             let chunk = self
@@ -356,29 +357,17 @@ impl DurableLog for FileLog {
                 break;
             }
             offset += chunk.len() as u64;
-            let mut rest: &[u8] = &chunk;
-            while let Some(end) = rest.iter().position(|&b| b == b'\n') {
-                let record = if pending.is_empty() {
-                    reader.line(&rest[..end])?
-                } else {
-                    pending.extend_from_slice(&rest[..end]);
-                    let record = reader.line(&pending)?;
-                    pending.clear();
-                    record
-                };
-                rest = &rest[end + 1..];
-                if visit(record).is_break() {
-                    self.read = ReadState::Unread;
-                    return Ok(ReadBack::new(reader.records(), None));
-                }
+            let flow = lines.feed(&chunk, |line| Ok::<_, LogError>(visit(reader.line(line)?)))?;
+            if flow.is_break() {
+                self.read = ReadState::Unread;
+                return Ok(ReadBack::new(reader.records(), None));
             }
-            pending.extend_from_slice(rest);
             tokio::task::yield_now().await;
         }
-        let (torn, fix) = if pending.is_empty() {
+        let (torn, fix) = if lines.rest().is_empty() {
             (None, TailFix::None)
         } else {
-            match reader.last(&pending) {
+            match reader.last(lines.rest()) {
                 Tail::Torn(torn) => (Some(torn), TailFix::Cut(reader.complete_len())),
                 Tail::Unterminated(record) => {
                     let _ = visit(record);

@@ -37,8 +37,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use coxswain_log::{
-    encode_in_session, CorruptLine, Entry, Problem, Reader, Record, SegmentReader, SegmentTail,
-    SESSION_KEY,
+    encode_in_session, CorruptLine, Entry, LineBuffer, Problem, Reader, Record, SegmentReader,
+    SegmentTail, SESSION_KEY,
 };
 use tokio::sync::oneshot;
 
@@ -615,7 +615,7 @@ fn scan(file: &File) -> Result<(Index, u64, usize, TailFix), LogError> {
                 number: record.record.line,
             });
     };
-    let mut pending: Vec<u8> = Vec::new();
+    let mut lines = LineBuffer::new();
     let mut offset = 0u64;
     let mut chunk = vec![0; READ_CHUNK];
     loop {
@@ -626,25 +626,16 @@ fn scan(file: &File) -> Result<(Index, u64, usize, TailFix), LogError> {
             Err(error) => return Err(error.into()),
         };
         offset += n as u64;
-        let mut rest: &[u8] = &chunk[..n];
-        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
-            let record = if pending.is_empty() {
-                reader.line(&rest[..end])?
-            } else {
-                pending.extend_from_slice(&rest[..end]);
-                let record = reader.line(&pending)?;
-                pending.clear();
-                record
-            };
-            note(record, true);
-            rest = &rest[end + 1..];
-        }
-        pending.extend_from_slice(rest);
+        // The scan reads every line: it never breaks.
+        let _: ControlFlow<()> = lines.feed(&chunk[..n], |line| {
+            note(reader.line(line)?, true);
+            Ok::<_, LogError>(ControlFlow::Continue(()))
+        })?;
     }
-    let fix = if pending.is_empty() {
+    let fix = if lines.rest().is_empty() {
         TailFix::None
     } else {
-        match reader.last(&pending) {
+        match reader.last(lines.rest()) {
             SegmentTail::Torn(_) => TailFix::Cut(reader.complete_len()),
             SegmentTail::Unterminated(record) => {
                 note(record, false);

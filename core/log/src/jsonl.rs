@@ -25,8 +25,11 @@
 use std::fmt;
 
 use std::io;
+use std::ops::ControlFlow;
 
 use coxswain_core::{Event, Message};
+
+use crate::lines::LineBuffer;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -515,20 +518,19 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, CorruptLine> {
     let mut records = Vec::new();
     let mut torn = None;
     let mut unterminated = false;
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let Some(end) = rest.iter().position(|&b| b == b'\n') else {
-            match reader.last(rest) {
-                Tail::Torn(tail) => torn = Some(tail),
-                Tail::Unterminated(record) => {
-                    records.push(record);
-                    unterminated = true;
-                }
+    let mut lines = LineBuffer::new();
+    let _: ControlFlow<()> = lines.feed(bytes, |line| {
+        records.push(reader.line(line)?);
+        Ok(ControlFlow::Continue(()))
+    })?;
+    if !lines.rest().is_empty() {
+        match reader.last(lines.rest()) {
+            Tail::Torn(tail) => torn = Some(tail),
+            Tail::Unterminated(record) => {
+                records.push(record);
+                unterminated = true;
             }
-            break;
-        };
-        records.push(reader.line(&rest[..end])?);
-        rest = &rest[end + 1..];
+        }
     }
     Ok(Parsed {
         records,

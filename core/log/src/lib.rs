@@ -17,6 +17,7 @@
 
 mod audit;
 mod jsonl;
+mod lines;
 mod repair;
 mod segment;
 
@@ -26,6 +27,7 @@ pub use jsonl::{
     EncodeError, Entry, HostEvent, Parsed, Problem, Reader, Record, ReservedType, Tail, TooDeep,
     TornTail, MAX_DATA_DEPTH, MAX_DEPTH, MAX_MESSAGE_DEPTH,
 };
+pub use lines::LineBuffer;
 pub use repair::{repair, RepairError, Repaired};
 pub use segment::{
     is_segment, split_segment, SegmentParsed, SegmentReader, SegmentRecord, SegmentTail,
