@@ -29,20 +29,23 @@ async fn s52_a_retry_of_a_claimed_followup_is_already_delivered_and_runs_once() 
     deliver_once(&agent, "a").await.unwrap();
     sleep(1_000).await;
     // One turn: the retries opened none.
-    assert_eq!(
-        brief(&log),
-        [
-            "NT 0 +[a] wakeup",
-            "turn 1",
-            "NT 0 -1",
-            "step 1.1",
-            "msg a",
-            "/step 1.1",
-            "end 1 completed"
-        ]
-    );
-    assert_eq!(host.calls().len(), 3);
+    assert_eq!(brief(&log), ONE_TURN);
+    assert_eq!(host.calls(), ONE_TURN_CALLS);
 }
+
+/// The log of one follow-up `a` run to completion in turn 1.
+const ONE_TURN: [&str; 7] = [
+    "NT 0 +[a] wakeup",
+    "turn 1",
+    "NT 0 -1",
+    "step 1.1",
+    "msg a",
+    "/step 1.1",
+    "end 1 completed",
+];
+
+/// The host calls of that turn.
+const ONE_TURN_CALLS: [&str; 3] = ["pre_step 1.1 [a]", "step 1.1", "turn_stopping 1"];
 
 #[tokio::test(start_paused = true)]
 async fn s53_after_a_crash_the_reopened_agent_still_refuses_the_retry() {
@@ -60,8 +63,9 @@ async fn s53_after_a_crash_the_reopened_agent_still_refuses_the_retry() {
     ));
     deliver_once(&agent, "a").await.unwrap();
     sleep(1_000).await;
-    assert!(host.calls().is_empty(), "the retry ran nothing");
-    assert_eq!(brief(&log).len(), 7);
+    assert_eq!(host.calls(), Vec::<String>::new(), "the retry ran nothing");
+    // The log is the first run's, untouched: the turn had completed before the crash.
+    assert_eq!(brief(&log), ONE_TURN);
 }
 
 #[tokio::test(start_paused = true)]
@@ -76,5 +80,16 @@ async fn s51_a_memory_of_zero_is_plain_s9() {
     sleep(1_000).await;
     agent.followup(user("a")).await.unwrap();
     sleep(1_000).await;
-    assert_eq!(host.calls().len(), 6, "both deliveries ran");
+    assert_eq!(
+        host.calls(),
+        [
+            "pre_step 1.1 [a]",
+            "step 1.1",
+            "turn_stopping 1",
+            "pre_step 2.1 [a]",
+            "step 2.1",
+            "turn_stopping 2"
+        ],
+        "both deliveries ran"
+    );
 }
