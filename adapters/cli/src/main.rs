@@ -12,6 +12,7 @@ mod exec;
 mod load;
 mod port;
 mod run;
+mod traces;
 mod verify;
 
 /// Drive, check and verify the coxswain delivery state machine.
@@ -36,6 +37,9 @@ enum Command {
         #[arg(long, default_value = "10", value_parser = conform::parse_timeout)]
         timeout: std::time::Duration,
     },
+    /// Export what the model checker explores at a bound as a conformance suite: the shortest
+    /// path to every core state and every distinct transition (docs/PORTS.md).
+    Traces(traces::TracesArgs),
     /// The core's own end of docs/PORTS.md's line protocol, on stdin/stdout.
     Port {
         /// Break the port on purpose (tests of the ports kit).
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
             timeout,
         } => conform::run_exec(&command, timeout, &files),
         Command::Port { misbehave } => port::run(misbehave),
+        Command::Traces(args) => traces::run(&args),
         Command::Run { script, log } => run::run(&script, log.as_deref()),
         Command::Verify { log, session } => verify::run(&log, session.as_deref()),
         Command::Check(args) => check::run(&args),
