@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod check;
 mod conform;
 mod exec;
+mod fuzz;
 mod load;
 mod port;
 mod run;
@@ -40,6 +41,9 @@ enum Command {
     /// Export what the model checker explores at a bound as a conformance suite: the shortest
     /// path to every core state and every distinct transition (docs/PORTS.md).
     Traces(traces::TracesArgs),
+    /// Random sessions on a port and on the core side by side; the first divergence is shrunk
+    /// and written as a trace (docs/PORTS.md).
+    Fuzz(fuzz::FuzzArgs),
     /// The core's own end of docs/PORTS.md's line protocol, on stdin/stdout.
     Port {
         /// Break the port on purpose (tests of the ports kit).
@@ -83,6 +87,7 @@ fn main() -> ExitCode {
         } => conform::run_exec(&command, timeout, &files),
         Command::Port { misbehave } => port::run(misbehave),
         Command::Traces(args) => traces::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
         Command::Run { script, log } => run::run(&script, log.as_deref()),
         Command::Verify { log, session } => verify::run(&log, session.as_deref()),
         Command::Check(args) => check::run(&args),
