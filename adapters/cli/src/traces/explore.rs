@@ -213,3 +213,76 @@ impl Explored {
         paths
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coxswain_model::Bound;
+
+    fn bound(operations: u8) -> Bound {
+        Bound {
+            messages: 2,
+            operations,
+            tool_steps: 1,
+            crashes: false,
+            memory: 0,
+        }
+    }
+
+    /// The coverage claim, checked independently of the search: replaying the written paths on a
+    /// fresh core reaches exactly the states and takes exactly the (state, input) transitions
+    /// the search counted, and no path is a prefix of another.
+    #[test]
+    fn the_paths_cover_every_state_and_transition_and_none_is_a_prefix() {
+        for operations in [1, 2] {
+            let model = DeliveryModel::new(bound(operations));
+            let explored = explore(&model);
+            let paths = explored.paths();
+            let mut states = HashSet::new();
+            let mut taken = HashSet::new();
+            for path in &paths {
+                let mut machine = model.machine();
+                states.insert(machine.clone());
+                for input in path {
+                    taken.insert((machine.clone(), input_json(input).to_string()));
+                    if let Ok(transition) = machine.handle(input.clone()) {
+                        transition.into_outputs().for_each(drop);
+                    }
+                    states.insert(machine.clone());
+                }
+            }
+            assert_eq!(
+                (states.len(), taken.len()),
+                (explored.states, explored.transitions),
+                "operations {operations}"
+            );
+            let mut sorted: Vec<Vec<String>> = paths
+                .iter()
+                .map(|p| p.iter().map(|i| input_json(i).to_string()).collect())
+                .collect();
+            sorted.sort();
+            for pair in sorted.windows(2) {
+                assert!(!pair[1].starts_with(&pair[0]), "a prefix: {:?}", pair[0]);
+            }
+        }
+    }
+
+    /// The counts at the smallest bounds, pinned (README, PORTS.md).
+    #[test]
+    fn counts_at_small_bounds() {
+        let counts = |operations| {
+            let explored = explore(&DeliveryModel::new(bound(operations)));
+            let paths = explored.paths();
+            (
+                explored.model_states,
+                explored.states,
+                explored.transitions,
+                explored.rejections,
+                paths.len(),
+                paths.iter().map(Vec::len).sum::<usize>(),
+            )
+        };
+        assert_eq!(counts(1), (30, 16, 204, 148, 46, 546));
+        assert_eq!(counts(2), (560, 169, 2323, 1457, 706, 15791));
+    }
+}
