@@ -96,9 +96,42 @@ fn a_crashed_port_fails_its_trace_with_status_and_stderr_and_is_restarted() {
     );
 }
 
+/// The processes whose environment holds `marker` (Linux: /proc).
+fn processes_marked(marker: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
 #[test]
 fn a_silent_port_is_killed_at_the_timeout_and_restarted() {
-    let (code, out) = misbehaving("hang", &["--timeout", "0.5"]);
+    // The port runs under a marker in its environment, to show the kill reached it (not only
+    // the shell that started it).
+    let marker = format!("COXSWAIN_PORTS_TEST_HANG={}", std::process::id());
+    let command = format!("{marker} {}", port("--misbehave hang"));
+    let (code, out) = coxswain(
+        &corpus(),
+        &[
+            &["conform", "--exec", &command, "--timeout", "0.5"],
+            &TWO[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(processes_marked(&marker), Vec::<String>::new());
     assert_eq!(code, 1);
     assert_eq!(
         lines(&out),

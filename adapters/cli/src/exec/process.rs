@@ -131,7 +131,7 @@ impl Process {
     pub(crate) fn kill(&mut self) {
         let group = format!("-{}", self.child.id());
         let _ = Command::new("sh")
-            .args(["-c", "kill -KILL -- \"$0\" 2>/dev/null", &group])
+            .args(["-c", "kill -9 \"$0\" 2>/dev/null", &group])
             .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
