@@ -595,6 +595,49 @@ mod tests {
         }
     }
 
+    /// A subject that answers like the core until its `n`th input, where it fails (PORTS.md: a
+    /// crashed port fails the trace at the line it was serving).
+    struct FailsAt {
+        core: CoreSubject,
+        left: usize,
+    }
+
+    impl Subject for FailsAt {
+        fn begin(&mut self, given: Option<&Given<'_>>) -> Result<Result<(), Rejection>, Failure> {
+            self.core.begin(given)
+        }
+
+        fn input(&mut self, input: &Input) -> Result<Result<Vec<Value>, Rejection>, Failure> {
+            if self.left == 0 {
+                return Err(Failure {
+                    what: "port exited (exit status: 3)".into(),
+                    tail: "\n  stderr: boom".into(),
+                });
+            }
+            self.left -= 1;
+            self.core.input(input)
+        }
+    }
+
+    #[test]
+    fn a_subject_failure_fails_the_trace_at_the_line_served() {
+        let trace = Trace::parse(EXAMPLE).unwrap();
+        let mut subject = FailsAt {
+            core: CoreSubject::default(),
+            left: 1,
+        };
+        let error = replay_on(&trace, &mut subject).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "port exited (exit status: 3) at line 10\n  stderr: boom"
+        );
+        let mut subject = FailsAt {
+            core: CoreSubject::default(),
+            left: 4,
+        };
+        assert_eq!(replay_on(&trace, &mut subject).map(|r| r.outputs), Ok(14));
+    }
+
     #[test]
     fn recorder_output_replays() {
         let mut recorder = Recorder::new("recorded");

@@ -1,7 +1,7 @@
 //! `coxswain traces --messages N --operations K --out DIR`: what the model checker explores at a
 //! bound, exported as a conformance suite (FORMAT.md) a port can be held to.
 //!
-//! [`explore`] searches breadth-first and keeps the shortest input path to every core state and
+//! [`explore()`] searches breadth-first and keeps the shortest input path to every core state and
 //! to every distinct (state, input) transition; only maximal paths become traces, each recorded
 //! on the real core ([`Recorder`]), so their outputs are the core's. Same arguments, same files.
 
@@ -22,8 +22,9 @@ pub(crate) struct TracesArgs {
     /// Message ids in the pool.
     #[arg(long, default_value_t = 2)]
     messages: u8,
-    /// Environment operations per path (deliveries, edits, cancels, maintenance, dispose).
-    #[arg(long, default_value_t = 4)]
+    /// Environment operations per path (deliveries, edits, cancels, maintenance, dispose); the
+    /// suite grows about tenfold per operation (docs/PORTS.md has the counts).
+    #[arg(long, default_value_t = 2)]
     operations: u8,
     /// `continue` answers per path.
     #[arg(long, default_value_t = 1)]
