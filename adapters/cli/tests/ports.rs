@@ -435,3 +435,43 @@ fn fuzz_finds_a_dropped_output_and_shrinks_it_to_one_input() {
     );
     assert_eq!(code, 1);
 }
+
+/// A crash is a divergence too: shrinking restarts the port for every candidate.
+#[test]
+fn fuzz_shrinks_a_crash_to_the_input_that_causes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let command = port("--misbehave crash");
+    let (code, out) = coxswain(
+        dir.path(),
+        &[
+            "fuzz",
+            "--exec",
+            &command,
+            "--sessions",
+            "20",
+            "--seed",
+            "3",
+        ],
+    );
+    assert_eq!(code, 1);
+    let stderr = "  stderr: coxswain port: misbehaving on purpose (crash at dispose)";
+    assert_eq!(
+        lines(&out),
+        [
+            format!("fuzz: port coxswain {VERSION}, 20 sessions, seed 3"),
+            "session 1 (delivery memory 1): diverged at input 79: port exited (exit status: 3)"
+                .into(),
+            stderr.into(),
+            "shrunk 79 inputs to 1 (13 candidates tried)".into(),
+            "wrote divergence.jsonl (1 inputs): on the core ok; on the port FAIL port exited \
+             (exit status: 3) at line 2"
+                .into(),
+            stderr.into(),
+        ]
+    );
+    let trace = std::fs::read_to_string(dir.path().join("divergence.jsonl")).unwrap();
+    assert_eq!(
+        lines(&trace)[1..],
+        [r#"{"in":{"dispose":{}}}"#, r#"{"out":{"disposed":{}}}"#]
+    );
+}
