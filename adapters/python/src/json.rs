@@ -39,7 +39,11 @@ fn convert(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
         if let Ok(n) = int.extract::<u64>() {
             return Ok(Value::Number(n.into()));
         }
-        return Err(PyValueError::new_err("an integer out of the 64-bit range"));
+        // Beyond 64 bits serde_json (and so the Rust side) reads a JSON integer as a float.
+        let float: f64 = int.extract()?;
+        return Number::from_f64(float)
+            .map(Value::Number)
+            .ok_or_else(|| PyValueError::new_err("an integer too large for JSON"));
     }
     if let Ok(float) = object.cast::<PyFloat>() {
         return Number::from_f64(float.value())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import pytest
 
 import coxswain
@@ -156,7 +158,7 @@ def test_maintenance_begins_an_activity_with_no_wire_output() -> None:
     assert t.persisted() == (Begin("maintenance"),)
     assert m.phase == "maintenance"
     settle(m.end_maintenance())
-    assert m.phase == "idle"
+    assert str(m.phase) == "idle"
 
 
 def test_dispose_then_every_input_is_disposed() -> None:
@@ -171,7 +173,7 @@ def test_restore_from_a_log_with_delivery_memory() -> None:
     """S46–S48, S53: items park, the memory is rebuilt from the replayed splices."""
     m = Machine(delivery_memory=4)
     log: list[dict[str, object]] = []
-    steps = [
+    steps: list[Callable[[], coxswain.Transition]] = [
         lambda: m.inject(B),
         lambda: m.followup(A),
         lambda: m.answer_pre_step(Enter((B, A))),

@@ -159,7 +159,7 @@ def test_delivery_memory_from_given(port: PortProcess) -> None:
 
 
 def test_invalid_log_is_rejected_and_inputs_after_it_are_errors(port: PortProcess) -> None:
-    given = {"log": [{"data": {}}]}  # S46: no string `type`
+    given: dict[str, Any] = {"log": [{"data": {}}]}  # S46: no string `type`
     assert port.ask({"begin": {"trace": "i", "given": given}}) == {"rejected": "invalid-log"}
     assert "error" in port.ask({"in": {"clear": {}}})
     assert port.ask({"end": {}}) == {"ended": {}}
