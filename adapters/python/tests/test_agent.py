@@ -353,3 +353,26 @@ def test_concurrent_deliveries_commit_in_groups_and_all_acknowledge(
 def test_a_fail_answer_is_typed() -> None:
     answer: StepAnswer = Fail(coxswain.ErrorInfo("x", "y"))
     assert coxswain._types.answer_json("step", answer) == {"step": {"fail": {"message": "x", "code": "y"}}}
+
+
+def test_an_invalid_host_answer_fails_the_turn_and_bad_input_fails_only_its_call(
+    tmp_path: Path,
+) -> None:
+    class Wrong(Host):
+        async def step(self, cx: StepContext) -> StepAnswer:
+            return "finished"  # type: ignore[return-value]
+
+    log = tmp_path / "s.jsonl"
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Wrong(), log)
+        with pytest.raises(TypeError):  # not JSON: refused, nothing changed
+            await agent.followup(Message("x", object()))
+        await agent.followup(A)
+        await agent.when_idle()
+        await agent.dispose()
+
+    run(main)
+    reason = records(log)[-1]["data"]["reason"]
+    assert reason["kind"] == "error" and reason["error"]["code"] == "host-invalid-answer"
+    assert records(log)[0]["data"]["inserted"][0]["id"] == "a"

@@ -195,3 +195,21 @@ def test_a_changed_trace_fails(tmp_path: Path, port: PortProcess) -> None:
     with pytest.raises(AssertionError):
         replay(port, changed)
     port.ask({"end": {}})
+
+
+def test_odd_requests_each_get_exactly_one_reply(port: PortProcess) -> None:
+    """Never a crash nor a silent port: every odd request gets one `error` (or its reply)."""
+    odd: list[Any] = [
+        None, 1, "x", [], {}, {"in": None}, {"in": []}, {"begin": None}, {"begin": {"given": 5}},
+        {"begin": {"given": {"log": 3}}}, {"begin": {"given": {"memory": -1}}},
+        {"begin": {"given": {"seedLength": True}}}, {"end": None}, {"hello": None},
+        {"in": {"followup": {"id": 7}}}, {"in": {"followup": {"id": "big", "content": 2**80}}},
+    ]
+    for request in odd:
+        reply = port.ask(request)
+        assert set(reply) <= {"error", "ended", "ready", "hello", "outputs", "rejected"}, reply
+    assert "error" in port.ask({"begin": {"given": {"log": 3}}})
+    assert port.ask({"begin": {"trace": "ok", "given": {"log": [], "seedLength": 0}}}) == {"ready": {}}
+    big = port.ask({"in": {"inject": {"id": "big", "content": 2**80}}})
+    assert big["outputs"][0]["event"]["data"]["inserted"][0]["content"] == float(2**80)
+    assert port.ask({"end": {}}) == {"ended": {}}

@@ -27,12 +27,14 @@ from .._types import (
     CancelCause,
     Disposed,
     Effect,
+    Enter,
     ErrorInfo,
     Fail,
     Message,
     Notification,
     PreStepAnswer,
     PreStepRequest,
+    Reject,
     StatusChanged,
     StepAnswer,
     StepRequest,
@@ -163,6 +165,23 @@ class _Control:
 
 
 _Command = Union[_Input, _Record, _Control]
+
+
+_LITERALS = {"preStep": (), "step": ("completed", "max-tokens", "continue"), "turnStopping": ("done",)}
+
+
+def _checked(kind: str, answer: Any) -> Any:
+    """The host's answer if it is one of the ``kind``'s answers; raises ``TypeError`` if not."""
+    if isinstance(answer, Fail) and isinstance(answer.error, ErrorInfo):
+        return answer
+    if kind == "preStep":
+        if isinstance(answer, Reject):
+            return answer
+        if isinstance(answer, Enter) and all(isinstance(m, Message) for m in answer.messages):
+            return answer
+    elif isinstance(answer, str) and answer in _LITERALS[kind]:
+        return answer
+    raise TypeError(f"{answer!r} is not a {kind} answer")
 
 
 async def _awaited(call: Awaitable[T]) -> T:
@@ -495,8 +514,8 @@ class Agent:
                 continue
             try:
                 transition: Transition = self._machine.handle(command.input)
-            except Rejected as rejection:
-                members.append(_Member(command.reply, rejection, [], (), None))
+            except Exception as refused:  # rejected (S5) or not an input: nothing changed
+                members.append(_Member(command.reply, refused, [], (), None))
                 continue
             records = [event.record() for event in transition.events]
             effects = transition.persisted()  # held, not carried out, until the append is durable
@@ -600,8 +619,13 @@ class Agent:
             answer = Fail(ErrorInfo(f"the host's {kind} call raised {error!r}", "host-exception"))
         else:
             answer = inner.result()
+        try:
+            input = answer_json(kind, _checked(kind, answer))
+        except (TypeError, ValueError, AttributeError) as error:
+            invalid = ErrorInfo(f"the host's {kind} answer is invalid: {error}", "host-invalid-answer")
+            input = answer_json(kind, Fail(invalid))
         if self._ending is None:
-            self._queue.put_nowait(_Input(answer_json(kind, answer), None))
+            self._queue.put_nowait(_Input(input, None))
 
     def _end(self, ending: Ending) -> None:
         if self._ending is not None:
