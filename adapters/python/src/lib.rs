@@ -11,6 +11,7 @@ mod errors;
 mod json;
 mod log;
 mod machine;
+mod typed;
 
 use pyo3::prelude::*;
 

@@ -6,13 +6,16 @@
 //! (`python -m coxswain.port`) speaks it as is. Each input's outputs are taken out at once, so the
 //! core never holds undrained outputs; the drain contract is kept by the Python `Transition`.
 
-use coxswain_core::{Config, Input, Machine, MessageId, Output, Outstanding, Status, Target};
+use coxswain_core::{
+    Config, Input, Machine, MaintenanceInput, MessageId, Output, Outstanding, Status, Target,
+};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyList, PyString, PyTuple};
 use serde_json::{json, Value};
 
 use crate::errors;
 use crate::json::{to_py, to_value};
+use crate::typed::Builder;
 
 /// The machine, driven with JSON inputs (see the module docs).
 #[pyclass(module = "coxswain._native", name = "Machine")]
@@ -91,6 +94,38 @@ impl NativeMachine {
             outputs.append(to_py(py, &output_value(&output))?)?;
         }
         Ok((found, outputs))
+    }
+
+    /// [`handle`](Self::handle) for the typed API: `(found, events, effects, outputs)` as the
+    /// classes of `coxswain._types` (effects include `Begin`, which has no wire form).
+    #[allow(clippy::type_complexity)]
+    fn handle_typed<'py>(
+        &mut self,
+        py: Python<'py>,
+        input: &Bound<'py, PyAny>,
+    ) -> PyResult<(
+        bool,
+        Bound<'py, PyList>,
+        Bound<'py, PyList>,
+        Bound<'py, PyList>,
+    )> {
+        let value = to_value(input)?;
+        let input: Input = serde_json::from_value(value)
+            .map_err(|e| errors::invalid_input(py, format!("not an input: {e}")))?;
+        let maintenance = matches!(input, Input::Maintenance(MaintenanceInput::Begin));
+        let mut builder = Builder::new(py)?;
+        let transition = self
+            .machine
+            .handle(input)
+            .map_err(|rejection| errors::rejected(py, &rejection))?;
+        let found = transition.found();
+        if maintenance {
+            builder.begin(PyString::new(py, "maintenance").into_any())?;
+        }
+        for output in transition.into_outputs() {
+            builder.push(&output)?;
+        }
+        Ok((found, builder.events, builder.effects, builder.outputs))
     }
 
     /// The public status (S23): `"idle"` or `"running"`.

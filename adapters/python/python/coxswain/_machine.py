@@ -17,7 +17,6 @@ from . import _native
 from ._errors import Undrained
 from ._types import (
     JSON,
-    Begin,
     CancelCause,
     Effect,
     Event,
@@ -29,7 +28,6 @@ from ._types import (
     Target,
     TurnStoppingAnswer,
     answer_json,
-    output_from_json,
 )
 
 __all__ = ["Machine", "Transition", "Pending", "Outstanding"]
@@ -59,15 +57,19 @@ class Outstanding:
 class Transition:
     """What one accepted input produced (immutable). ``events``: the durable events, one batch;
     ``effects``: what to carry out once they are durable (``Begin`` included); ``outputs``:
-    every output in wire order (FORMAT.md), for recorders and ports; ``wire``: the same as
-    JSON values. ``found`` is false only for a ``remove``/``replace`` of an id not pending."""
+    every output in wire order (FORMAT.md), for recorders and ports (``wire``: the same as
+    JSON values). ``found`` is false only for a ``remove``/``replace`` of an id not pending."""
 
     found: bool
     events: tuple[Event, ...]
     effects: tuple[Effect, ...]
     outputs: tuple[Output, ...]
-    wire: tuple[JSON, ...]
     _machine: "Machine | None" = field(default=None, repr=False, compare=False)
+
+    @property
+    def wire(self) -> tuple[JSON, ...]:
+        """Every output as a trace ``"out"`` value, in wire order."""
+        return tuple(output.to_json() for output in self.outputs)
 
     def persisted(self) -> tuple[Effect, ...]:
         """The host's word that ``events`` are durable: settles the transition and returns the
@@ -88,34 +90,13 @@ class Transition:
         return not self.events and not self.effects
 
 
-_EMPTY = Transition(True, (), (), (), ())
-_NOT_FOUND = Transition(False, (), (), (), ())
+_EMPTY = Transition(True, (), (), ())
+_NOT_FOUND = Transition(False, (), (), ())
 _KINDS: Mapping[str, Literal["preStep", "step", "turnStopping"]] = {
     "preStep": "preStep",
     "step": "step",
     "turnStopping": "turnStopping",
 }
-
-
-def _split(
-    wire: list[JSON], maintenance: bool
-) -> tuple[tuple[Event, ...], tuple[Effect, ...], tuple[Output, ...]]:
-    events: list[Event] = []
-    effects: list[Effect] = []
-    outputs: list[Output] = []
-    if maintenance:
-        effects.append(Begin("maintenance"))
-    for value in wire:
-        output = output_from_json(value)
-        outputs.append(output)
-        if isinstance(output, Event):
-            events.append(output)
-            if output.type == "turn/start":
-                # The core begins a turn's activity right after its turn/start (Effect::Begin).
-                effects.append(Begin(int(output.data["turn"])))
-        else:
-            effects.append(output)
-    return tuple(events), tuple(effects), tuple(outputs)
 
 
 class Machine:
@@ -156,12 +137,10 @@ class Machine:
         """Applies an input given as a trace ``"in"`` value (FORMAT.md)."""
         if self._undrained is not None:
             raise Undrained("the previous input's outputs were not drained")
-        found, wire = self._native.handle(input)
-        maintenance = input.get("maintenance") == "begin"
-        if not wire and not maintenance:
+        found, events, effects, outputs = self._native.handle_typed(input)
+        if not effects and not events:
             return _EMPTY if found else _NOT_FOUND
-        events, effects, outputs = _split(wire, maintenance)
-        transition = Transition(found, events, effects, outputs, tuple(wire), self)
+        transition = Transition(found, tuple(events), tuple(effects), tuple(outputs), self)
         self._undrained = transition
         return transition
 
