@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, Sequence, TypeVar, Union
 
 from .._errors import CoxswainError, Rejected
-from .._filelog import FileLog, LogError
+from .._filelog import FileLog, LogError, ReadBack
 from .._machine import Machine, Pending, Transition
 from .._native import open_log
 from .._types import (
@@ -184,6 +184,26 @@ def _checked(kind: str, answer: Any) -> Any:
     raise TypeError(f"{answer!r} is not a {kind} answer")
 
 
+def _open_log(
+    path: str | os.PathLike[str], delivery_memory: int
+) -> tuple[FileLog, ReadBack, Any, list[Any], int | None]:
+    """Opens, reads back, restores and (only once all that succeeded) repairs the log: blocking
+    file IO, run in a thread."""
+    log = FileLog(path)
+    try:
+        read = log.read_back()
+        native, closers, interrupted = open_log(list(read.records), delivery_memory)
+        changed = log.repair_tail(read)
+        if closers:
+            log.append(closers)
+        elif changed:
+            log.sync()
+    except BaseException:
+        log.close()
+        raise
+    return log, read, native, closers, interrupted
+
+
 async def _awaited(call: Awaitable[T]) -> T:
     return await call
 
@@ -246,18 +266,9 @@ class Agent:
         Pass the same ``delivery_memory`` every time (S51: it is not in the log)."""
         if max_batch < 1:
             raise ValueError("max_batch is at least 1")
-        log = FileLog(path)
-        try:
-            read = log.read_back()
-            native, closers, interrupted = open_log(list(read.records), delivery_memory)
-            changed = log.repair_tail(read)
-            if closers:
-                log.append(closers)
-            elif changed:
-                log.sync()
-        except BaseException:
-            log.close()
-            raise
+        log, read, native, closers, interrupted = await asyncio.to_thread(
+            _open_log, path, delivery_memory
+        )
         machine = Machine._wrap(native)
         recovery = Recovery(
             records=len(read.records),
