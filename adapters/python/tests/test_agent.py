@@ -376,3 +376,23 @@ def test_an_invalid_host_answer_fails_the_turn_and_bad_input_fails_only_its_call
     reason = records(log)[-1]["data"]["reason"]
     assert reason["kind"] == "error" and reason["error"]["code"] == "host-invalid-answer"
     assert records(log)[0]["data"]["inserted"][0]["id"] == "a"
+
+
+def test_a_slow_subscriber_lags_and_skips_the_oldest(tmp_path: Path) -> None:
+    from coxswain.asyncio import Lagged
+
+    seen: list[Update] = []
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Model(), tmp_path / "s.jsonl")
+        updates = agent.subscribe(capacity=2)
+        for i in range(4):  # 4 records and 4 notifications, nobody reading
+            await agent.inject(Message(f"m{i}", i))
+        await agent.close()
+        async for update in updates:
+            seen.append(update)
+
+    run(main)
+    assert seen[0] == Lagged(6)
+    # The newest two kept (the last inject's record and notification), then the end.
+    assert [describe(u) for u in seen[1:]] == ["4 agent/inbox/spliced", "Inserted", "ended closed"]

@@ -8,6 +8,7 @@ from ._agent import (
     Closed,
     Ended,
     Ending,
+    Lagged,
     Notified,
     PersistenceError,
     Recorded,
@@ -19,7 +20,7 @@ from ._agent import (
 from ._host import Host, PreStepContext, StepContext, TurnStoppingContext
 
 __all__ = [
-    "Agent", "AgentError", "Closed", "Ended", "Ending", "FileLog", "Host", "LogError",
+    "Agent", "AgentError", "Closed", "Ended", "Ending", "FileLog", "Host", "Lagged", "LogError",
     "Notified", "PersistenceError", "PreStepContext", "ReadBack", "Recorded", "Recovery",
     "StepClosed", "StepContext", "Stopped", "TurnStoppingContext", "Update",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, Sequence, TypeVar, Union
 
@@ -56,6 +57,7 @@ __all__ = [
     "Recorded",
     "Notified",
     "Ended",
+    "Lagged",
     "Update",
     "Ending",
 ]
@@ -125,7 +127,47 @@ class Ended:
     ending: Ending
 
 
-Update = Union[Recorded, Notified, Ended]
+@dataclass(frozen=True, slots=True)
+class Lagged:
+    """Update: this subscriber fell more than its capacity behind and ``skipped`` updates (the
+    oldest) were dropped for it; the updates after this one are the newest kept."""
+
+    skipped: int
+
+
+Update = Union[Recorded, Notified, Ended, Lagged]
+
+
+class _Subscriber:
+    """One subscriber's buffer: at most ``capacity`` updates; the oldest go when it is full."""
+
+    __slots__ = ("buffer", "capacity", "skipped", "ready")
+
+    def __init__(self, capacity: int) -> None:
+        self.buffer: deque[Update] = deque()
+        self.capacity = capacity
+        self.skipped = 0
+        self.ready = asyncio.Event()
+
+    def put(self, update: Update) -> None:
+        if len(self.buffer) >= self.capacity and not isinstance(update, Ended):
+            self.buffer.popleft()
+            self.skipped += 1
+        self.buffer.append(update)
+        self.ready.set()
+
+    async def updates(self) -> AsyncIterator[Update]:
+        while True:
+            while not self.buffer:
+                self.ready.clear()
+                await self.ready.wait()
+            if self.skipped:
+                skipped, self.skipped = self.skipped, 0
+                yield Lagged(skipped)
+            update = self.buffer.popleft()
+            yield update
+            if isinstance(update, Ended):
+                return
 
 
 class _Scope:
@@ -240,7 +282,7 @@ class Agent:
         self._max_batch = max_batch
         self._queue: asyncio.Queue[_Command] = asyncio.Queue()
         self._scope = _Scope()
-        self._subscribers: list[asyncio.Queue[Update]] = []
+        self._subscribers: list[_Subscriber] = []
         self._ending: Ending | None = None
         self._final_sync: LogError | None = None
         self._idle = asyncio.Event()
@@ -355,23 +397,18 @@ class Agent:
         if self._ending not in (None, "disposed"):
             raise self._ended_error()
 
-    def subscribe(self) -> AsyncIterator[Update]:
+    def subscribe(self, capacity: int = 1024) -> AsyncIterator[Update]:
         """Live updates from now on: every durable record as it is appended and every
-        notification, in the core's order, then :class:`Ended`."""
-        queue: asyncio.Queue[Update] = asyncio.Queue()
+        notification, in the core's order, then :class:`Ended`. A subscriber that falls more
+        than ``capacity`` behind lags: it gets :class:`Lagged` and skips the oldest."""
+        if capacity < 1:
+            raise ValueError("capacity is at least 1")
+        subscriber = _Subscriber(capacity)
         if self._ending is not None:
-            queue.put_nowait(Ended(self._ending))
+            subscriber.put(Ended(self._ending))
         else:
-            self._subscribers.append(queue)
-
-        async def updates() -> AsyncIterator[Update]:
-            while True:
-                update = await queue.get()
-                yield update
-                if isinstance(update, Ended):
-                    return
-
-        return updates()
+            self._subscribers.append(subscriber)
+        return subscriber.updates()
 
     async def dispose(self) -> None:
         """Disposes the agent (S45): cancels everything, waits for the running host call to
@@ -452,8 +489,8 @@ class Agent:
             self._idle.clear()
 
     def _publish(self, update: Update) -> None:
-        for queue in self._subscribers:
-            queue.put_nowait(update)
+        for subscriber in self._subscribers:
+            subscriber.put(update)
 
     async def _run(self) -> None:
         try:
