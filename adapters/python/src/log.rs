@@ -2,8 +2,9 @@
 //! Python side does the file IO (and the `fsync`) and calls these to encode, read back and
 //! restore, exactly as `adapters/tokio`'s `FileLog` and `Agent::open` do.
 
+use coxswain_core::Message;
 use coxswain_core::{Config, Event, Restorer};
-use coxswain_log::{encode, parse, Entry, HostEvent};
+use coxswain_log::{check_message, encode, parse, Entry, HostEvent};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use serde_json::Value;
@@ -125,4 +126,20 @@ pub(crate) fn open_log<'py>(
         )?)?;
     }
     Ok((NativeMachine { machine }, list, interrupted))
+}
+
+/// Raises `EncodeError` if `message` (a message's JSON) is not a message with a string `id`, or
+/// nests deeper than a log record can hold it: checked before delivering, as the tokio adapter
+/// does, so such a message is refused before anything changes.
+#[pyfunction]
+pub(crate) fn check_message_json(py: Python<'_>, message: &Bound<'_, PyAny>) -> PyResult<()> {
+    let value = to_value(message)?;
+    let Some(message) = Message::from_json(&value) else {
+        return Err(errors::raise(
+            py,
+            "EncodeError",
+            ("a message is an object with a string `id`".to_owned(),),
+        ));
+    };
+    check_message(&message).map_err(|e| errors::raise(py, "EncodeError", (e.to_string(),)))
 }

@@ -368,6 +368,11 @@ def test_an_invalid_host_answer_fails_the_turn_and_bad_input_fails_only_its_call
         agent, _ = await Agent.open(Wrong(), log)
         with pytest.raises(TypeError):  # not JSON: refused, nothing changed
             await agent.followup(Message("x", object()))
+        deep: object = 1
+        for _ in range(124):  # with the message's own object: 125 > MAX_MESSAGE_DEPTH (124)
+            deep = [deep]
+        with pytest.raises(coxswain.EncodeError):  # too deep for a log record: refused first
+            await agent.followup(Message("y", deep))
         await agent.followup(A)
         await agent.when_idle()
         await agent.dispose()

@@ -20,7 +20,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, Se
 from .._errors import CoxswainError, Rejected
 from .._filelog import FileLog, LogError, ReadBack
 from .._machine import Machine, Pending, Transition
-from .._native import open_log
+from .._native import check_message_json, open_log
 from .._types import (
     JSON,
     Abort,
@@ -220,6 +220,8 @@ def _checked(kind: str, answer: Any) -> Any:
         if isinstance(answer, Reject):
             return answer
         if isinstance(answer, Enter) and all(isinstance(m, Message) for m in answer.messages):
+            for message in answer.messages:
+                _message(message)
             return answer
     elif isinstance(answer, str) and answer in _LITERALS[kind]:
         return answer
@@ -244,6 +246,14 @@ def _open_log(
         log.close()
         raise
     return log, read, native, closers, interrupted
+
+
+def _message(message: Message) -> JSON:
+    """The message's JSON, refused (``EncodeError``, nothing changed) if a log record could not
+    hold it, as the tokio adapter checks before delivering."""
+    value = message.to_json()
+    check_message_json(value)
+    return value
 
 
 async def _awaited(call: Awaitable[T]) -> T:
@@ -328,20 +338,20 @@ class Agent:
     async def send(self, message: Message, target: Target, wakeup: bool) -> None:
         """``send(message, target, wakeup)`` (S16)."""
         await self._input(
-            {"send": {"message": message.to_json(), "target": target, "wakeup": wakeup}}
+            {"send": {"message": _message(message), "target": target, "wakeup": wakeup}}
         )
 
     async def followup(self, message: Message) -> None:
         """A follow-up: a turn of its own (S22). Returns once durable."""
-        await self._input({"followup": message.to_json()})
+        await self._input({"followup": _message(message)})
 
     async def steer(self, message: Message) -> None:
         """Steering: joins the running turn at its next step boundary."""
-        await self._input({"steer": message.to_json()})
+        await self._input({"steer": _message(message)})
 
     async def inject(self, message: Message) -> None:
         """Context that rides along with the next step; never wakes (S20)."""
-        await self._input({"inject": message.to_json()})
+        await self._input({"inject": _message(message)})
 
     async def remove(self, id: str) -> bool:
         """Removes a pending message (S15); false if it was not pending."""
@@ -349,11 +359,11 @@ class Agent:
 
     async def replace(self, id: str, message: Message) -> bool:
         """Replaces a pending message in place (S15); false if ``id`` was not pending."""
-        return await self._input({"replace": {"id": id, "message": message.to_json()}})
+        return await self._input({"replace": {"id": id, "message": _message(message)}})
 
     async def prepend(self, target: Target, message: Message) -> None:
         """Puts a quiet message first in ``target`` (S15)."""
-        await self._input({"prepend": {"target": target, "message": message.to_json()}})
+        await self._input({"prepend": {"target": target, "message": _message(message)}})
 
     async def clear(self) -> None:
         """Discards everything pending (S15)."""
@@ -669,7 +679,7 @@ class Agent:
             answer = inner.result()
         try:
             input = answer_json(kind, _checked(kind, answer))
-        except (TypeError, ValueError, AttributeError) as error:
+        except (TypeError, ValueError, AttributeError, CoxswainError) as error:
             invalid = ErrorInfo(f"the host's {kind} answer is invalid: {error}", "host-invalid-answer")
             input = answer_json(kind, Fail(invalid))
         if self._ending is None:
