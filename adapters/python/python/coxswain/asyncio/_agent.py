@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, Sequence, TypeVar, Union
 
-from .._errors import CoxswainError, Rejected
+from .._errors import CoxswainError
+from .._errors import Disposed as DisposedError
 from .._filelog import FileLog, LogError, ReadBack
 from .._machine import Machine, Pending, Transition
 from .._native import check_message_json, open_log
@@ -32,7 +32,6 @@ from .._types import (
     ErrorInfo,
     Fail,
     Message,
-    Notification,
     PreStepAnswer,
     PreStepRequest,
     Reject,
@@ -44,7 +43,9 @@ from .._types import (
     TurnStoppingRequest,
     answer_json,
 )
+from ._errors import AgentError, Closed, PersistenceError, StepClosed, Stopped
 from ._host import Host, PreStepContext, StepContext, TurnStoppingContext
+from ._updates import Ended, Ending, Lagged, Notified, Recorded, Recovery, Update, _Subscriber
 
 __all__ = [
     "Agent",
@@ -63,112 +64,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-Ending = Literal["disposed", "closed", "stopped"]
-
-
-class AgentError(CoxswainError):
-    """A call on an :class:`Agent` failed for a reason of the agent, not the core."""
-
-
-class Closed(AgentError):
-    """The agent was closed."""
-
-
-class Stopped(AgentError):
-    """The agent stopped after a persistence failure: re-open it from its log."""
-
-
-class PersistenceError(AgentError):
-    """Appending this input's events failed: it is not in the log (``indeterminate``: it may
-    be). The agent stopped: re-open it from its log."""
-
-    def __init__(self, message: str, *, indeterminate: bool = False) -> None:
-        super().__init__(message)
-        self.indeterminate = indeterminate
-
-
-class StepClosed(AgentError):
-    """A host event was recorded after its step was answered."""
-
-
-@dataclass(frozen=True, slots=True)
-class Recovery:
-    """What :meth:`Agent.open` found in the log and did to it."""
-
-    records: int
-    torn_tail: tuple[int, int] | None
-    interrupted_turn: int | None
-    closers: int
-    last_turn: int
-    pending_next_turn: int
-    pending_next_step: int
-
-
-@dataclass(frozen=True, slots=True)
-class Recorded:
-    """Update: a record was appended to the durable log (the machine's event or the host's)."""
-
-    seq: int
-    record: Mapping[str, JSON]
-
-
-@dataclass(frozen=True, slots=True)
-class Notified:
-    """Update: a live notification of the core."""
-
-    notification: Notification
-
-
-@dataclass(frozen=True, slots=True)
-class Ended:
-    """Update: the driver ended; no update follows."""
-
-    ending: Ending
-
-
-@dataclass(frozen=True, slots=True)
-class Lagged:
-    """Update: this subscriber fell more than its capacity behind and ``skipped`` updates (the
-    oldest) were dropped for it; the updates after this one are the newest kept."""
-
-    skipped: int
-
-
-Update = Union[Recorded, Notified, Ended, Lagged]
-
-
-class _Subscriber:
-    """One subscriber's buffer: at most ``capacity`` updates; the oldest go when it is full."""
-
-    __slots__ = ("buffer", "capacity", "skipped", "ready")
-
-    def __init__(self, capacity: int) -> None:
-        self.buffer: deque[Update] = deque()
-        self.capacity = capacity
-        self.skipped = 0
-        self.ready = asyncio.Event()
-
-    def put(self, update: Update) -> None:
-        if len(self.buffer) >= self.capacity and not isinstance(update, Ended):
-            self.buffer.popleft()
-            self.skipped += 1
-        self.buffer.append(update)
-        self.ready.set()
-
-    async def updates(self) -> AsyncIterator[Update]:
-        while True:
-            while not self.buffer:
-                self.ready.clear()
-                await self.ready.wait()
-            if self.skipped:
-                skipped, self.skipped = self.skipped, 0
-                yield Lagged(skipped)
-            update = self.buffer.popleft()
-            yield update
-            if isinstance(update, Ended):
-                return
-
 
 class _Scope:
     """One activity's cancellation (S42): its running call's task and its event."""
@@ -485,8 +380,6 @@ class Agent:
 
     def _ended_error(self) -> BaseException:
         if self._ending == "disposed":
-            from .._errors import Disposed as DisposedError
-
             return DisposedError("the machine is disposed and accepts no input")
         if self._ending == "stopped":
             return Stopped("the agent stopped after a persistence failure; re-open it from the log")
