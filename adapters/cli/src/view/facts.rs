@@ -461,12 +461,17 @@ impl Builder {
             SpliceKind::Discard | SpliceKind::Replace => {
                 let why = match splice_kind {
                     SpliceKind::Replace => format!("replaced by {} (S15)", inserted_ids.join(", ")),
-                    _ => format!(
-                        "discarded with {} other item(s) of {} (outcome canceled: remove, clear, \
-                         cancel or dispose, S12)",
-                        removed.len().saturating_sub(1),
-                        splice.target
-                    ),
+                    _ => {
+                        let others = match removed.len() {
+                            0 | 1 => String::new(),
+                            n => format!(" with {} others", n - 1),
+                        };
+                        format!(
+                            "removed from {}{others} with outcome canceled (remove, clear, \
+                             cancel or dispose, S12)",
+                            splice.target
+                        )
+                    }
                 };
                 for &life in &closed {
                     self.lives[life].discarded = Some((index, why.clone()));

@@ -96,6 +96,8 @@
       if (o.ns[b] > 0) { const h = 44 * o.ns[b] / deepest; ctx.fillStyle = nsC; ctx.fillRect(x, 130 - h, w + 0.5, h); }
       for (const [bit, c] of marks) if (o.marks[b] & bit) { ctx.fillStyle = c; ctx.fillRect(x, 132, Math.max(2, w), 18); }
     }
+    ctx.fillStyle = "#eef0f5"; // lane separators
+    for (const y of [19, 39, 85, 131]) ctx.fillRect(0, y, width, 1);
     ctx.fillStyle = "#6b7385";
     ctx.font = "10px sans-serif";
     ctx.fillText("max " + deepest, width - 48, 50);
