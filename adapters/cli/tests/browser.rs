@@ -346,3 +346,174 @@ fn explorer_shows_compact_states_and_named_transitions() {
     browser.eval("window.scrollTo(0, 0)").unwrap();
     browser.screenshot(&shots().join("explorer.png")).unwrap();
 }
+
+/// A session of about `records` records, made by driving the real core (so every record is
+/// one the machine would write): followups, injected context every 5th turn, a steer and a tool
+/// step every 3rd, a user cancel mid-step every 11th (S39), two host events per step.
+fn long_session(records: u64) -> Vec<u8> {
+    use coxswain_core::{
+        Batch, CancelCause, Effect, Machine, Message, Outstanding, PreStepAnswer, Rejected,
+        Request, StepAnswer, Transition, TurnStoppingAnswer,
+    };
+    use coxswain_log::{encode, Entry, HostEvent};
+
+    struct Log {
+        out: Vec<u8>,
+        seq: u64,
+    }
+    impl Log {
+        fn entry(&mut self, entry: &Entry) {
+            self.seq += 1;
+            encode(self.seq, entry, &mut self.out).unwrap();
+        }
+        fn host(&mut self, kind: &str, data: Value) {
+            self.entry(&Entry::Host(HostEvent::new(kind, data).unwrap()));
+        }
+        /// Persists a transition's events; the batch a pre-step request carries.
+        fn settle(&mut self, transition: Result<Transition<'_>, Rejected>) -> Batch {
+            let transition = transition.unwrap();
+            for event in transition.events() {
+                self.entry(&Entry::Machine(event.clone()));
+            }
+            let mut batch = Batch::new();
+            for effect in transition.persisted() {
+                if let Effect::Request(Request::PreStep { messages, .. }) = effect {
+                    batch = messages;
+                }
+            }
+            batch
+        }
+    }
+    let mut log = Log {
+        out: Vec::new(),
+        seq: 0,
+    };
+    let mut machine = Machine::new();
+    let mut k = 0u64;
+    while log.seq < records {
+        k += 1;
+        if k % 5 == 0 {
+            let context = Message::new(format!("c{k}"), json!({"kind": "plugin"}), json!("tick"));
+            log.settle(machine.inject(context));
+        }
+        let prompt = Message::user(format!("m{k}"), format!("prompt number {k}"));
+        let batch = log.settle(machine.followup(prompt));
+        log.settle(machine.answer_pre_step(PreStepAnswer::Enter(batch)));
+        log.host("model/output", json!(format!("answer to {k}")));
+        log.host(
+            "tool/call",
+            json!({"name": "grep", "args": format!("pattern {k}")}),
+        );
+        if k % 11 == 0 {
+            log.settle(machine.cancel(CancelCause::User, false));
+            // The aborted work still answers; the turn ends `aborted` (S39, S40).
+            while let Some(outstanding) = machine.outstanding() {
+                match outstanding {
+                    Outstanding::PreStep { .. } => {
+                        log.settle(machine.answer_pre_step(PreStepAnswer::Reject))
+                    }
+                    Outstanding::Step { .. } => {
+                        log.settle(machine.answer_step(StepAnswer::Completed))
+                    }
+                    Outstanding::TurnStopping { .. } => {
+                        log.settle(machine.answer_turn_stopping(TurnStoppingAnswer::Done))
+                    }
+                };
+            }
+            continue;
+        }
+        if k % 3 == 0 {
+            log.settle(machine.steer(Message::user(format!("s{k}"), "look elsewhere")));
+            let batch = log.settle(machine.answer_step(StepAnswer::Continue));
+            log.settle(machine.answer_pre_step(PreStepAnswer::Enter(batch)));
+            log.host("model/output", json!("done"));
+        }
+        log.settle(machine.answer_step(StepAnswer::Completed));
+        log.settle(machine.answer_turn_stopping(TurnStoppingAnswer::Done));
+    }
+    log.out
+}
+
+/// Measures a 1M-record page: `coxswain view`'s time, the page's size, the time to first
+/// render in Chromium, and a search and a jump to the log's end. Not run by default (or in CI):
+/// `cargo test -p coxswain --test browser -- --ignored --nocapture`.
+#[test]
+#[ignore = "measurement: writes a 1M-record log (about 200 MB with its page)"]
+fn a_million_records_stay_usable() {
+    let records: u64 = std::env::var("COXSWAIN_VIEW_RECORDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("long.jsonl");
+    let started = Instant::now();
+    std::fs::write(&log, long_session(records)).unwrap();
+    let log_bytes = std::fs::metadata(&log).unwrap().len();
+    println!(
+        "log: {} bytes, written in {:.1?}",
+        log_bytes,
+        started.elapsed()
+    );
+    let page = dir.path().join("long.html");
+    let started = Instant::now();
+    let view = coxswain()
+        .arg("view")
+        .arg(&log)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        view.status.success(),
+        "{}",
+        String::from_utf8_lossy(&view.stderr)
+    );
+    println!(
+        "coxswain view: {:.1?}: {}",
+        started.elapsed(),
+        String::from_utf8_lossy(&view.stdout).trim()
+    );
+    let page_bytes = std::fs::metadata(&page).unwrap().len();
+    let Some(mut browser) = browser_or_skip("a_million_records_stay_usable") else {
+        return;
+    };
+    let started = Instant::now();
+    browser
+        .navigate(&format!("file://{}", page.display()))
+        .unwrap();
+    browser
+        .wait_for(
+            "document.body.dataset.ready === '1'",
+            Duration::from_secs(600),
+        )
+        .unwrap();
+    let wall = started.elapsed();
+    let first = browser.eval("window.coxswainFirstRender").unwrap();
+    let rows = browser.eval("window.coxswainView.rows").unwrap();
+    let pages = browser.eval("window.coxswainView.pages").unwrap();
+    println!(
+        "page: {page_bytes} bytes; first render {first} ms after navigation start \
+         (load + ready {wall:.1?} wall); {rows} rows in {pages} pages"
+    );
+    let last = format!("m{}", records / 12);
+    let started = Instant::now();
+    browser.click("#search").unwrap();
+    browser.type_text(&last).unwrap();
+    browser
+        .wait_for("document.querySelectorAll('#life .card').length >= 1", WAIT)
+        .unwrap();
+    browser.click("#life li.end-claimed a.jump").unwrap();
+    browser
+        .wait_for("document.querySelector('tr.hit') !== null", WAIT)
+        .unwrap();
+    println!(
+        "search {last} and jump to its claim: {:.1?}",
+        started.elapsed()
+    );
+    let hit = text(&mut browser, "tr.hit td.text");
+    assert!(hit.contains(&format!("{last} by turn")), "{hit}");
+    browser.eval("window.scrollTo(0, 0)").unwrap();
+    browser
+        .screenshot(&shots().join("view-million.png"))
+        .unwrap();
+}
