@@ -392,7 +392,7 @@ fn long_session(records: u64) -> Vec<u8> {
     let mut k = 0u64;
     while log.seq < records {
         k += 1;
-        if k % 5 == 0 {
+        if k.is_multiple_of(5) {
             let context = Message::new(format!("c{k}"), json!({"kind": "plugin"}), json!("tick"));
             log.settle(machine.inject(context));
         }
@@ -404,7 +404,7 @@ fn long_session(records: u64) -> Vec<u8> {
             "tool/call",
             json!({"name": "grep", "args": format!("pattern {k}")}),
         );
-        if k % 11 == 0 {
+        if k.is_multiple_of(11) {
             log.settle(machine.cancel(CancelCause::User, false));
             // The aborted work still answers; the turn ends `aborted` (S39, S40).
             while let Some(outstanding) = machine.outstanding() {
@@ -422,7 +422,7 @@ fn long_session(records: u64) -> Vec<u8> {
             }
             continue;
         }
-        if k % 3 == 0 {
+        if k.is_multiple_of(3) {
             log.settle(machine.steer(Message::user(format!("s{k}"), "look elsewhere")));
             let batch = log.settle(machine.answer_step(StepAnswer::Continue));
             log.settle(machine.answer_pre_step(PreStepAnswer::Enter(batch)));

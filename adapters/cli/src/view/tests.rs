@@ -29,8 +29,7 @@ const CANCELLED: &[&str] = &[
 fn row(
     seq: u64,
     kind: Kind,
-    turn: u64,
-    step: u64,
+    (turn, step): (u64, u64),
     depths: (i64, i64),
     text: &str,
     mark: Mark,
@@ -60,8 +59,7 @@ fn rows_carry_lanes_depths_and_marks() {
             row(
                 1,
                 Kind::Insert,
-                0,
-                0,
+                (0, 0),
                 (1, 0),
                 "inbox next-turn @0 + m1 \"hi\" (waking)",
                 Mark::None,
@@ -70,8 +68,7 @@ fn rows_carry_lanes_depths_and_marks() {
             row(
                 2,
                 Kind::TurnStart,
-                1,
-                0,
+                (1, 0),
                 (1, 0),
                 "turn 1 starts",
                 Mark::None,
@@ -80,8 +77,7 @@ fn rows_carry_lanes_depths_and_marks() {
             row(
                 3,
                 Kind::Claim,
-                1,
-                0,
+                (1, 0),
                 (0, 0),
                 "inbox next-turn @0 claim ×1: m1 by turn 1",
                 Mark::None,
@@ -90,8 +86,7 @@ fn rows_carry_lanes_depths_and_marks() {
             row(
                 4,
                 Kind::StepStart,
-                1,
-                1,
+                (1, 1),
                 (0, 0),
                 "step 1.1 starts",
                 Mark::None,
@@ -100,8 +95,7 @@ fn rows_carry_lanes_depths_and_marks() {
             row(
                 5,
                 Kind::UserMessage,
-                1,
-                1,
+                (1, 1),
                 (0, 0),
                 "user/message m1 \"hi\"",
                 Mark::None,
@@ -110,8 +104,7 @@ fn rows_carry_lanes_depths_and_marks() {
             row(
                 6,
                 Kind::Host,
-                1,
-                1,
+                (1, 1),
                 (0, 0),
                 "tool/call {\"name\":\"grep\"}",
                 Mark::None,
@@ -120,8 +113,7 @@ fn rows_carry_lanes_depths_and_marks() {
             row(
                 7,
                 Kind::Insert,
-                1,
-                1,
+                (1, 1),
                 (0, 1),
                 "inbox next-step @0 + s1 \"stop\"",
                 Mark::None,
@@ -130,8 +122,7 @@ fn rows_carry_lanes_depths_and_marks() {
             row(
                 8,
                 Kind::Discard,
-                1,
-                1,
+                (1, 1),
                 (0, 0),
                 "inbox next-step @0 discard ×1: s1",
                 Mark::Discard,
@@ -140,8 +131,7 @@ fn rows_carry_lanes_depths_and_marks() {
             row(
                 9,
                 Kind::StepEnd,
-                1,
-                1,
+                (1, 1),
                 (0, 0),
                 "step 1.1 ends",
                 Mark::None,
@@ -150,8 +140,7 @@ fn rows_carry_lanes_depths_and_marks() {
             row(
                 10,
                 Kind::TurnEnd,
-                1,
-                0,
+                (1, 0),
                 (0, 0),
                 "turn 1 ends: aborted (user)",
                 Mark::Abort,
