@@ -8,6 +8,7 @@
 //! dependency tree (and a fetcher for browser builds this project must never use); these tests
 //! need six CDP methods, which this file implements in about two hundred lines.
 
+use std::io::Write as _;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -52,8 +53,11 @@ pub(crate) fn browser_or_skip(test: &str) -> Option<Browser> {
             panic!("{test}: no chromium on PATH (CI=true: the browser tests must run; `.ci/run` installs it)")
         }
         None => {
-            eprintln!(
-                "\n!!!!!!!! SKIPPED {test}: no chromium on PATH (apt-get install -y chromium, or set COXSWAIN_CHROMIUM) !!!!!!!!\n"
+            // Straight to the process's stderr: the test harness captures `eprintln!`.
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n!!!!!!!! SKIPPED {test}: no chromium on PATH (apt-get install -y chromium, \
+                 or set COXSWAIN_CHROMIUM) !!!!!!!!\n"
             );
             None
         }
