@@ -61,7 +61,12 @@ fn page_of_example(dir: &Path, script: &str) -> PathBuf {
         String::from_utf8_lossy(&run.stderr)
     );
     let page = dir.join("session.html");
-    let view = coxswain()
+    // `COXSWAIN_VIEW_BIN=target/release/coxswain` measures a release build.
+    let binary = std::env::var_os("COXSWAIN_VIEW_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_coxswain")),
+        PathBuf::from,
+    );
+    let view = Command::new(binary)
         .arg("view")
         .arg(&log)
         .arg("-o")
@@ -436,7 +441,8 @@ fn long_session(records: u64) -> Vec<u8> {
 
 /// Measures a 1M-record page: `coxswain view`'s time, the page's size, the time to first
 /// render in Chromium, and a search and a jump to the log's end. Not run by default (or in CI):
-/// `cargo test -p coxswain --test browser -- --ignored --nocapture`.
+/// `cargo test -p coxswain --test browser -- --ignored --nocapture` (with
+/// `COXSWAIN_VIEW_BIN=$CARGO_TARGET_DIR/release/coxswain` to time a release build of the view).
 #[test]
 #[ignore = "measurement: writes a 1M-record log (about 200 MB with its page)"]
 fn a_million_records_stay_usable() {
@@ -456,7 +462,12 @@ fn a_million_records_stay_usable() {
     );
     let page = dir.path().join("long.html");
     let started = Instant::now();
-    let view = coxswain()
+    // `COXSWAIN_VIEW_BIN=target/release/coxswain` measures a release build.
+    let binary = std::env::var_os("COXSWAIN_VIEW_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_coxswain")),
+        PathBuf::from,
+    );
+    let view = Command::new(binary)
         .arg("view")
         .arg(&log)
         .arg("-o")

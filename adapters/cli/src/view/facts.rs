@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use coxswain_core::{CancelCause, Event, SharedMessage, Splice, SpliceKind, Target, TurnEndReason};
 use coxswain_log::{Auditor, Record};
-use serde::Serialize;
+use serde::{Deserialize as _, Serialize};
 use serde_json::Value;
 
 /// The longest summary a row carries (characters); longer text is cut with `…`.
@@ -273,7 +273,7 @@ impl Builder {
             .unwrap_or_default();
         let is_core = Event::TYPES.contains(&kind_name);
         let typed: Option<Event> = if is_core {
-            serde_json::from_value(record.event.clone()).ok()
+            Event::deserialize(&record.event).ok()
         } else {
             None
         };
