@@ -16,6 +16,7 @@
 
 mod check;
 mod differential;
+mod explore;
 mod model;
 mod monitor;
 mod symmetry;

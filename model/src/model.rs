@@ -133,7 +133,7 @@ pub enum Cause {
 impl Cause {
     const ALL: [Cause; 4] = [Cause::User, Cause::Parent, Cause::Hook, Cause::Disposed];
 
-    fn cause(self) -> CancelCause {
+    pub(crate) fn cause(self) -> CancelCause {
         match self {
             Cause::User => CancelCause::User,
             Cause::Parent => CancelCause::Parent,
@@ -151,7 +151,9 @@ impl Cause {
 /// The spec's state is a function of the machine's while the two agree (its `Hash` leaves out
 /// the one field no later input reads), and the log is left out of `Hash` and `Eq`, so neither
 /// multiplies the state space.
-#[derive(Clone, Debug)]
+///
+/// Its `Debug` is the compact form stateright's Explorer shows (see `explore.rs`).
+#[derive(Clone)]
 pub struct State {
     /// The machine under check.
     pub machine: Machine,
@@ -273,7 +275,7 @@ impl DeliveryModel {
         Spec::with_memory(usize::from(self.bound.memory))
     }
 
-    fn message(&self, index: u8) -> Option<SharedMessage> {
+    pub(crate) fn message(&self, index: u8) -> Option<SharedMessage> {
         self.pool.get(usize::from(index)).cloned()
     }
 
@@ -409,6 +411,15 @@ pub const LIVENESS: &str = "I9 liveness";
 impl Model for DeliveryModel {
     type State = State;
     type Action = Action;
+
+    fn format_action(&self, action: &Action) -> String {
+        self.action_name(action)
+    }
+
+    fn format_step(&self, last: &State, action: Action) -> Option<String> {
+        self.next_state(last, action)
+            .map(|next| DeliveryModel::step_outcome(last, &next))
+    }
 
     fn init_states(&self) -> Vec<State> {
         vec![State {

@@ -78,6 +78,11 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     );
     if let Some(address) = &args.explore {
         println!("  serving the Explorer on http://{address} (Ctrl-C to stop)");
+        println!(
+            "  click `Init 0` to load the initial state; each state shows the phase, both lists \
+             with their waking flags, the request, the latch, the cancel and the last turn, and \
+             each transition is named by its input"
+        );
         model
             .checker()
             .threads(args.threads)

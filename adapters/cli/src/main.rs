@@ -15,6 +15,7 @@ mod port;
 mod run;
 mod traces;
 mod verify;
+mod view;
 
 /// Drive, check and verify the coxswain delivery state machine.
 #[derive(Parser, Debug)]
@@ -72,6 +73,9 @@ enum Command {
         #[arg(long)]
         session: Option<String>,
     },
+    /// Write one self-contained HTML page that shows a session's log: turns and steps as
+    /// lanes, the depth of both lists, each message's life, the auditor's verdict.
+    View(view::ViewArgs),
 }
 
 fn main() -> ExitCode {
@@ -92,5 +96,6 @@ fn main() -> ExitCode {
         Command::Verify { log, session } => verify::run(&log, session.as_deref()),
         Command::Check(args) => check::run(&args),
         Command::Load(args) => load::run_load(&args),
+        Command::View(args) => view::run(&args),
     }
 }
