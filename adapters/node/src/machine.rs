@@ -184,6 +184,34 @@ impl NativeMachine {
         wire::text(&wire::state(&self.machine))
     }
 
+    /// The durable events still queued (of an input whose outputs were not drained), as a JSON
+    /// array, leaving everything queued: the events half of the core's `Machine::drain`.
+    #[napi]
+    pub fn queued_events(&mut self) -> String {
+        let transition = self.machine.drain();
+        let events = wire::text(&json!(transition.events()));
+        drop(transition);
+        events
+    }
+
+    /// Whether no turn and no maintenance runs (S44).
+    #[napi]
+    pub fn is_quiescent(&self) -> bool {
+        self.machine.is_quiescent()
+    }
+
+    /// Whether the machine is disposed (S45).
+    #[napi]
+    pub fn is_disposed(&self) -> bool {
+        self.machine.is_disposed()
+    }
+
+    /// The outstanding request as JSON (`{"step": {turn, step}}`, …) or `null`.
+    #[napi]
+    pub fn outstanding(&self) -> String {
+        wire::text(&wire::outstanding(self.machine.outstanding()))
+    }
+
     /// Whether the delivery memory holds `id` (S51).
     #[napi]
     pub fn remembers(&self, id: String) -> bool {

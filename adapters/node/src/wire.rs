@@ -30,7 +30,7 @@ pub(crate) fn text(value: &Value) -> String {
 }
 
 /// The request the machine waits on, in the request vocabulary of the wire format.
-fn outstanding(outstanding: Option<Outstanding>) -> Value {
+pub(crate) fn outstanding(outstanding: Option<Outstanding>) -> Value {
     match outstanding {
         None => Value::Null,
         Some(Outstanding::PreStep { turn, step }) => {
