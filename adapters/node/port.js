@@ -59,6 +59,7 @@ function serve(line) {
 
 const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
 lines.on('line', (line) => {
+  if (line.trim() === '') return; // not a request: nothing to answer
   let answer;
   try {
     answer = serve(line);

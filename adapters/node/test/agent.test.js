@@ -349,3 +349,37 @@ test('maintenance (S43): resolves with the job value; busy while running; S51 re
   await assert.rejects(agent.followup(userMessage('a', 'x')), coxswain.AlreadyDeliveredError);
   await agent.dispose();
 });
+
+test('S45: dispose while a step runs aborts it, waits for its answer, then ends the agent', async (t) => {
+  const file = tempLog(t);
+  let stepped;
+  const inStep = new Promise((resolve) => {
+    stepped = resolve;
+  });
+  const seen = [];
+  const host = {
+    step(cx) {
+      stepped();
+      return new Promise((resolve) =>
+        cx.signal.addEventListener('abort', () => {
+          seen.push(cx.signal.reason);
+          resolve('completed');
+        }),
+      );
+    },
+  };
+  const { agent } = await Agent.open(host, await FileLog.open(file));
+  await agent.followup(userMessage('a', 'go'));
+  await inStep;
+  await agent.dispose();
+  assert.deepEqual(seen, [{ kind: 'disposed' }]);
+  assert.deepEqual(await agent.finished(), { kind: 'disposed' });
+  await agent.whenIdle(); // resolves once disposed
+  await assert.rejects(agent.dispose(), coxswain.DisposedError);
+  assert.deepEqual(records(file).at(-1), {
+    seq: 7,
+    type: 'turn/end',
+    data: { turn: 1, reason: { kind: 'aborted', reason: { kind: 'disposed' } } },
+  });
+  assert.equal(cli('verify', file).status, 0);
+});

@@ -34,6 +34,9 @@ function startPort(t) {
         child.stdin.write(`${JSON.stringify(request)}\n`);
       });
     },
+    write(text) {
+      child.stdin.write(text);
+    },
     end() {
       child.stdin.end();
       return exited;
@@ -100,5 +103,8 @@ test('PORTS.md: protocol errors are `error` replies, rejections are never errors
   await port.ask({ in: { inject: message } });
   await port.ask({ in: { remove: 'a' } });
   assert.deepEqual(await port.ask({ in: { inject: message } }), { rejected: 'already-delivered' });
+  // A blank line is no request: the next request still gets the next reply.
+  port.write('\n');
+  assert.deepEqual(await port.ask({ end: {} }), { ended: {} });
   assert.equal(await port.end(), 0);
 });
