@@ -78,6 +78,10 @@ class IndeterminateError extends CoxswainError {
 class EncodeError extends CoxswainError {
   constructor(message) { super('encode', message); }
 }
+/** Another writer holds the log file's `flock` (another FileLog, here or in Rust). */
+class LockedError extends CoxswainError {
+  constructor(message) { super('locked', message); }
+}
 /** An earlier append failed: the log takes no more appends until re-opened. */
 class LogFailedError extends CoxswainError {
   constructor(message = 'an earlier append failed; re-open the log') { super('log-failed', message); }
@@ -151,6 +155,7 @@ module.exports = {
   IndeterminateError,
   EncodeError,
   LogFailedError,
+  LockedError,
   PersistenceError,
   StoppedError,
   ClosedError,

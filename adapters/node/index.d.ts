@@ -157,6 +157,7 @@ export class LogIoError extends CoxswainError { readonly kind: 'log-io'; }
 export class IndeterminateError extends CoxswainError { readonly kind: 'indeterminate'; }
 export class EncodeError extends CoxswainError { readonly kind: 'encode'; }
 export class LogFailedError extends CoxswainError { readonly kind: 'log-failed'; }
+export class LockedError extends CoxswainError { readonly kind: 'locked'; }
 export class PersistenceError extends CoxswainError { readonly kind: 'persistence'; }
 export class StoppedError extends CoxswainError { readonly kind: 'stopped'; }
 export class ClosedError extends CoxswainError { readonly kind: 'closed'; }
@@ -230,7 +231,7 @@ export interface DurableLog {
   close(): Promise<void>;
 }
 export type SyncPolicy = 'every-append' | 'per-turn' | 'never';
-/** The JSON-lines file log (adapters/tokio's FileLog format). */
+/** The JSON-lines file log (adapters/tokio's FileLog format), holding the file's `flock` while open (`LockedError` for a second writer). */
 export class FileLog implements DurableLog {
   static open(path: string, options?: { sync?: SyncPolicy }): Promise<FileLog>;
   readonly path: string;

@@ -37,6 +37,7 @@ module.exports = {
   IndeterminateError: errors.IndeterminateError,
   EncodeError: errors.EncodeError,
   LogFailedError: errors.LogFailedError,
+  LockedError: errors.LockedError,
   PersistenceError: errors.PersistenceError,
   StoppedError: errors.StoppedError,
   ClosedError: errors.ClosedError,

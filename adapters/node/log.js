@@ -28,13 +28,24 @@ function parseLog(bytes) {
   return parsed;
 }
 
+/** The file's exclusive `flock`, the one the Rust FileLog takes (native: the same syscall). */
+function lockFile(absolute) {
+  try {
+    return native.FileLock.acquire(absolute);
+  } catch (error) {
+    if (error.message.startsWith('locked:')) throw new errors.LockedError(error.message.slice(8));
+    throw error;
+  }
+}
+
 /**
  * A session's log in a JSON-lines file. Open it, hand it to `Agent.open` (which reads it back,
  * repairs its tail and appends crash repair's closers), then the agent is its only writer.
  */
 class FileLog {
-  constructor(file, filePath, policy) {
+  constructor(file, lock, filePath, policy) {
     this._file = file;
+    this._lock = lock;
     /** The file's absolute path. */
     this.path = filePath;
     this._policy = policy;
@@ -44,7 +55,8 @@ class FileLog {
   }
 
   /**
-   * Opens (or creates) the log at `filePath` and syncs its directory. `sync`: `'every-append'`
+   * Opens (or creates) the log at `filePath`, takes its exclusive `flock` for the log's life (a
+   * second writer, in Node or Rust, gets `LockedError`) and syncs its directory. `sync`: `'every-append'`
    * (default: nothing is acknowledged that a power loss can take back), `'per-turn'` or
    * `'never'` (as the tokio adapter's `SyncPolicy`).
    */
@@ -55,8 +67,10 @@ class FileLog {
     }
     const absolute = path.resolve(filePath);
     let file;
+    let lock;
     try {
       file = await fs.open(absolute, 'a+');
+      lock = lockFile(absolute);
       const dir = await fs.open(path.dirname(absolute), 'r');
       try {
         await dir.sync();
@@ -64,10 +78,12 @@ class FileLog {
         await dir.close();
       }
     } catch (error) {
+      if (lock) lock.release();
       if (file) await file.close().catch(() => {});
+      if (error instanceof errors.LockedError) throw error;
       throw new errors.LogIoError(`cannot open the log ${absolute}: ${error.message}`, { cause: error });
     }
-    return new FileLog(file, absolute, policy);
+    return new FileLog(file, lock, absolute, policy);
   }
 
   /** Every byte of the file, read through this log's handle. Changes nothing. */
@@ -154,9 +170,10 @@ class FileLog {
     }
   }
 
-  /** Releases the file. */
+  /** Releases the file and its lock. */
   async close() {
     await this._file.close().catch(() => {});
+    this._lock.release();
   }
 
   async _write(bytes) {

@@ -9,7 +9,7 @@
 //!   ports ([`NativeMachine::outputs`], [`NativeMachine::wire`]).
 //! * The JSON-lines record format of `coxswain-log` ([`encode_records`], [`parse_log`]), so the
 //!   log written from Node has one owner: the Rust crate that `coxswain verify` and the tokio
-//!   adapter's `FileLog` use.
+//!   adapter's `FileLog` use — and [`FileLock`], the same `flock` that `FileLog` takes.
 //!
 //! Values cross the boundary as JSON text in the shapes of `docs/FORMAT.md` (inputs as `"in"`
 //! lines, outputs as `"out"` lines, events as log records): the JavaScript side parses them
@@ -18,9 +18,11 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod lock;
 mod log;
 mod machine;
 mod wire;
 
+pub use lock::FileLock;
 pub use log::{encode_records, parse_log};
 pub use machine::NativeMachine;

@@ -383,3 +383,21 @@ test('S45: dispose while a step runs aborts it, waits for its answer, then ends 
   });
   assert.equal(cli('verify', file).status, 0);
 });
+
+test('one writer per log: FileLog holds the flock the Rust FileLog takes', async (t) => {
+  const file = tempLog(t);
+  const log = await FileLog.open(file);
+  await assert.rejects(FileLog.open(file), (error) => {
+    assert.ok(error instanceof coxswain.LockedError);
+    assert.equal(error.kind, 'locked');
+    return true;
+  });
+  const script = path.join(path.dirname(file), 'script.json');
+  fs.writeFileSync(script, JSON.stringify({ actions: [{ followup: { id: 'r', content: 'x' } }] }));
+  const run = cli('run', script, '--log', file);
+  assert.notEqual(run.status, 0, 'the Rust FileLog refuses a log Node holds');
+  assert.match(run.stderr + run.stdout, /locked/);
+  await log.close();
+  const again = await FileLog.open(file);
+  await again.close();
+});
