@@ -401,3 +401,30 @@ test('one writer per log: FileLog holds the flock the Rust FileLog takes', async
   const again = await FileLog.open(file);
   await again.close();
 });
+
+test('S15 through the agent: remove/replace resolve found, prepend and clear; options are checked', async () => {
+  const log = new CountingLog();
+  const { agent } = await Agent.open(textHost, log, { memory: 0 });
+  await agent.inject(userMessage('a', 'one'));
+  await agent.send(userMessage('b', 'two'), 'next-turn', false);
+  await agent.prepend('next-step', userMessage('p', 'first'));
+  assert.equal(await agent.replace('a', userMessage('a', 'ONE')), true);
+  assert.equal(await agent.replace('zz', userMessage('zz', 'x')), false);
+  assert.equal(await agent.remove('b'), true);
+  assert.equal(await agent.remove('b'), false);
+  assert.deepEqual(await agent.pending(), {
+    nextTurn: [],
+    nextStep: [
+      { message: userMessage('p', 'first'), wakeup: false },
+      { message: userMessage('a', 'ONE'), wakeup: false },
+    ],
+  });
+  await agent.clear();
+  assert.deepEqual(await agent.pending(), { nextTurn: [], nextStep: [] });
+  assert.equal(agent.status, 'idle');
+  await agent.close();
+  assert.deepEqual(await agent.finished(), { kind: 'closed' });
+  await assert.rejects(agent.inject(userMessage('c', 'late')), coxswain.ClosedError);
+  await assert.rejects(Agent.open(textHost, new MemoryLog(), { maxBatch: 0 }), coxswain.InvalidOptionsError);
+  await assert.rejects(Agent.open(textHost, new MemoryLog(), { memory: 1.5 }), coxswain.InvalidOptionsError);
+});
