@@ -156,7 +156,7 @@ class Agent {
    * the function that unsubscribes.
    */
   subscribe(listener) {
-    if (this._ending && !this._finishing) {
+    if (this._finishing === 'done') {
       queueMicrotask(() => listener({ ended: this._ending }));
       return () => {};
     }

@@ -263,7 +263,7 @@ export interface PreStepContext {
   step: number;
   /** The claimed batch: all of NS, then at a turn boundary the first NT item (S28). */
   messages: Message[];
-  /** Aborted when the turn is cancelled (S39). */
+  /** Aborted when the turn is cancelled (S39); `signal.reason` is the `CancelCause` (an `Error` when the agent closed). */
   signal: AbortSignal;
   agent: Agent;
 }

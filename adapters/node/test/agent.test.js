@@ -93,6 +93,8 @@ test('a session on a FileLog: acknowledged once durable, recorded in order, veri
   assert.deepEqual(updates.at(-1), { ended: { kind: 'disposed' } });
   assert.equal(agent.status, 'idle');
   await assert.rejects(agent.followup(userMessage('late', 'x')), coxswain.DisposedError);
+  const late = await new Promise((resolve) => agent.subscribe(resolve));
+  assert.deepEqual(late, { ended: { kind: 'disposed' } }, 'a subscriber after the end learns it');
   const verified = cli('verify', file);
   assert.equal(verified.status, 0, verified.stdout + verified.stderr);
 });
