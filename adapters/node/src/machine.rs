@@ -1,9 +1,12 @@
 //! [`NativeMachine`]: the core's machine behind N-API, with its drain contract.
 
-use coxswain_core::{Config, Input, Machine, PreStepAnswer, Rejected, Restorer, Target};
+use coxswain_core::{
+    Config, Event, Input, Machine, Output, PreStepAnswer, Rejected, Restorer, Target,
+};
 use coxswain_log::{check_message, parse, TooDeep};
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::wire;
@@ -125,10 +128,13 @@ impl NativeMachine {
         }
         match self.machine.handle(input) {
             Ok(transition) => {
-                let reply = json!({ "found": transition.found(), "events": transition.events() });
+                let reply = wire::to_text(&Accepted {
+                    found: transition.found(),
+                    events: transition.events(),
+                });
                 // Dropped undrained: the effects stay queued for `persisted`.
                 drop(transition);
-                wire::text(&reply)
+                reply
             }
             Err(rejected) => rejection(&rejected),
         }
@@ -138,21 +144,21 @@ impl NativeMachine {
     /// a JSON array (see the module `wire` for their shapes). Empty when nothing is queued.
     #[napi]
     pub fn persisted(&mut self) -> String {
-        let effects: Vec<Value> = self.machine.drain().persisted().map(wire::effect).collect();
-        wire::text(&Value::Array(effects))
+        let effects: Vec<wire::EffectJson> = self
+            .machine
+            .drain()
+            .persisted()
+            .map(wire::EffectJson::from)
+            .collect();
+        wire::to_text(&effects)
     }
 
     /// Every queued output of the last input in wire order (events included), as a JSON array
     /// of `"out"` values: for recorders and ports, which persist nothing.
     #[napi]
     pub fn outputs(&mut self) -> String {
-        let outputs: Vec<Value> = self
-            .machine
-            .drain()
-            .into_outputs()
-            .map(|o| wire::output_value(&o))
-            .collect();
-        wire::text(&Value::Array(outputs))
+        let outputs: Vec<Output> = self.machine.drain().into_outputs().collect();
+        wire::to_text(&outputs)
     }
 
     /// One request of the `--exec` line protocol (PORTS.md) on this machine: the reply line to an
@@ -167,11 +173,8 @@ impl NativeMachine {
         };
         match self.machine.handle(input) {
             Ok(transition) => {
-                let outputs: Vec<Value> = transition
-                    .into_outputs()
-                    .map(|o| wire::output_value(&o))
-                    .collect();
-                wire::text(&json!({ "outputs": outputs }))
+                let outputs: Vec<Output> = transition.into_outputs().collect();
+                wire::to_text(&Wire { outputs })
             }
             Err(rejected) => wire::text(&json!({ "rejected": rejected.kind() })),
         }
@@ -189,7 +192,7 @@ impl NativeMachine {
     #[napi]
     pub fn queued_events(&mut self) -> String {
         let transition = self.machine.drain();
-        let events = wire::text(&json!(transition.events()));
+        let events = wire::to_text(transition.events());
         drop(transition);
         events
     }
@@ -224,6 +227,19 @@ impl NativeMachine {
         let count = |target| u32::try_from(self.machine.pending(target).len()).unwrap_or(u32::MAX);
         vec![count(Target::NextTurn), count(Target::NextStep)]
     }
+}
+
+/// The reply to an accepted input: its events, to persist before its effects.
+#[derive(Serialize)]
+struct Accepted<'a> {
+    found: bool,
+    events: &'a [Event],
+}
+
+/// The reply line to an accepted `"in"` request (PORTS.md).
+#[derive(Serialize)]
+struct Wire {
+    outputs: Vec<Output>,
 }
 
 fn config(memory: u32) -> Config {

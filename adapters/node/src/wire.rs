@@ -3,25 +3,43 @@
 //! begins an activity, the outstanding request, the pending lists).
 
 use coxswain_core::{Activity, Effect, Machine, Output, Outstanding, Pending, Target};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 /// An effect as JSON: its wire output (`{"notify": …}`, `{"request": …}` — `abort` included —,
 /// `{"disposed": {}}`), or `{"begin": {"turn": n}}` / `{"begin": {"maintenance": {}}}` for the
-/// start of an activity, which has no wire form.
-pub(crate) fn effect(effect: Effect) -> Value {
-    match effect {
-        Effect::Begin(Activity::Turn(turn)) => json!({ "begin": { "turn": turn } }),
-        Effect::Begin(Activity::Maintenance) => json!({ "begin": { "maintenance": {} } }),
-        other => match Option::<Output>::from(other) {
-            Some(output) => output_value(&output),
-            None => Value::Null,
-        },
+/// start of an activity, which has no wire form. Serialized straight from the core's types (no
+/// intermediate `Value`, so messages are not copied).
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum EffectJson {
+    /// The start of an activity.
+    Begin(Value),
+    /// Every other effect, as its wire output.
+    Output(Output),
+}
+
+impl From<Effect> for EffectJson {
+    fn from(effect: Effect) -> Self {
+        match effect {
+            Effect::Begin(Activity::Turn(turn)) => {
+                EffectJson::Begin(json!({ "begin": { "turn": turn } }))
+            }
+            Effect::Begin(Activity::Maintenance) => {
+                EffectJson::Begin(json!({ "begin": { "maintenance": {} } }))
+            }
+            other => match Option::<Output>::from(other) {
+                Some(output) => EffectJson::Output(output),
+                None => EffectJson::Begin(Value::Null),
+            },
+        }
     }
 }
 
-/// An output as the value of a trace's `"out"` line.
-pub(crate) fn output_value(output: &Output) -> Value {
-    serde_json::to_value(output).unwrap_or_else(|e| json!({ "unserializable": e.to_string() }))
+/// JSON text of any serializable reply (the core's types cannot fail to serialize; an error
+/// would read as `null`).
+pub(crate) fn to_text<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
 }
 
 /// JSON text of a value (serializing a `Value` cannot fail; an error would read as `null`).
