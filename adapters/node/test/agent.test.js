@@ -430,3 +430,28 @@ test('S15 through the agent: remove/replace resolve found, prepend and clear; op
   await assert.rejects(Agent.open(textHost, new MemoryLog(), { maxBatch: 0 }), coxswain.InvalidOptionsError);
   await assert.rejects(Agent.open(textHost, new MemoryLog(), { memory: 1.5 }), coxswain.InvalidOptionsError);
 });
+
+test('sync policies: every-append syncs each append, per-turn only a turn/end, never only at the end', async (t) => {
+  const counts = {};
+  for (const sync of ['every-append', 'per-turn', 'never']) {
+    const file = tempLog(t);
+    const log = await FileLog.open(file, { sync });
+    let syncs = 0;
+    const datasync = log._file.datasync.bind(log._file);
+    log._file.datasync = () => {
+      syncs += 1;
+      return datasync();
+    };
+    const { agent } = await Agent.open(textHost, log);
+    await agent.followup(userMessage('a', 'x'));
+    await agent.whenIdle();
+    const beforeEnd = syncs;
+    await agent.close(); // the final sync
+    counts[sync] = [beforeEnd, syncs];
+    assert.equal(cli('verify', file).status, 0);
+  }
+  // One session: 5 appends (followup, preStep answer, the host event, step answer, turnStopping
+  // answer), one of them with the turn/end.
+  assert.deepEqual(counts, { 'every-append': [5, 6], 'per-turn': [1, 2], never: [0, 1] });
+  await assert.rejects(FileLog.open(tempLog(t), { sync: 'sometimes' }), coxswain.InvalidOptionsError);
+});
