@@ -41,13 +41,13 @@ pub(crate) fn cases(default: u32) -> u32 {
 /// are forgotten and delivered again) in 5 of 10; and 8 (every pool id, once it left, is held
 /// for good) in 1 of 10. Shrinking goes towards 0.
 pub(crate) fn memory() -> impl Strategy<Value = usize> {
-    prop_oneof![
-        4 => Just(0),
-        2 => Just(1),
-        2 => Just(2),
-        1 => Just(3),
-        1 => Just(8),
-    ]
+    // The table is shared with `coxswain fuzz` (coxswain_conformance::generate::MEMORY).
+    proptest::strategy::Union::new_weighted(
+        coxswain_conformance::generate::MEMORY
+            .iter()
+            .map(|&(weight, memory)| (weight, Just(memory).boxed()))
+            .collect(),
+    )
 }
 
 /// Sequences of up to [`MAX_CHOICES`] choices. Each element is a weighted code and an argument

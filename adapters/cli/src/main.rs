@@ -8,8 +8,12 @@ use clap::{Parser, Subcommand};
 
 mod check;
 mod conform;
+mod exec;
+mod fuzz;
 mod load;
+mod port;
 mod run;
+mod traces;
 mod verify;
 
 /// Drive, check and verify the coxswain delivery state machine.
@@ -27,6 +31,24 @@ enum Command {
         /// Trace files (`.jsonl`).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Replay on a port instead: `sh -c CMD` speaking docs/PORTS.md's line protocol.
+        #[arg(long, value_name = "CMD")]
+        exec: Option<String>,
+        /// With --exec: seconds to wait for each reply before the port counts as silent.
+        #[arg(long, default_value = "10", value_parser = conform::parse_timeout)]
+        timeout: std::time::Duration,
+    },
+    /// Export what the model checker explores at a bound as a conformance suite: the shortest
+    /// path to every core state and every distinct transition (docs/PORTS.md).
+    Traces(traces::TracesArgs),
+    /// Random sessions on a port and on the core side by side; the first divergence is shrunk
+    /// and written as a trace (docs/PORTS.md).
+    Fuzz(fuzz::FuzzArgs),
+    /// The core's own end of docs/PORTS.md's line protocol, on stdin/stdout.
+    Port {
+        /// Break the port on purpose (tests of the ports kit).
+        #[arg(long, hide = true, value_name = "KIND")]
+        misbehave: Option<port::Misbehave>,
     },
     /// Model-check the real core (stateright) at a bound and print what it proved.
     Check(check::CheckArgs),
@@ -55,7 +77,17 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Conform { files } => conform::run(&files),
+        Command::Conform {
+            files, exec: None, ..
+        } => conform::run(&files),
+        Command::Conform {
+            files,
+            exec: Some(command),
+            timeout,
+        } => conform::run_exec(&command, timeout, &files),
+        Command::Port { misbehave } => port::run(misbehave),
+        Command::Traces(args) => traces::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
         Command::Run { script, log } => run::run(&script, log.as_deref()),
         Command::Verify { log, session } => verify::run(&log, session.as_deref()),
         Command::Check(args) => check::run(&args),

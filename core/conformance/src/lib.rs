@@ -14,6 +14,9 @@ use std::fmt;
 use std::path::Path;
 
 use coxswain_core::{Config, Input, Machine, Output, Rejected};
+
+pub mod generate;
+mod subject;
 use serde_json::{json, Value};
 
 /// Why a trace did not replay.
@@ -29,6 +32,18 @@ pub enum TraceError {
         line: usize,
         /// What is wrong with it.
         message: String,
+    },
+    /// The implementation under test failed while serving a line (a port crashed, went silent
+    /// or answered out of protocol, `PORTS.md`).
+    #[error("{failure} at line {line}{tail}")]
+    Failed {
+        /// 1-based line number of the line being served.
+        line: usize,
+        /// What went wrong (`port exited (exit status: 3)`, …).
+        failure: String,
+        /// More lines to show after it (e.g. the port's last stderr lines), each starting with
+        /// a newline; empty when there are none.
+        tail: String,
     },
     /// The machine did something other than the trace expects.
     #[error("line {line}: expected {expected}, actual {actual}")]
@@ -75,6 +90,55 @@ pub enum Line {
     Rejected(String),
 }
 
+impl Line {
+    /// One trace line from its JSON value (a one-key object), as [`Trace::parse`] reads it; the
+    /// ports kit parses `PORTS.md`'s `{"in": INPUT}` and `{"given": G}` with it too.
+    pub fn from_value(value: &Value) -> Result<Line, String> {
+        let Some(object) = value.as_object().filter(|o| o.len() == 1) else {
+            return Err("a line is an object with exactly one key".into());
+        };
+        let Some((key, body)) = object.iter().next() else {
+            return Err("empty object".into());
+        };
+        let line = match key.as_str() {
+            "note" => Line::Note(body.as_str().unwrap_or_default().to_owned()),
+            "given" => {
+                let log = match body.get("log") {
+                    None => Vec::new(),
+                    Some(log) => log
+                        .as_array()
+                        .cloned()
+                        .ok_or_else(|| String::from("`log` is not an array"))?,
+                };
+                let count = |key: &str| match body.get(key) {
+                    None => Ok(0),
+                    Some(n) => n
+                        .as_u64()
+                        .and_then(|n| usize::try_from(n).ok())
+                        .ok_or_else(|| format!("`{key}` is not an integer")),
+                };
+                Line::Given {
+                    log,
+                    seed_length: count("seedLength")?,
+                    memory: count("memory")?,
+                }
+            }
+            "in" => Line::In(
+                serde_json::from_value(body.clone())
+                    .map_err(|e| format!("unknown input {body}: {e}"))?,
+            ),
+            "out" => Line::Out(body.clone()),
+            "rejected" => Line::Rejected(
+                body.as_str()
+                    .ok_or_else(|| String::from("`rejected` takes a string"))?
+                    .to_owned(),
+            ),
+            other => return Err(format!("unknown key `{other}`")),
+        };
+        Ok(line)
+    }
+}
+
 /// A parsed trace: its lines with their 1-based line numbers (blank lines dropped).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Trace {
@@ -97,47 +161,7 @@ impl Trace {
             };
             let value: Value =
                 serde_json::from_str(raw).map_err(|e| malformed(format!("not JSON: {e}")))?;
-            let Some(object) = value.as_object().filter(|o| o.len() == 1) else {
-                return Err(malformed("a line is an object with exactly one key".into()));
-            };
-            let Some((key, body)) = object.iter().next() else {
-                return Err(malformed("empty object".into()));
-            };
-            let line = match key.as_str() {
-                "note" => Line::Note(body.as_str().unwrap_or_default().to_owned()),
-                "given" => {
-                    let log = match body.get("log") {
-                        None => Vec::new(),
-                        Some(log) => log
-                            .as_array()
-                            .cloned()
-                            .ok_or_else(|| malformed("`log` is not an array".into()))?,
-                    };
-                    let count = |key: &str| match body.get(key) {
-                        None => Ok(0),
-                        Some(n) => n
-                            .as_u64()
-                            .and_then(|n| usize::try_from(n).ok())
-                            .ok_or_else(|| malformed(format!("`{key}` is not an integer"))),
-                    };
-                    Line::Given {
-                        log,
-                        seed_length: count("seedLength")?,
-                        memory: count("memory")?,
-                    }
-                }
-                "in" => Line::In(
-                    serde_json::from_value(body.clone())
-                        .map_err(|e| malformed(format!("unknown input {body}: {e}")))?,
-                ),
-                "out" => Line::Out(body.clone()),
-                "rejected" => Line::Rejected(
-                    body.as_str()
-                        .ok_or_else(|| malformed("`rejected` takes a string".into()))?
-                        .to_owned(),
-                ),
-                other => return Err(malformed(format!("unknown key `{other}`"))),
-            };
+            let line = Line::from_value(&value).map_err(malformed)?;
             if matches!(line, Line::Given { .. })
                 && lines.iter().any(|(_, l)| !matches!(l, Line::Note(_)))
             {
@@ -159,13 +183,29 @@ pub fn replay_file(path: &Path) -> Result<Replayed, TraceError> {
 
 /// Replays a trace against a fresh (or restored) [`Machine`] and compares every output.
 pub fn replay(trace: &Trace) -> Result<Replayed, TraceError> {
+    replay_on(trace, &mut CoreSubject::default())
+}
+
+/// Replays a trace on any implementation ([`Subject`]): starts it from the trace's `given` line
+/// (or fresh), applies every input and compares each answer with the trace exactly as [`replay`]
+/// does for the core. A [`Failure`] of the subject fails the trace at the line it was serving.
+pub fn replay_on<S: Subject + ?Sized>(
+    trace: &Trace,
+    subject: &mut S,
+) -> Result<Replayed, TraceError> {
     let mut lines = trace
         .lines
         .iter()
         .filter(|(_, line)| !matches!(line, Line::Note(_)))
         .peekable();
     let mut summary = Replayed::default();
-    let mut machine = Machine::new();
+    let failed = |line: usize| {
+        move |failure: Failure| TraceError::Failed {
+            line,
+            failure: failure.what,
+            tail: failure.tail,
+        }
+    };
     if let Some((
         number,
         Line::Given {
@@ -177,10 +217,14 @@ pub fn replay(trace: &Trace) -> Result<Replayed, TraceError> {
     {
         let number = *number;
         lines.next();
-        let config = Config::new().with_delivery_memory(*memory);
-        let restored = Machine::restore_with(config, log, *seed_length);
+        let given = Given {
+            log,
+            seed_length: *seed_length,
+            memory: *memory,
+        };
+        let restored = subject.begin(Some(&given)).map_err(failed(number))?;
         match (restored, lines.peek()) {
-            (Err(_), Some((_, Line::Rejected(kind)))) if kind == "invalid-log" => {
+            (Err(rejection), Some((_, Line::Rejected(kind)))) if *kind == rejection.kind => {
                 summary.rejections += 1;
                 return match lines.nth(1) {
                     None => Ok(summary),
@@ -190,21 +234,30 @@ pub fn replay(trace: &Trace) -> Result<Replayed, TraceError> {
                     }),
                 };
             }
-            (Err(error), next) => {
+            (Err(rejection), next) => {
                 return Err(TraceError::Mismatch {
                     line: next.map_or(number, |(line, _)| *line),
                     expected: "the log to restore".into(),
-                    actual: format!("rejected invalid-log ({error})"),
+                    actual: rejection.to_string(),
                 })
             }
-            (Ok(_), Some((line, Line::Rejected(kind)))) => {
+            (Ok(()), Some((line, Line::Rejected(kind)))) => {
                 return Err(TraceError::Mismatch {
                     line: *line,
                     expected: format!("rejected {kind}"),
                     actual: "the log restored".into(),
                 })
             }
-            (Ok(restored), _) => machine = restored,
+            (Ok(()), _) => {}
+        }
+    } else {
+        let first = lines.peek().map_or(1, |(line, _)| *line);
+        if let Err(rejection) = subject.begin(None).map_err(failed(first))? {
+            return Err(TraceError::Mismatch {
+                line: first,
+                expected: "a fresh machine".into(),
+                actual: rejection.to_string(),
+            });
         }
     }
     while let Some((number, line)) = lines.next() {
@@ -224,16 +277,10 @@ pub fn replay(trace: &Trace) -> Result<Replayed, TraceError> {
             }
         };
         summary.inputs += 1;
-        let (result, actual) = match machine.handle(input.clone()) {
-            Ok(transition) => (
-                Ok(()),
-                transition.into_outputs().map(|o| output_json(&o)).collect(),
-            ),
-            Err(rejection) => (Err(rejection), Vec::new()),
-        };
-        if let Err(rejection) = result {
-            match lines.next() {
-                Some((_, Line::Rejected(kind))) if *kind == rejection.kind() => {
+        let actual = match subject.input(input).map_err(failed(*number))? {
+            Ok(actual) => actual,
+            Err(rejection) => match lines.next() {
+                Some((_, Line::Rejected(kind))) if *kind == rejection.kind => {
                     summary.rejections += 1;
                     continue;
                 }
@@ -241,18 +288,18 @@ pub fn replay(trace: &Trace) -> Result<Replayed, TraceError> {
                     return Err(TraceError::Mismatch {
                         line: *line,
                         expected: describe_line(expected),
-                        actual: describe_rejection(&rejection),
+                        actual: rejection.to_string(),
                     })
                 }
                 None => {
                     return Err(TraceError::Mismatch {
                         line: *number,
                         expected: "the input to be accepted".into(),
-                        actual: describe_rejection(&rejection),
+                        actual: rejection.to_string(),
                     })
                 }
-            }
-        }
+            },
+        };
         let mut emitted = actual.into_iter();
         loop {
             let expected = match lines.peek() {
@@ -310,9 +357,7 @@ fn describe_line(line: &Line) -> String {
     }
 }
 
-fn describe_rejection(rejection: &Rejected) -> String {
-    format!("rejected {} ({rejection})", rejection.kind())
-}
+pub use subject::{CoreSubject, Failure, Given, Rejection, Subject};
 
 /// An output as the value of an `"out"` line.
 pub fn output_json(output: &Output) -> Value {
@@ -548,6 +593,49 @@ mod tests {
                 "{text}: {result:?}"
             );
         }
+    }
+
+    /// A subject that answers like the core until its `n`th input, where it fails (PORTS.md: a
+    /// crashed port fails the trace at the line it was serving).
+    struct FailsAt {
+        core: CoreSubject,
+        left: usize,
+    }
+
+    impl Subject for FailsAt {
+        fn begin(&mut self, given: Option<&Given<'_>>) -> Result<Result<(), Rejection>, Failure> {
+            self.core.begin(given)
+        }
+
+        fn input(&mut self, input: &Input) -> Result<Result<Vec<Value>, Rejection>, Failure> {
+            if self.left == 0 {
+                return Err(Failure {
+                    what: "port exited (exit status: 3)".into(),
+                    tail: "\n  stderr: boom".into(),
+                });
+            }
+            self.left -= 1;
+            self.core.input(input)
+        }
+    }
+
+    #[test]
+    fn a_subject_failure_fails_the_trace_at_the_line_served() {
+        let trace = Trace::parse(EXAMPLE).unwrap();
+        let mut subject = FailsAt {
+            core: CoreSubject::default(),
+            left: 1,
+        };
+        let error = replay_on(&trace, &mut subject).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "port exited (exit status: 3) at line 10\n  stderr: boom"
+        );
+        let mut subject = FailsAt {
+            core: CoreSubject::default(),
+            left: 4,
+        };
+        assert_eq!(replay_on(&trace, &mut subject).map(|r| r.outputs), Ok(14));
     }
 
     #[test]

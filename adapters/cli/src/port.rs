@@ -1,0 +1,187 @@
+//! `coxswain port`: the Rust core's own end of PORTS.md's line protocol, on stdin/stdout.
+//!
+//! It translates and decides nothing: a `begin` restores or creates the real
+//! [`Machine`](coxswain_core::Machine) (through [`CoreSubject`]), every `in` goes to it, and its
+//! outputs or rejection come back as one line. Requests are parsed exactly as trace lines are
+//! ([`Line::from_value`]). The hidden `--misbehave KIND` flag breaks the port on purpose, so the
+//! runner's reports (`coxswain conform --exec`, `coxswain fuzz`) can be tested against it.
+
+use std::io::{self, BufRead, Write};
+use std::process::ExitCode;
+
+use coxswain_conformance::{CoreSubject, Given, Line, Subject};
+use serde_json::{json, Value};
+
+use crate::exec::PROTOCOL;
+
+/// A deliberate way for the port to break (tests of the runner only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Misbehave {
+    /// Exit with status 3 (after a line on stderr) at the first `dispose` input.
+    Crash,
+    /// Never answer the first `dispose` input.
+    Hang,
+    /// Answer the first `dispose` input with a line that is not JSON.
+    Malformed,
+    /// Answer `hello` with protocol 2.
+    Protocol,
+    /// Leave every `agent/inbox/claimed` notification out of the outputs (a wrong answer).
+    DropClaimed,
+}
+
+/// Where the port is in a session.
+enum Phase {
+    /// No `begin` yet.
+    Idle,
+    /// A machine is running.
+    Running(Box<CoreSubject>),
+    /// The current trace ended.
+    Ended,
+}
+
+/// Serves the protocol until stdin closes (exit 0), or stdout cannot be written (exit 1).
+pub(crate) fn run(misbehave: Option<Misbehave>) -> ExitCode {
+    let stdin = io::stdin();
+    let mut stdout = io::stdout().lock();
+    let mut phase = Phase::Idle;
+    for line in stdin.lock().split(b'\n') {
+        let Ok(line) = line else {
+            return ExitCode::FAILURE;
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let reply = match String::from_utf8(line) {
+            Ok(text) => serve(&mut phase, &text, misbehave),
+            Err(_) => Reply::Line(json!({"error": "the request is not UTF-8"}).to_string()),
+        };
+        let text = match reply {
+            Reply::Line(text) => text,
+            Reply::Crash => {
+                eprintln!("coxswain port: misbehaving on purpose (crash at dispose)");
+                return ExitCode::from(3);
+            }
+            Reply::Hang => loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            },
+        };
+        if writeln!(stdout, "{text}")
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// What to do with one request.
+enum Reply {
+    /// Write this line.
+    Line(String),
+    /// `--misbehave crash`.
+    Crash,
+    /// `--misbehave hang`.
+    Hang,
+}
+
+fn serve(phase: &mut Phase, text: &str, misbehave: Option<Misbehave>) -> Reply {
+    let error = |message: String| Reply::Line(json!({ "error": message }).to_string());
+    let request: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(e) => return error(format!("the request is not JSON: {e}")),
+    };
+    let Some((key, body)) = request
+        .as_object()
+        .filter(|o| o.len() == 1)
+        .and_then(|o| o.iter().next())
+    else {
+        return error("a request is an object with exactly one key".into());
+    };
+    let reply = match key.as_str() {
+        "hello" => {
+            let protocol = if misbehave == Some(Misbehave::Protocol) {
+                PROTOCOL + 1
+            } else {
+                PROTOCOL
+            };
+            json!({"hello": {
+                "protocol": protocol,
+                "name": "coxswain",
+                "version": env!("CARGO_PKG_VERSION"),
+            }})
+        }
+        "begin" => match begin(body.get("given")) {
+            Ok((subject, started)) => {
+                *phase = Phase::Running(Box::new(subject));
+                match started {
+                    Ok(()) => json!({"ready": {}}),
+                    Err(kind) => json!({ "rejected": kind }),
+                }
+            }
+            Err(message) => return error(message),
+        },
+        "in" => {
+            let Phase::Running(subject) = phase else {
+                return error("an input outside a trace (send `begin` first)".into());
+            };
+            let input = match Line::from_value(&request) {
+                Ok(Line::In(input)) => input,
+                Ok(_) => return error("not an input".into()),
+                Err(message) => return error(message),
+            };
+            if matches!(input, coxswain_core::Input::Dispose {}) {
+                match misbehave {
+                    Some(Misbehave::Crash) => return Reply::Crash,
+                    Some(Misbehave::Hang) => return Reply::Hang,
+                    Some(Misbehave::Malformed) => return Reply::Line("{\"outputs\":[".into()),
+                    _ => {}
+                }
+            }
+            match subject.input(&input) {
+                Ok(Ok(mut outputs)) => {
+                    if misbehave == Some(Misbehave::DropClaimed) {
+                        outputs.retain(|o| o["notify"]["type"] != "agent/inbox/claimed");
+                    }
+                    json!({ "outputs": outputs })
+                }
+                Ok(Err(rejection)) => json!({ "rejected": rejection.kind }),
+                Err(failure) => return error(failure.what),
+            }
+        }
+        "end" => {
+            *phase = Phase::Ended;
+            json!({"ended": {}})
+        }
+        other => return error(format!("unknown request `{other}`")),
+    };
+    Reply::Line(reply.to_string())
+}
+
+/// A machine for `begin`: fresh for a missing or `null` `given`, else restored from it (parsed as
+/// a trace's `given` line); the inner result is the restore's rejection kind.
+fn begin(given: Option<&Value>) -> Result<(CoreSubject, Result<(), String>), String> {
+    let mut subject = CoreSubject::default();
+    let started = match given {
+        None | Some(Value::Null) => subject.begin(None),
+        Some(given) => {
+            let Line::Given {
+                log,
+                seed_length,
+                memory,
+            } = Line::from_value(&json!({ "given": given }))?
+            else {
+                return Err("`given` is not a given line".into());
+            };
+            subject.begin(Some(&Given {
+                log: &log,
+                seed_length,
+                memory,
+            }))
+        }
+    };
+    match started {
+        Ok(result) => Ok((subject, result.map_err(|rejection| rejection.kind))),
+        Err(failure) => Err(failure.what),
+    }
+}

@@ -1,0 +1,131 @@
+//! `coxswain traces --messages N --operations K --out DIR`: what the model checker explores at a
+//! bound, exported as a conformance suite (FORMAT.md) a port can be held to.
+//!
+//! [`explore()`] searches breadth-first and keeps the shortest input path to every core state and
+//! to every distinct (state, input) transition; only maximal paths become traces, each recorded
+//! on the real core ([`Recorder`]), so their outputs are the core's. Same arguments, same files.
+
+mod explore;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use coxswain_conformance::Recorder;
+use coxswain_model::{Bound, DeliveryModel};
+
+use explore::explore;
+
+/// Flags of `coxswain traces`.
+#[derive(Args, Debug)]
+pub(crate) struct TracesArgs {
+    /// Message ids in the pool.
+    #[arg(long, default_value_t = 2)]
+    messages: u8,
+    /// Environment operations per path (deliveries, edits, cancels, maintenance, dispose); the
+    /// suite grows about tenfold per operation (docs/PORTS.md has the counts).
+    #[arg(long, default_value_t = 2)]
+    operations: u8,
+    /// `continue` answers per path.
+    #[arg(long, default_value_t = 1)]
+    tool_steps: u8,
+    /// The delivery memory's capacity W (S51; 0 is plain S9).
+    #[arg(long, default_value_t = 0)]
+    memory: u8,
+    /// The directory to write `trace-NNNN.jsonl` files to (created; its old `trace-*.jsonl`
+    /// files are removed first).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+impl TracesArgs {
+    /// The model's bound (crash-restore off: a trace is one machine's life; the corpus covers
+    /// restores).
+    fn bound(&self) -> Bound {
+        Bound {
+            messages: self.messages,
+            operations: self.operations,
+            tool_steps: self.tool_steps,
+            crashes: false,
+            memory: self.memory,
+        }
+    }
+}
+
+pub(crate) fn run(args: &TracesArgs) -> ExitCode {
+    let model = DeliveryModel::new(args.bound());
+    let explored = explore(&model);
+    let paths = explored.paths();
+    println!(
+        "bound: {} message ids, {} operations, {} tool steps, delivery memory {}",
+        args.messages, args.operations, args.tool_steps, args.memory
+    );
+    println!("explored {} model states", explored.model_states);
+    println!(
+        "covered {} core states, {} transitions ({} rejected)",
+        explored.states, explored.transitions, explored.rejections
+    );
+    match write(&model, &paths, &args.out, &command(args)) {
+        Ok(inputs) => {
+            println!(
+                "wrote {} traces ({inputs} inputs) to {}",
+                paths.len(),
+                args.out.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("coxswain traces: {}: {error}", args.out.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The command line that makes this suite, for each trace's note.
+fn command(args: &TracesArgs) -> String {
+    format!(
+        "coxswain traces --messages {} --operations {} --tool-steps {} --memory {}",
+        args.messages, args.operations, args.tool_steps, args.memory
+    )
+}
+
+/// Records every path on the real core and writes it; returns the inputs written.
+fn write(
+    model: &DeliveryModel,
+    paths: &[Vec<coxswain_core::Input>],
+    out: &Path,
+    command: &str,
+) -> std::io::Result<usize> {
+    std::fs::create_dir_all(out)?;
+    for entry in std::fs::read_dir(out)? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name.starts_with("trace-") && name.ends_with(".jsonl") {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    let width = paths.len().to_string().len().max(4);
+    let mut inputs = 0;
+    for (index, path) in paths.iter().enumerate() {
+        let number = index + 1;
+        let note = format!(
+            "{command}: path {number} of {} (breadth-first shortest paths to every state and \
+             transition, PORTS.md)",
+            paths.len()
+        );
+        let mut recorder = Recorder::with_config(&note, model.config());
+        for input in path {
+            // A rejection is recorded as the trace's `rejected` line.
+            let _ = recorder.input(input.clone());
+        }
+        inputs += path.len();
+        std::fs::write(
+            out.join(format!("trace-{number:0width$}.jsonl")),
+            recorder.finish(),
+        )?;
+    }
+    Ok(inputs)
+}

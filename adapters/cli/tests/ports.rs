@@ -1,0 +1,477 @@
+//! The ports kit (docs/PORTS.md), both sides of the line protocol: `coxswain port` (the core's
+//! end) and the runner in `coxswain conform --exec`, `coxswain traces` and `coxswain fuzz`, held
+//! to the core and to ports broken on purpose (`coxswain port --misbehave KIND` and the sh port in
+//! `tests/fixtures/ports/scripted.sh`). Every report is pinned line for line.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_coxswain");
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance")
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ports")
+}
+
+/// Runs `coxswain ARGS` in `dir`; its exit code and stdout.
+fn coxswain(dir: &Path, args: &[&str]) -> (i32, String) {
+    let output = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+    (output.status.code().unwrap_or(-1), stdout)
+}
+
+/// `"BIN port ARGS"`, quoted for `sh -c`.
+fn port(args: &str) -> String {
+    format!("'{BIN}' port {args}")
+}
+
+fn lines(text: &str) -> Vec<&str> {
+    text.lines().collect()
+}
+
+/// Two corpus traces: one with a `dispose` (where `--misbehave` crash, hang and malformed break)
+/// and one with a claim (S24, where `drop-claimed` breaks).
+const TWO: [&str; 2] = [
+    "s45-dispose-idle.jsonl",
+    "s24-idle-followup-opens-turn.jsonl",
+];
+
+fn misbehaving(kind: &str, extra: &[&str]) -> (i32, String) {
+    let command = port(&format!("--misbehave {kind}"));
+    let mut args = vec!["conform", "--exec", &command];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&TWO);
+    coxswain(&corpus(), &args)
+}
+
+#[test]
+fn the_corpus_passes_through_the_cores_port_exactly_as_in_process() {
+    let mut files: Vec<String> = std::fs::read_dir(corpus())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".jsonl"))
+        .collect();
+    files.sort();
+    let names: Vec<&str> = files.iter().map(String::as_str).collect();
+    let (code, in_process) = coxswain(&corpus(), &[&["conform"], &names[..]].concat());
+    assert_eq!(code, 0, "{in_process}");
+    let command = port("");
+    let (code, exec) = coxswain(
+        &corpus(),
+        &[&["conform", "--exec", &command], &names[..]].concat(),
+    );
+    assert_eq!(code, 0, "{exec}");
+    assert_eq!(
+        exec,
+        format!("port coxswain {VERSION} (protocol 1)\n{in_process}")
+    );
+    let total = files.len();
+    assert!(exec.ends_with(&format!("{total} traces, {total} passed, 0 failed\n")));
+}
+
+#[test]
+fn a_crashed_port_fails_its_trace_with_status_and_stderr_and_is_restarted() {
+    let (code, out) = misbehaving("crash", &[]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        lines(&out),
+        [
+            format!("port coxswain {VERSION} (protocol 1)").as_str(),
+            "FAIL s45-dispose-idle.jsonl: port exited (exit status: 3) at line 2",
+            "  stderr: coxswain port: misbehaving on purpose (crash at dispose)",
+            "ok   s24-idle-followup-opens-turn.jsonl (4 inputs, 14 outputs, 0 rejections)",
+            "2 traces, 1 passed, 1 failed",
+        ]
+    );
+}
+
+/// The processes whose environment holds `marker` (Linux: /proc).
+fn processes_marked(marker: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn a_silent_port_is_killed_at_the_timeout_and_restarted() {
+    // The port runs under a marker in its environment, to show the kill reached it (not only
+    // the shell that started it).
+    let marker = format!("COXSWAIN_PORTS_TEST_HANG={}", std::process::id());
+    let command = format!("{marker} {}", port("--misbehave hang"));
+    let (code, out) = coxswain(
+        &corpus(),
+        &[
+            &["conform", "--exec", &command, "--timeout", "0.5"],
+            &TWO[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(processes_marked(&marker), Vec::<String>::new());
+    assert_eq!(code, 1);
+    assert_eq!(
+        lines(&out),
+        [
+            format!("port coxswain {VERSION} (protocol 1)").as_str(),
+            "FAIL s45-dispose-idle.jsonl: port did not answer within 500ms at line 2",
+            "ok   s24-idle-followup-opens-turn.jsonl (4 inputs, 14 outputs, 0 rejections)",
+            "2 traces, 1 passed, 1 failed",
+        ]
+    );
+}
+
+#[test]
+fn a_malformed_reply_is_shown() {
+    let (code, out) = misbehaving("malformed", &[]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        lines(&out),
+        [
+            format!("port coxswain {VERSION} (protocol 1)").as_str(),
+            "FAIL s45-dispose-idle.jsonl: malformed reply at line 2: {\"outputs\":[",
+            "ok   s24-idle-followup-opens-turn.jsonl (4 inputs, 14 outputs, 0 rejections)",
+            "2 traces, 1 passed, 1 failed",
+        ]
+    );
+}
+
+#[test]
+fn another_protocol_version_stops_the_run() {
+    let (code, out) = misbehaving("protocol", &[]);
+    assert_eq!(code, 1);
+    assert_eq!(lines(&out), ["port speaks protocol 2, runner speaks 1"]);
+}
+
+#[test]
+fn a_wrong_output_is_a_mismatch_at_its_line() {
+    let (code, out) = misbehaving("drop-claimed", &[]);
+    assert_eq!(code, 1);
+    let claimed = r#"{"notify":{"message":{"content":"hi","id":"a","source":{"kind":"user"}},"turn":1,"type":"agent/inbox/claimed"}}"#;
+    let pre_step = r#"{"request":{"preStep":{"messages":[{"content":"hi","id":"a","source":{"kind":"user"}}],"step":1,"turn":1}}}"#;
+    assert_eq!(
+        lines(&out),
+        [
+            format!("port coxswain {VERSION} (protocol 1)"),
+            "ok   s45-dispose-idle.jsonl (2 inputs, 1 outputs, 1 rejections)".into(),
+            format!(
+                "FAIL s24-idle-followup-opens-turn.jsonl: line 8: expected out {claimed}, \
+                 actual out {pre_step}"
+            ),
+            "2 traces, 1 passed, 1 failed".into(),
+        ]
+    );
+}
+
+/// The sh port: a reply with the wrong key, an `error` reply, and a non-zero exit at the end.
+#[test]
+fn wrong_keys_error_replies_and_a_dirty_exit_are_reported() {
+    let trace = corpus().join(TWO[1]);
+    let trace = trace.to_str().unwrap();
+    let run = |mode: &str| {
+        let command = format!("sh scripted.sh {mode}");
+        coxswain(
+            &fixtures(),
+            &["conform", "--exec", &command, "empty.jsonl", trace],
+        )
+    };
+    let (code, out) = run("wrong-key");
+    assert_eq!(code, 1);
+    assert_eq!(
+        lines(&out),
+        [
+            "port scripted 0 (protocol 1)".to_owned(),
+            "ok   empty.jsonl (0 inputs, 0 outputs, 0 rejections)".into(),
+            format!("FAIL {trace}: malformed reply at line 2: {{\"ready\":{{}}}}"),
+            "2 traces, 1 passed, 1 failed".into(),
+        ]
+    );
+    let (code, out) = run("error");
+    assert_eq!(code, 1);
+    assert_eq!(
+        lines(&out)[2],
+        format!("FAIL {trace}: port error at line 2: not implemented")
+    );
+    let (code, out) = run("dirty-exit");
+    assert_eq!(code, 1);
+    assert_eq!(
+        lines(&out)[3..],
+        [
+            "2 traces, 1 passed, 1 failed",
+            "FAIL end of session: port exited (exit status: 4) after stdin closed",
+        ]
+    );
+}
+
+/// The core's end of the protocol, request by request (PORTS.md's table), exit 0 at EOF.
+#[test]
+fn the_cores_port_answers_each_request_with_one_line() {
+    let requests = [
+        r#"{"hello":{"protocol":1}}"#,
+        r#"{"in":{"clear":{}}}"#,
+        r#"{"begin":{"trace":"t","given":null}}"#,
+        r#"{"in":{"send":{"message":{"id":"q","source":{"kind":"user"},"content":"hi"},"target":"next-turn","wakeup":false}}}"#,
+        r#"{"in":{"send":{"message":{"id":"q","source":{"kind":"user"},"content":"hi"},"target":"next-turn","wakeup":false}}}"#,
+        r#"{"in":{"bogus":1}}"#,
+        r#"{"end":{}}"#,
+        r#"{"in":{"clear":{}}}"#,
+        r#"{"begin":{"trace":"u","given":{"log":[{"data":{}}]}}}"#,
+        r#"{"begin":{"trace":"v","given":{"memory":1}}}"#,
+        r#"{"in":{"step":"completed"}}"#,
+        "not json",
+        r#"{"what":1}"#,
+    ];
+    let mut child = Command::new(BIN)
+        .arg("port")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for request in requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let before = r#"{"error":"an input outside a trace (send `begin` first)"}"#;
+    assert_eq!(
+        lines(&stdout),
+        [
+            format!(r#"{{"hello":{{"name":"coxswain","protocol":1,"version":"{VERSION}"}}}}"#),
+            before.into(),
+            r#"{"ready":{}}"#.into(),
+            r#"{"outputs":[{"event":{"data":{"inserted":[{"content":"hi","id":"q","source":{"kind":"user"}}],"start":0,"target":"next-turn"},"type":"agent/inbox/spliced"}},{"notify":{"message":{"content":"hi","id":"q","source":{"kind":"user"}},"type":"agent/inbox/inserted"}}]}"#.into(),
+            r#"{"rejected":"already-pending"}"#.into(),
+            r#"{"error":"unknown input {\"bogus\":1}: unknown variant `bogus`, expected one of `send`, `followup`, `steer`, `inject`, `remove`, `replace`, `prepend`, `clear`, `cancel`, `maintenance`, `dispose`, `preStep`, `step`, `turnStopping`"}"#.into(),
+            r#"{"ended":{}}"#.into(),
+            before.into(),
+            r#"{"rejected":"invalid-log"}"#.into(),
+            r#"{"ready":{}}"#.into(),
+            r#"{"rejected":"unexpected-completion"}"#.into(),
+            r#"{"error":"the request is not JSON: expected ident at line 1 column 2"}"#.into(),
+            r#"{"error":"unknown request `what`"}"#.into(),
+        ]
+    );
+}
+
+/// `coxswain traces` at a small bound: the counts, the same files on a second run, and the
+/// suite passes in process and through the core's port.
+#[test]
+fn an_exported_suite_is_deterministic_and_passes_in_process_and_through_the_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = |name: &str| {
+        let out = dir.path().join(name);
+        let out_text = out.to_str().unwrap().to_owned();
+        let (code, stdout) = coxswain(
+            dir.path(),
+            &[
+                "traces",
+                "--messages",
+                "2",
+                "--operations",
+                "1",
+                "--out",
+                &out_text,
+            ],
+        );
+        assert_eq!(code, 0);
+        assert_eq!(
+            lines(&stdout),
+            [
+                "bound: 2 message ids, 1 operations, 1 tool steps, delivery memory 0".to_owned(),
+                "explored 30 model states".into(),
+                "covered 16 core states, 204 transitions (148 rejected)".into(),
+                format!("wrote 46 traces (546 inputs) to {out_text}"),
+            ]
+        );
+        out
+    };
+    let (one, two) = (export("one"), export("two"));
+    let mut files: Vec<String> = std::fs::read_dir(&one)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 46);
+    assert_eq!(
+        (files[0].as_str(), files[45].as_str()),
+        ("trace-0001.jsonl", "trace-0046.jsonl")
+    );
+    for file in &files {
+        assert_eq!(
+            std::fs::read(one.join(file)).unwrap(),
+            std::fs::read(two.join(file)).unwrap(),
+            "{file}"
+        );
+    }
+    let names: Vec<&str> = files.iter().map(String::as_str).collect();
+    let (code, in_process) = coxswain(&one, &[&["conform"], &names[..]].concat());
+    assert_eq!(code, 0);
+    assert!(in_process.ends_with("46 traces, 46 passed, 0 failed\n"));
+    let command = port("");
+    let (code, exec) = coxswain(
+        &one,
+        &[&["conform", "--exec", &command], &names[..]].concat(),
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        exec,
+        format!("port coxswain {VERSION} (protocol 1)\n{in_process}")
+    );
+    // A wrong port fails the suite (it holds a claim, S24/S28).
+    let command = port("--misbehave drop-claimed");
+    let (code, broken) = coxswain(
+        &one,
+        &[&["conform", "--exec", &command], &names[..]].concat(),
+    );
+    assert_eq!(code, 1);
+    assert!(
+        broken.ends_with("46 traces, 25 passed, 21 failed\n"),
+        "{broken}"
+    );
+}
+
+#[test]
+fn fuzz_passes_the_cores_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let command = port("");
+    let (code, out) = coxswain(
+        dir.path(),
+        &[
+            "fuzz",
+            "--exec",
+            &command,
+            "--sessions",
+            "50",
+            "--seed",
+            "7",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        lines(&out),
+        [
+            format!("fuzz: port coxswain {VERSION}, 50 sessions, seed 7"),
+            "50 sessions, 7193 inputs: the port answered every one as the core did".into(),
+        ]
+    );
+    assert!(!dir.path().join("divergence.jsonl").exists());
+}
+
+#[test]
+fn fuzz_finds_a_dropped_output_and_shrinks_it_to_one_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let command = port("--misbehave drop-claimed");
+    let (code, out) = coxswain(
+        dir.path(),
+        &[
+            "fuzz",
+            "--exec",
+            &command,
+            "--sessions",
+            "50",
+            "--seed",
+            "1",
+        ],
+    );
+    assert_eq!(code, 1);
+    let claimed = r#"{"notify":{"message":{"content":"hello","id":"m2","source":{"kind":"user"}},"turn":1,"type":"agent/inbox/claimed"}}"#;
+    let pre_step = r#"{"request":{"preStep":{"messages":[{"content":"hello","id":"m2","source":{"kind":"user"}}],"step":1,"turn":1}}}"#;
+    assert_eq!(
+        lines(&out),
+        [
+            format!("fuzz: port coxswain {VERSION}, 50 sessions, seed 1"),
+            "session 1 (delivery memory 2): diverged at input 5: the port answered differently"
+                .into(),
+            "shrunk 5 inputs to 1 (6 candidates tried)".into(),
+            format!(
+                "wrote divergence.jsonl (1 inputs): on the core ok; on the port FAIL line 8: \
+                 expected out {claimed}, actual out {pre_step}"
+            ),
+        ]
+    );
+    let trace = std::fs::read_to_string(dir.path().join("divergence.jsonl")).unwrap();
+    assert_eq!(
+        lines(&trace)[..2],
+        [
+            format!(
+                r#"{{"note":"coxswain fuzz --seed 1: a divergence of port `coxswain {VERSION}`, shrunk to 1 inputs; replays on the core"}}"#
+            ),
+            r#"{"in":{"steer":{"content":"hello","id":"m2","source":{"kind":"user"}}}}"#.into(),
+        ]
+    );
+    assert_eq!(lines(&trace).len(), 9);
+    // It replays on the core, and fails on the port.
+    let (code, _) = coxswain(dir.path(), &["conform", "divergence.jsonl"]);
+    assert_eq!(code, 0);
+    let (code, _) = coxswain(
+        dir.path(),
+        &["conform", "--exec", &command, "divergence.jsonl"],
+    );
+    assert_eq!(code, 1);
+}
+
+/// A crash is a divergence too: shrinking restarts the port for every candidate.
+#[test]
+fn fuzz_shrinks_a_crash_to_the_input_that_causes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let command = port("--misbehave crash");
+    let (code, out) = coxswain(
+        dir.path(),
+        &[
+            "fuzz",
+            "--exec",
+            &command,
+            "--sessions",
+            "20",
+            "--seed",
+            "3",
+        ],
+    );
+    assert_eq!(code, 1);
+    let stderr = "  stderr: coxswain port: misbehaving on purpose (crash at dispose)";
+    assert_eq!(
+        lines(&out),
+        [
+            format!("fuzz: port coxswain {VERSION}, 20 sessions, seed 3"),
+            "session 1 (delivery memory 1): diverged at input 79: port exited (exit status: 3)"
+                .into(),
+            stderr.into(),
+            "shrunk 79 inputs to 1 (13 candidates tried)".into(),
+            "wrote divergence.jsonl (1 inputs): on the core ok; on the port FAIL port exited \
+             (exit status: 3) at line 2"
+                .into(),
+            stderr.into(),
+        ]
+    );
+    let trace = std::fs::read_to_string(dir.path().join("divergence.jsonl")).unwrap();
+    assert_eq!(
+        lines(&trace)[1..],
+        [r#"{"in":{"dispose":{}}}"#, r#"{"out":{"disposed":{}}}"#]
+    );
+}

@@ -1,0 +1,66 @@
+"""coxswain: the sans-IO delivery state machine for LLM agent loops (Python binding).
+
+``Machine`` is the Rust core's contract (feed an input, persist the transition's events, then act
+on its effects); ``coxswain.asyncio`` drives it with an asyncio host on a JSON-lines log file;
+``python -m coxswain.port`` speaks the ports protocol (docs/PORTS.md).
+"""
+
+from ._errors import (
+    AfterDisposal,
+    AlreadyDelivered,
+    AlreadyPending,
+    Busy,
+    CorruptLog,
+    CoxswainError,
+    Disposed,
+    EncodeError,
+    InvalidInput,
+    InvalidLog,
+    Rejected,
+    Undrained,
+    UnexpectedCompletion,
+)
+from ._machine import Machine, Outstanding, Pending, Phase, Transition
+from ._native import VERSION as __version__
+from ._types import (
+    JSON,
+    Abort,
+    Begin,
+    CancelCause,
+    Claimed,
+    Discarded,
+    Effect,
+    Enter,
+    ErrorInfo,
+    Event,
+    Fail,
+    Inserted,
+    Message,
+    Notification,
+    Output,
+    PreStepAnswer,
+    PreStepRequest,
+    Reject,
+    Request,
+    Status,
+    StatusChanged,
+    StepAnswer,
+    StepRequest,
+    Target,
+    TurnFailed,
+    TurnStoppingAnswer,
+    TurnStoppingRequest,
+    output_from_json,
+)
+from ._types import Disposed as DisposedOutput
+
+__all__ = [
+    "Abort", "AfterDisposal", "AlreadyDelivered", "AlreadyPending", "Begin", "Busy",
+    "CancelCause", "Claimed", "CorruptLog", "CoxswainError", "Discarded", "Disposed",
+    "DisposedOutput", "Effect", "EncodeError", "Enter", "ErrorInfo", "Event", "Fail",
+    "Inserted", "InvalidInput", "InvalidLog", "JSON", "Machine", "Message", "Notification",
+    "Outstanding", "Output", "Pending", "Phase", "PreStepAnswer", "PreStepRequest", "Reject",
+    "Rejected", "Request", "Status", "StatusChanged", "StepAnswer", "StepRequest", "Target",
+    "Transition", "TurnFailed", "TurnStoppingAnswer", "TurnStoppingRequest", "Undrained",
+    "UnexpectedCompletion", "__version__", "output_from_json",
+]

@@ -1,0 +1,294 @@
+"""``Machine``: the core's contract in Python, sans-IO (feed inputs, persist, act).
+
+Each input method returns a :class:`Transition`: append its ``events`` to the durable log as one
+batch, make them durable, then call ``persisted()`` and carry out every effect in order. A
+transition left neither persisted nor drained leaves the machine *undrained*: the next input
+raises :class:`~coxswain.Undrained` until :meth:`Machine.drain` hands it out again and it is
+settled — the core's drain contract (``Transition::events``/``persisted``/``into_outputs``).
+Every delivery rule is the Rust core's; this module only translates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Mapping
+
+from . import _native
+from ._errors import Undrained
+from ._types import (
+    JSON,
+    CancelCause,
+    Effect,
+    Event,
+    Message,
+    Output,
+    PreStepAnswer,
+    Status,
+    StepAnswer,
+    Target,
+    TurnStoppingAnswer,
+    answer_json,
+)
+
+__all__ = ["Machine", "Transition", "Pending", "Outstanding"]
+
+Phase = Literal["idle", "running", "maintenance", "disposed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """One pending item: its message and whether it is waking (S10, S19)."""
+
+    message: Message
+    waking: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Outstanding:
+    """The request the machine waits on (S4): ``kind`` is ``preStep``, ``step`` or
+    ``turnStopping`` (whose ``step`` is 0)."""
+
+    kind: Literal["preStep", "step", "turnStopping"]
+    turn: int
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """What one accepted input produced (immutable). ``events``: the durable events, one batch;
+    ``effects``: what to carry out once they are durable (``Begin`` included); ``outputs``:
+    every output in wire order (FORMAT.md), for recorders and ports (``wire``: the same as
+    JSON values). ``found`` is false only for a ``remove``/``replace`` of an id not pending."""
+
+    found: bool
+    events: tuple[Event, ...]
+    effects: tuple[Effect, ...]
+    outputs: tuple[Output, ...]
+    _machine: "Machine | None" = field(default=None, repr=False, compare=False)
+
+    @property
+    def wire(self) -> tuple[JSON, ...]:
+        """Every output as a trace ``"out"`` value, in wire order."""
+        return tuple(output.to_json() for output in self.outputs)
+
+    def persisted(self) -> tuple[Effect, ...]:
+        """The host's word that ``events`` are durable: settles the transition and returns the
+        effects, in order."""
+        if self._machine is not None:
+            self._machine._settle(self)
+        return self.effects
+
+    def into_outputs(self) -> tuple[Output, ...]:
+        """Settles the transition (persisting nothing: for recorders and ports) and returns
+        every output in wire order."""
+        if self._machine is not None:
+            self._machine._settle(self)
+        return self.outputs
+
+    def is_empty(self) -> bool:
+        """Whether the input produced no output at all."""
+        return not self.events and not self.effects
+
+
+_EMPTY = Transition(True, (), (), ())
+_NOT_FOUND = Transition(False, (), (), ())
+_KINDS: Mapping[str, Literal["preStep", "step", "turnStopping"]] = {
+    "preStep": "preStep",
+    "step": "step",
+    "turnStopping": "turnStopping",
+}
+
+
+class Machine:
+    """The delivery state machine (sans-IO). ``delivery_memory`` is the capacity of the
+    delivery memory (S51): how many ids that left the lists a retried delivery may not reuse."""
+
+    __slots__ = ("_native", "_undrained")
+
+    def __init__(self, delivery_memory: int = 0) -> None:
+        self._native = _native.Machine(delivery_memory)
+        self._undrained: Transition | None = None
+
+    @classmethod
+    def restore(
+        cls,
+        log: Iterable[Mapping[str, JSON]],
+        *,
+        seed_length: int = 0,
+        delivery_memory: int = 0,
+    ) -> "Machine":
+        """Restores a machine from a log of ``{type, data}`` records (S46–S48; other keys such
+        as ``seq`` are ignored, host events skipped). Raises :class:`~coxswain.InvalidLog`."""
+        machine = cls.__new__(cls)
+        machine._native = _native.Machine.restore(list(log), seed_length, delivery_memory)
+        machine._undrained = None
+        return machine
+
+    @classmethod
+    def _wrap(cls, native: _native.Machine) -> "Machine":
+        machine = cls.__new__(cls)
+        machine._native = native
+        machine._undrained = None
+        return machine
+
+    # ----- inputs -----
+
+    def handle(self, input: Mapping[str, JSON]) -> Transition:
+        """Applies an input given as a trace ``"in"`` value (FORMAT.md)."""
+        if self._undrained is not None:
+            raise Undrained("the previous input's outputs were not drained")
+        found, events, effects, outputs = self._native.handle_typed(input)
+        if not effects and not events:
+            return _EMPTY if found else _NOT_FOUND
+        transition = Transition(found, tuple(events), tuple(effects), tuple(outputs), self)
+        self._undrained = transition
+        return transition
+
+    def _settle(self, transition: Transition) -> None:
+        if self._undrained is transition:
+            self._undrained = None
+
+    def drain(self) -> Transition:
+        """The transition not settled yet (after one was dropped), or an empty one."""
+        return self._undrained if self._undrained is not None else _EMPTY
+
+    def send(self, message: Message, target: Target, wakeup: bool) -> Transition:
+        """``send(message, target, wakeup)`` (S16)."""
+        return self.handle(
+            {"send": {"message": message.to_json(), "target": target, "wakeup": wakeup}}
+        )
+
+    def followup(self, message: Message) -> Transition:
+        """A follow-up: a turn of its own (S22)."""
+        return self.handle({"followup": message.to_json()})
+
+    def steer(self, message: Message) -> Transition:
+        """Steering: joins the running turn at its next step boundary."""
+        return self.handle({"steer": message.to_json()})
+
+    def inject(self, message: Message) -> Transition:
+        """Context that rides along with the next step; never wakes (S20)."""
+        return self.handle({"inject": message.to_json()})
+
+    def remove(self, id: str) -> Transition:
+        """Removes a pending message (S15); ``found`` is false if it was not pending."""
+        return self.handle({"remove": id})
+
+    def replace(self, id: str, message: Message) -> Transition:
+        """Replaces a pending message in place (S15)."""
+        return self.handle({"replace": {"id": id, "message": message.to_json()}})
+
+    def prepend(self, target: Target, message: Message) -> Transition:
+        """Puts a quiet message first in ``target`` (S15)."""
+        return self.handle({"prepend": {"target": target, "message": message.to_json()}})
+
+    def clear(self) -> Transition:
+        """Discards everything pending (S15)."""
+        return self.handle({"clear": {}})
+
+    def cancel(self, cause: CancelCause | None = None, *, keep_inbox: bool = False) -> Transition:
+        """``cancel(cause, {keepInbox})`` (S39); the cause defaults to ``user``."""
+        cause = cause or CancelCause()
+        return self.handle({"cancel": {"cause": cause.to_json(), "keepInbox": keep_inbox}})
+
+    def begin_maintenance(self) -> Transition:
+        """Begins maintenance (S43): only while idle, else :class:`~coxswain.Busy`."""
+        return self.handle({"maintenance": "begin"})
+
+    def end_maintenance(self) -> Transition:
+        """Ends maintenance (S43, S25)."""
+        return self.handle({"maintenance": "end"})
+
+    def dispose(self) -> Transition:
+        """Disposes the machine (S45)."""
+        return self.handle({"dispose": {}})
+
+    def answer_pre_step(self, answer: PreStepAnswer) -> Transition:
+        """Answers the outstanding ``preStep`` request (S29, S30)."""
+        return self.handle(answer_json("preStep", answer))
+
+    def answer_step(self, answer: StepAnswer) -> Transition:
+        """Answers the outstanding ``step`` request (S32, S33)."""
+        return self.handle(answer_json("step", answer))
+
+    def answer_turn_stopping(self, answer: TurnStoppingAnswer) -> Transition:
+        """Answers the outstanding ``turnStopping`` request (S33)."""
+        return self.handle(answer_json("turnStopping", answer))
+
+    # ----- queries -----
+
+    @property
+    def status(self) -> Status:
+        """The public status (S23)."""
+        return self._native.status()
+
+    @property
+    def phase(self) -> Phase:
+        """``disposed``, ``maintenance``, ``running`` (a turn) or ``idle``."""
+        if self._native.is_disposed():
+            return "disposed"
+        if self._native.is_maintenance():
+            return "maintenance"
+        return self._native.status()
+
+    def is_quiescent(self) -> bool:
+        """No turn and no maintenance is running (S44)."""
+        return self._native.is_quiescent()
+
+    def is_disposed(self) -> bool:
+        """The machine is disposed (S45)."""
+        return self._native.is_disposed()
+
+    def is_disposing(self) -> bool:
+        """A dispose is under way (S45)."""
+        return self._native.is_disposing()
+
+    def is_cancel_requested(self) -> bool:
+        """The current activity was cancelled (S39)."""
+        return self._native.is_cancel_requested()
+
+    def cancel_cause(self) -> CancelCause | None:
+        """The first cancel cause of the current activity."""
+        cause: Any = self._native.cancel_cause()
+        return None if cause is None else CancelCause.from_json(cause)
+
+    def is_wake_latched(self) -> bool:
+        """A wake is latched (S25)."""
+        return self._native.is_wake_latched()
+
+    @property
+    def last_turn(self) -> int:
+        """The last turn number; the next turn is this + 1."""
+        return self._native.last_turn()
+
+    @property
+    def delivery_memory(self) -> int:
+        """The delivery memory's capacity (S51)."""
+        return self._native.delivery_memory()
+
+    def pending(self, target: Target) -> tuple[Pending, ...]:
+        """One pending list, in order."""
+        return tuple(
+            Pending(Message.from_json(message), waking)
+            for message, waking in self._native.pending(target)
+        )
+
+    def is_pending(self, id: str) -> bool:
+        """Whether ``id`` is pending in either list."""
+        return self._native.is_pending(id)
+
+    def delivered(self) -> tuple[str, ...]:
+        """The ids the delivery memory holds, oldest first (S51)."""
+        return tuple(self._native.delivered())
+
+    def remembers(self, id: str) -> bool:
+        """Whether the delivery memory holds ``id`` (S52)."""
+        return self._native.remembers(id)
+
+    def outstanding(self) -> Outstanding | None:
+        """The outstanding request (S4), if any."""
+        found = self._native.outstanding()
+        if found is None:
+            return None
+        kind, turn, step = found
+        return Outstanding(_KINDS[kind], turn, step)

@@ -1,0 +1,322 @@
+"""The typed, immutable values of coxswain: messages, causes, answers and outputs.
+
+Every class is a frozen dataclass with ``to_json()`` giving its value in the conformance trace
+format (FORMAT.md), the vocabulary the Rust core speaks; ``output_from_json`` reads an ``"out"``
+value back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, Mapping, Union
+
+JSON = Any
+"""Any JSON value: ``dict`` (string keys), ``list``, ``str``, ``int``, ``float``, ``bool``, ``None``."""
+
+Target = Literal["next-turn", "next-step"]
+"""A pending list: NT (``"next-turn"``) or NS (``"next-step"``)."""
+
+Status = Literal["idle", "running"]
+"""The public status (S23)."""
+
+_USER: Mapping[str, JSON] = MappingProxyType({"kind": "user"})
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A user-role message ``{id, source, content}`` (S6). Only ``id`` means anything to the
+    machine; ``source`` (whose ``kind`` tells a human prompt from injected context, S7),
+    ``content`` and any ``extra`` fields are carried verbatim."""
+
+    id: str
+    content: JSON = None
+    source: JSON = field(default_factory=lambda: {"kind": "user"})
+    extra: Mapping[str, JSON] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, JSON]:
+        value: dict[str, JSON] = {"id": self.id, "source": self.source, "content": self.content}
+        value.update(self.extra)
+        return value
+
+    @staticmethod
+    def from_json(value: Mapping[str, JSON]) -> "Message":
+        extra = {k: v for k, v in value.items() if k not in ("id", "source", "content")}
+        return Message(
+            id=value["id"],
+            content=value.get("content"),
+            source=value.get("source", {"kind": "user"}),
+            extra=extra,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """A failure ``{message, code}`` (S38)."""
+
+    message: str
+    code: str
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"message": self.message, "code": self.code}
+
+
+@dataclass(frozen=True, slots=True)
+class CancelCause:
+    """Why an activity is cancelled (S39): ``user``, ``parent``, ``hook`` (with a reason) or
+    ``disposed``."""
+
+    kind: Literal["user", "parent", "hook", "disposed"] = "user"
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, JSON]:
+        if self.kind == "hook":
+            return {"kind": "hook", "reason": self.reason or ""}
+        return {"kind": self.kind}
+
+    @staticmethod
+    def from_json(value: Mapping[str, JSON]) -> "CancelCause":
+        return CancelCause(kind=value["kind"], reason=value.get("reason"))
+
+
+# ----- answers to the machine's requests -----
+
+
+@dataclass(frozen=True, slots=True)
+class Enter:
+    """``preStep`` answer: enter the step with these messages (S30)."""
+
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """``preStep`` answer: reject the step; the turn ends ``blocked`` (S29)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """Any request's answer: it failed; the turn ends with this error (S38)."""
+
+    error: ErrorInfo
+
+
+PreStepAnswer = Union[Enter, Reject, Fail]
+StepAnswer = Union[Literal["completed", "max-tokens", "continue"], Fail]
+TurnStoppingAnswer = Union[Literal["done"], Fail]
+
+
+# ----- outputs -----
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A durable event ``{type, data}``: append it to the session's log before acting on the
+    transition's effects."""
+
+    type: str
+    data: JSON
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"event": {"type": self.type, "data": self.data}}
+
+    def record(self) -> dict[str, JSON]:
+        """The log record ``{type, data}``."""
+        return {"type": self.type, "data": self.data}
+
+
+@dataclass(frozen=True, slots=True)
+class Inserted:
+    """Notification: a message joined a pending list."""
+
+    message: Message
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"notify": {"type": "agent/inbox/inserted", "message": self.message.to_json()}}
+
+
+@dataclass(frozen=True, slots=True)
+class Discarded:
+    """Notification: a pending message was removed by an ordinary removal (S12)."""
+
+    message: Message
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"notify": {"type": "agent/inbox/discarded", "message": self.message.to_json()}}
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """Notification: a pending message was claimed by a turn (S28)."""
+
+    message: Message
+    turn: int
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "notify": {
+                "type": "agent/inbox/claimed",
+                "message": self.message.to_json(),
+                "turn": self.turn,
+            }
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChanged:
+    """Notification: the public status changed (S23)."""
+
+    status: Status
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"notify": {"type": "agent/status", "status": self.status}}
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFailed:
+    """Notification ``agent/error``: a turn failed (S38)."""
+
+    turn: int
+    step: int
+    error: ErrorInfo
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "notify": {
+                "type": "agent/error",
+                "turn": self.turn,
+                "step": self.step,
+                "error": self.error.to_json(),
+            }
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PreStepRequest:
+    """Request: decide the step for the claimed batch (S29); answer with a ``PreStepAnswer``."""
+
+    turn: int
+    step: int
+    messages: tuple[Message, ...]
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "request": {
+                "preStep": {
+                    "turn": self.turn,
+                    "step": self.step,
+                    "messages": [m.to_json() for m in self.messages],
+                }
+            }
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StepRequest:
+    """Request: run the step (S32); answer with a ``StepAnswer``."""
+
+    turn: int
+    step: int
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"request": {"step": {"turn": self.turn, "step": self.step}}}
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStoppingRequest:
+    """Request: run the turn-stopping hooks (S33); answer with a ``TurnStoppingAnswer``."""
+
+    turn: int
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"request": {"turnStopping": {"turn": self.turn}}}
+
+
+@dataclass(frozen=True, slots=True)
+class Abort:
+    """Stop the current activity's in-flight work (S39). Never answered: the outstanding request
+    must still be answered (S40)."""
+
+    cause: CancelCause
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"request": {"abort": {"cause": self.cause.to_json()}}}
+
+
+@dataclass(frozen=True, slots=True)
+class Disposed:
+    """The machine is disposed (S45): the last output it ever emits."""
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"disposed": {}}
+
+
+@dataclass(frozen=True, slots=True)
+class Begin:
+    """Effect only (not on the wire): an activity begins, make its cancellation scope now
+    (S39, S42). ``activity`` is the turn number, or ``"maintenance"``."""
+
+    activity: int | Literal["maintenance"]
+
+
+Notification = Union[Inserted, Discarded, Claimed, StatusChanged, TurnFailed]
+Request = Union[PreStepRequest, StepRequest, TurnStoppingRequest]
+Output = Union[Event, Notification, Request, Abort, Disposed]
+"""One output in wire order (a trace's ``"out"`` line)."""
+Effect = Union[Notification, Begin, Request, Abort, Disposed]
+"""What the host carries out once the transition's events are durable."""
+
+
+def _error(value: Mapping[str, JSON]) -> ErrorInfo:
+    return ErrorInfo(message=value["message"], code=value["code"])
+
+
+def output_from_json(value: Mapping[str, JSON]) -> Output:
+    """The typed output of a trace ``"out"`` value."""
+    if "event" in value:
+        event = value["event"]
+        return Event(type=event["type"], data=event["data"])
+    if "notify" in value:
+        note = value["notify"]
+        kind = note["type"]
+        if kind == "agent/inbox/inserted":
+            return Inserted(Message.from_json(note["message"]))
+        if kind == "agent/inbox/discarded":
+            return Discarded(Message.from_json(note["message"]))
+        if kind == "agent/inbox/claimed":
+            return Claimed(Message.from_json(note["message"]), note["turn"])
+        if kind == "agent/status":
+            return StatusChanged(note["status"])
+        if kind == "agent/error":
+            return TurnFailed(note["turn"], note["step"], _error(note["error"]))
+        raise ValueError(f"unknown notification {kind!r}")
+    if "request" in value:
+        request = value["request"]
+        if "preStep" in request:
+            r = request["preStep"]
+            return PreStepRequest(
+                r["turn"], r["step"], tuple(Message.from_json(m) for m in r["messages"])
+            )
+        if "step" in request:
+            r = request["step"]
+            return StepRequest(r["turn"], r["step"])
+        if "turnStopping" in request:
+            return TurnStoppingRequest(request["turnStopping"]["turn"])
+        if "abort" in request:
+            return Abort(CancelCause.from_json(request["abort"]["cause"]))
+        raise ValueError(f"unknown request {request!r}")
+    if "disposed" in value:
+        return Disposed()
+    raise ValueError(f"unknown output {value!r}")
+
+
+def answer_json(kind: str, answer: PreStepAnswer | StepAnswer | TurnStoppingAnswer) -> JSON:
+    """The trace ``"in"`` value answering request ``kind`` (``preStep``, ``step``,
+    ``turnStopping``)."""
+    if isinstance(answer, Fail):
+        return {kind: {"fail": answer.error.to_json()}}
+    if isinstance(answer, Enter):
+        return {kind: {"enter": [m.to_json() for m in answer.messages]}}
+    if isinstance(answer, Reject):
+        return {kind: "reject"}
+    return {kind: answer}

@@ -1,0 +1,26 @@
+"""coxswain on asyncio: an :class:`Agent` drives the machine with a :class:`Host` on a JSON-lines
+log file (the format of ``adapters/tokio``'s FileLog; ``coxswain verify`` reads it)."""
+
+from .._filelog import FileLog, LogError, ReadBack
+from ._agent import (
+    Agent,
+    AgentError,
+    Closed,
+    Ended,
+    Ending,
+    Lagged,
+    Notified,
+    PersistenceError,
+    Recorded,
+    Recovery,
+    StepClosed,
+    Stopped,
+    Update,
+)
+from ._host import Host, PreStepContext, StepContext, TurnStoppingContext
+
+__all__ = [
+    "Agent", "AgentError", "Closed", "Ended", "Ending", "FileLog", "Host", "Lagged", "LogError",
+    "Notified", "PersistenceError", "PreStepContext", "ReadBack", "Recorded", "Recovery",
+    "StepClosed", "StepContext", "Stopped", "TurnStoppingContext", "Update",
+]

@@ -1,0 +1,73 @@
+"""The embedder's side: the ``Host`` protocol and the contexts its calls receive."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .._types import Enter, Message, PreStepAnswer, StepAnswer, TurnStoppingAnswer
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+__all__ = ["Host", "PreStepContext", "StepContext", "TurnStoppingContext"]
+
+
+@dataclass(frozen=True, slots=True)
+class PreStepContext:
+    """What :meth:`Host.pre_step` gets: the claimed batch (S28) of this turn's next step."""
+
+    turn: int
+    step: int
+    messages: tuple[Message, ...]
+    #: Set when the turn is cancelled (the call's task is cancelled too).
+    cancelled: asyncio.Event = field(repr=False)
+    #: The agent, to deliver to.
+    agent: "Agent" = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class StepContext:
+    """What :meth:`Host.step` gets."""
+
+    turn: int
+    step: int
+    cancelled: asyncio.Event = field(repr=False)
+    agent: "Agent" = field(repr=False)
+
+    async def record(self, type: str, data: Any) -> None:
+        """Appends one host event (model output, a tool call…) to the durable log, inside this
+        step; returns once it is durable. Raises ``StepClosed`` once the step was answered and
+        :class:`~coxswain.EncodeError` for a type of the machine's own."""
+        await self.agent._record(self.turn, self.step, [{"type": type, "data": data}])
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStoppingContext:
+    """What :meth:`Host.turn_stopping` gets (hooks may steer or inject meanwhile)."""
+
+    turn: int
+    cancelled: asyncio.Event = field(repr=False)
+    agent: "Agent" = field(repr=False)
+
+
+class Host(Protocol):
+    """The embedder's asynchronous work, which the core sequences (S3, S4): at most one call runs
+    at a time, in a task of its own. Cancelling the turn (``Agent.cancel``, dispose) cancels
+    that task and sets ``cx.cancelled``; the call is then answered ``fail`` (code
+    ``cancelled``), and an exception answers ``fail`` (code ``host-exception``) — the core
+    decides what the answer means. Subclass it to inherit the defaults of ``pre_step`` (enter
+    the claimed batch) and ``turn_stopping`` (done)."""
+
+    async def pre_step(self, cx: PreStepContext) -> PreStepAnswer:
+        """The pre-step decision (S29)."""
+        return Enter(cx.messages)
+
+    async def step(self, cx: StepContext) -> StepAnswer:
+        """The step: the model call and its tools (S32)."""
+        ...
+
+    async def turn_stopping(self, cx: TurnStoppingContext) -> TurnStoppingAnswer:
+        """The turn-stopping hooks (S33)."""
+        return "done"

@@ -1,0 +1,53 @@
+"""The session log's record format, owned by the Rust crate ``coxswain-log`` and exposed here so
+Python writes and reads exactly what ``adapters/tokio``'s FileLog and ``coxswain verify`` do.
+
+A line is ``{"seq": N, "type": T, "data": D}`` and ``\\n``; the machine's events (six types) and
+the host's (any other type) interleave in one sequence. :class:`FileLog` does the file IO.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from . import _native
+from ._filelog import FileLog, LogError, ReadBack
+from ._machine import Machine
+from ._types import JSON, Event
+
+__all__ = ["encode", "parse", "restore", "Restored", "FileLog", "LogError", "ReadBack"]
+
+
+def encode(records: Iterable[Mapping[str, JSON]], first_seq: int = 1) -> bytes:
+    """The lines of ``records`` (``{type, data}`` each) numbered from ``first_seq``. Raises
+    :class:`~coxswain.EncodeError`, encoding nothing, for a record the reader would refuse (too
+    deep, a machine type with the wrong data, a host event of the machine's own type)."""
+    return _native.encode_records(first_seq, list(records))
+
+
+def parse(data: bytes) -> ReadBack:
+    """Reads a log back: every complete record, the torn final record left out (S50). Raises
+    :class:`~coxswain.CorruptLog` naming the line of anything else that is not a record."""
+    records, complete_len, torn, unterminated, next_seq = _native.parse_log(data)
+    return ReadBack(tuple(records), complete_len, torn, unterminated, next_seq)
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """A log restored as ``Agent.open`` does: the machine, the closers to append first (S50) and
+    the turn the log ended inside."""
+
+    machine: Machine
+    closers: tuple[Event, ...]
+    interrupted_turn: int | None
+
+
+def restore(records: Iterable[Mapping[str, Any]], *, delivery_memory: int = 0) -> Restored:
+    """Restores the machine from records read back (S46–S48), closing an open final turn (S50).
+    Raises :class:`~coxswain.CorruptLog` naming the line of the first record refused."""
+    native, closers, interrupted = _native.open_log(list(records), delivery_memory)
+    return Restored(
+        Machine._wrap(native),
+        tuple(Event(c["type"], c["data"]) for c in closers),
+        interrupted,
+    )

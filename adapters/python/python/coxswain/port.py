@@ -1,0 +1,120 @@
+"""``python -m coxswain.port``: the Rust core behind docs/PORTS.md's line protocol.
+
+One JSON object per line in both directions; every request gets exactly one reply, flushed; end
+of stdin ends the session with status 0. Inputs and outputs pass through as the trace format's
+JSON values (the core's ``into_outputs`` wire order), so nothing is re-encoded on the way.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import IO, Any
+
+from . import _native
+from ._errors import InvalidInput, InvalidLog, Rejected
+
+PROTOCOL = 1
+NAME = "coxswain-python"
+
+__all__ = ["Port", "main", "PROTOCOL", "NAME"]
+
+
+def _count(given: dict[str, Any], key: str) -> int:
+    value = given.get(key, 0)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"`{key}` is not a non-negative integer: {value!r}")
+    return value
+
+
+class Port:
+    """One port session: answers requests, one at a time."""
+
+    def __init__(self) -> None:
+        self.machine: _native.Machine | None = None
+
+    def reply(self, request: Any) -> dict[str, Any]:
+        """The reply to one request (already parsed from its line)."""
+        if not isinstance(request, dict) or len(request) != 1:
+            return {"error": "a request is a JSON object with exactly one key"}
+        ((key, body),) = request.items()
+        try:
+            if key == "hello":
+                return {"hello": {"protocol": PROTOCOL, "name": NAME, "version": _native.VERSION}}
+            if key == "begin":
+                return self.begin(body)
+            if key == "in":
+                return self.input(body)
+            if key == "end":
+                self.machine = None
+                return {"ended": {}}
+            return {"error": f"unknown request `{key}`"}
+        except Exception as error:  # a bug or a shape the port cannot serve: never a crash
+            return {"error": f"{type(error).__name__}: {error}"}
+
+    def begin(self, body: Any) -> dict[str, Any]:
+        self.machine = None
+        given = body.get("given") if isinstance(body, dict) else None
+        if given is None:
+            self.machine = _native.Machine(0)
+            return {"ready": {}}
+        if not isinstance(given, dict):
+            return {"error": "`given` is an object or null"}
+        log = given.get("log", [])
+        if log is None:
+            log = []
+        if not isinstance(log, list):
+            return {"error": "`given.log` is not an array"}
+        seed_length = _count(given, "seedLength")
+        memory = _count(given, "memory")
+        try:
+            self.machine = _native.Machine.restore(log, seed_length, memory)
+        except InvalidLog:
+            return {"rejected": "invalid-log"}
+        return {"ready": {}}
+
+    def input(self, body: Any) -> dict[str, Any]:
+        if self.machine is None:
+            return {"error": "an input before `begin` (or after `end`)"}
+        try:
+            _found, outputs = self.machine.handle(body)
+        except Rejected as rejection:
+            return {"rejected": rejection.kind}
+        except InvalidInput as error:
+            return {"error": str(error)}
+        return {"outputs": outputs}
+
+
+def serve(requests: IO[bytes], replies: IO[str]) -> None:
+    """Answers every line of ``requests`` on ``replies`` until end of input."""
+    port = Port()
+    for raw in requests:
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as error:
+            reply: dict[str, Any] = {"error": f"not UTF-8: {error}"}
+        else:
+            if not line:
+                continue
+            try:
+                request = json.loads(line)
+            except ValueError as error:
+                reply = {"error": f"not JSON: {error}"}
+            else:
+                reply = port.reply(request)
+        replies.write(json.dumps(reply, separators=(",", ":"), ensure_ascii=False))
+        replies.write("\n")
+        replies.flush()
+
+
+def main() -> int:
+    """Serves stdin/stdout; returns 0 at end of input."""
+    out = open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False, newline="\n")
+    serve(sys.stdin.buffer, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

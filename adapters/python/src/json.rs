@@ -1,0 +1,113 @@
+//! Python values <-> JSON values (`serde_json::Value`), the one currency between the two sides.
+//!
+//! Python passes `None`, `bool`, `int`, `float`, `str`, `dict` (string keys), `list` and `tuple`;
+//! anything else is a `TypeError`, never a panic. Nesting is bounded (a cycle or a pathological
+//! value is refused, not followed).
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde_json::{Map, Number, Value};
+
+/// Deeper than this a value is refused (the log refuses far less deep records anyway).
+const MAX_NESTING: usize = 256;
+
+/// A Python value as JSON.
+pub(crate) fn to_value(object: &Bound<'_, PyAny>) -> PyResult<Value> {
+    convert(object, 0)
+}
+
+fn convert(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
+    if depth > MAX_NESTING {
+        return Err(PyValueError::new_err(format!(
+            "a value nests deeper than {MAX_NESTING} levels"
+        )));
+    }
+    if object.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(boolean) = object.cast::<PyBool>() {
+        return Ok(Value::Bool(boolean.is_true()));
+    }
+    if let Ok(string) = object.cast::<PyString>() {
+        return Ok(Value::String(string.to_str()?.to_owned()));
+    }
+    if let Ok(int) = object.cast::<PyInt>() {
+        if let Ok(n) = int.extract::<i64>() {
+            return Ok(Value::Number(n.into()));
+        }
+        if let Ok(n) = int.extract::<u64>() {
+            return Ok(Value::Number(n.into()));
+        }
+        // Beyond 64 bits serde_json (and so the Rust side) reads a JSON integer as a float.
+        let float: f64 = int.extract()?;
+        return Number::from_f64(float)
+            .map(Value::Number)
+            .ok_or_else(|| PyValueError::new_err("an integer too large for JSON"));
+    }
+    if let Ok(float) = object.cast::<PyFloat>() {
+        return Number::from_f64(float.value())
+            .map(Value::Number)
+            .ok_or_else(|| PyValueError::new_err("a float that JSON cannot hold (NaN, infinity)"));
+    }
+    if let Ok(dict) = object.cast::<PyDict>() {
+        let mut map = Map::new();
+        for (key, value) in dict.iter() {
+            let Ok(key) = key.cast::<PyString>() else {
+                return Err(PyTypeError::new_err("a JSON object's keys are strings"));
+            };
+            map.insert(key.to_str()?.to_owned(), convert(&value, depth + 1)?);
+        }
+        return Ok(Value::Object(map));
+    }
+    if let Ok(list) = object.cast::<PyList>() {
+        return list
+            .iter()
+            .map(|item| convert(&item, depth + 1))
+            .collect::<PyResult<Vec<_>>>()
+            .map(Value::Array);
+    }
+    if let Ok(tuple) = object.cast::<PyTuple>() {
+        return tuple
+            .iter()
+            .map(|item| convert(&item, depth + 1))
+            .collect::<PyResult<Vec<_>>>()
+            .map(Value::Array);
+    }
+    Err(PyTypeError::new_err(format!(
+        "not a JSON value: {}",
+        object.get_type().name()?
+    )))
+}
+
+/// A JSON value as Python objects (`dict`, `list`, `str`, `int`, `float`, `bool`, `None`).
+pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else {
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
+            }
+        }
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (key, item) in map {
+                dict.set_item(key, to_py(py, item)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}

@@ -1,0 +1,28 @@
+//! `coxswain._native`: the Rust side of the Python binding.
+//!
+//! It translates and decides nothing: [`machine`] feeds the core JSON inputs and hands back its
+//! outputs in wire order, [`log`] exposes `coxswain-log`'s record format (encode, read back,
+//! restore with crash repair). The typed API, the asyncio driver and the port are Python
+//! (`python/coxswain`).
+#![forbid(unsafe_code)]
+#![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod errors;
+mod json;
+mod log;
+mod machine;
+mod typed;
+
+use pyo3::prelude::*;
+
+/// The module `coxswain._native`.
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<machine::NativeMachine>()?;
+    module.add_function(wrap_pyfunction!(log::encode_records, module)?)?;
+    module.add_function(wrap_pyfunction!(log::parse_log, module)?)?;
+    module.add_function(wrap_pyfunction!(log::open_log, module)?)?;
+    module.add_function(wrap_pyfunction!(log::check_message_json, module)?)?;
+    module.add("VERSION", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

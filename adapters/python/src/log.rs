@@ -1,0 +1,145 @@
+//! The JSON-lines log record format of `coxswain-log`, exposed so the format has one owner: the
+//! Python side does the file IO (and the `fsync`) and calls these to encode, read back and
+//! restore, exactly as `adapters/tokio`'s `FileLog` and `Agent::open` do.
+
+use coxswain_core::Message;
+use coxswain_core::{Config, Event, Restorer};
+use coxswain_log::{check_message, encode, parse, Entry, HostEvent};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+use serde_json::Value;
+
+use crate::errors;
+use crate::json::{to_py, to_value};
+use crate::machine::NativeMachine;
+
+/// One record to append: the machine's event (one of its six types) or the host's.
+fn entry(py: Python<'_>, record: &Value) -> PyResult<Entry> {
+    let Some(kind) = record.get("type").and_then(Value::as_str) else {
+        return Err(errors::raise(
+            py,
+            "EncodeError",
+            ("a record has a string `type`".to_owned(),),
+        ));
+    };
+    let data = record.get("data").cloned().unwrap_or(Value::Null);
+    if Event::TYPES.contains(&kind) {
+        let event = serde_json::json!({ "type": kind, "data": data });
+        return serde_json::from_value::<Event>(event)
+            .map(Entry::Machine)
+            .map_err(|e| {
+                errors::raise(
+                    py,
+                    "EncodeError",
+                    (format!("not a `{kind}` event of the machine: {e}"),),
+                )
+            });
+    }
+    HostEvent::new(kind, data)
+        .map(Entry::Host)
+        .map_err(|e| errors::raise(py, "EncodeError", (e.to_string(),)))
+}
+
+/// The lines of `records` (`{type, data}` each), numbered from `first_seq`: the bytes to append,
+/// every line ending in `\n`. Raises `EncodeError` (nothing encoded) for a record the reader
+/// would refuse (too deep, a machine type with the wrong data, `seq` exhausted).
+#[pyfunction]
+pub(crate) fn encode_records<'py>(
+    py: Python<'py>,
+    first_seq: u64,
+    records: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut out = Vec::new();
+    let mut seq = first_seq;
+    for record in records.try_iter()? {
+        let entry = entry(py, &to_value(&record?)?)?;
+        encode(seq, &entry, &mut out)
+            .map_err(|e| errors::raise(py, "EncodeError", (e.to_string(),)))?;
+        seq = seq.saturating_add(1);
+    }
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Reads a log back: `(records, complete_len, torn, unterminated, next_seq)`, where `records` is
+/// every complete record (`{seq?, type, data}`), `complete_len` the bytes they take, `torn` the
+/// `(line, bytes)` of a final record cut short (left out, S50) or `None`, `unterminated` whether
+/// the last record lacks its `\n`. Raises `CorruptLog` naming the line of anything else.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub(crate) fn parse_log<'py>(
+    py: Python<'py>,
+    data: &[u8],
+) -> PyResult<(Bound<'py, PyList>, usize, Option<(usize, usize)>, bool, u64)> {
+    let parsed =
+        parse(data).map_err(|e| errors::raise(py, "CorruptLog", (e.to_string(), e.line)))?;
+    let records = PyList::empty(py);
+    for record in &parsed.records {
+        records.append(to_py(py, &record.event)?)?;
+    }
+    Ok((
+        records,
+        parsed.complete_len,
+        parsed.torn.map(|t| (t.line, t.bytes)),
+        parsed.unterminated,
+        parsed.next_seq,
+    ))
+}
+
+/// Restores the machine from a log read back, as `Agent::open` does (S46–S48, S50): returns
+/// `(machine, closers, interrupted_turn)`, where `closers` are the events that close a turn the
+/// log ended inside (append them before anything else). Raises `CorruptLog` naming the line of
+/// the first record the core refuses (nothing is to be written then).
+#[pyfunction]
+#[pyo3(signature = (records, delivery_memory = 0))]
+#[allow(clippy::type_complexity)]
+pub(crate) fn open_log<'py>(
+    py: Python<'py>,
+    records: &Bound<'py, PyAny>,
+    delivery_memory: usize,
+) -> PyResult<(NativeMachine, Bound<'py, PyList>, Option<u64>)> {
+    let config = Config::new().with_delivery_memory(delivery_memory);
+    let mut restorer = Restorer::with_config(config, 0);
+    let corrupt = |error: coxswain_core::InvalidLog| {
+        errors::raise(
+            py,
+            "CorruptLog",
+            (
+                format!("line {}: {error}", error.index + 1),
+                error.index + 1,
+            ),
+        )
+    };
+    for record in records.try_iter()? {
+        restorer.push_json(&to_value(&record?)?).map_err(corrupt)?;
+    }
+    let interrupted = restorer.position().open_turn();
+    let closers = restorer.position().closers();
+    for closer in &closers {
+        restorer.push_event(closer).map_err(corrupt)?;
+    }
+    let machine = restorer.finish().map_err(corrupt)?;
+    let list = PyList::empty(py);
+    for closer in &closers {
+        list.append(to_py(
+            py,
+            &serde_json::to_value(closer).unwrap_or(Value::Null),
+        )?)?;
+    }
+    Ok((NativeMachine { machine }, list, interrupted))
+}
+
+/// Raises `EncodeError` if `message` (a message's JSON) is not a message with a string `id`, or
+/// nests deeper than a log record can hold it: checked before delivering, as the tokio adapter
+/// does, so such a message is refused before anything changes.
+#[pyfunction]
+pub(crate) fn check_message_json(py: Python<'_>, message: &Bound<'_, PyAny>) -> PyResult<()> {
+    let value = to_value(message)?;
+    let Some(message) = Message::from_json(&value) else {
+        return Err(errors::raise(
+            py,
+            "EncodeError",
+            ("a message is an object with a string `id`".to_owned(),),
+        ));
+    };
+    check_message(&message).map_err(|e| errors::raise(py, "EncodeError", (e.to_string(),)))
+}

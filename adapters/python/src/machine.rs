@@ -1,0 +1,228 @@
+//! `coxswain._native.Machine`: the core's [`Machine`] behind the trace format's JSON vocabulary.
+//!
+//! Every input is the value of a trace's `"in"` line (FORMAT.md) and every output the value of an
+//! `"out"` line, in wire order ([`Transition::into_outputs`](coxswain_core::Transition)): the
+//! Python layer (`coxswain._machine`) builds its typed inputs and outputs on this, and the port
+//! (`python -m coxswain.port`) speaks it as is. Each input's outputs are taken out at once, so the
+//! core never holds undrained outputs; the drain contract is kept by the Python `Transition`.
+
+use coxswain_core::{
+    Config, Input, Machine, MaintenanceInput, MessageId, Output, Outstanding, Status, Target,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple};
+use serde_json::{json, Value};
+
+use crate::errors;
+use crate::json::{to_py, to_value};
+use crate::typed::Builder;
+
+/// The machine, driven with JSON inputs (see the module docs).
+#[pyclass(module = "coxswain._native", name = "Machine")]
+pub(crate) struct NativeMachine {
+    pub(crate) machine: Machine,
+}
+
+fn target(py: Python<'_>, name: &str) -> PyResult<Target> {
+    serde_json::from_value(Value::String(name.to_owned())).map_err(|_| {
+        errors::invalid_input(
+            py,
+            format!("unknown target `{name}`: `next-turn` or `next-step`"),
+        )
+    })
+}
+
+fn status_name(status: Status) -> &'static str {
+    match status {
+        Status::Idle => "idle",
+        Status::Running => "running",
+    }
+}
+
+fn output_value(output: &Output) -> Value {
+    serde_json::to_value(output).unwrap_or_else(|e| json!({ "unserializable": e.to_string() }))
+}
+
+#[pymethods]
+impl NativeMachine {
+    /// A fresh machine with a delivery memory of `delivery_memory` ids (S51).
+    #[new]
+    #[pyo3(signature = (delivery_memory = 0))]
+    fn new(delivery_memory: usize) -> Self {
+        NativeMachine {
+            machine: Machine::with_config(Config::new().with_delivery_memory(delivery_memory)),
+        }
+    }
+
+    /// Restores a machine from a log of `{type, data}` records (S46–S48).
+    #[staticmethod]
+    #[pyo3(signature = (log, seed_length = 0, delivery_memory = 0))]
+    fn restore(
+        py: Python<'_>,
+        log: &Bound<'_, PyAny>,
+        seed_length: usize,
+        delivery_memory: usize,
+    ) -> PyResult<Self> {
+        let mut events = Vec::new();
+        for record in log.try_iter()? {
+            events.push(to_value(&record?)?);
+        }
+        let config = Config::new().with_delivery_memory(delivery_memory);
+        Machine::restore_with(config, &events, seed_length)
+            .map(|machine| NativeMachine { machine })
+            .map_err(|error| errors::invalid_log(py, &error))
+    }
+
+    /// Applies one input (a trace `"in"` value). Returns `(found, outputs)`: `found` is false
+    /// only for a `remove`/`replace` of an id not pending (S15); `outputs` every output in wire
+    /// order. Raises the rejection's class of `coxswain._errors`, or `InvalidInput`.
+    fn handle<'py>(
+        &mut self,
+        py: Python<'py>,
+        input: &Bound<'py, PyAny>,
+    ) -> PyResult<(bool, Bound<'py, PyList>)> {
+        let value = to_value(input)?;
+        let input: Input = serde_json::from_value(value.clone())
+            .map_err(|e| errors::invalid_input(py, format!("unknown input {value}: {e}")))?;
+        let transition = self
+            .machine
+            .handle(input)
+            .map_err(|rejection| errors::rejected(py, &rejection))?;
+        let found = transition.found();
+        let outputs = PyList::empty(py);
+        for output in transition.into_outputs() {
+            outputs.append(to_py(py, &output_value(&output))?)?;
+        }
+        Ok((found, outputs))
+    }
+
+    /// [`handle`](Self::handle) for the typed API: `(found, events, effects, outputs)` as the
+    /// classes of `coxswain._types` (effects include `Begin`, which has no wire form).
+    #[allow(clippy::type_complexity)]
+    fn handle_typed<'py>(
+        &mut self,
+        py: Python<'py>,
+        input: &Bound<'py, PyAny>,
+    ) -> PyResult<(
+        bool,
+        Bound<'py, PyList>,
+        Bound<'py, PyList>,
+        Bound<'py, PyList>,
+    )> {
+        let value = to_value(input)?;
+        let input: Input = serde_json::from_value(value)
+            .map_err(|e| errors::invalid_input(py, format!("not an input: {e}")))?;
+        let maintenance = matches!(input, Input::Maintenance(MaintenanceInput::Begin));
+        let mut builder = Builder::new(py)?;
+        let transition = self
+            .machine
+            .handle(input)
+            .map_err(|rejection| errors::rejected(py, &rejection))?;
+        let found = transition.found();
+        if maintenance {
+            builder.begin(PyString::new(py, "maintenance").into_any())?;
+        }
+        for output in transition.into_outputs() {
+            builder.push(&output)?;
+        }
+        Ok((found, builder.events, builder.effects, builder.outputs))
+    }
+
+    /// The public status (S23): `"idle"` or `"running"`.
+    fn status(&self) -> &'static str {
+        status_name(self.machine.status())
+    }
+
+    /// No turn and no maintenance is running (S44).
+    fn is_quiescent(&self) -> bool {
+        self.machine.is_quiescent()
+    }
+
+    /// The machine is disposed (S45).
+    fn is_disposed(&self) -> bool {
+        self.machine.is_disposed()
+    }
+
+    /// A maintenance job is running (S43).
+    fn is_maintenance(&self) -> bool {
+        self.machine.is_maintenance()
+    }
+
+    /// The current activity was cancelled (S39).
+    fn is_cancel_requested(&self) -> bool {
+        self.machine.is_cancel_requested()
+    }
+
+    /// The first cancel cause of the current activity, as JSON.
+    fn cancel_cause<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.machine
+            .cancel_cause()
+            .map(|cause| to_py(py, &serde_json::to_value(cause).unwrap_or(Value::Null)))
+            .transpose()
+    }
+
+    /// A dispose is under way (S45).
+    fn is_disposing(&self) -> bool {
+        self.machine.is_disposing()
+    }
+
+    /// A wake is latched (S25).
+    fn is_wake_latched(&self) -> bool {
+        self.machine.is_wake_latched()
+    }
+
+    /// The last turn number (0 before the first).
+    fn last_turn(&self) -> u64 {
+        self.machine.last_turn()
+    }
+
+    /// The delivery memory's capacity (S51).
+    fn delivery_memory(&self) -> usize {
+        self.machine.config().delivery_memory
+    }
+
+    /// One pending list (`"next-turn"` or `"next-step"`): `(message, waking)` in order.
+    fn pending<'py>(&self, py: Python<'py>, list: &str) -> PyResult<Bound<'py, PyList>> {
+        let items = PyList::empty(py);
+        for pending in self.machine.pending(target(py, list)?) {
+            let message = serde_json::to_value(pending.message()).unwrap_or(Value::Null);
+            let item = PyTuple::new(
+                py,
+                [
+                    to_py(py, &message)?,
+                    to_py(py, &Value::Bool(pending.is_waking()))?,
+                ],
+            )?;
+            items.append(item)?;
+        }
+        Ok(items)
+    }
+
+    /// Whether `id` is pending in either list.
+    fn is_pending(&self, id: &str) -> bool {
+        self.machine.is_pending(&MessageId::new(id))
+    }
+
+    /// The ids the delivery memory holds, oldest first (S51).
+    fn delivered(&self) -> Vec<String> {
+        self.machine
+            .delivered()
+            .map(|id| id.as_str().to_owned())
+            .collect()
+    }
+
+    /// Whether the delivery memory holds `id` (S52).
+    fn remembers(&self, id: &str) -> bool {
+        self.machine.remembers(&MessageId::new(id))
+    }
+
+    /// The outstanding request (S4): `("preStep", turn, step)`, `("step", turn, step)`,
+    /// `("turnStopping", turn, 0)`, or `None`.
+    fn outstanding(&self) -> Option<(&'static str, u64, u64)> {
+        match self.machine.outstanding()? {
+            Outstanding::PreStep { turn, step } => Some(("preStep", turn, step)),
+            Outstanding::Step { turn, step } => Some(("step", turn, step)),
+            Outstanding::TurnStopping { turn } => Some(("turnStopping", turn, 0)),
+        }
+    }
+}

@@ -1,0 +1,403 @@
+"""``coxswain.asyncio.Agent``: the tokio adapter's semantics on asyncio (acknowledged once
+durable, one host call at a time, cancellation by cancelling the host task, resume)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import pytest
+
+import coxswain
+from coxswain import Fail, Message, PreStepAnswer, StepAnswer
+from coxswain.asyncio import (
+    Agent,
+    Ended,
+    Host,
+    LogError,
+    Notified,
+    PreStepContext,
+    Recorded,
+    StepClosed,
+    StepContext,
+    Update,
+)
+
+A = Message("a", "hi")
+B = Message("b", "more")
+
+
+def run(main: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(main(), 20))
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def types(path: Path) -> list[str]:
+    return [r["type"] for r in records(path)]
+
+
+class Model(Host):
+    """Records its output inside the step, then completes."""
+
+    async def step(self, cx: StepContext) -> StepAnswer:
+        await cx.record("model/output", {"text": f"turn {cx.turn}"})
+        return "completed"
+
+
+class Hang(Host):
+    """A step that runs until its task is cancelled; counts its calls."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = 0
+
+    async def step(self, cx: StepContext) -> StepAnswer:
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            assert cx.cancelled.is_set()
+            raise
+        return "completed"
+
+
+def test_a_followup_is_acknowledged_once_durable_and_runs_one_turn(tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+
+    async def main() -> None:
+        agent, recovery = await Agent.open(Model(), log)
+        assert recovery.records == 0 and recovery.last_turn == 0
+        await agent.followup(A)
+        # Acknowledged: the splice is in the file already (S24's first event).
+        assert records(log)[0] == {
+            "seq": 1,
+            "type": "agent/inbox/spliced",
+            "data": {"target": "next-turn", "start": 0, "inserted": [A.to_json()], "wakeup": True},
+        }
+        await agent.when_idle()
+        await agent.dispose()
+        assert agent.ending == "disposed"
+
+    run(main)
+    assert types(log) == [
+        "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start",
+        "user/message", "model/output", "step/end", "turn/end",
+    ]
+    assert [r["seq"] for r in records(log)] == list(range(1, 9))
+    assert records(log)[5]["data"] == {"text": "turn 1"}
+    assert records(log)[7]["data"] == {"turn": 1, "reason": {"kind": "completed"}}
+
+
+def test_subscribers_see_records_and_notifications_in_the_core_order(tmp_path: Path) -> None:
+    """As the tokio driver publishes: each input's records once durable, then its effects."""
+    seen: list[str] = []
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Model(), tmp_path / "s.jsonl")
+
+        async def watch() -> None:
+            async for update in agent.subscribe():
+                seen.append(describe(update))
+
+        watcher = asyncio.create_task(watch())
+        await asyncio.sleep(0)
+        await agent.followup(A)
+        await agent.when_idle()
+        await agent.dispose()
+        await watcher
+
+    run(main)
+    assert seen == [
+        "1 agent/inbox/spliced", "2 turn/start", "3 agent/inbox/spliced",
+        "Inserted", "running", "Claimed", "4 step/start", "5 user/message", "6 model/output", "7 step/end",
+        "8 turn/end", "idle", "ended disposed",
+    ]
+
+
+def describe(update: Update) -> str:
+    if isinstance(update, Recorded):
+        return f"{update.seq} {update.record['type']}"
+    if isinstance(update, Notified):
+        n = update.notification
+        return n.status if isinstance(n, coxswain.StatusChanged) else type(n).__name__
+    assert isinstance(update, Ended)
+    return f"ended {update.ending}"
+
+
+def test_cancel_cancels_the_host_task_and_the_turn_ends_aborted(tmp_path: Path) -> None:
+    """S39, S40: the abort cancels the running call's task; its answer closes the turn."""
+    log = tmp_path / "s.jsonl"
+    host = Hang()
+
+    async def main() -> None:
+        agent, _ = await Agent.open(host, log)
+        await agent.followup(A)
+        await host.started.wait()
+        await agent.cancel(coxswain.CancelCause("hook", "enough"))
+        await agent.when_idle()
+        await agent.dispose()
+
+    run(main)
+    assert host.cancelled == 1
+    assert records(log)[-1]["data"] == {
+        "turn": 1,
+        "reason": {"kind": "aborted", "reason": {"kind": "hook", "reason": "enough"}},
+    }
+
+
+def test_a_host_exception_fails_the_turn(tmp_path: Path) -> None:
+    class Broken(Host):
+        async def pre_step(self, cx: PreStepContext) -> PreStepAnswer:
+            raise RuntimeError("no")
+
+        async def step(self, cx: StepContext) -> StepAnswer:
+            return "completed"
+
+    log = tmp_path / "s.jsonl"
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Broken(), log)
+        await agent.followup(A)
+        await agent.when_idle()
+        await agent.close()
+
+    run(main)
+    reason = records(log)[-1]["data"]["reason"]
+    assert reason["kind"] == "error" and reason["error"]["code"] == "host-exception"
+
+
+def test_rejections_reach_the_caller_and_change_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Model(), log, delivery_memory=8)
+        await agent.inject(B)
+        with pytest.raises(coxswain.AlreadyPending):  # S13
+            await agent.inject(B)
+        await agent.followup(A)
+        await agent.when_idle()
+        with pytest.raises(coxswain.AlreadyDelivered):  # S52: a retry after the claim
+            await agent.followup(A)
+        assert await agent.remove("zzz") is False
+        await agent.dispose()
+        with pytest.raises(coxswain.Disposed):
+            await agent.followup(Message("c", 1))
+
+    run(main)
+    # inject (NS), followup (NT), then the turn claims each list with a splice of its own (S28)
+    assert types(log).count("agent/inbox/spliced") == 4
+
+
+def test_host_events_outside_their_step_are_refused(tmp_path: Path) -> None:
+    kept: list[StepContext] = []
+
+    class Keep(Host):
+        async def step(self, cx: StepContext) -> StepAnswer:
+            with pytest.raises(coxswain.EncodeError):  # the machine's own vocabulary
+                await cx.record("turn/end", {})
+            kept.append(cx)
+            return "completed"
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Keep(), tmp_path / "s.jsonl")
+        await agent.followup(A)
+        await agent.when_idle()
+        with pytest.raises(StepClosed):
+            await kept[0].record("late", {})
+        await agent.dispose()
+
+    run(main)
+
+
+def test_close_mid_step_then_resume_closes_the_turn_interrupted(tmp_path: Path) -> None:
+    """S50: the log ends inside a turn; the next open appends step/end and turn/end
+    interrupted, and the parked items stay pending (S48)."""
+    log = tmp_path / "s.jsonl"
+    host = Hang()
+
+    async def first() -> None:
+        agent, _ = await Agent.open(host, log)
+        await agent.followup(A)
+        await host.started.wait()
+        await agent.inject(B)
+        await agent.close()
+        assert agent.ending == "closed"
+
+    run(first)
+    assert types(log)[-1] == "agent/inbox/spliced"
+
+    async def second() -> None:
+        agent, recovery = await Agent.open(Model(), log)
+        assert (recovery.interrupted_turn, recovery.closers, recovery.last_turn) == (1, 2, 1)
+        assert recovery.pending_next_step == 1
+        nt, ns = await agent.pending()
+        assert nt == () and [p.message.id for p in ns] == ["b"]
+        await agent.followup(Message("c", "again"))
+        await agent.when_idle()
+        await agent.dispose()
+
+    run(second)
+    got = records(log)
+    assert got[6:8] == [
+        {"seq": 7, "type": "step/end", "data": {"turn": 1, "step": 1}},
+        {"seq": 8, "type": "turn/end", "data": {"turn": 1, "reason": {"kind": "interrupted"}}},
+    ]
+    assert {"seq": 10, "type": "turn/start", "data": {"turn": 2}} in got
+
+
+def test_a_torn_tail_is_dropped_at_open(tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+
+    async def first() -> None:
+        agent, _ = await Agent.open(Model(), log)
+        await agent.inject(A)
+        await agent.close()
+
+    run(first)
+    whole = log.read_bytes()
+    log.write_bytes(whole + b'{"seq":2,"type":"agent/inb')
+
+    async def second() -> None:
+        agent, recovery = await Agent.open(Model(), log)
+        assert recovery.torn_tail == (2, 26) and recovery.records == 1
+        await agent.close()
+
+    run(second)
+    assert log.read_bytes() == whole
+
+
+def test_a_corrupt_log_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+    text = b'{"seq":1,"type":"turn/start","data":{}}\n'
+    log.write_bytes(text)
+
+    async def main() -> None:
+        with pytest.raises(coxswain.CorruptLog) as caught:
+            await Agent.open(Model(), log)
+        assert caught.value.line == 1
+
+    run(main)
+    assert log.read_bytes() == text
+
+
+def test_a_second_writer_is_locked_out(tmp_path: Path) -> None:
+    async def main() -> None:
+        agent, _ = await Agent.open(Model(), tmp_path / "s.jsonl")
+        with pytest.raises(LogError):
+            await Agent.open(Model(), tmp_path / "s.jsonl")
+        await agent.close()
+        again, _ = await Agent.open(Model(), tmp_path / "s.jsonl")
+        await again.close()
+
+    run(main)
+
+
+def test_maintenance_runs_while_idle_only(tmp_path: Path) -> None:
+    """S43: maintenance while idle; busy otherwise; a follow-up meanwhile waits for its end."""
+    log = tmp_path / "s.jsonl"
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Model(), log)
+
+        async def job(cancelled: asyncio.Event) -> str:
+            await agent.followup(A)  # latched: the turn starts when the maintenance ends (S25)
+            return "compacted"
+
+        assert await agent.run_maintenance(job) == "compacted"
+        await agent.when_idle()
+        await agent.dispose()
+
+    run(main)
+    assert types(log)[:2] == ["agent/inbox/spliced", "turn/start"]
+    assert types(log)[-1] == "turn/end"
+
+
+def test_concurrent_deliveries_commit_in_groups_and_all_acknowledge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Group commit: 50 deliveries waiting together take one write and one sync."""
+    import coxswain._filelog as filelog
+
+    log = tmp_path / "s.jsonl"
+    syncs: list[int] = []
+    real = filelog._sync
+
+    def counting(fd: int) -> None:
+        syncs.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(filelog, "_sync", counting)
+
+    class Quiet(Host):
+        async def step(self, cx: StepContext) -> StepAnswer:
+            return "completed"
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Quiet(), log)
+        await asyncio.gather(*(agent.inject(Message(f"m{i}", i)) for i in range(50)))
+        nt, ns = await agent.pending()
+        assert [p.message.id for p in ns] == [f"m{i}" for i in range(50)]
+        await agent.dispose()
+
+    run(main)
+    assert [r["seq"] for r in records(log)] == list(range(1, 52))
+    assert records(log)[-1]["data"]["removedCount"] == 50  # S45: dispose discards NS
+
+
+def test_a_fail_answer_is_typed() -> None:
+    answer: StepAnswer = Fail(coxswain.ErrorInfo("x", "y"))
+    assert coxswain._types.answer_json("step", answer) == {"step": {"fail": {"message": "x", "code": "y"}}}
+
+
+def test_an_invalid_host_answer_fails_the_turn_and_bad_input_fails_only_its_call(
+    tmp_path: Path,
+) -> None:
+    class Wrong(Host):
+        async def step(self, cx: StepContext) -> StepAnswer:
+            return "finished"  # type: ignore[return-value]
+
+    log = tmp_path / "s.jsonl"
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Wrong(), log)
+        with pytest.raises(TypeError):  # not JSON: refused, nothing changed
+            await agent.followup(Message("x", object()))
+        deep: object = 1
+        for _ in range(124):  # with the message's own object: 125 > MAX_MESSAGE_DEPTH (124)
+            deep = [deep]
+        with pytest.raises(coxswain.EncodeError):  # too deep for a log record: refused first
+            await agent.followup(Message("y", deep))
+        await agent.followup(A)
+        await agent.when_idle()
+        await agent.dispose()
+
+    run(main)
+    reason = records(log)[-1]["data"]["reason"]
+    assert reason["kind"] == "error" and reason["error"]["code"] == "host-invalid-answer"
+    assert records(log)[0]["data"]["inserted"][0]["id"] == "a"
+
+
+def test_a_slow_subscriber_lags_and_skips_the_oldest(tmp_path: Path) -> None:
+    from coxswain.asyncio import Lagged
+
+    seen: list[Update] = []
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Model(), tmp_path / "s.jsonl")
+        updates = agent.subscribe(capacity=2)
+        for i in range(4):  # 4 records and 4 notifications, nobody reading
+            await agent.inject(Message(f"m{i}", i))
+        await agent.close()
+        async for update in updates:
+            seen.append(update)
+
+    run(main)
+    assert seen[0] == Lagged(6)
+    # The newest two kept (the last inject's record and notification), then the end.
+    assert [describe(u) for u in seen[1:]] == ["4 agent/inbox/spliced", "Inserted", "ended closed"]
