@@ -1,0 +1,167 @@
+'use strict';
+// Typed errors: one Error subclass per kind, each with a stable `kind` string. Rejections use
+// the conformance format's rejection kinds (FORMAT.md); a rejected input changed nothing (S5).
+
+/** Base class of every error this package throws. */
+class CoxswainError extends Error {
+  constructor(kind, message, options) {
+    super(message, options);
+    this.name = new.target.name;
+    /** @type {string} */
+    this.kind = kind;
+  }
+}
+
+/** The core rejected an input; nothing changed (S5). */
+class RejectedError extends CoxswainError {}
+
+/** The id is already pending in NT or NS (S9, S13). */
+class AlreadyPendingError extends RejectedError {
+  constructor(message) { super('already-pending', message); }
+}
+/** The delivery memory holds the id: a retry of a delivery already made (S51, S52). */
+class AlreadyDeliveredError extends RejectedError {
+  constructor(message) { super('already-delivered', message); }
+}
+/** An answer to a request that is not outstanding, or `maintenance end` with none active (S4). */
+class UnexpectedCompletionError extends RejectedError {
+  constructor(message) { super('unexpected-completion', message); }
+}
+/** Maintenance may only begin while idle (S43). */
+class BusyError extends RejectedError {
+  constructor(message) { super('busy', message); }
+}
+/** The machine is disposed and accepts no input (S45). */
+class DisposedError extends RejectedError {
+  constructor(message) { super('disposed', message); }
+}
+/** The previous input's outputs were not drained (a host error, never in a trace). */
+class UndrainedError extends RejectedError {
+  constructor(message) { super('undrained', message); }
+}
+/** A message nests deeper than a log record can hold; refused before the core saw it. */
+class TooDeepError extends RejectedError {
+  constructor(message) { super('too-deep', message); }
+}
+
+/** An input of a shape the format does not define (FORMAT.md "Inputs"). */
+class InvalidInputError extends CoxswainError {
+  constructor(message) { super('invalid-input', message); }
+}
+
+/** A log the machine cannot be restored from (S46, S47); nothing was restored or written. */
+class InvalidLogError extends CoxswainError {
+  constructor(message, line) {
+    super('invalid-log', message);
+    /** 1-based line of the offending record, when read from a file. @type {number | undefined} */
+    this.line = line;
+  }
+}
+/** A complete line of a log file that is not a valid record; nothing was written. */
+class CorruptLogError extends CoxswainError {
+  constructor(message, line) {
+    super('corrupt-log', message);
+    /** @type {number} */
+    this.line = line;
+  }
+}
+
+/** Reading, writing or syncing the log failed. From an append: the batch is not in the log. */
+class LogIoError extends CoxswainError {
+  constructor(message, options) { super('log-io', message, options); }
+}
+/** An append failed and cutting it back failed too: the batch may or may not be in the log. */
+class IndeterminateError extends CoxswainError {
+  constructor(message, options) { super('indeterminate', message, options); }
+}
+/** A record cannot be encoded (too deep, `seq` exhausted); nothing was written. */
+class EncodeError extends CoxswainError {
+  constructor(message) { super('encode', message); }
+}
+/** Another writer holds the log file's `flock` (another FileLog, here or in Rust). */
+class LockedError extends CoxswainError {
+  constructor(message) { super('locked', message); }
+}
+/** An earlier append failed: the log takes no more appends until re-opened. */
+class LogFailedError extends CoxswainError {
+  constructor(message = 'an earlier append failed; re-open the log') { super('log-failed', message); }
+}
+
+/** Appending the input's events failed: the input is not in the log; the agent stopped. */
+class PersistenceError extends CoxswainError {
+  constructor(message, options) { super('persistence', message, options); }
+}
+/** The agent stopped after a persistence failure: re-open it from its log. */
+class StoppedError extends CoxswainError {
+  constructor(message = 'the agent stopped after a persistence failure; re-open it from the log') {
+    super('stopped', message);
+  }
+}
+/** The agent was closed. */
+class ClosedError extends CoxswainError {
+  constructor(message = 'the agent is closed') { super('closed', message); }
+}
+/** A host event was recorded after its step was answered. */
+class StepClosedError extends CoxswainError {
+  constructor(message = 'the step is closed: host events go inside their step') {
+    super('step-closed', message);
+  }
+}
+/** A host event used a type of the machine's own vocabulary. */
+class ReservedTypeError extends CoxswainError {
+  constructor(type) {
+    super('reserved-type', `event type \`${type}\` is reserved for the machine's own events`);
+  }
+}
+/** The final sync failed when the agent ended: lazily synced records may be lost. */
+class FinalSyncError extends CoxswainError {
+  constructor(message, options) { super('final-sync', message, options); }
+}
+/** Agent options out of bounds. */
+class InvalidOptionsError extends CoxswainError {
+  constructor(message) { super('invalid-options', message); }
+}
+
+const REJECTIONS = {
+  'already-pending': AlreadyPendingError,
+  'already-delivered': AlreadyDeliveredError,
+  'unexpected-completion': UnexpectedCompletionError,
+  busy: BusyError,
+  disposed: DisposedError,
+  undrained: UndrainedError,
+  'too-deep': TooDeepError,
+};
+
+/** The error of a rejection kind the core (or the depth check) named. */
+function rejection(kind, message) {
+  const Class = REJECTIONS[kind];
+  return Class ? new Class(message) : new RejectedError(kind, message);
+}
+
+module.exports = {
+  CoxswainError,
+  RejectedError,
+  AlreadyPendingError,
+  AlreadyDeliveredError,
+  UnexpectedCompletionError,
+  BusyError,
+  DisposedError,
+  UndrainedError,
+  TooDeepError,
+  InvalidInputError,
+  InvalidLogError,
+  CorruptLogError,
+  LogIoError,
+  IndeterminateError,
+  EncodeError,
+  LogFailedError,
+  LockedError,
+  PersistenceError,
+  StoppedError,
+  ClosedError,
+  StepClosedError,
+  ReservedTypeError,
+  FinalSyncError,
+  InvalidOptionsError,
+  rejection,
+};

@@ -1,0 +1,340 @@
+// Types of the coxswain Node binding (hand-written; the shapes are docs/FORMAT.md's).
+/// <reference types="node" />
+
+// ---- values (FORMAT.md "Values") ------------------------------------------------------------
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** A message: a caller-minted `id`, a `source` with a string `kind`, any `content`; other keys are carried verbatim. */
+export interface Message {
+  id: string;
+  source?: { kind: string; [key: string]: Json };
+  content?: Json;
+  [key: string]: Json | undefined;
+}
+/** An error: `{message, code}`. */
+export interface ErrorInfo {
+  message: string;
+  code: string;
+}
+/** A cancel cause. */
+export type CancelCause =
+  | { kind: 'user' }
+  | { kind: 'parent' }
+  | { kind: 'hook'; reason: string }
+  | { kind: 'disposed' };
+/** A pending list: the next turn (NT) or the next step (NS). */
+export type Target = 'next-turn' | 'next-step';
+/** Why a turn ended. */
+export type TurnEndReason =
+  | { kind: 'completed' }
+  | { kind: 'max-tokens' }
+  | { kind: 'blocked' }
+  | { kind: 'aborted'; reason: CancelCause }
+  | { kind: 'error'; error: ErrorInfo }
+  | { kind: 'interrupted' };
+
+// ---- inputs (FORMAT.md "Inputs") ------------------------------------------------------------
+
+export type PreStepAnswer = { enter: Message[] } | 'reject' | { fail: ErrorInfo };
+export type StepAnswer = 'completed' | 'max-tokens' | 'continue' | { fail: ErrorInfo };
+export type TurnStoppingAnswer = 'done' | { fail: ErrorInfo };
+
+/** One input, as a trace's `"in"` value. */
+export type Input =
+  | { send: { message: Message; target: Target; wakeup: boolean } }
+  | { followup: Message }
+  | { steer: Message }
+  | { inject: Message }
+  | { remove: string }
+  | { replace: { id: string; message: Message } }
+  | { prepend: { target: Target; message: Message } }
+  | { clear: Record<string, never> }
+  | { cancel: { cause: CancelCause; keepInbox?: boolean } }
+  | { maintenance: 'begin' | 'end' }
+  | { dispose: Record<string, never> }
+  | { preStep: PreStepAnswer }
+  | { step: StepAnswer }
+  | { turnStopping: TurnStoppingAnswer };
+
+// ---- outputs (FORMAT.md "Outputs") ----------------------------------------------------------
+
+export interface SpliceData {
+  target: Target;
+  start: number;
+  removedCount?: number;
+  inserted: Message[];
+  outcome?: 'canceled';
+  wakeup?: true;
+}
+/** A durable event of the machine: `{type, data}`, as appended to the log. */
+export type MachineEvent =
+  | { type: 'agent/inbox/spliced'; data: SpliceData }
+  | { type: 'turn/start'; data: { turn: number } }
+  | { type: 'step/start'; data: { turn: number; step: number } }
+  | { type: 'user/message'; data: Message }
+  | { type: 'step/end'; data: { turn: number; step: number } }
+  | { type: 'turn/end'; data: { turn: number; reason: TurnEndReason } };
+/** A host event (model output, tool calls…): any type but the machine's own. */
+export interface HostEvent {
+  type: string;
+  data: Json;
+}
+/** One log record's entry. */
+export type Entry = MachineEvent | HostEvent;
+
+/** A live, non-durable notification. */
+export type Notification =
+  | { type: 'agent/inbox/inserted'; message: Message }
+  | { type: 'agent/inbox/discarded'; message: Message }
+  | { type: 'agent/inbox/claimed'; message: Message; turn: number }
+  | { type: 'agent/status'; status: Status }
+  | { type: 'agent/error'; turn: number; step: number; error: ErrorInfo };
+/** Asynchronous work the machine asks of the host, or the abort signal (S39). */
+export type Request =
+  | { preStep: { turn: number; step: number; messages: Message[] } }
+  | { step: { turn: number; step: number } }
+  | { turnStopping: { turn: number } }
+  | { abort: { cause: CancelCause } };
+/** One output in wire order, as a trace's `"out"` value. */
+export type Output =
+  | { event: MachineEvent }
+  | { notify: Notification }
+  | { request: Request }
+  | { disposed: Record<string, never> };
+/** What the host carries out once an input's events are durable, in order. `begin` starts an activity (a turn or a maintenance job): make its cancellation scope then (S42). */
+export type Effect =
+  | { notify: Notification }
+  | { begin: { turn: number } | { maintenance: Record<string, never> } }
+  | { request: Request }
+  | { disposed: Record<string, never> };
+
+export type Status = 'running' | 'idle';
+/** The request the machine waits on (S4). */
+export type Outstanding =
+  | { preStep: { turn: number; step: number } }
+  | { step: { turn: number; step: number } }
+  | { turnStopping: { turn: number } };
+export interface Pending {
+  message: Message;
+  /** Delivered with `wakeup` (S19). */
+  wakeup: boolean;
+}
+export interface PendingLists {
+  nextTurn: Pending[];
+  nextStep: Pending[];
+}
+export interface MachineState extends PendingLists {
+  status: Status;
+  quiescent: boolean;
+  disposed: boolean;
+  maintenance: boolean;
+  cancelRequested: boolean;
+  lastTurn: number;
+  outstanding: Outstanding | null;
+}
+
+// ---- errors ---------------------------------------------------------------------------------
+
+/** Every error of this package: an `Error` with a stable `kind`. */
+export class CoxswainError extends Error {
+  readonly kind: string;
+}
+/** The core rejected an input; nothing changed (S5). */
+export class RejectedError extends CoxswainError {}
+export class AlreadyPendingError extends RejectedError { readonly kind: 'already-pending'; }
+export class AlreadyDeliveredError extends RejectedError { readonly kind: 'already-delivered'; }
+export class UnexpectedCompletionError extends RejectedError { readonly kind: 'unexpected-completion'; }
+export class BusyError extends RejectedError { readonly kind: 'busy'; }
+export class DisposedError extends RejectedError { readonly kind: 'disposed'; }
+export class UndrainedError extends RejectedError { readonly kind: 'undrained'; }
+export class TooDeepError extends RejectedError { readonly kind: 'too-deep'; }
+export class InvalidInputError extends CoxswainError { readonly kind: 'invalid-input'; }
+export class InvalidLogError extends CoxswainError { readonly kind: 'invalid-log'; readonly line?: number; }
+export class CorruptLogError extends CoxswainError { readonly kind: 'corrupt-log'; readonly line: number; }
+export class LogIoError extends CoxswainError { readonly kind: 'log-io'; }
+export class IndeterminateError extends CoxswainError { readonly kind: 'indeterminate'; }
+export class EncodeError extends CoxswainError { readonly kind: 'encode'; }
+export class LogFailedError extends CoxswainError { readonly kind: 'log-failed'; }
+export class LockedError extends CoxswainError { readonly kind: 'locked'; }
+export class PersistenceError extends CoxswainError { readonly kind: 'persistence'; }
+export class StoppedError extends CoxswainError { readonly kind: 'stopped'; }
+export class ClosedError extends CoxswainError { readonly kind: 'closed'; }
+export class StepClosedError extends CoxswainError { readonly kind: 'step-closed'; }
+export class ReservedTypeError extends CoxswainError { readonly kind: 'reserved-type'; }
+export class FinalSyncError extends CoxswainError { readonly kind: 'final-sync'; }
+export class InvalidOptionsError extends CoxswainError { readonly kind: 'invalid-options'; }
+
+// ---- the machine ----------------------------------------------------------------------------
+
+/** What one accepted input produced. Persist `events` as one batch, then call `persisted()`. */
+export class Transition {
+  /** `false` only for a `remove` or `replace` whose id was not pending (S15). */
+  readonly found: boolean;
+  /** The durable events, in order. */
+  readonly events: MachineEvent[];
+  /** The host's word that the events are durable: the effects, in order (once). */
+  persisted(): Effect[];
+  /** Every output in wire order, events included: for ports, which persist nothing. */
+  intoOutputs(): Output[];
+}
+
+/** The core's delivery state machine. Every method that takes an input throws a `RejectedError` subclass on rejection. */
+export class Machine {
+  constructor(options?: { memory?: number });
+  /** Restores from a durable log (S46–S48); throws `InvalidLogError` (S47). */
+  static restore(log: Array<{ type: string; data?: Json; [key: string]: Json | undefined }>, options?: { seedLength?: number; memory?: number }): Machine;
+  handle(input: Input): Transition;
+  /** The last input's transition again, when it was not drained. */
+  drain(): Transition;
+  send(message: Message, target: Target, wakeup: boolean): Transition;
+  followup(message: Message): Transition;
+  steer(message: Message): Transition;
+  inject(message: Message): Transition;
+  remove(id: string): Transition;
+  replace(id: string, message: Message): Transition;
+  prepend(target: Target, message: Message): Transition;
+  clear(): Transition;
+  cancel(cause: CancelCause, options?: { keepInbox?: boolean }): Transition;
+  beginMaintenance(): Transition;
+  endMaintenance(): Transition;
+  dispose(): Transition;
+  answerPreStep(answer: PreStepAnswer): Transition;
+  answerStep(answer: StepAnswer): Transition;
+  answerTurnStopping(answer: TurnStoppingAnswer): Transition;
+  state(): MachineState;
+  readonly status: Status;
+  readonly quiescent: boolean;
+  readonly disposed: boolean;
+  readonly outstanding: Outstanding | null;
+  remembers(id: string): boolean;
+}
+
+// ---- the log --------------------------------------------------------------------------------
+
+/** What a log's bytes hold, read by coxswain-log's reader. */
+export interface ParsedLog {
+  records: Array<{ seq?: number } & Entry>;
+  completeLen: number;
+  torn: { line: number; bytes: number } | null;
+  unterminated: boolean;
+  nextSeq: number;
+}
+/** Where the agent's durable events go (FileLog, MemoryLog, or your own). */
+export interface DurableLog {
+  readAll(): Promise<Uint8Array>;
+  repairTail(read: { completeLen: number; torn: { line: number; bytes: number } | null; unterminated: boolean; nextSeq: number }): Promise<void>;
+  /** Appends as one unit; resolves with the first record's `seq` once durable. */
+  append(entries: Entry[]): Promise<number>;
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+export type SyncPolicy = 'every-append' | 'per-turn' | 'never';
+/** The JSON-lines file log (adapters/tokio's FileLog format), holding the file's `flock` while open (`LockedError` for a second writer). */
+export class FileLog implements DurableLog {
+  static open(path: string, options?: { sync?: SyncPolicy }): Promise<FileLog>;
+  readonly path: string;
+  readAll(): Promise<Buffer>;
+  repairTail(read: { completeLen: number; torn: { line: number; bytes: number } | null; unterminated: boolean; nextSeq: number }): Promise<void>;
+  append(entries: Entry[]): Promise<number>;
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+/** A log in memory, same format, nothing durable (tests, benches). */
+export class MemoryLog implements DurableLog {
+  constructor(bytes?: Uint8Array);
+  bytes(): Buffer;
+  readAll(): Promise<Buffer>;
+  repairTail(read: { completeLen: number; torn: { line: number; bytes: number } | null; unterminated: boolean; nextSeq: number }): Promise<void>;
+  append(entries: Entry[]): Promise<number>;
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+/** Encodes entries as log lines numbered from `firstSeq` (throws `EncodeError`). */
+export function encodeRecords(firstSeq: number, entries: Entry[]): string;
+/** Reads a log's bytes (throws `CorruptLogError`). */
+export function parseLog(bytes: Uint8Array): ParsedLog;
+
+// ---- the agent ------------------------------------------------------------------------------
+
+export interface PreStepContext {
+  turn: number;
+  step: number;
+  /** The claimed batch: all of NS, then at a turn boundary the first NT item (S28). */
+  messages: Message[];
+  /** Aborted when the turn is cancelled (S39); `signal.reason` is the `CancelCause` (an `Error` when the agent closed). */
+  signal: AbortSignal;
+  agent: Agent;
+}
+export interface StepContext {
+  turn: number;
+  step: number;
+  signal: AbortSignal;
+  agent: Agent;
+  /** Appends one host event inside this step; resolves once durable. */
+  record(type: string, data: Json): Promise<void>;
+  recordAll(events: HostEvent[]): Promise<void>;
+}
+export interface TurnStoppingContext {
+  turn: number;
+  signal: AbortSignal;
+  agent: Agent;
+}
+/** The harness's async work. A hook that throws answers `fail` with code `host-panic` (S38). */
+export interface Host {
+  /** Default: enter the claimed batch as it is. */
+  preStep?(cx: PreStepContext): Promise<PreStepAnswer | void> | PreStepAnswer | void;
+  step(cx: StepContext): Promise<StepAnswer> | StepAnswer;
+  /** Default: `'done'`. */
+  turnStopping?(cx: TurnStoppingContext): Promise<TurnStoppingAnswer | void> | TurnStoppingAnswer | void;
+}
+export interface AgentOptions {
+  /** The delivery memory's capacity (S51); default 256. Pass the same at every open. */
+  memory?: number;
+  /** Group commit: the most inputs one append takes; default 64. */
+  maxBatch?: number;
+}
+export interface Recovery {
+  records: number;
+  tornTail: { line: number; bytes: number } | null;
+  interruptedTurn: number | null;
+  closers: number;
+  lastTurn: number;
+  pendingNextTurn: number;
+  pendingNextStep: number;
+}
+export type Ending =
+  | { kind: 'disposed' }
+  | { kind: 'closed'; error?: Error }
+  | { kind: 'stopped'; error: Error };
+export type Update =
+  | { recorded: { seq: number; entry: Entry } }
+  | { notified: Notification }
+  | { ended: Ending };
+
+/** The Promise-based driver of one session (adapters/tokio's semantics). Deliveries resolve once durable. */
+export class Agent {
+  static open(host: Host, log: DurableLog, options?: AgentOptions): Promise<{ agent: Agent; recovery: Recovery }>;
+  send(message: Message, target: Target, wakeup: boolean): Promise<void>;
+  followup(message: Message): Promise<void>;
+  steer(message: Message): Promise<void>;
+  inject(message: Message): Promise<void>;
+  remove(id: string): Promise<boolean>;
+  replace(id: string, message: Message): Promise<boolean>;
+  prepend(target: Target, message: Message): Promise<void>;
+  clear(): Promise<void>;
+  cancel(cause: CancelCause, options?: { keepInbox?: boolean }): Promise<void>;
+  runMaintenance<T>(job: (signal: AbortSignal) => Promise<T> | T): Promise<T>;
+  whenIdle(): Promise<void>;
+  subscribe(listener: (update: Update) => void): () => void;
+  pending(): Promise<PendingLists>;
+  dispose(): Promise<void>;
+  close(): Promise<void>;
+  finished(): Promise<Ending>;
+  readonly status: Status;
+  readonly ending: Ending | null;
+}
+
+/** A human prompt: `{id, source: {kind: 'user'}, content}`. */
+export function userMessage(id: string, content: Json): Message;

@@ -1,0 +1,132 @@
+'use strict';
+// `Machine`: the core's sans-IO machine with its drain contract. Every accepted input returns a
+// `Transition`: append its `events` to the session log as one batch and make them durable, then
+// call `persisted()` and carry out the effects it returns, in order. Until the transition is
+// drained (`persisted()` or `intoOutputs()`), the core rejects the next input (`undrained`).
+
+const native = require('./native');
+const errors = require('./errors');
+
+/** Parses the native reply of an input: the transition's events, or a typed error. */
+function accepted(reply) {
+  const value = JSON.parse(reply);
+  if (value.events !== undefined) return value;
+  if (value.rejected !== undefined) throw errors.rejection(value.rejected, value.message);
+  throw new errors.InvalidInputError(value.invalid);
+}
+
+/** What one accepted input produced: its durable events, then (once persisted) its effects. */
+class Transition {
+  /** @param {native.NativeMachine} inner */
+  constructor(inner, found, events) {
+    this._inner = inner;
+    this._drained = false;
+    /** `false` only for a `remove` or `replace` whose id was not pending (S15). */
+    this.found = found;
+    /** The durable events, in order: persist them as one batch before `persisted()`. */
+    this.events = events;
+  }
+
+  /** The host's word that the events are durable: the effects, in order (each once). */
+  persisted() {
+    if (this._drained) return [];
+    this._drained = true;
+    return JSON.parse(this._inner.persisted());
+  }
+
+  /** Every output in wire order, events included (FORMAT.md `"out"` values): for ports. */
+  intoOutputs() {
+    if (this._drained) return [];
+    this._drained = true;
+    return JSON.parse(this._inner.outputs());
+  }
+}
+
+/** The delivery state machine (the Rust core behind N-API). */
+class Machine {
+  /** @param {{memory?: number}} [options] the delivery memory's capacity (S51), default 0 */
+  constructor(options = {}) {
+    this._inner = new native.NativeMachine(capacity(options.memory ?? 0));
+  }
+
+  /**
+   * A machine restored from a durable log (S46–S48): `log` is a list of `{type, data}` events
+   * (other keys, such as `seq`, ignored). Throws `InvalidLogError` (S47).
+   */
+  static restore(log, options = {}) {
+    const memory = capacity(options.memory ?? 0);
+    const machine = new Machine({ memory });
+    const given = { log, seedLength: options.seedLength ?? 0, memory };
+    const reply = JSON.parse(machine._inner.restoreGiven(JSON.stringify(given)));
+    if (reply.ready) return machine;
+    if (reply.invalidLog !== undefined) throw new errors.InvalidLogError(reply.invalidLog);
+    throw new TypeError(reply.error);
+  }
+
+  /** Applies one input in the trace format (FORMAT.md "Inputs"). */
+  handle(input) {
+    const { found, events } = accepted(this._inner.handle(JSON.stringify(input)));
+    return new Transition(this._inner, found, events);
+  }
+
+  /** The transition of the last input again, when it was not drained (its events unpersisted). */
+  drain() {
+    return new Transition(this._inner, true, JSON.parse(this._inner.queuedEvents()));
+  }
+
+  /** `send(message, target, wakeup)` (S16). */
+  send(message, target, wakeup) { return this.handle({ send: { message, target, wakeup } }); }
+  /** A follow-up: a turn of its own (S22). */
+  followup(message) { return this.handle({ followup: message }); }
+  /** Steering: joins the running turn at its next step boundary. */
+  steer(message) { return this.handle({ steer: message }); }
+  /** Context that rides along with the next step; never wakes (S20). */
+  inject(message) { return this.handle({ inject: message }); }
+  /** Removes a pending message (S15); the transition's `found` says whether it was pending. */
+  remove(id) { return this.handle({ remove: id }); }
+  /** Replaces a pending message in place (S15). */
+  replace(id, message) { return this.handle({ replace: { id, message } }); }
+  /** Puts a quiet message first in `target` (S15). */
+  prepend(target, message) { return this.handle({ prepend: { target, message } }); }
+  /** Discards everything pending (S15). */
+  clear() { return this.handle({ clear: {} }); }
+  /** Cancels the current activity (S39). */
+  cancel(cause, options = {}) {
+    return this.handle({ cancel: { cause, keepInbox: options.keepInbox ?? false } });
+  }
+  /** Begins a maintenance job (S43): only while idle. */
+  beginMaintenance() { return this.handle({ maintenance: 'begin' }); }
+  /** Ends the maintenance job (S43). */
+  endMaintenance() { return this.handle({ maintenance: 'end' }); }
+  /** Disposes the machine (S45). */
+  dispose() { return this.handle({ dispose: {} }); }
+  /** Answers the outstanding `preStep` request (S29). */
+  answerPreStep(answer) { return this.handle({ preStep: answer }); }
+  /** Answers the outstanding `step` request (S32). */
+  answerStep(answer) { return this.handle({ step: answer }); }
+  /** Answers the outstanding `turnStopping` request (S33). */
+  answerTurnStopping(answer) { return this.handle({ turnStopping: answer }); }
+
+  /** The machine's state: status, quiescence, outstanding request, both pending lists. */
+  state() { return JSON.parse(this._inner.state()); }
+  /** `'running'` or `'idle'` (S23). */
+  get status() { return this.state().status; }
+  /** No turn and no maintenance runs (S44). */
+  get quiescent() { return this._inner.isQuiescent(); }
+  /** Disposed (S45). */
+  get disposed() { return this._inner.isDisposed(); }
+  /** The request the machine waits on, or `null`. */
+  get outstanding() { return JSON.parse(this._inner.outstanding()); }
+  /** Whether the delivery memory holds `id` (S51). */
+  remembers(id) { return this._inner.remembers(id); }
+}
+
+/** A delivery memory capacity: a non-negative integer below 2^32. */
+function capacity(memory) {
+  if (!Number.isInteger(memory) || memory < 0 || memory > 0xffffffff) {
+    throw new errors.InvalidOptionsError(`memory ${memory} is not an integer within 0..=2^32-1`);
+  }
+  return memory;
+}
+
+module.exports = { Machine, Transition, capacity };

@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+'use strict';
+// The Node binding's end of the `--exec` line protocol (docs/PORTS.md): one JSON request per
+// line on stdin, exactly one JSON reply per line on stdout, in order; exit 0 at the end of
+// stdin. Run it with `coxswain conform --exec "node adapters/node/port.js" TRACES…`.
+
+const readline = require('node:readline');
+const native = require('./native');
+const { version } = require('./package.json');
+
+const PROTOCOL = 1;
+let machine = null;
+
+function reply(value) {
+  process.stdout.write(typeof value === 'string' ? `${value}\n` : `${JSON.stringify(value)}\n`);
+}
+
+function serve(line) {
+  let request;
+  try {
+    request = JSON.parse(line);
+  } catch (error) {
+    return { error: `not JSON: ${error.message}` };
+  }
+  if (request === null || typeof request !== 'object' || Array.isArray(request)) {
+    return { error: 'a request is a JSON object' };
+  }
+  const keys = Object.keys(request);
+  if (keys.length !== 1) return { error: 'a request has exactly one key' };
+  const [key] = keys;
+  const body = request[key];
+  switch (key) {
+    case 'hello':
+      return { hello: { protocol: PROTOCOL, name: 'coxswain-node', version } };
+    case 'begin': {
+      machine = null;
+      if (body === null || typeof body !== 'object' || !('given' in body)) {
+        return { error: '`begin` takes {trace, given}' };
+      }
+      const fresh = new native.NativeMachine(0);
+      const restored = JSON.parse(fresh.restoreGiven(JSON.stringify(body.given)));
+      if (restored.ready) {
+        machine = fresh;
+        return { ready: {} };
+      }
+      if (restored.invalidLog !== undefined) return { rejected: 'invalid-log' };
+      return { error: restored.error };
+    }
+    case 'in':
+      if (machine === null) return { error: '`in` before `begin` or after `end`' };
+      return machine.wire(JSON.stringify(body));
+    case 'end':
+      machine = null;
+      return { ended: {} };
+    default:
+      return { error: `unknown request \`${key}\`` };
+  }
+}
+
+const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+lines.on('line', (line) => {
+  if (line.trim() === '') return; // not a request: nothing to answer
+  let answer;
+  try {
+    answer = serve(line);
+  } catch (error) {
+    answer = { error: `port failure: ${error && error.message}` };
+  }
+  reply(answer);
+});
+lines.on('close', () => {
+  process.exitCode = 0;
+});

@@ -1,0 +1,28 @@
+//! # coxswain-node
+//!
+//! The Node.js binding of coxswain (napi-rs). It exposes two things to JavaScript and decides
+//! nothing itself:
+//!
+//! * [`NativeMachine`]: the core's [`Machine`](coxswain_core::Machine) with its drain contract —
+//!   an input's durable events first ([`NativeMachine::handle`]), its effects only once the host
+//!   says they are persisted ([`NativeMachine::persisted`]), or every output in wire order for
+//!   ports ([`NativeMachine::outputs`], [`NativeMachine::wire`]).
+//! * The JSON-lines record format of `coxswain-log` ([`encode_records`], [`parse_log`]), so the
+//!   log written from Node has one owner: the Rust crate that `coxswain verify` and the tokio
+//!   adapter's `FileLog` use — and [`FileLock`], the same `flock` that `FileLog` takes.
+//!
+//! Values cross the boundary as JSON text in the shapes of `docs/FORMAT.md` (inputs as `"in"`
+//! lines, outputs as `"out"` lines, events as log records): the JavaScript side parses them
+//! with `JSON.parse`, which is faster than building objects through N-API, and the shapes have
+//! one definition (the core's serde). The typed API is `index.js` / `index.d.ts`.
+#![deny(missing_docs)]
+#![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod lock;
+mod log;
+mod machine;
+mod wire;
+
+pub use lock::FileLock;
+pub use log::{encode_records, parse_log};
+pub use machine::NativeMachine;

@@ -1,0 +1,73 @@
+//! The JSON-lines record format of `coxswain-log`, for the file log written from JavaScript: the
+//! same encoder and reader as the tokio adapter's `FileLog` and `coxswain verify`.
+
+use coxswain_core::Event;
+use coxswain_log::{encode, parse, Entry, HostEvent};
+use napi::bindgen_prelude::Buffer;
+use napi_derive::napi;
+use serde_json::{json, Value};
+
+use crate::wire;
+
+/// Encodes `entries` (JSON text: an array of `{type, data}`) as log lines numbered from
+/// `first_seq`, each ending in `\n`: the bytes to append. An entry whose `type` is one of the
+/// machine's own must be a valid machine event; any other is a host event. Fails, encoding
+/// nothing, for an entry that is not `{type: string, data}`, a record deeper than a log line may
+/// nest, or a `seq` that would reach `u64::MAX`.
+#[napi]
+pub fn encode_records(first_seq: i64, entries: String) -> napi::Result<String> {
+    let fail = |message: String| napi::Error::new(napi::Status::InvalidArg, message);
+    let first = u64::try_from(first_seq).map_err(|_| fail(format!("seq {first_seq} < 0")))?;
+    let entries: Vec<Value> =
+        serde_json::from_str(&entries).map_err(|e| fail(format!("entries: {e}")))?;
+    let mut out = Vec::new();
+    for (seq, value) in (first..).zip(entries) {
+        let entry = entry(value).map_err(fail)?;
+        encode(seq, &entry, &mut out).map_err(|e| fail(format!("record {seq}: {e}")))?;
+    }
+    String::from_utf8(out).map_err(|e| fail(e.to_string()))
+}
+
+/// One record's entry: the machine's event when its type is the machine's, else the host's.
+fn entry(value: Value) -> Result<Entry, String> {
+    let Some(kind) = value.get("type").and_then(Value::as_str) else {
+        return Err(format!("an entry has no string `type`: {value}"));
+    };
+    if Event::TYPES.contains(&kind) {
+        let event: Event = serde_json::from_value(value.clone())
+            .map_err(|e| format!("not a valid `{kind}` event ({e}): {value}"))?;
+        return Ok(Entry::Machine(event));
+    }
+    let kind = kind.to_owned();
+    let data = match value {
+        Value::Object(mut object) => object.remove("data").unwrap_or(Value::Null),
+        _ => Value::Null,
+    };
+    HostEvent::new(kind, data)
+        .map(Entry::Host)
+        .map_err(|e| e.to_string())
+}
+
+/// Reads a JSON-lines log's bytes with `coxswain-log`'s reader. Returns JSON text:
+/// `{"records": [RECORD…], "completeLen": n, "torn": {line, bytes} | null, "unterminated": bool,
+/// "nextSeq": n}` (each record `{seq?, type, data}` as written), or `{"corrupt": {line,
+/// message}}` for a complete line that is not a valid record.
+#[napi]
+pub fn parse_log(bytes: Buffer) -> String {
+    let reply = match parse(&bytes) {
+        Ok(parsed) => {
+            let records: Vec<Value> = parsed.records.into_iter().map(|r| r.event).collect();
+            json!({
+                "records": records,
+                "completeLen": parsed.complete_len,
+                "torn": parsed.torn.map(|t| json!({ "line": t.line, "bytes": t.bytes })),
+                "unterminated": parsed.unterminated,
+                "nextSeq": parsed.next_seq,
+            })
+        }
+        Err(corrupt) => {
+            json!({ "corrupt": { "line": corrupt.line, "message": corrupt.to_string() } })
+        }
+    };
+    wire::text(&reply)
+}

@@ -1,0 +1,296 @@
+//! [`NativeMachine`]: the core's machine behind N-API, with its drain contract.
+
+use coxswain_core::{
+    Config, Event, Input, Machine, Output, PreStepAnswer, Rejected, Restorer, Target,
+};
+use coxswain_log::{check_message, parse, TooDeep};
+use napi::bindgen_prelude::Buffer;
+use napi_derive::napi;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::wire;
+
+/// The core's [`Machine`], driven from JavaScript.
+///
+/// The drain contract (the core's [`Transition`](coxswain_core::Transition)) is kept by the core
+/// itself: [`handle`](NativeMachine::handle) applies an input and returns its durable events,
+/// leaving its effects queued; [`persisted`](NativeMachine::persisted) (the host's word that the
+/// events are durable) or [`outputs`](NativeMachine::outputs) (every output in wire order, for
+/// ports) drains them. Until then the core rejects the next input as `undrained`.
+#[napi]
+pub struct NativeMachine {
+    machine: Machine,
+}
+
+#[napi]
+impl NativeMachine {
+    /// A fresh machine whose delivery memory holds `memory` ids (S51; 0 is plain S9).
+    #[napi(constructor)]
+    pub fn new(memory: u32) -> Self {
+        NativeMachine {
+            machine: Machine::with_config(config(memory)),
+        }
+    }
+
+    /// Replaces this machine with one restored from a conformance trace's `given` value (JSON
+    /// text: `null`, or `{log, seedLength, memory}`; S46–S48). Returns `{"ready": {}}`,
+    /// `{"invalidLog": "why"}` (S47; the machine is unchanged) or `{"error": "why"}` for a value
+    /// of the wrong shape.
+    #[napi]
+    pub fn restore_given(&mut self, given: String) -> String {
+        let reply = match parse_given(&given) {
+            Err(error) => json!({ "error": error }),
+            Ok((log, seed_length, memory)) => {
+                let config = Config::new().with_delivery_memory(memory);
+                match Machine::restore_with(config, &log, seed_length) {
+                    Ok(machine) => {
+                        self.machine = machine;
+                        json!({ "ready": {} })
+                    }
+                    Err(error) => json!({ "invalidLog": error.to_string() }),
+                }
+            }
+        };
+        wire::text(&reply)
+    }
+
+    /// Replaces this machine with the session held in a JSON-lines log's bytes, as the tokio
+    /// adapter's `Agent::open` does: reads the records (`coxswain-log`'s reader; a torn final
+    /// line is left out), restores them (S46–S48; items park, nothing wakes) with this machine's
+    /// delivery memory, and closes a turn the log ends inside (S50). The caller writes the tail
+    /// fix and the closers to the log before anything else. Returns `{"ok": {records,
+    /// completeLen, torn, unterminated, nextSeq, closers, interrupted}}`, or `{"corrupt": {line,
+    /// message}}` / `{"invalidLog": {line, message}}` with the machine unchanged.
+    #[napi]
+    pub fn resume(&mut self, bytes: Buffer) -> String {
+        let parsed = match parse(&bytes) {
+            Ok(parsed) => parsed,
+            Err(corrupt) => {
+                let reply =
+                    json!({ "corrupt": { "line": corrupt.line, "message": corrupt.to_string() } });
+                return wire::text(&reply);
+            }
+        };
+        let mut restorer = Restorer::with_config(self.machine.config(), 0);
+        // Records are numbered from line 1 with no gaps, so the event at `index` is on line
+        // `index + 1` (a closer's index is one past the last record).
+        let invalid = |error: coxswain_core::InvalidLog| {
+            let line = error.index + 1;
+            wire::text(&json!({
+                "invalidLog": { "line": line, "message": format!("line {line}: {error}") }
+            }))
+        };
+        for record in &parsed.records {
+            if let Err(error) = restorer.push_json(&record.event) {
+                return invalid(error);
+            }
+        }
+        let interrupted = restorer.position().open_turn();
+        let closers = restorer.position().closers();
+        for closer in &closers {
+            if let Err(error) = restorer.push_event(closer) {
+                return invalid(error);
+            }
+        }
+        match restorer.finish() {
+            Err(error) => invalid(error),
+            Ok(machine) => {
+                self.machine = machine;
+                wire::text(&json!({ "ok": {
+                    "records": parsed.records.len(),
+                    "completeLen": parsed.complete_len,
+                    "torn": parsed.torn.map(|t| json!({ "line": t.line, "bytes": t.bytes })),
+                    "unterminated": parsed.unterminated,
+                    "nextSeq": parsed.next_seq,
+                    "closers": closers,
+                    "interrupted": interrupted,
+                }}))
+            }
+        }
+    }
+
+    /// Applies one input (JSON text of a trace's `"in"` value) and returns `{"found": bool,
+    /// "events": [EVENT…]}`: the durable events to persist, as one batch, before calling
+    /// [`persisted`](NativeMachine::persisted). A rejected input changed nothing (S5):
+    /// `{"rejected": KIND, "message": "…"}` (`undrained` when the previous input's outputs were
+    /// not drained). A message nesting deeper than a log record can hold is refused before the
+    /// core sees it: `{"rejected": "too-deep", …}`. An input of unknown shape:
+    /// `{"invalid": "why"}`.
+    #[napi]
+    pub fn handle(&mut self, input: String) -> String {
+        let input = match parse_input(&input) {
+            Ok(input) => input,
+            Err(reply) => return reply,
+        };
+        if let Err(deep) = check_depth(&input) {
+            return wire::text(&json!({ "rejected": "too-deep", "message": deep.to_string() }));
+        }
+        match self.machine.handle(input) {
+            Ok(transition) => {
+                let reply = wire::to_text(&Accepted {
+                    found: transition.found(),
+                    events: transition.events(),
+                });
+                // Dropped undrained: the effects stay queued for `persisted`.
+                drop(transition);
+                reply
+            }
+            Err(rejected) => rejection(&rejected),
+        }
+    }
+
+    /// The host's word that the events of the last input are durable: its effects, in order, as
+    /// a JSON array (see the module `wire` for their shapes). Empty when nothing is queued.
+    #[napi]
+    pub fn persisted(&mut self) -> String {
+        let effects: Vec<wire::EffectJson> = self
+            .machine
+            .drain()
+            .persisted()
+            .map(wire::EffectJson::from)
+            .collect();
+        wire::to_text(&effects)
+    }
+
+    /// Every queued output of the last input in wire order (events included), as a JSON array
+    /// of `"out"` values: for recorders and ports, which persist nothing.
+    #[napi]
+    pub fn outputs(&mut self) -> String {
+        let outputs: Vec<Output> = self.machine.drain().into_outputs().collect();
+        wire::to_text(&outputs)
+    }
+
+    /// One request of the `--exec` line protocol (PORTS.md) on this machine: the reply line to an
+    /// `"in"` request, `{"outputs": [OUTPUT…]}`, `{"rejected": KIND}` or `{"error": "why"}`.
+    #[napi]
+    pub fn wire(&mut self, input: String) -> String {
+        let input: Input = match serde_json::from_str(&input) {
+            Ok(input) => input,
+            Err(error) => {
+                return wire::text(&json!({ "error": format!("unknown input: {error}") }))
+            }
+        };
+        match self.machine.handle(input) {
+            Ok(transition) => {
+                let outputs: Vec<Output> = transition.into_outputs().collect();
+                wire::to_text(&Wire { outputs })
+            }
+            Err(rejected) => wire::text(&json!({ "rejected": rejected.kind() })),
+        }
+    }
+
+    /// The machine's state as JSON: `{status, quiescent, disposed, maintenance,
+    /// cancelRequested, lastTurn, outstanding, nextTurn, nextStep}`.
+    #[napi]
+    pub fn state(&self) -> String {
+        wire::text(&wire::state(&self.machine))
+    }
+
+    /// The durable events still queued (of an input whose outputs were not drained), as a JSON
+    /// array, leaving everything queued: the events half of the core's `Machine::drain`.
+    #[napi]
+    pub fn queued_events(&mut self) -> String {
+        let transition = self.machine.drain();
+        let events = wire::to_text(transition.events());
+        drop(transition);
+        events
+    }
+
+    /// Whether no turn and no maintenance runs (S44).
+    #[napi]
+    pub fn is_quiescent(&self) -> bool {
+        self.machine.is_quiescent()
+    }
+
+    /// Whether the machine is disposed (S45).
+    #[napi]
+    pub fn is_disposed(&self) -> bool {
+        self.machine.is_disposed()
+    }
+
+    /// The outstanding request as JSON (`{"step": {turn, step}}`, …) or `null`.
+    #[napi]
+    pub fn outstanding(&self) -> String {
+        wire::text(&wire::outstanding(self.machine.outstanding()))
+    }
+
+    /// Whether the delivery memory holds `id` (S51).
+    #[napi]
+    pub fn remembers(&self, id: String) -> bool {
+        self.machine.remembers(&id.into())
+    }
+
+    /// The number of items pending in the next-turn list (NT) and the next-step list (NS).
+    #[napi]
+    pub fn pending_counts(&self) -> Vec<u32> {
+        let count = |target| u32::try_from(self.machine.pending(target).len()).unwrap_or(u32::MAX);
+        vec![count(Target::NextTurn), count(Target::NextStep)]
+    }
+}
+
+/// The reply to an accepted input: its events, to persist before its effects.
+#[derive(Serialize)]
+struct Accepted<'a> {
+    found: bool,
+    events: &'a [Event],
+}
+
+/// The reply line to an accepted `"in"` request (PORTS.md).
+#[derive(Serialize)]
+struct Wire {
+    outputs: Vec<Output>,
+}
+
+fn config(memory: u32) -> Config {
+    Config::new().with_delivery_memory(usize::try_from(memory).unwrap_or(usize::MAX))
+}
+
+fn rejection(rejected: &Rejected) -> String {
+    wire::text(&json!({ "rejected": rejected.kind(), "message": rejected.to_string() }))
+}
+
+fn parse_input(text: &str) -> Result<Input, String> {
+    serde_json::from_str(text)
+        .map_err(|error| wire::text(&json!({ "invalid": format!("unknown input: {error}") })))
+}
+
+/// Every message an input carries must fit in the log records it can be written to.
+fn check_depth(input: &Input) -> Result<(), TooDeep> {
+    match input {
+        Input::Send { message, .. }
+        | Input::Followup(message)
+        | Input::Steer(message)
+        | Input::Inject(message)
+        | Input::Replace { message, .. }
+        | Input::Prepend { message, .. } => check_message(message),
+        Input::PreStep(PreStepAnswer::Enter(batch)) => {
+            batch.iter().try_for_each(|message| check_message(message))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A trace's `given` value: `null`, or `{log?, seedLength?, memory?}` (FORMAT.md).
+fn parse_given(text: &str) -> Result<(Vec<Value>, usize, usize), String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("given is not JSON: {e}"))?;
+    if value.is_null() {
+        return Ok((Vec::new(), 0, 0));
+    }
+    let Some(object) = value.as_object() else {
+        return Err("given is neither null nor an object".into());
+    };
+    let log = match object.get("log") {
+        None => Vec::new(),
+        Some(Value::Array(log)) => log.clone(),
+        Some(_) => return Err("given `log` is not an array".into()),
+    };
+    let count = |key: &str| match object.get(key) {
+        None => Ok(0),
+        Some(n) => n
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| format!("given `{key}` is not a non-negative integer")),
+    };
+    Ok((log, count("seedLength")?, count("memory")?))
+}

@@ -1,0 +1,82 @@
+//! The JSON shapes that cross to JavaScript: the core's own serde for inputs, outputs and events
+//! (FORMAT.md), plus the few host-side shapes the wire format has no line for (an effect that
+//! begins an activity, the outstanding request, the pending lists).
+
+use coxswain_core::{Activity, Effect, Machine, Output, Outstanding, Pending, Target};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// An effect as JSON: its wire output (`{"notify": …}`, `{"request": …}` — `abort` included —,
+/// `{"disposed": {}}`), or `{"begin": {"turn": n}}` / `{"begin": {"maintenance": {}}}` for the
+/// start of an activity, which has no wire form. Serialized straight from the core's types (no
+/// intermediate `Value`, so messages are not copied).
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum EffectJson {
+    /// The start of an activity.
+    Begin(Value),
+    /// Every other effect, as its wire output.
+    Output(Output),
+}
+
+impl From<Effect> for EffectJson {
+    fn from(effect: Effect) -> Self {
+        match effect {
+            Effect::Begin(Activity::Turn(turn)) => {
+                EffectJson::Begin(json!({ "begin": { "turn": turn } }))
+            }
+            Effect::Begin(Activity::Maintenance) => {
+                EffectJson::Begin(json!({ "begin": { "maintenance": {} } }))
+            }
+            other => match Option::<Output>::from(other) {
+                Some(output) => EffectJson::Output(output),
+                None => EffectJson::Begin(Value::Null),
+            },
+        }
+    }
+}
+
+/// JSON text of any serializable reply (the core's types cannot fail to serialize; an error
+/// would read as `null`).
+pub(crate) fn to_text<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+}
+
+/// JSON text of a value (serializing a `Value` cannot fail; an error would read as `null`).
+pub(crate) fn text(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+}
+
+/// The request the machine waits on, in the request vocabulary of the wire format.
+pub(crate) fn outstanding(outstanding: Option<Outstanding>) -> Value {
+    match outstanding {
+        None => Value::Null,
+        Some(Outstanding::PreStep { turn, step }) => {
+            json!({ "preStep": { "turn": turn, "step": step } })
+        }
+        Some(Outstanding::Step { turn, step }) => json!({ "step": { "turn": turn, "step": step } }),
+        Some(Outstanding::TurnStopping { turn }) => json!({ "turnStopping": { "turn": turn } }),
+    }
+}
+
+fn pending<'a>(items: impl Iterator<Item = &'a Pending>) -> Value {
+    items
+        .map(|item| json!({ "message": &**item.message(), "wakeup": item.is_waking() }))
+        .collect()
+}
+
+/// The machine's queryable state: status, quiescence, lifecycle flags, the outstanding request
+/// and both pending lists.
+pub(crate) fn state(machine: &Machine) -> Value {
+    json!({
+        "status": machine.status(),
+        "quiescent": machine.is_quiescent(),
+        "disposed": machine.is_disposed(),
+        "maintenance": machine.is_maintenance(),
+        "cancelRequested": machine.is_cancel_requested(),
+        "lastTurn": machine.last_turn(),
+        "outstanding": outstanding(machine.outstanding()),
+        "nextTurn": pending(machine.pending(Target::NextTurn)),
+        "nextStep": pending(machine.pending(Target::NextStep)),
+    })
+}

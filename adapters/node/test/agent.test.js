@@ -1,0 +1,457 @@
+'use strict';
+// The Agent driver: the tokio adapter's semantics over the JSON-lines FileLog, and logs that
+// pass `coxswain verify` and resume across Node and Rust in both directions.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const coxswain = require('..');
+const { coxswain: cli, ROOT } = require('./support/cli');
+
+const { Agent, FileLog, MemoryLog, userMessage } = coxswain;
+
+function tempLog(t) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coxswain-node-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return path.join(dir, 'session.jsonl');
+}
+
+function records(file) {
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line));
+}
+
+/** A host whose step records one model output and completes. */
+const textHost = {
+  async step(cx) {
+    await cx.record('model/output', { text: `answer ${cx.turn}.${cx.step}` });
+    return 'completed';
+  },
+};
+
+test('a session on a FileLog: acknowledged once durable, recorded in order, verified by the CLI', async (t) => {
+  const file = tempLog(t);
+  const { agent, recovery } = await Agent.open(textHost, await FileLog.open(file));
+  assert.deepEqual(recovery, {
+    records: 0,
+    tornTail: null,
+    interruptedTurn: null,
+    closers: 0,
+    lastTurn: 0,
+    pendingNextTurn: 0,
+    pendingNextStep: 0,
+  });
+  const updates = [];
+  agent.subscribe((update) => updates.push(update));
+  const m1 = userMessage('m1', 'hi');
+  await agent.followup(m1);
+  // Acknowledged: the splice (and the turn it opened) is in the file already.
+  assert.deepEqual(records(file).slice(0, 3).map((r) => [r.seq, r.type]), [
+    [1, 'agent/inbox/spliced'],
+    [2, 'turn/start'],
+    [3, 'agent/inbox/spliced'],
+  ]);
+  await agent.whenIdle();
+  await agent.dispose();
+  assert.deepEqual(
+    records(file).map((r) => [r.seq, r.type]),
+    [
+      [1, 'agent/inbox/spliced'],
+      [2, 'turn/start'],
+      [3, 'agent/inbox/spliced'],
+      [4, 'step/start'],
+      [5, 'user/message'],
+      [6, 'model/output'],
+      [7, 'step/end'],
+      [8, 'turn/end'],
+    ],
+  );
+  assert.deepEqual(records(file)[5], { seq: 6, type: 'model/output', data: { text: 'answer 1.1' } });
+  assert.deepEqual(
+    updates.map((u) => (u.recorded ? `${u.recorded.seq} ${u.recorded.entry.type}` : u.notified ? u.notified.type : Object.keys(u)[0])),
+    [
+      '1 agent/inbox/spliced',
+      '2 turn/start',
+      '3 agent/inbox/spliced',
+      'agent/inbox/inserted',
+      'agent/status',
+      'agent/inbox/claimed',
+      '4 step/start',
+      '5 user/message',
+      '6 model/output',
+      '7 step/end',
+      '8 turn/end',
+      'agent/status',
+      'ended',
+    ],
+  );
+  assert.deepEqual(updates.at(-1), { ended: { kind: 'disposed' } });
+  assert.equal(agent.status, 'idle');
+  await assert.rejects(agent.followup(userMessage('late', 'x')), coxswain.DisposedError);
+  const late = await new Promise((resolve) => agent.subscribe(resolve));
+  assert.deepEqual(late, { ended: { kind: 'disposed' } }, 'a subscriber after the end learns it');
+  const verified = cli('verify', file);
+  assert.equal(verified.status, 0, verified.stdout + verified.stderr);
+});
+
+test('S39/S42: each activity gets its own AbortSignal, aborted by cancel with its cause', async (t) => {
+  const file = tempLog(t);
+  const signals = [];
+  let entered;
+  const stepStarted = new Promise((resolve) => {
+    entered = resolve;
+  });
+  const host = {
+    async step(cx) {
+      signals.push(cx.signal);
+      if (cx.turn === 1) {
+        entered();
+        await new Promise((resolve) => cx.signal.addEventListener('abort', resolve, { once: true }));
+      }
+      return 'completed';
+    },
+  };
+  const { agent } = await Agent.open(host, await FileLog.open(file));
+  await agent.followup(userMessage('a', 'first'));
+  await stepStarted;
+  await agent.cancel({ kind: 'hook', reason: 'stop' });
+  assert.equal(signals[0].aborted, true);
+  assert.deepEqual(signals[0].reason, { kind: 'hook', reason: 'stop' });
+  await agent.whenIdle();
+  await agent.followup(userMessage('b', 'second'));
+  await agent.whenIdle();
+  assert.equal(signals.length, 2);
+  assert.notEqual(signals[1], signals[0], 'S42: a fresh signal per turn');
+  assert.equal(signals[1].aborted, false);
+  await agent.close();
+  const ends = records(file).filter((r) => r.type === 'turn/end').map((r) => r.data);
+  assert.deepEqual(ends, [
+    { turn: 1, reason: { kind: 'aborted', reason: { kind: 'hook', reason: 'stop' } } },
+    { turn: 2, reason: { kind: 'completed' } },
+  ]);
+  assert.equal(cli('verify', file).status, 0);
+});
+
+test('S50: a closed agent resumes; the interrupted turn is closed and its torn tail dropped', async (t) => {
+  const file = tempLog(t);
+  let stepped;
+  const inStep = new Promise((resolve) => {
+    stepped = resolve;
+  });
+  const hanging = {
+    step(cx) {
+      stepped();
+      return new Promise((resolve) => cx.signal.addEventListener('abort', () => resolve('completed')));
+    },
+  };
+  const first = await Agent.open(hanging, await FileLog.open(file));
+  await first.agent.followup(userMessage('a', 'go'));
+  await inStep;
+  await first.agent.steer(userMessage('s', 'parked'));
+  await first.agent.close();
+  assert.deepEqual(await first.agent.finished(), { kind: 'closed' });
+  fs.appendFileSync(file, '{"seq":7,"type":"model/out'); // a crash mid-append
+  const { agent, recovery } = await Agent.open(textHost, await FileLog.open(file));
+  assert.deepEqual(recovery, {
+    records: 6,
+    tornTail: { line: 7, bytes: 26 },
+    interruptedTurn: 1,
+    closers: 2,
+    lastTurn: 1,
+    pendingNextTurn: 0,
+    pendingNextStep: 1,
+  });
+  assert.deepEqual(await agent.pending(), {
+    nextTurn: [],
+    nextStep: [{ message: userMessage('s', 'parked'), wakeup: true }],
+  });
+  await agent.close();
+  assert.deepEqual(records(file).slice(5), [
+    { seq: 6, type: 'agent/inbox/spliced', data: { target: 'next-step', start: 0, inserted: [userMessage('s', 'parked')], wakeup: true } },
+    { seq: 7, type: 'step/end', data: { turn: 1, step: 1 } },
+    { seq: 8, type: 'turn/end', data: { turn: 1, reason: { kind: 'interrupted' } } },
+  ]);
+  assert.equal(cli('verify', file).status, 0);
+});
+
+test('a log that S46 refuses is left as it was (CorruptLogError, InvalidLogError)', async (t) => {
+  const file = tempLog(t);
+  const corrupt = '{"seq":1,"type":"turn/start","data":{"turn":1}}\nnot json\n{"seq":3}\n';
+  fs.writeFileSync(file, corrupt);
+  await assert.rejects(Agent.open(textHost, await FileLog.open(file)), (error) => {
+    assert.ok(error instanceof coxswain.CorruptLogError);
+    assert.equal(error.line, 2);
+    return true;
+  });
+  assert.equal(fs.readFileSync(file, 'utf8'), corrupt);
+  const invalid = '{"seq":1,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":1,"inserted":[]}}\n';
+  fs.writeFileSync(file, invalid);
+  await assert.rejects(Agent.open(textHost, await FileLog.open(file)), (error) => {
+    assert.ok(error instanceof coxswain.InvalidLogError);
+    assert.equal(error.kind, 'invalid-log');
+    assert.equal(error.line, 1);
+    return true;
+  });
+  assert.equal(fs.readFileSync(file, 'utf8'), invalid);
+});
+
+test('interop: a log written from Node resumes in Rust (`coxswain run --log`), and verifies', async (t) => {
+  const file = tempLog(t);
+  const { agent } = await Agent.open(textHost, await FileLog.open(file));
+  await agent.followup(userMessage('n1', 'from node'));
+  await agent.whenIdle();
+  await agent.inject(userMessage('ctx', 'parked context'));
+  await agent.close();
+  const script = path.join(path.dirname(file), 'script.json');
+  fs.writeFileSync(
+    script,
+    JSON.stringify({ stepMs: 1, memory: 256, actions: [{ at: 0, followup: { id: 'r1', content: 'from rust' } }] }),
+  );
+  const run = cli('run', script, '--log', file);
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const log = records(file);
+  assert.deepEqual(log.map((r) => r.seq), log.map((_, i) => i + 1), 'one contiguous seq');
+  const turns = log.filter((r) => r.type === 'turn/start').map((r) => r.data.turn);
+  assert.deepEqual(turns, [1, 2], 'Rust numbers on from the Node session');
+  const entered = log.filter((r) => r.type === 'user/message').map((r) => r.data.id);
+  assert.deepEqual(entered, ['n1', 'ctx', 'r1'], 'the parked inject rides with the next step (S20)');
+  assert.equal(cli('verify', file).status, 0);
+});
+
+test('interop: a log written by Rust (`coxswain run`) resumes in Node, and verifies', async (t) => {
+  const file = tempLog(t);
+  const run = cli('run', path.join(ROOT, 'examples', 'quickstart.json'), '--log', file);
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const before = records(file).length;
+  const { agent, recovery } = await Agent.open(textHost, await FileLog.open(file));
+  assert.equal(recovery.records, before);
+  assert.equal(recovery.lastTurn, 2);
+  assert.equal(recovery.interruptedTurn, null);
+  await agent.followup(userMessage('n2', 'from node'));
+  await agent.whenIdle();
+  await agent.close();
+  const added = records(file).slice(before);
+  assert.deepEqual(added.map((r) => [r.seq, r.type]), [
+    [before + 1, 'agent/inbox/spliced'],
+    [before + 2, 'turn/start'],
+    [before + 3, 'agent/inbox/spliced'],
+    [before + 4, 'step/start'],
+    [before + 5, 'user/message'],
+    [before + 6, 'model/output'],
+    [before + 7, 'step/end'],
+    [before + 8, 'turn/end'],
+  ]);
+  assert.deepEqual(added[1].data, { turn: 3 });
+  assert.equal(cli('verify', file).status, 0);
+});
+
+/** A MemoryLog that counts appends and can be told to fail. */
+class CountingLog extends MemoryLog {
+  constructor() {
+    super();
+    this.appends = [];
+    this.fail = false;
+  }
+  async append(entries) {
+    if (this.fail) throw new coxswain.LogIoError('disk full');
+    this.appends.push(entries.map((e) => e.type));
+    return super.append(entries);
+  }
+}
+
+test('group commit: deliveries waiting together share one append, acknowledged in order', async () => {
+  const log = new CountingLog();
+  const { agent } = await Agent.open(textHost, log, { memory: 0 });
+  const order = [];
+  await Promise.all(
+    ['a', 'b', 'c'].map((id) => agent.inject(userMessage(id, id)).then(() => order.push(id))),
+  );
+  assert.deepEqual(order, ['a', 'b', 'c']);
+  assert.deepEqual(log.appends, [['agent/inbox/spliced', 'agent/inbox/spliced', 'agent/inbox/spliced']]);
+  assert.deepEqual(
+    (await agent.pending()).nextStep.map((p) => p.message.id),
+    ['a', 'b', 'c'],
+  );
+  // A rejected member fails alone; the others of its group land.
+  const results = await Promise.allSettled([
+    agent.inject(userMessage('d', 'd')),
+    agent.inject(userMessage('a', 'dup')),
+  ]);
+  assert.equal(results[0].status, 'fulfilled');
+  assert.ok(results[1].reason instanceof coxswain.AlreadyPendingError);
+  await agent.dispose();
+});
+
+test('a failed append fails its inputs and stops the agent (nothing acknowledged that is not durable)', async () => {
+  const log = new CountingLog();
+  const { agent } = await Agent.open(textHost, log);
+  const updates = [];
+  agent.subscribe((u) => updates.push(u));
+  log.fail = true;
+  await assert.rejects(agent.inject(userMessage('a', 'x')), (error) => {
+    assert.ok(error instanceof coxswain.PersistenceError);
+    assert.equal(error.kind, 'persistence');
+    return true;
+  });
+  const ending = await agent.finished();
+  assert.equal(ending.kind, 'stopped');
+  assert.ok(ending.error instanceof coxswain.LogIoError);
+  assert.equal(ending.error.message, 'disk full');
+  assert.deepEqual(updates.map((u) => Object.keys(u)[0]), ['ended'], 'nothing published');
+  await assert.rejects(agent.followup(userMessage('b', 'y')), coxswain.StoppedError);
+  await assert.rejects(agent.whenIdle(), coxswain.StoppedError);
+});
+
+test('host events: inside their step only, never a machine type; hooks that throw fail the turn (S38)', async () => {
+  const log = new CountingLog();
+  let late;
+  const host = {
+    async step(cx) {
+      await assert.rejects(cx.record('turn/end', {}), coxswain.ReservedTypeError);
+      late = cx;
+      if (cx.turn === 2) throw new Error('model unavailable');
+      return 'completed';
+    },
+  };
+  const { agent } = await Agent.open(host, log);
+  const updates = [];
+  agent.subscribe((u) => updates.push(u));
+  await agent.followup(userMessage('a', 'x'));
+  await agent.whenIdle();
+  await assert.rejects(late.record('model/output', {}), coxswain.StepClosedError);
+  await agent.followup(userMessage('b', 'y'));
+  await agent.whenIdle();
+  const errorsSeen = updates.filter((u) => u.notified && u.notified.type === 'agent/error');
+  assert.deepEqual(errorsSeen.map((u) => u.notified), [
+    {
+      type: 'agent/error',
+      turn: 2,
+      step: 1,
+      error: { message: "the host's step call failed: model unavailable", code: 'host-panic' },
+    },
+  ]);
+  await agent.dispose();
+});
+
+test('maintenance (S43): resolves with the job value; busy while running; S51 retries are refused', async () => {
+  const log = new CountingLog();
+  const { agent } = await Agent.open(textHost, log, { memory: 8 });
+  const signals = [];
+  assert.equal(await agent.runMaintenance(async (signal) => { signals.push(signal); return 42; }), 42);
+  assert.equal(signals[0].aborted, false);
+  await agent.followup(userMessage('a', 'x'));
+  await assert.rejects(agent.runMaintenance(async () => 0), coxswain.BusyError);
+  await agent.whenIdle();
+  // S52: `a` was claimed, the delivery memory holds it: a retry is refused, not run twice.
+  await assert.rejects(agent.followup(userMessage('a', 'x')), coxswain.AlreadyDeliveredError);
+  await agent.dispose();
+});
+
+test('S45: dispose while a step runs aborts it, waits for its answer, then ends the agent', async (t) => {
+  const file = tempLog(t);
+  let stepped;
+  const inStep = new Promise((resolve) => {
+    stepped = resolve;
+  });
+  const seen = [];
+  const host = {
+    step(cx) {
+      stepped();
+      return new Promise((resolve) =>
+        cx.signal.addEventListener('abort', () => {
+          seen.push(cx.signal.reason);
+          resolve('completed');
+        }),
+      );
+    },
+  };
+  const { agent } = await Agent.open(host, await FileLog.open(file));
+  await agent.followup(userMessage('a', 'go'));
+  await inStep;
+  await agent.dispose();
+  assert.deepEqual(seen, [{ kind: 'disposed' }]);
+  assert.deepEqual(await agent.finished(), { kind: 'disposed' });
+  await agent.whenIdle(); // resolves once disposed
+  await assert.rejects(agent.dispose(), coxswain.DisposedError);
+  assert.deepEqual(records(file).at(-1), {
+    seq: 7,
+    type: 'turn/end',
+    data: { turn: 1, reason: { kind: 'aborted', reason: { kind: 'disposed' } } },
+  });
+  assert.equal(cli('verify', file).status, 0);
+});
+
+test('one writer per log: FileLog holds the flock the Rust FileLog takes', async (t) => {
+  const file = tempLog(t);
+  const log = await FileLog.open(file);
+  await assert.rejects(FileLog.open(file), (error) => {
+    assert.ok(error instanceof coxswain.LockedError);
+    assert.equal(error.kind, 'locked');
+    return true;
+  });
+  const script = path.join(path.dirname(file), 'script.json');
+  fs.writeFileSync(script, JSON.stringify({ actions: [{ followup: { id: 'r', content: 'x' } }] }));
+  const run = cli('run', script, '--log', file);
+  assert.notEqual(run.status, 0, 'the Rust FileLog refuses a log Node holds');
+  assert.match(run.stderr + run.stdout, /locked/);
+  await log.close();
+  const again = await FileLog.open(file);
+  await again.close();
+});
+
+test('S15 through the agent: remove/replace resolve found, prepend and clear; options are checked', async () => {
+  const log = new CountingLog();
+  const { agent } = await Agent.open(textHost, log, { memory: 0 });
+  await agent.inject(userMessage('a', 'one'));
+  await agent.send(userMessage('b', 'two'), 'next-turn', false);
+  await agent.prepend('next-step', userMessage('p', 'first'));
+  assert.equal(await agent.replace('a', userMessage('a', 'ONE')), true);
+  assert.equal(await agent.replace('zz', userMessage('zz', 'x')), false);
+  assert.equal(await agent.remove('b'), true);
+  assert.equal(await agent.remove('b'), false);
+  assert.deepEqual(await agent.pending(), {
+    nextTurn: [],
+    nextStep: [
+      { message: userMessage('p', 'first'), wakeup: false },
+      { message: userMessage('a', 'ONE'), wakeup: false },
+    ],
+  });
+  await agent.clear();
+  assert.deepEqual(await agent.pending(), { nextTurn: [], nextStep: [] });
+  assert.equal(agent.status, 'idle');
+  await agent.close();
+  assert.deepEqual(await agent.finished(), { kind: 'closed' });
+  await assert.rejects(agent.inject(userMessage('c', 'late')), coxswain.ClosedError);
+  await assert.rejects(Agent.open(textHost, new MemoryLog(), { maxBatch: 0 }), coxswain.InvalidOptionsError);
+  await assert.rejects(Agent.open(textHost, new MemoryLog(), { memory: 1.5 }), coxswain.InvalidOptionsError);
+});
+
+test('sync policies: every-append syncs each append, per-turn only a turn/end, never only at the end', async (t) => {
+  const counts = {};
+  for (const sync of ['every-append', 'per-turn', 'never']) {
+    const file = tempLog(t);
+    const log = await FileLog.open(file, { sync });
+    let syncs = 0;
+    const datasync = log._file.datasync.bind(log._file);
+    log._file.datasync = () => {
+      syncs += 1;
+      return datasync();
+    };
+    const { agent } = await Agent.open(textHost, log);
+    await agent.followup(userMessage('a', 'x'));
+    await agent.whenIdle();
+    const beforeEnd = syncs;
+    await agent.close(); // the final sync
+    counts[sync] = [beforeEnd, syncs];
+    assert.equal(cli('verify', file).status, 0);
+  }
+  // One session: 5 appends (followup, preStep answer, the host event, step answer, turnStopping
+  // answer), one of them with the turn/end.
+  assert.deepEqual(counts, { 'every-append': [5, 6], 'per-turn': [1, 2], never: [0, 1] });
+  await assert.rejects(FileLog.open(tempLog(t), { sync: 'sometimes' }), coxswain.InvalidOptionsError);
+});

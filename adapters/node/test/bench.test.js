@@ -1,0 +1,22 @@
+'use strict';
+// The cycle bench runs (a smoke run of a few cycles: it checks that a cycle settles exactly 15
+// outputs and prints both figures and the ratio; timings are never asserted).
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+
+test('bench/cycle.js prints the machine, the baseline and their ratio', () => {
+  const bench = spawnSync(process.execPath, [path.join(__dirname, '..', 'bench', 'cycle.js'), '50'], {
+    encoding: 'utf8',
+  });
+  assert.equal(bench.status, 0, bench.stderr);
+  const lines = bench.stdout.trim().split('\n');
+  assert.equal(lines.length, 6);
+  assert.match(lines[1], /^machine \(Rust core via N-API\): \d+\.\d ns\/cycle$/);
+  assert.match(lines[2], /^baseline \(JS array, 15 push\+shift\): \d+\.\d ns\/cycle$/);
+  assert.match(lines[3], /^ratio machine\/baseline: \d+\.\dx$/);
+  assert.match(lines[4], /^agent \(Promise driver, in-memory log\): \d+\.\d ns\/cycle$/);
+  assert.match(lines[5], /^ratio agent\/baseline: \d+\.\dx$/);
+});

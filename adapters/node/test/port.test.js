@@ -1,0 +1,110 @@
+'use strict';
+// port.js speaks docs/PORTS.md's line protocol: every trace of the public corpus replayed
+// through it as a child process, each reply compared by JSON value (FORMAT.md), as
+// `coxswain conform --exec "node adapters/node/port.js"` does.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+const readline = require('node:readline');
+const { corpus, readTrace } = require('./support/trace');
+
+const PORT = path.resolve(__dirname, '..', 'port.js');
+
+/** A port child process: `ask(request)` sends one line and resolves with the parsed reply. */
+function startPort(t) {
+  const child = spawn(process.execPath, [PORT], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const replies = readline.createInterface({ input: child.stdout });
+  const waiting = [];
+  const raw = [];
+  replies.on('line', (line) => {
+    raw.push(line);
+    const next = waiting.shift();
+    if (next) next(line);
+  });
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  t.after(() => child.kill());
+  return {
+    raw,
+    exited,
+    ask(request) {
+      return new Promise((resolve) => {
+        waiting.push((line) => resolve(JSON.parse(line)));
+        child.stdin.write(`${JSON.stringify(request)}\n`);
+      });
+    },
+    write(text) {
+      child.stdin.write(text);
+    },
+    end() {
+      child.stdin.end();
+      return exited;
+    },
+  };
+}
+
+test('PORTS.md: every corpus trace replays through port.js, and it exits 0 at EOF', async (t) => {
+  const port = startPort(t);
+  const hello = await port.ask({ hello: { protocol: 1 } });
+  assert.deepEqual(hello, { hello: { protocol: 1, name: 'coxswain-node', version: '0.1.0' } });
+  const files = corpus();
+  assert.ok(files.length >= 70, `the corpus has ${files.length} traces`);
+  for (const file of files) {
+    const name = path.basename(file);
+    await t.test(name, async () => {
+      const trace = readTrace(file);
+      const ready = await port.ask({ begin: { trace: name, given: trace.given } });
+      if (trace.invalidLog) {
+        assert.deepEqual(ready, { rejected: 'invalid-log' }, 'S47: restoring must fail');
+      } else {
+        assert.deepEqual(ready, { ready: {} });
+        for (const [index, step] of trace.steps.entries()) {
+          const reply = await port.ask({ in: step.input });
+          assert.deepEqual(reply, step.expected, `input ${index + 1}: ${JSON.stringify(step.input)}`);
+        }
+      }
+      assert.deepEqual(await port.ask({ end: {} }), { ended: {} });
+    });
+  }
+  assert.equal(await port.end(), 0);
+  for (const line of port.raw) assert.ok(!line.includes('\n') && JSON.parse(line), 'one JSON object per line');
+});
+
+test('PORTS.md: protocol errors are `error` replies, rejections are never errors', async (t) => {
+  const port = startPort(t);
+  const message = { id: 'a', source: { kind: 'user' }, content: 'hi' };
+  assert.deepEqual(await port.ask({ in: { followup: message } }), {
+    error: '`in` before `begin` or after `end`',
+  });
+  assert.deepEqual(await port.ask({ begin: { trace: 't', given: null } }), { ready: {} });
+  const accepted = await port.ask({ in: { steer: message } });
+  assert.equal(accepted.outputs.length, 7, 'S16: an idle steer opens a turn');
+  // S13: a duplicate pending id is a rejection, not an error (`b` stays pending: S20).
+  const quiet = { ...message, id: 'b' };
+  assert.equal((await port.ask({ in: { inject: quiet } })).outputs.length, 2);
+  assert.deepEqual(await port.ask({ in: { inject: quiet } }), { rejected: 'already-pending' });
+  // S4: an answer to a request that is not outstanding.
+  assert.deepEqual(await port.ask({ in: { step: 'completed' } }), { rejected: 'unexpected-completion' });
+  const unknown = await port.ask({ in: { bogus: {} } });
+  assert.deepEqual(Object.keys(unknown), ['error']);
+  assert.deepEqual(Object.keys(await port.ask({ nonsense: 1 })), ['error']);
+  assert.deepEqual(Object.keys(await port.ask({ in: {}, end: {} })), ['error']);
+  assert.deepEqual(await port.ask({ end: {} }), { ended: {} });
+  assert.deepEqual(Object.keys(await port.ask({ in: { clear: {} } })), ['error']);
+  // A `given` of the wrong shape is malformed (an error), a log S46 refuses is `invalid-log`.
+  assert.deepEqual(Object.keys(await port.ask({ begin: { trace: 't', given: { log: 3 } } })), ['error']);
+  assert.deepEqual(
+    await port.ask({ begin: { trace: 't', given: { log: [{ type: 'turn/start', data: {} }] } } }),
+    { rejected: 'invalid-log' },
+  );
+  // S51: `given.memory` gives the delivery memory.
+  assert.deepEqual(await port.ask({ begin: { trace: 't', given: { memory: 1 } } }), { ready: {} });
+  await port.ask({ in: { inject: message } });
+  await port.ask({ in: { remove: 'a' } });
+  assert.deepEqual(await port.ask({ in: { inject: message } }), { rejected: 'already-delivered' });
+  // A blank line is no request: the next request still gets the next reply.
+  port.write('\n');
+  assert.deepEqual(await port.ask({ end: {} }), { ended: {} });
+  assert.equal(await port.end(), 0);
+});

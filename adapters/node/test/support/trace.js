@@ -1,0 +1,61 @@
+'use strict';
+// Reads a conformance trace (docs/FORMAT.md) into what a replayer needs: the `given` value,
+// whether restoring from it must fail (`invalid-log`), and every input with what it must do —
+// `{outputs: [OUT…]}` (all its outputs, in order) or `{rejected: KIND}`.
+
+const fs = require('node:fs');
+const path = require('node:path');
+
+const CORPUS = path.resolve(__dirname, '..', '..', '..', '..', 'tests', 'conformance');
+
+/** Every trace file of the public corpus, sorted. */
+function corpus() {
+  return fs
+    .readdirSync(CORPUS)
+    .filter((name) => name.endsWith('.jsonl'))
+    .sort()
+    .map((name) => path.join(CORPUS, name));
+}
+
+function parseTrace(text) {
+  const trace = { given: null, invalidLog: false, steps: [] };
+  let seenLine = false;
+  let current = null;
+  for (const raw of text.split('\n')) {
+    if (raw.trim() === '') continue;
+    const line = JSON.parse(raw);
+    const keys = Object.keys(line);
+    if (keys.length !== 1) throw new Error(`a trace line has exactly one key: ${raw}`);
+    const [key] = keys;
+    const body = line[key];
+    if (key === 'note') continue;
+    if (key === 'given') {
+      if (seenLine) throw new Error('`given` must come first');
+      trace.given = body;
+    } else if (key === 'in') {
+      current = { input: body, expected: { outputs: [] } };
+      trace.steps.push(current);
+    } else if (key === 'out') {
+      if (!current || current.expected.rejected !== undefined) throw new Error(`out without input: ${raw}`);
+      current.expected.outputs.push(body);
+    } else if (key === 'rejected') {
+      if (current === null && trace.given !== null && body === 'invalid-log') {
+        trace.invalidLog = true;
+      } else if (current && current.expected.outputs.length === 0) {
+        current.expected = { rejected: body };
+      } else {
+        throw new Error(`misplaced rejection: ${raw}`);
+      }
+    } else {
+      throw new Error(`unknown key ${key}`);
+    }
+    seenLine = true;
+  }
+  return trace;
+}
+
+function readTrace(file) {
+  return parseTrace(fs.readFileSync(file, 'utf8'));
+}
+
+module.exports = { corpus, parseTrace, readTrace, CORPUS };

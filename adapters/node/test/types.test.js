@@ -1,0 +1,78 @@
+'use strict';
+// index.d.ts type-checks (tsc --strict), and the README's "Node.js" TypeScript example compiles
+// against it and runs: it writes a session log that `coxswain verify` accepts.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+const { coxswain: cli, ROOT } = require('./support/cli');
+
+const PACKAGE = path.resolve(__dirname, '..');
+const TSC = path.join(PACKAGE, 'node_modules', 'typescript', 'bin', 'tsc');
+
+/** The ```ts block of the README's "## Node.js" section. */
+function readmeExample() {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const section = readme.split(/^## /m).find((s) => s.startsWith('Node.js'));
+  assert.ok(section, 'README.md has a "## Node.js" section');
+  const match = /```ts\n([\s\S]*?)```/.exec(section);
+  assert.ok(match, 'the section has a ```ts example');
+  return match[1];
+}
+
+test('the README example is at most 20 lines, type-checks against index.d.ts, and runs', (t) => {
+  const example = readmeExample();
+  assert.ok(example.trimEnd().split('\n').length <= 20, 'a 20-line example');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coxswain-ts-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.mkdirSync(path.join(dir, 'node_modules'));
+  fs.symlinkSync(PACKAGE, path.join(dir, 'node_modules', 'coxswain'), 'dir');
+  fs.symlinkSync(
+    path.join(PACKAGE, 'node_modules', '@types'),
+    path.join(dir, 'node_modules', '@types'),
+    'dir',
+  );
+  fs.writeFileSync(path.join(dir, 'example.mts'), example);
+  fs.writeFileSync(
+    path.join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        target: 'es2022',
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        types: ['node'],
+        outDir: 'out',
+      },
+      files: ['example.mts'],
+    }),
+  );
+  const tsc = spawnSync(process.execPath, [TSC, '-p', dir], { encoding: 'utf8' });
+  assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
+  const log = path.join(dir, 'session.jsonl');
+  const run = spawnSync(process.execPath, [path.join(dir, 'out', 'example.mjs')], {
+    encoding: 'utf8',
+    cwd: dir,
+    env: { ...process.env, LOG: log },
+  });
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  assert.match(run.stdout, /idle after turn 2/);
+  const verified = cli('verify', log);
+  assert.equal(verified.status, 0, verified.stdout + verified.stderr);
+});
+
+test('index.d.ts is strict-clean and names every export of index.js', () => {
+  const tsc = spawnSync(
+    process.execPath,
+    [TSC, '--noEmit', '--strict', '--types', 'node', path.join(PACKAGE, 'index.d.ts')],
+    { encoding: 'utf8', cwd: PACKAGE },
+  );
+  assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
+  const declared = fs.readFileSync(path.join(PACKAGE, 'index.d.ts'), 'utf8');
+  for (const name of Object.keys(require('..'))) {
+    assert.match(declared, new RegExp(`export (declare )?(class|function) ${name}\\b`), name);
+  }
+});
