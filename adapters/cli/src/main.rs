@@ -10,6 +10,7 @@ mod check;
 mod conform;
 mod load;
 mod run;
+mod sim;
 mod verify;
 
 /// Drive, check and verify the coxswain delivery state machine.
@@ -50,6 +51,9 @@ enum Command {
         #[arg(long)]
         session: Option<String>,
     },
+    /// Deterministic simulation of the tokio adapter: seeded clients, log and host faults,
+    /// crashes at any await point; prints the totals (acknowledged inputs lost must be 0).
+    Sim(sim::SimArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,5 +64,6 @@ fn main() -> ExitCode {
         Command::Verify { log, session } => verify::run(&log, session.as_deref()),
         Command::Check(args) => check::run(&args),
         Command::Load(args) => load::run_load(&args),
+        Command::Sim(args) => sim::run(&args),
     }
 }
