@@ -45,7 +45,12 @@ pub(crate) fn run(args: &SimArgs) -> ExitCode {
                 .lost
                 .iter()
                 .map(|id| format!("acknowledged `{id}` lost"))
-                .chain(report.phantom.iter().map(|id| format!("failed `{id}` in the log")))
+                .chain(
+                    report
+                        .phantom
+                        .iter()
+                        .map(|id| format!("failed `{id}` in the log")),
+                )
                 .chain(report.violations.iter().cloned())
             {
                 println!("  {finding}");

@@ -36,6 +36,19 @@ pub struct LogFaults {
     /// A crash at one of the append's three await points (before the write, between write and
     /// sync, after the sync).
     pub crash: u64,
+    /// A deliberately broken log, to show the checker bites ([`Sabotage::None`] in earnest).
+    pub sabotage: Sabotage,
+}
+
+/// A deliberate bug in the log, for the tests that show the checker catches it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sabotage {
+    /// An honest log.
+    None,
+    /// `append` returns `Ok` without syncing: acknowledged before durable.
+    AckUnsynced,
+    /// A write that fails with EIO keeps the batch anyway: reported failed, yet in the log.
+    KeepFailedWrite,
 }
 
 impl LogFaults {
@@ -49,6 +62,7 @@ impl LogFaults {
         sync_final: 50,
         latency: 40,
         crash: 9,
+        sabotage: Sabotage::None,
     };
 }
 
@@ -280,7 +294,11 @@ impl DurableLog for SimLog {
         if armed {
             if disk.roll(rates.write_eio) {
                 disk.tally.note("write-eio");
-                disk.lock().failed = true;
+                let mut state = disk.lock();
+                state.failed = true;
+                if rates.sabotage == Sabotage::KeepFailedWrite {
+                    state.bytes.extend_from_slice(&lines);
+                }
                 return Err(LogError::Io(eio("write")));
             }
             if disk.roll(rates.write_enospc) {
@@ -337,7 +355,9 @@ impl DurableLog for SimLog {
         }
         {
             let mut state = disk.lock();
-            state.synced = state.bytes.len();
+            if rates.sabotage != Sabotage::AckUnsynced {
+                state.synced = state.bytes.len();
+            }
             state.next_seq = Some(first + batch.len() as u64);
         }
         disk.maybe_crash().await;

@@ -42,7 +42,12 @@ impl Tally {
 
     /// The counts so far.
     pub fn counts(&self) -> Counts {
-        Counts(self.0.lock().unwrap_or_else(PoisonError::into_inner).clone())
+        Counts(
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+        )
     }
 }
 

@@ -61,6 +61,7 @@ impl SimHost {
     }
 
     /// Carries out a fault fate; `None` means answer normally.
+    #[allow(clippy::panic)] // the injected host panic is the point (the driver must survive it)
     async fn suffer(&self, fate: Fate, cancel: &CancellationToken) -> Option<ErrorInfo> {
         match fate {
             Fate::Answer => None,

@@ -79,7 +79,10 @@ impl Ledger {
         if let Some(error) = error {
             *state.reasons.entry(variant(error)).or_default() += 1;
         } else if outcome == Outcome::Failed {
-            *state.reasons.entry("ReplacedNothing".to_owned()).or_default() += 1;
+            *state
+                .reasons
+                .entry("ReplacedNothing".to_owned())
+                .or_default() += 1;
         }
         let line = match error {
             Some(error) => format!("{id} {outcome:?} {error}"),
@@ -114,10 +117,7 @@ impl Ledger {
 /// rejection also names the core's reason (`Rejected(AfterDisposal)`).
 fn variant(error: &AgentError) -> String {
     let debug = format!("{error:?}");
-    let name: String = debug
-        .chars()
-        .take_while(|c| c.is_alphanumeric())
-        .collect();
+    let name: String = debug.chars().take_while(|c| c.is_alphanumeric()).collect();
     if let AgentError::Rejected(rejected) = error {
         let inner = format!("{rejected:?}");
         let inner: String = inner.chars().take_while(|c| c.is_alphanumeric()).collect();

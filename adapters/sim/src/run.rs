@@ -279,7 +279,9 @@ async fn life(world: World, n: u32, plan: Life) {
         async move {
             for client in clients {
                 if client.await.is_err() {
-                    world.violations.push(format!("life {n}: a client panicked"));
+                    world
+                        .violations
+                        .push(format!("life {n}: a client panicked"));
                 }
             }
             end(&world, agent, n, plan.end).await;
