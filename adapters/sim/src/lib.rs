@@ -22,6 +22,7 @@
 pub mod check;
 pub mod disk;
 pub mod faults;
+pub mod flood;
 pub mod host;
 pub mod ledger;
 pub mod rng;
