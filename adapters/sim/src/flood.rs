@@ -94,7 +94,7 @@ pub async fn flood(n: u64, callers: u64, mut sample: impl FnMut() + Send + 'stat
                         Err(_) => 2,
                     };
                     counts[slot].fetch_add(1, Ordering::Relaxed);
-                    if i % 1024 == 0 {
+                    if i.is_multiple_of(1024) {
                         let _ = tick.try_send(());
                     }
                 }
