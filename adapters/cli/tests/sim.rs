@@ -24,7 +24,10 @@ fn a_range_of_seeds_prints_its_totals_and_passes() {
     assert!(lines[1].starts_with("seeds: 20 (lives: "), "{stdout}");
     assert!(lines[2].starts_with("faults injected: "), "{stdout}");
     assert!(lines.contains(&"acknowledged inputs lost: 0"), "{stdout}");
-    assert!(lines.contains(&"failed inputs found in the log: 0"), "{stdout}");
+    assert!(
+        lines.contains(&"failed inputs found in the log: 0"),
+        "{stdout}"
+    );
     assert!(lines.contains(&"other violations: 0"), "{stdout}");
 }
 

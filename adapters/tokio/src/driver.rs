@@ -654,8 +654,21 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     async fn finish(&mut self) {
         let ending = self.ending.clone().unwrap_or(Ending::Closed);
         self.token.cancel();
-        if let Some(Inflight::Maintenance { reply, .. }) = self.inflight.take() {
-            let _ = reply.send(Err(ending_error(&ending)));
+        match self.inflight.take() {
+            Some(Inflight::Maintenance { reply, .. }) => {
+                let _ = reply.send(Err(ending_error(&ending)));
+            }
+            Some(Inflight::Request { handle, .. }) => {
+                // Its answer is ignored; a call that ignores its token too is dropped after the
+                // grace, so a deaf host does not keep a task alive for every agent closed.
+                if let Some(deadline) = Instant::now().checked_add(self.abort_grace) {
+                    tokio::spawn(async move {
+                        tokio::time::sleep_until(deadline).await;
+                        handle.abort();
+                    });
+                }
+            }
+            None => {}
         }
         let final_sync = match self.log.as_mut() {
             Some(log) => log.sync().await.err(),

@@ -150,3 +150,42 @@ async fn without_a_cancel_a_slow_step_is_never_abandoned() {
         ]
     );
 }
+
+/// Sets its flag when dropped (the host's future was dropped, not left running).
+struct Dropped(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deaf_call_left_running_by_close_is_dropped_after_the_grace() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&dropped);
+    let host = FakeHost::new().on_step(move |_cx| {
+        let guard = Dropped(Arc::clone(&flag));
+        async move {
+            let _guard = guard;
+            std::future::pending().await
+        }
+    });
+    let log = MemoryLog::new();
+    let (agent, _) = Agent::open_with(grace(5), host, log.clone()).await.unwrap();
+    agent.followup(user("a")).await.unwrap();
+    sleep(10).await;
+    agent.close().await.unwrap();
+    sleep(4_999).await;
+    assert!(!dropped.load(Ordering::SeqCst));
+    sleep(2).await;
+    assert!(dropped.load(Ordering::SeqCst));
+    // Closed, not disposed: the turn stays open in the log (closed `interrupted` at the next
+    // open, S50).
+    assert_eq!(
+        brief(&log),
+        ["NT 0 +[a] wakeup", "turn 1", "NT 0 -1", "step 1.1", "msg a"]
+    );
+}
