@@ -4,6 +4,7 @@ use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use coxswain_core::{
     CancelCause, Config, Input, InvalidLog, MessageId, Notification, Pending, Preset, Rejected,
@@ -18,6 +19,7 @@ use tracing::Instrument;
 
 use crate::driver::Driver;
 use crate::host::Host;
+use crate::limits::Limits;
 use crate::log::{DurableLog, LogError};
 
 /// A handle to one running agent: cheap to clone, `Send + Sync`. Every call goes to the agent's
@@ -52,6 +54,7 @@ pub(crate) struct Inner {
     pub(crate) tx: mpsc::Sender<Command>,
     pub(crate) state: watch::Receiver<State>,
     pub(crate) updates: Arc<Updates>,
+    pub(crate) limits: Limits,
 }
 
 /// The live-update channel. A tokio broadcast channel allocates all its slots up front, so it is
@@ -197,6 +200,33 @@ pub enum AgentError {
     /// The maintenance job panicked (the maintenance ended all the same).
     #[error("the maintenance job panicked")]
     JobPanicked,
+    /// The message's JSON encoding is larger than [`Options::max_message_bytes`]; nothing
+    /// changed.
+    #[error("rejected: message `{id}` is {bytes} bytes encoded, above the limit of {max}")]
+    MessageTooLarge {
+        /// The message.
+        id: MessageId,
+        /// Its encoded size.
+        bytes: usize,
+        /// [`Options::max_message_bytes`].
+        max: usize,
+    },
+    /// A message id is longer than [`Options::max_id_bytes`]; nothing changed.
+    #[error("rejected: a message id of {bytes} bytes is above the limit of {max}")]
+    IdTooLong {
+        /// The id's length in bytes.
+        bytes: usize,
+        /// [`Options::max_id_bytes`].
+        max: usize,
+    },
+    /// The pending list already holds [`Options::max_pending`] items; nothing changed.
+    #[error("rejected: the {target} list is full ({max} items pending)")]
+    PendingFull {
+        /// The full list.
+        target: Target,
+        /// [`Options::max_pending`].
+        max: usize,
+    },
 }
 
 impl AgentError {
@@ -310,6 +340,9 @@ pub enum InvalidOptions {
     /// `max_batch` is not within `1..=`[`Options::MAX_CAPACITY`].
     #[error("max_batch {0} is not within 1..={max}", max = Options::MAX_CAPACITY)]
     MaxBatch(usize),
+    /// A limit (`max_pending`, `max_id_bytes`, `max_message_bytes`) is 0.
+    #[error("{0} is 0: nothing could be delivered")]
+    Limit(&'static str),
 }
 
 /// Settings of an agent.
@@ -336,6 +369,26 @@ pub struct Options {
     /// once that batch is durable. 1 appends (and syncs) once per input.
     /// `1..=`[`Options::MAX_CAPACITY`]; default [`Options::DEFAULT_MAX_BATCH`].
     pub max_batch: usize,
+    /// How long a host call may run on after its activity was aborted (a `cancel`, or the
+    /// cancel that [`dispose`](Agent::dispose) makes) before the driver drops it and answers
+    /// `fail` (code [`ABANDONED`](Options::ABANDONED)) on its behalf. A failure after a cancel
+    /// ends the turn `aborted` without `agent/error` (S38), so a cancel always ends the turn,
+    /// even when the host ignores its cancellation token. Default
+    /// [`Options::DEFAULT_ABORT_GRACE`]; `Duration::MAX` waits forever (the old behaviour).
+    pub abort_grace: Duration,
+    /// The largest message a delivery may carry, in bytes of its JSON encoding
+    /// (`send`/`replace`/`prepend`): a larger one fails [`AgentError::MessageTooLarge`] before
+    /// anything is persisted. Default [`Options::DEFAULT_MAX_MESSAGE_BYTES`].
+    pub max_message_bytes: usize,
+    /// The longest message id, in bytes (any call naming an id): a longer one fails
+    /// [`AgentError::IdTooLong`] before anything is persisted. Default
+    /// [`Options::DEFAULT_MAX_ID_BYTES`].
+    pub max_id_bytes: usize,
+    /// The most items one pending list (NT or NS) may hold: a `send` or `prepend` that would
+    /// add one to a full list fails [`AgentError::PendingFull`] before anything is persisted. A
+    /// waking `send` is also refused while NT is full (a steer sent after a cancel joins NT,
+    /// S18). Default [`Options::DEFAULT_MAX_PENDING`].
+    pub max_pending: usize,
 }
 
 impl Default for Options {
@@ -346,6 +399,10 @@ impl Default for Options {
             update_capacity: 1024,
             delivery_memory: Options::DEFAULT_DELIVERY_MEMORY,
             max_batch: Options::DEFAULT_MAX_BATCH,
+            abort_grace: Options::DEFAULT_ABORT_GRACE,
+            max_message_bytes: Options::DEFAULT_MAX_MESSAGE_BYTES,
+            max_id_bytes: Options::DEFAULT_MAX_ID_BYTES,
+            max_pending: Options::DEFAULT_MAX_PENDING,
         }
     }
 }
@@ -365,6 +422,27 @@ impl Options {
     /// most of what larger groups do, and a group's acknowledgements wait for its whole append.
     pub const DEFAULT_MAX_BATCH: usize = 64;
 
+    /// The default `abort_grace`: 30 s. A model call that honours its token stops within
+    /// milliseconds; a streaming HTTP call that does not still ends within its own read timeout,
+    /// commonly 30–60 s. Past 30 s the user who pressed stop has waited long enough, and the
+    /// dropped call's late answer is ignored anyway.
+    pub const DEFAULT_ABORT_GRACE: Duration = Duration::from_secs(30);
+
+    /// The default `max_message_bytes`: 1 MiB of encoded JSON, far above a prompt or a tool's
+    /// context item, and small enough that 64 queued calls stay well under 100 MB.
+    pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1 << 20;
+
+    /// The default `max_id_bytes`: 256 bytes (a UUID is 36, a ULID 26; room for a prefix).
+    pub const DEFAULT_MAX_ID_BYTES: usize = 256;
+
+    /// The default `max_pending`: 10,000 items per list. A human queues a handful; a plugin
+    /// flooding an agent that does not run is stopped long before memory matters.
+    pub const DEFAULT_MAX_PENDING: usize = 10_000;
+
+    /// The error code of the `fail` answer the driver gives for a host call dropped after
+    /// [`abort_grace`](Options::abort_grace).
+    pub const ABANDONED: &'static str = "abandoned";
+
     /// Checks the bounds: every capacity within `1..=`[`Options::MAX_CAPACITY`].
     pub fn validate(&self) -> Result<(), InvalidOptions> {
         let within = |n: usize| (1..=Options::MAX_CAPACITY).contains(&n);
@@ -379,6 +457,15 @@ impl Options {
         }
         if !within(self.max_batch) {
             return Err(InvalidOptions::MaxBatch(self.max_batch));
+        }
+        if self.max_pending == 0 {
+            return Err(InvalidOptions::Limit("max_pending"));
+        }
+        if self.max_id_bytes == 0 {
+            return Err(InvalidOptions::Limit("max_id_bytes"));
+        }
+        if self.max_message_bytes == 0 {
+            return Err(InvalidOptions::Limit("max_message_bytes"));
         }
         Ok(())
     }
@@ -475,6 +562,7 @@ impl Agent {
                 tx,
                 state: state_rx,
                 updates: Arc::clone(&updates),
+                limits: Limits::new(&options),
             }),
             _owner: Some(Arc::new(Owner(owners_gone.clone()))),
         };
@@ -488,7 +576,7 @@ impl Agent {
             state_tx,
             updates,
             span.clone(),
-            options.max_batch,
+            &options,
         );
         tokio::spawn(driver.run().instrument(span));
         Ok((agent, recovery))
@@ -511,6 +599,7 @@ impl Agent {
     ) -> Result<(), AgentError> {
         let message = message.into();
         check_message(&message)?;
+        self.inner.limits.check_message(&message)?;
         self.input(Input::Send {
             message,
             target,
@@ -546,7 +635,9 @@ impl Agent {
 
     /// Removes a pending message (S15); `false` if it was not pending.
     pub async fn remove(&self, id: impl Into<MessageId>) -> Result<bool, AgentError> {
-        self.input(Input::Remove(id.into())).await
+        let id = id.into();
+        self.inner.limits.check_id(&id)?;
+        self.input(Input::Remove(id)).await
     }
 
     /// Replaces a pending message in place (S15); `false` if `id` was not pending.
@@ -555,13 +646,12 @@ impl Agent {
         id: impl Into<MessageId>,
         message: impl Into<SharedMessage>,
     ) -> Result<bool, AgentError> {
+        let id = id.into();
         let message = message.into();
         check_message(&message)?;
-        self.input(Input::Replace {
-            id: id.into(),
-            message,
-        })
-        .await
+        self.inner.limits.check_id(&id)?;
+        self.inner.limits.check_message(&message)?;
+        self.input(Input::Replace { id, message }).await
     }
 
     /// Puts a quiet message first in `target` (S15).
@@ -572,6 +662,7 @@ impl Agent {
     ) -> Result<(), AgentError> {
         let message = message.into();
         check_message(&message)?;
+        self.inner.limits.check_message(&message)?;
         self.input(Input::Prepend { target, message })
             .await
             .map(drop)

@@ -33,6 +33,7 @@
 //! are fed one at a time (at most one is ever outstanding, S4).
 
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use coxswain_core::{
     Abort, Activity, Effect, ErrorInfo, Event, Input, Machine, Notification, Outstanding,
@@ -41,14 +42,16 @@ use coxswain_core::{
 use coxswain_log::{check_message, Entry, HostEvent};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinError, JoinHandle};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
 use crate::agent::{
-    ending_error, Agent, AgentError, Command, Ending, Inner, Job, PendingSnapshot, Reply, State,
-    Update, Updates,
+    ending_error, Agent, AgentError, Command, Ending, Inner, Job, Options, PendingSnapshot, Reply,
+    State, Update, Updates,
 };
 use crate::host::{Host, PreStepContext, StepContext, TurnStoppingContext};
+use crate::limits::Limits;
 use crate::log::{DurableLog, LogError};
 
 /// The host call or maintenance job running now (at most one: S4, and maintenance only while
@@ -79,6 +82,8 @@ enum Done {
 enum Wake {
     Done(Done),
     Command(Option<Command>),
+    /// The aborted host call outlived [`Options::abort_grace`]: drop it and answer for it.
+    Abandon,
     /// The embedder dropped its last handle: close (the running call's token trips).
     OwnersGone,
 }
@@ -136,6 +141,11 @@ pub(crate) struct Driver<H, L> {
     members: Vec<Member>,
     /// The most inputs one group takes (at least 1: one append per input).
     max_batch: usize,
+    /// [`Options::abort_grace`].
+    abort_grace: Duration,
+    /// When the running host call, aborted, is dropped and answered `fail` for.
+    abandon_at: Option<Instant>,
+    limits: Limits,
     /// A command taken from the channel that ended a group; it runs next.
     deferred: Option<Command>,
     inflight: Option<Inflight>,
@@ -158,7 +168,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         state: watch::Sender<State>,
         updates: Arc<Updates>,
         span: Span,
-        max_batch: usize,
+        options: &Options,
     ) -> Self {
         Driver {
             machine,
@@ -173,7 +183,10 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             entries: Vec::new(),
             effects: Vec::new(),
             members: Vec::new(),
-            max_batch: max_batch.max(1),
+            max_batch: options.max_batch.max(1),
+            abort_grace: options.abort_grace,
+            abandon_at: None,
+            limits: Limits::new(options),
             deferred: None,
             inflight: None,
             span,
@@ -192,15 +205,18 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             }
             let wake = {
                 let done = next_done(&mut self.inflight);
+                let abandon = abandon_timer(self.abandon_at);
                 tokio::select! {
                     biased;
                     done = done => Wake::Done(done),
+                    () = abandon => Wake::Abandon,
                     command = self.rx.recv() => Wake::Command(command),
                     () = self.owners_gone.cancelled() => Wake::OwnersGone,
                 }
             };
             match wake {
                 Wake::Done(done) => self.complete(done).await,
+                Wake::Abandon => self.abandon().await,
                 Wake::Command(Some(command)) => self.command(command).await,
                 Wake::Command(None) | Wake::OwnersGone => self.end(Ending::Closed),
             }
@@ -267,6 +283,17 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     /// A caller's input: the core decides; a rejection changed nothing (S5). An accepted input's
     /// outputs join the group, held until it is durable.
     fn input(&mut self, input: Input, reply: Reply<bool>) {
+        let room = match &input {
+            Input::Send { target, wakeup, .. } => {
+                self.limits.check_room(&self.machine, *target, *wakeup)
+            }
+            Input::Prepend { target, .. } => self.limits.check_room(&self.machine, *target, false),
+            _ => Ok(()),
+        };
+        if let Err(full) = room {
+            self.join(MemberReply::Input(reply), Err(full));
+            return;
+        }
         let traced = tracing::enabled!(tracing::Level::DEBUG).then(|| input.clone());
         let outcome = match self.machine.handle(input) {
             Ok(transition) => {
@@ -338,6 +365,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     /// The running host call or maintenance job returned: its answer is the next input.
     async fn complete(&mut self, done: Done) {
         let inflight = self.inflight.take();
+        self.abandon_at = None;
         match (done, inflight) {
             (Done::Request(result), Some(Inflight::Request { kind, .. })) => {
                 let Some(answer) = host_answer(kind, result) else {
@@ -346,16 +374,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                     self.end(Ending::Closed);
                     return;
                 };
-                match self.machine.handle(answer) {
-                    Ok(_) => {
-                        let _ = self.settle().await;
-                    }
-                    Err(rejected) => {
-                        // The driver answers only the request the core made (S4): a bug.
-                        tracing::error!(%rejected, "the core rejected the host's answer");
-                        self.end(Ending::Closed);
-                    }
-                }
+                self.answer(answer).await;
             }
             (Done::Maintenance(result), Some(Inflight::Maintenance { reply, .. })) => {
                 if let Err(error) = result {
@@ -371,6 +390,43 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             (_, inflight) => {
                 tracing::error!("a completion that does not match what was running");
                 self.inflight = inflight;
+            }
+        }
+    }
+
+    /// The aborted host call outlived the grace: it is dropped (its task aborted) and answered
+    /// `fail` on its behalf. A failure after a cancel ends the turn `aborted` (S38), so the
+    /// cancel ends the turn even though the host ignored its token.
+    async fn abandon(&mut self) {
+        self.abandon_at = None;
+        match self.inflight.take() {
+            Some(Inflight::Request { kind, handle }) => {
+                handle.abort();
+                tracing::warn!(parent: &self.span, ?kind, grace = ?self.abort_grace,
+                    "the aborted host call did not return within the grace: dropped");
+                let error = ErrorInfo::new(
+                    format!(
+                        "the host's {kind:?} call did not return within {:?} of the abort",
+                        self.abort_grace
+                    ),
+                    Options::ABANDONED,
+                );
+                self.answer(fail(kind, error)).await;
+            }
+            other => self.inflight = other,
+        }
+    }
+
+    /// Feeds the answer to the running request (the host's, or the driver's on its behalf).
+    async fn answer(&mut self, answer: Input) {
+        match self.machine.handle(answer) {
+            Ok(_) => {
+                let _ = self.settle().await;
+            }
+            Err(rejected) => {
+                // The driver answers only the request the core made (S4): a bug.
+                tracing::error!(%rejected, "the core rejected the host's answer");
+                self.end(Ending::Closed);
             }
         }
     }
@@ -490,6 +546,16 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     fn abort(&mut self, abort: &Abort) {
         tracing::info!(parent: &self.span, cause = ?abort.cause, "abort: cancelling the current activity");
         self.token.cancel();
+        if matches!(self.inflight, Some(Inflight::Request { .. })) {
+            self.start_grace();
+        }
+    }
+
+    /// The aborted host call has [`Options::abort_grace`] from now to return.
+    fn start_grace(&mut self) {
+        if self.abandon_at.is_none() {
+            self.abandon_at = Instant::now().checked_add(self.abort_grace);
+        }
     }
 
     /// Starts the host call the core requested, in a task of its own.
@@ -547,6 +613,11 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             tracing::error!(?kind, "a request while another call runs (S4)");
         }
         self.inflight = Some(Inflight::Request { kind, handle });
+        self.abandon_at = None;
+        if self.token.is_cancelled() {
+            // Requested inside an aborted activity: it gets the grace from its start.
+            self.start_grace();
+        }
     }
 
     fn publish_state(&mut self) {
@@ -583,8 +654,21 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     async fn finish(&mut self) {
         let ending = self.ending.clone().unwrap_or(Ending::Closed);
         self.token.cancel();
-        if let Some(Inflight::Maintenance { reply, .. }) = self.inflight.take() {
-            let _ = reply.send(Err(ending_error(&ending)));
+        match self.inflight.take() {
+            Some(Inflight::Maintenance { reply, .. }) => {
+                let _ = reply.send(Err(ending_error(&ending)));
+            }
+            Some(Inflight::Request { handle, .. }) => {
+                // Its answer is ignored; a call that ignores its token too is dropped after the
+                // grace, so a deaf host does not keep a task alive for every agent closed.
+                if let Some(deadline) = Instant::now().checked_add(self.abort_grace) {
+                    tokio::spawn(async move {
+                        tokio::time::sleep_until(deadline).await;
+                        handle.abort();
+                    });
+                }
+            }
+            None => {}
         }
         let final_sync = match self.log.as_mut() {
             Some(log) => log.sync().await.err(),
@@ -631,6 +715,14 @@ async fn append_to<L: DurableLog>(log: &mut Option<L>, entries: &[Entry]) -> Res
     }
 }
 
+/// Fires at the abandon deadline; never without one.
+async fn abandon_timer(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn next_done(inflight: &mut Option<Inflight>) -> Done {
     match inflight {
         Some(Inflight::Request { handle, .. }) => Done::Request(handle.await),
@@ -663,6 +755,11 @@ fn host_answer(kind: Kind, result: Result<Input, JoinError>) -> Option<Input> {
 fn panicked(kind: Kind, error: &JoinError) -> Input {
     tracing::error!(?kind, %error, "host call panicked");
     let error = ErrorInfo::new(format!("the host's {kind:?} call panicked"), "host-panic");
+    fail(kind, error)
+}
+
+/// The `fail` answer to a request of this kind.
+fn fail(kind: Kind, error: ErrorInfo) -> Input {
     match kind {
         Kind::PreStep => Input::PreStep(PreStepAnswer::Fail(error)),
         Kind::Step => Input::Step(StepAnswer::Fail(error)),

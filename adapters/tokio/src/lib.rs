@@ -46,6 +46,7 @@ mod agent;
 mod driver;
 mod file;
 mod host;
+mod limits;
 #[doc(hidden)]
 pub mod load;
 mod log;

@@ -11,6 +11,8 @@ mod delivery;
 mod dispose;
 mod durability;
 mod group;
+mod hung;
+mod limits;
 mod maintenance;
 mod memory;
 mod persistence;

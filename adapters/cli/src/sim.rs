@@ -1,0 +1,67 @@
+//! `coxswain sim`: the deterministic simulation of the tokio adapter over a range of seeds
+//! (faults injected into the log and the host, crashes at any await point) and its totals.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use coxswain_sim::{parse_seeds, run_range, Settings};
+
+/// Flags of `coxswain sim`.
+#[derive(Args, Debug)]
+pub(crate) struct SimArgs {
+    /// The seeds to run: `A-B` (inclusive) or one seed `N`.
+    #[arg(long, default_value = "0-1999")]
+    seeds: String,
+    /// Print one line per seed (its digest, deliveries and faults).
+    #[arg(long)]
+    verbose: bool,
+}
+
+pub(crate) fn run(args: &SimArgs) -> ExitCode {
+    let seeds = match parse_seeds(&args.seeds) {
+        Ok(seeds) => seeds,
+        Err(error) => {
+            eprintln!("coxswain sim: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("coxswain sim: seeds {}-{}", seeds.start(), seeds.end());
+    let started = std::time::Instant::now();
+    let totals = run_range(seeds, &Settings::default(), |report| {
+        if args.verbose || !report.passed() {
+            println!(
+                "seed {} digest {:016x} lives {} records {} acked {} failed {} unknown {} faults {}{}",
+                report.seed,
+                report.digest,
+                report.lives,
+                report.records,
+                report.acked,
+                report.failed,
+                report.unknown,
+                report.faults.total(),
+                if report.passed() { "" } else { " FAILED" }
+            );
+            for finding in report
+                .lost
+                .iter()
+                .map(|id| format!("acknowledged `{id}` lost"))
+                .chain(
+                    report
+                        .phantom
+                        .iter()
+                        .map(|id| format!("failed `{id}` in the log")),
+                )
+                .chain(report.violations.iter().cloned())
+            {
+                println!("  {finding}");
+            }
+        }
+    });
+    println!("{totals}");
+    println!("wall time: {:.1}s", started.elapsed().as_secs_f64());
+    if totals.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,127 @@
+//! What every client was told: for each message id minted by the simulation, whether its
+//! delivery was acknowledged, reported failed, or left unknown (an indeterminate append, or a
+//! call cut short by a crash). The checker holds the log to it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use coxswain_tokio::AgentError;
+
+/// What a delivery's caller learned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Sent, no answer yet (at a crash: unknown).
+    InFlight,
+    /// `Ok`: the message must be in the log after every later restore.
+    Acked,
+    /// An error that promises nothing was written: the message must never be in the log.
+    Failed,
+    /// [`AgentError::Indeterminate`]: may or may not be in the log; nothing is checked.
+    Unknown,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    next: u64,
+    outcomes: BTreeMap<String, Outcome>,
+    /// Every answer, in the order it came (the outcome digest reads it).
+    trace: Vec<String>,
+    /// Failed and unknown deliveries by error variant.
+    reasons: BTreeMap<String, u64>,
+}
+
+/// The ledger of one seed, shared by its clients and its host.
+#[derive(Clone, Debug, Default)]
+pub struct Ledger(Arc<Mutex<State>>);
+
+/// How an answer counts: only `Indeterminate` is unknown; every other error promises the input
+/// was not written (refused before the core, refused by it, its append cut back, or never fed
+/// because the agent had ended).
+pub fn classify<T>(result: &Result<T, AgentError>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Acked,
+        Err(AgentError::Indeterminate(_)) => Outcome::Unknown,
+        Err(_) => Outcome::Failed,
+    }
+}
+
+impl Ledger {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A fresh id `{prefix}-{n}`, in flight.
+    pub fn mint(&self, prefix: &str) -> String {
+        let mut state = self.lock();
+        state.next += 1;
+        let id = format!("{prefix}-{}", state.next);
+        state.outcomes.insert(id.clone(), Outcome::InFlight);
+        id
+    }
+
+    /// Records the answer to the delivery of `id`.
+    pub fn settle<T>(&self, id: &str, result: &Result<T, AgentError>) {
+        self.set(id, classify(result), result.as_ref().err());
+    }
+
+    /// Records the answer to a `replace` whose new message is `id`: `Ok(false)` (nothing to
+    /// replace) wrote nothing.
+    pub fn settle_replace(&self, id: &str, result: &Result<bool, AgentError>) {
+        let outcome = match result {
+            Ok(false) => Outcome::Failed,
+            other => classify(other),
+        };
+        self.set(id, outcome, result.as_ref().err());
+    }
+
+    fn set(&self, id: &str, outcome: Outcome, error: Option<&AgentError>) {
+        let mut state = self.lock();
+        if let Some(error) = error {
+            *state.reasons.entry(variant(error)).or_default() += 1;
+        } else if outcome == Outcome::Failed {
+            *state
+                .reasons
+                .entry("ReplacedNothing".to_owned())
+                .or_default() += 1;
+        }
+        let line = match error {
+            Some(error) => format!("{id} {outcome:?} {error}"),
+            None => format!("{id} {outcome:?}"),
+        };
+        state.trace.push(line);
+        state.outcomes.insert(id.to_owned(), outcome);
+    }
+
+    /// Notes the answer of a call that delivers nothing (for the digest).
+    pub fn note(&self, line: String) {
+        self.lock().trace.push(line);
+    }
+
+    /// Every minted id and its outcome, by id.
+    pub fn outcomes(&self) -> BTreeMap<String, Outcome> {
+        self.lock().outcomes.clone()
+    }
+
+    /// Failed and unknown deliveries by error variant (`Stopped`, `PendingFull`…).
+    pub fn reasons(&self) -> BTreeMap<String, u64> {
+        self.lock().reasons.clone()
+    }
+
+    /// Every answer, in order.
+    pub fn trace(&self) -> Vec<String> {
+        self.lock().trace.clone()
+    }
+}
+
+/// The name of an error's variant (its `Debug` text up to the first `(`, ` ` or `{`); a
+/// rejection also names the core's reason (`Rejected(AfterDisposal)`).
+fn variant(error: &AgentError) -> String {
+    let debug = format!("{error:?}");
+    let name: String = debug.chars().take_while(|c| c.is_alphanumeric()).collect();
+    if let AgentError::Rejected(rejected) = error {
+        let inner = format!("{rejected:?}");
+        let inner: String = inner.chars().take_while(|c| c.is_alphanumeric()).collect();
+        return format!("{name}({inner})");
+    }
+    name
+}
