@@ -6,6 +6,23 @@ use crate::message::MessageId;
 use crate::output::Outstanding;
 
 /// Why an input was rejected. A rejected input changed nothing and emitted nothing (S5).
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{Completion, Machine, Message, Rejected, StepAnswer};
+///
+/// let mut machine = Machine::new();
+/// machine.inject(Message::user("c1", "notes"))?.persisted().for_each(drop);
+/// let again = machine.inject(Message::user("c1", "notes")).err();
+/// assert_eq!(again, Some(Rejected::AlreadyPending("c1".into())));
+/// assert_eq!(again.map(|rejected| rejected.kind()), Some("already-pending"));
+///
+/// let early = machine.answer_step(StepAnswer::Completed).err(); // nothing is outstanding
+/// assert_eq!(early, Some(Rejected::UnexpectedCompletion { answered: Completion::Step, outstanding: None }));
+/// assert_eq!(machine.pending(coxswain_core::Target::NextStep).len(), 1); // nothing changed (S5)
+/// # Ok::<(), Rejected>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Rejected {
@@ -53,7 +70,8 @@ impl Rejected {
     }
 }
 
-/// What an input tried to complete (for [`Rejected::UnexpectedCompletion`]).
+/// What an input tried to complete (for [`Rejected::UnexpectedCompletion`];
+/// [example](Rejected#examples)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Completion {
@@ -98,6 +116,24 @@ impl fmt::Display for DisplayOutstanding<'_> {
 }
 
 /// A durable log the machine cannot be restored from (S46, S47). Nothing was restored.
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{InvalidLog, LogViolation, Machine};
+/// use serde_json::json;
+///
+/// let log = [
+///     json!({"type": "model/output", "data": "fine"}),
+///     json!({"type": "turn/start", "data": {"turn": -1}}),
+/// ];
+/// let error = Machine::restore(&log, 0).unwrap_err();
+/// assert_eq!(error, InvalidLog { index: 1, violation: LogViolation::TurnWithoutNumber });
+/// assert_eq!(
+///     error.to_string(),
+///     "invalid log: event 1: `turn/start` without a non-negative integer `turn` (S46)"
+/// );
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[error("invalid log: event {index}: {violation}")]
 pub struct InvalidLog {
@@ -107,7 +143,7 @@ pub struct InvalidLog {
     pub violation: LogViolation,
 }
 
-/// The rule an invalid log breaks (S46).
+/// The rule an invalid log breaks (S46) ([example](InvalidLog#examples)).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum LogViolation {

@@ -24,7 +24,8 @@ use crate::transition::Queue;
 /// (S1) and model checking must be reproducible.
 pub(crate) type IdHasher = foldhash::fast::FixedState;
 
-/// One pending message and whether it was delivered waking (S19).
+/// One pending message and whether it was delivered waking (S19)
+/// ([example](crate::Machine#the-pending-lists)).
 #[derive(Clone, Debug)]
 pub struct Pending {
     message: SharedMessage,
@@ -33,12 +34,13 @@ pub struct Pending {
 }
 
 impl Pending {
-    /// The message.
+    /// The message ([example](crate::Machine#the-pending-lists)).
     pub fn message(&self) -> &SharedMessage {
         &self.message
     }
 
-    /// Whether it was delivered with `wakeup = true` (S19).
+    /// Whether it was delivered with `wakeup = true` (S19)
+    /// ([example](crate::Machine#the-pending-lists)).
     pub fn is_waking(&self) -> bool {
         self.waking
     }

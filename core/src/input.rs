@@ -13,6 +13,18 @@ use serde::{Deserialize, Serialize};
 use crate::message::{Batch, MessageId, SharedMessage};
 
 /// Which pending list a delivery joins (S16).
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::Target;
+///
+/// assert_eq!(Target::ALL.map(Target::as_str), ["next-turn", "next-step"]);
+/// assert_eq!("next-step".parse::<Target>(), Ok(Target::NextStep));
+/// assert_eq!(Target::NextTurn.to_string(), "next-turn");
+/// let unknown = "later".parse::<Target>().unwrap_err(); // an UnknownName, never a default
+/// assert_eq!(unknown.to_string(), "unknown target `later`");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Target {
@@ -55,6 +67,22 @@ impl FromStr for Target {
 
 /// The three named deliveries: `send` with a fixed target and wakeup (S16, S20, S22). This table
 /// is the only place that says which list each preset joins and whether it wakes.
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{Preset, Target};
+///
+/// for preset in Preset::ALL {
+///     // Each preset is the one with its target and wakeup.
+///     assert_eq!(Preset::of(preset.target(), preset.wakeup()), Some(preset));
+/// }
+/// assert_eq!(Preset::Inject.target(), Target::NextStep);
+/// assert!(!Preset::Inject.wakeup());
+/// assert_eq!(Preset::of(Target::NextTurn, false), None); // a quiet next-turn send
+/// assert_eq!(Preset::Steer.as_str(), "steer");
+/// assert_eq!("followup".parse::<Preset>(), Ok(Preset::Followup));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Preset {
     /// `followup(m) = send(m, next-turn, true)`: a prompt that gets a turn of its own (S22).
@@ -118,7 +146,8 @@ impl FromStr for Preset {
     }
 }
 
-/// A name that is not in a closed vocabulary (a target or a preset).
+/// A name that is not in a closed vocabulary (a target or a preset)
+/// ([example](Target#examples)).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {what} `{found}`")]
 pub struct UnknownName {
@@ -136,6 +165,21 @@ impl UnknownName {
 }
 
 /// Why an activity is cancelled (S36).
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{CancelCause, Machine, Message};
+/// use serde_json::json;
+///
+/// let mut machine = Machine::new();
+/// machine.followup(Message::user("m1", "hi"))?.persisted().for_each(drop); // a turn runs
+/// let hook = CancelCause::Hook { reason: "budget spent".into() };
+/// machine.cancel(hook.clone(), false)?.persisted().for_each(drop);
+/// assert_eq!(machine.cancel_cause(), Some(&hook));
+/// assert_eq!(serde_json::to_value(&CancelCause::User)?, json!({"kind": "user"}));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum CancelCause {
@@ -154,6 +198,20 @@ pub enum CancelCause {
 }
 
 /// A failure the host reports (S29, S32, S33): `{ message, code }`.
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{ErrorInfo, StepAnswer};
+/// use serde_json::json;
+///
+/// let failed = StepAnswer::Fail(ErrorInfo::new("model unavailable", "upstream-503"));
+/// assert_eq!(
+///     serde_json::to_value(&failed)?,
+///     json!({"fail": {"message": "model unavailable", "code": "upstream-503"}})
+/// );
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ErrorInfo {
     /// Human-readable description.
@@ -172,7 +230,7 @@ impl ErrorInfo {
     }
 }
 
-/// The host's answer to a `preStep` request (S29).
+/// The host's answer to a `preStep` request (S29) ([example](crate::Machine#examples)).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum PreStepAnswer {
@@ -184,7 +242,7 @@ pub enum PreStepAnswer {
     Fail(ErrorInfo),
 }
 
-/// The host's answer to a `step` request (S32).
+/// The host's answer to a `step` request (S32) ([example](crate::Machine#examples)).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StepAnswer {
@@ -198,7 +256,7 @@ pub enum StepAnswer {
     Fail(ErrorInfo),
 }
 
-/// The host's answer to a `turnStopping` request (S33).
+/// The host's answer to a `turnStopping` request (S33) ([example](crate::Machine#examples)).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum TurnStoppingAnswer {
@@ -208,7 +266,7 @@ pub enum TurnStoppingAnswer {
     Fail(ErrorInfo),
 }
 
-/// The two maintenance inputs (S43).
+/// The two maintenance inputs (S43) ([example](Input#examples)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum MaintenanceInput {
@@ -219,6 +277,24 @@ pub enum MaintenanceInput {
 }
 
 /// One input to the machine, as a value. [`Machine::handle`](crate::Machine::handle) applies it.
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{Input, MaintenanceInput, Machine, Message, Preset, Target};
+///
+/// let mut machine = Machine::new();
+/// let context = Message::user("c1", "notes").into();
+/// assert_eq!(Input::delivery(context, Target::NextStep, false), Input::Inject(Message::user("c1", "notes").into()));
+/// machine.handle(Input::preset(Preset::Inject, Message::user("c1", "notes").into()))?.persisted().for_each(drop);
+/// let quiet = Input::delivery(Message::user("m1", "later").into(), Target::NextTurn, false);
+/// assert!(matches!(quiet, Input::Send { wakeup: false, .. })); // no preset is a quiet NT send
+/// machine.handle(quiet)?.persisted().for_each(drop);
+/// machine.handle(Input::Maintenance(MaintenanceInput::Begin))?.persisted().for_each(drop);
+/// assert!(machine.is_maintenance());
+/// assert_eq!(machine.pending(Target::NextStep).len(), 1);
+/// # Ok::<(), coxswain_core::Rejected>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", rename_all_fields = "camelCase")]
 #[non_exhaustive]

@@ -19,6 +19,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Every fallible or panicking public function says when, under `# Errors` / `# Panics`.
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
 mod config;
 mod error;

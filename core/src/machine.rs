@@ -37,6 +37,11 @@ use crate::transition::{Queue, Transition};
 ///   or [`answer_turn_stopping`](Machine::answer_turn_stopping) when the work is done. `abort` is
 ///   never answered, and the outstanding request must still be answered (S40).
 ///
+/// # Examples
+///
+/// A whole turn: a follow-up opens it, the host enters the claimed batch, the model answers,
+/// the turn-stopping hooks run.
+///
 /// ```
 /// use coxswain_core::{Effect, Machine, Message, PreStepAnswer, Request, StepAnswer, TurnStoppingAnswer};
 ///
@@ -57,6 +62,106 @@ use crate::transition::{Queue, Transition};
 /// ];
 /// assert!(machine.is_quiescent());
 /// # Ok::<(), coxswain_core::Rejected>(())
+/// ```
+///
+/// # The pending lists
+///
+/// Deliveries append to NT or NS (S16); `remove`, `replace`, `prepend` and `clear` edit the
+/// lists (S15); every change is one durable splice.
+///
+/// ```
+/// use coxswain_core::{Input, Machine, Message, MessageId, Pending, Preset, Target};
+///
+/// let mut machine = Machine::new();
+/// let quiet = |t: coxswain_core::Transition<'_>| t.persisted().for_each(drop);
+/// quiet(machine.inject(Message::user("c1", "notes"))?); // NS, quiet: no turn (S20)
+/// quiet(machine.send(Message::user("later", "hi"), Target::NextTurn, false)?); // quiet NT send
+/// quiet(machine.deliver(Preset::Inject, Message::user("c2", "more"))?);
+/// quiet(machine.prepend(Target::NextStep, Message::user("c0", "first"))?);
+/// quiet(machine.replace(&MessageId::new("c2"), Message::user("c3", "instead"))?);
+/// quiet(machine.remove(&MessageId::new("later"))?);
+/// quiet(machine.handle(Input::Inject(Message::user("c4", "last").into()))?);
+///
+/// let ns: Vec<&str> = machine.pending(Target::NextStep).map(|p: &Pending| p.message().id().as_str()).collect();
+/// assert_eq!(ns, ["c0", "c1", "c3", "c4"]);
+/// assert!(machine.pending(Target::NextStep).all(|p| !p.is_waking()));
+/// assert!(machine.is_pending(&MessageId::new("c3")) && !machine.is_pending(&MessageId::new("c2")));
+/// quiet(machine.clear()?);
+/// assert_eq!(machine.pending(Target::NextStep).len(), 0);
+///
+/// quiet(machine.steer(Message::user("s1", "go"))?); // waking: opens turn 1 (S24)
+/// assert_eq!(machine.last_turn(), 1);
+/// # Ok::<(), coxswain_core::Rejected>(())
+/// ```
+///
+/// # Cancel, maintenance and disposal
+///
+/// ```
+/// use coxswain_core::{CancelCause, Machine, Message, Outstanding, Status, StepAnswer};
+/// use coxswain_core::{PreStepAnswer, TurnStoppingAnswer};
+///
+/// let mut machine = Machine::new();
+/// let quiet = |t: coxswain_core::Transition<'_>| t.persisted().for_each(drop);
+/// quiet(machine.followup(Message::user("m1", "hi"))?);
+/// assert_eq!(machine.status(), Status::Running);
+/// assert_eq!(machine.outstanding(), Some(Outstanding::PreStep { turn: 1, step: 1 }));
+/// quiet(machine.cancel(CancelCause::User, false)?); // abort; the request is still answered (S40)
+/// assert!(machine.is_cancel_requested());
+/// assert_eq!(machine.cancel_cause(), Some(&CancelCause::User));
+/// quiet(machine.followup(Message::user("m2", "again"))?); // latched: replays when the turn ends
+/// assert!(machine.is_wake_latched());
+/// quiet(machine.answer_pre_step(PreStepAnswer::Reject)?); // turn 1 ends aborted, turn 2 opens
+/// assert_eq!(machine.last_turn(), 2);
+///
+/// quiet(machine.dispose()?); // disposing until the running turn ends (S45)
+/// assert!(machine.is_disposing() && !machine.is_disposed());
+/// quiet(machine.answer_pre_step(PreStepAnswer::Reject)?);
+/// assert!(machine.is_disposed() && machine.is_quiescent());
+///
+/// let mut idle = Machine::new();
+/// quiet(idle.begin_maintenance()?);
+/// assert!(idle.is_maintenance() && idle.status() == Status::Idle);
+/// quiet(idle.end_maintenance()?);
+/// # let _ = (StepAnswer::Completed, TurnStoppingAnswer::Done);
+/// # Ok::<(), coxswain_core::Rejected>(())
+/// ```
+///
+/// # The delivery memory and restoring
+///
+/// ```
+/// use coxswain_core::{Config, Event, Machine, Message, MessageId, PreStepAnswer, Rejected};
+/// use serde_json::Value;
+///
+/// let config = Config::new().with_delivery_memory(8);
+/// let mut machine = Machine::with_config(config);
+/// let mut log: Vec<Event> = Vec::new();
+/// machine.followup(Message::user("m1", "hi"))?.persist_into(&mut log).for_each(drop);
+/// let batch = [Message::user("m1", "hi")].into_iter().collect();
+/// machine.answer_pre_step(PreStepAnswer::Enter(batch))?.persist_into(&mut log).for_each(drop);
+/// // m1 was claimed: the memory holds it, so a retried delivery is refused (S52).
+/// assert!(machine.remembers(&MessageId::new("m1")));
+/// assert_eq!(machine.delivered().map(MessageId::as_str).collect::<Vec<_>>(), ["m1"]);
+/// assert_eq!(
+///     machine.followup(Message::user("m1", "hi")).err(),
+///     Some(Rejected::AlreadyDelivered("m1".into()))
+/// );
+///
+/// // A resumed machine: close the open turn (crash repair, S50), then restore.
+/// let mut restored_log = log.clone();
+/// let mut position = coxswain_core::LogPosition::new();
+/// log.iter().for_each(|event| position.advance(event));
+/// restored_log.extend(position.closers());
+/// let json: Vec<Value> = restored_log.iter().map(serde_json::to_value).collect::<Result<_, _>>().unwrap_or_default();
+/// let resumed = Machine::restore_with(config, &json, 0).unwrap();
+/// assert!(resumed.remembers(&MessageId::new("m1"))); // rebuilt from the log (S53)
+/// let plain = Machine::restore_events(&restored_log, 0).unwrap(); // no memory
+/// assert_eq!((plain.last_turn(), plain.remembers(&MessageId::new("m1"))), (1, false));
+///
+/// // A transition dropped before it was drained: its outputs wait for `drain`.
+/// drop(machine.followup(Message::user("m2", "next"))?);
+/// assert_eq!(machine.steer(Message::user("m3", "x")).err(), Some(Rejected::Undrained));
+/// assert!(!machine.drain().is_empty());
+/// # Ok::<(), Rejected>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Machine {
@@ -295,6 +400,10 @@ impl Machine {
     // ----- inputs -----
 
     /// Applies one input given as a value, through the same method as a direct call.
+    ///
+    /// # Errors
+    ///
+    /// The rejection of the input's own method (S5).
     pub fn handle(&mut self, input: Input) -> Result<Transition<'_>, Rejected> {
         match input {
             Input::Send {
@@ -321,6 +430,13 @@ impl Machine {
 
     /// `send(message, target, wakeup)` (S16–S21): append the message to the end of `target`
     /// (or of NT, for a waking send after a cancel, S18); a waking send then wakes (S24).
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
+    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52),
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn send(
         &mut self,
         message: impl Into<SharedMessage>,
@@ -332,6 +448,13 @@ impl Machine {
     }
 
     /// A [`Preset`] delivery: `send(message, preset.target(), preset.wakeup())`.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
+    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52),
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn deliver(
         &mut self,
         preset: Preset,
@@ -341,6 +464,13 @@ impl Machine {
     }
 
     /// `followup(m) = send(m, next-turn, true)`: a turn of its own (S22).
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
+    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52),
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn followup(
         &mut self,
         message: impl Into<SharedMessage>,
@@ -349,11 +479,25 @@ impl Machine {
     }
 
     /// `steer(m) = send(m, next-step, true)`: joins the running turn at its next boundary.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
+    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52),
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn steer(&mut self, message: impl Into<SharedMessage>) -> Result<Transition<'_>, Rejected> {
         self.deliver(Preset::Steer, message)
     }
 
     /// `inject(m) = send(m, next-step, false)`: context that rides along, never wakes (S20).
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
+    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52),
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn inject(
         &mut self,
         message: impl Into<SharedMessage>,
@@ -363,6 +507,11 @@ impl Machine {
 
     /// `remove(id)` (S15): discard a pending message. If it is not pending, nothing is emitted and
     /// [`Transition::found`] is `false`.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn remove(&mut self, id: &MessageId) -> Result<Transition<'_>, Rejected> {
         self.apply_edit(|machine| machine.on_remove(id))
     }
@@ -370,6 +519,13 @@ impl Machine {
     /// `replace(id, message)` (S15): swap a pending message in place; the replacement inherits its
     /// waking flag. If `id` is not pending, nothing is emitted and [`Transition::found`] is
     /// `false`; rejected if the new id is pending elsewhere.
+    ///
+    /// # Errors
+    ///
+    /// If `id` is pending: [`Rejected::AlreadyPending`] if the replacement's (different) id is
+    /// pending, [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52). Always:
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn replace(
         &mut self,
         id: &MessageId,
@@ -380,6 +536,13 @@ impl Machine {
     }
 
     /// `prepend(target, message)` (S15): put a quiet message first in `target`.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
+    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52),
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn prepend(
         &mut self,
         target: Target,
@@ -394,6 +557,11 @@ impl Machine {
     }
 
     /// `clear()` (S15): discard everything pending, NS first. Touches neither phase nor latch.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn clear(&mut self) -> Result<Transition<'_>, Rejected> {
         self.apply(|machine| {
             machine.inbox.clear(&mut machine.queue);
@@ -404,6 +572,11 @@ impl Machine {
     /// `cancel(cause, { keepInbox })` (S39): without `keep_inbox`, clear both lists (and the
     /// current activity's latch); then, if an activity runs, request its cancellation (the first
     /// cause wins) and, on its first cancel only, emit `abort`.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn cancel(
         &mut self,
         cause: CancelCause,
@@ -417,6 +590,11 @@ impl Machine {
 
     /// `dispose()` (S45): `cancel(disposed)` without `keepInbox`, then disposing until quiescent;
     /// `disposed` is the last output of the input that makes the machine quiescent.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn dispose(&mut self) -> Result<Transition<'_>, Rejected> {
         self.apply(|machine| {
             machine.on_dispose();
@@ -426,6 +604,12 @@ impl Machine {
 
     /// `beginMaintenance()` (S43): only while idle; status stays `idle`. Its one effect is
     /// [`Effect::Begin`]`(Maintenance)`; nothing goes on the wire.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::Busy`] unless idle (S43), [`Rejected::AfterDisposal`] once the machine is
+    /// disposed (S45), [`Rejected::Undrained`] while a dropped transition's outputs wait for
+    /// [`drain`](Machine::drain).
     pub fn begin_maintenance(&mut self) -> Result<Transition<'_>, Rejected> {
         self.apply(|machine| {
             if !matches!(machine.phase, Phase::Idle) {
@@ -438,6 +622,12 @@ impl Machine {
     }
 
     /// `endMaintenance()` (S43): back to idle, then replay the latch (S25) or finish disposal.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::UnexpectedCompletion`] unless a maintenance job is active (S43),
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn end_maintenance(&mut self) -> Result<Transition<'_>, Rejected> {
         self.apply(|machine| {
             let Phase::Maintenance(activity) = &machine.phase else {
@@ -451,16 +641,34 @@ impl Machine {
     }
 
     /// Answers the outstanding `preStep` request (S29, S30).
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::UnexpectedCompletion`] unless this request is outstanding (S4),
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn answer_pre_step(&mut self, answer: PreStepAnswer) -> Result<Transition<'_>, Rejected> {
         self.apply(|machine| machine.on_pre_step(answer))
     }
 
     /// Answers the outstanding `step` request (S32, S33): `step/end` first, always.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::UnexpectedCompletion`] unless this request is outstanding (S4),
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn answer_step(&mut self, answer: StepAnswer) -> Result<Transition<'_>, Rejected> {
         self.apply(|machine| machine.on_step(answer))
     }
 
     /// Answers the outstanding `turnStopping` request (S33).
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::UnexpectedCompletion`] unless this request is outstanding (S4),
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn answer_turn_stopping(
         &mut self,
         answer: TurnStoppingAnswer,

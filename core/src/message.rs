@@ -17,10 +17,27 @@ use serde_json::{Map, Value};
 use smallvec::SmallVec;
 
 /// A message as the machine shares it (S8): cloning it bumps a reference count.
+///
+/// ```
+/// use coxswain_core::{Message, SharedMessage};
+///
+/// let message: SharedMessage = Message::user("m1", "hi").into();
+/// let copy = SharedMessage::clone(&message);
+/// assert!(SharedMessage::ptr_eq(&message, &copy)); // one allocation, shared
+/// ```
 pub type SharedMessage = Arc<Message>;
 
 /// The caller-minted identity of a message (S6): an opaque string, unique among the messages
 /// currently pending (S9). Cloning it is a reference-count bump.
+///
+/// ```
+/// use coxswain_core::{Message, MessageId};
+///
+/// let id = MessageId::new("m1");
+/// assert_eq!(id.as_str(), "m1");
+/// assert_eq!(Message::user("m1", "hi").id(), &id);
+/// assert_eq!(MessageId::from("m1"), id);
+/// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MessageId(Arc<str>);
 
@@ -84,6 +101,33 @@ impl<'de> Deserialize<'de> for MessageId {
 /// Only [`id`](Message::id) means anything to the machine. The other fields (normally `source`,
 /// whose `kind` tells a human prompt from injected context (S7), and `content`) are kept as the
 /// JSON object they were given in, so they serialize back byte-for-byte equal in value.
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::Message;
+/// use serde_json::json;
+///
+/// let prompt = Message::user("m1", "What changed?");
+/// assert_eq!(prompt.source_kind(), Some("user"));
+/// assert_eq!(prompt.content(), Some(&json!("What changed?")));
+///
+/// let context = Message::new("c1", json!({"kind": "plugin"}), json!("notes"));
+/// assert_eq!(context.source(), Some(&json!({"kind": "plugin"})));
+///
+/// // Any JSON object with a string `id` is a message; extra fields are carried verbatim.
+/// let wire = json!({"id": "m2", "content": "hi", "lang": "en"});
+/// let parsed = Message::from_json(&wire).expect("a string id");
+/// assert_eq!(parsed.id().as_str(), "m2");
+/// assert_eq!(parsed.fields().get("lang"), Some(&json!("en")));
+/// assert_eq!(serde_json::to_value(&parsed)?, wire);
+/// assert!(Message::from_json(&json!({"id": 7})).is_none());
+///
+/// let mut fields = serde_json::Map::new();
+/// fields.insert("content".into(), json!("again"));
+/// assert_eq!(Message::from_fields("m3", fields).content(), Some(&json!("again")));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Message {
     id: MessageId,
@@ -212,12 +256,28 @@ impl<'de> Deserialize<'de> for Message {
     }
 }
 
-/// Inline capacity of a [`Batch`]: a claim of up to this many messages does not allocate.
+/// Inline capacity of a [`Batch`]: a claim of up to this many messages does not allocate
+/// ([example](Batch#examples)).
 pub const BATCH_INLINE: usize = 4;
 
 /// An ordered batch of shared messages: a claimed batch (S28) or the messages a step enters
 /// (S29). Small batches live inline, so the common claim does not allocate. The host can hand the
 /// batch of a `preStep` request straight back as its `enter` answer.
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{Batch, Message, BATCH_INLINE};
+///
+/// let mut batch = Batch::new();
+/// for i in 0..BATCH_INLINE {
+///     batch.push(Message::user(format!("m{i}"), "hi").into());
+/// }
+/// assert!(!batch.spilled()); // up to BATCH_INLINE messages stay inline
+/// batch.push(Message::user("one-more", "hi").into());
+/// assert!(batch.spilled());
+/// assert_eq!(batch.as_slice()[0].id().as_str(), "m0");
+/// ```
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct Batch(SmallVec<[SharedMessage; BATCH_INLINE]>);
 

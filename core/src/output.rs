@@ -15,6 +15,25 @@ use crate::message::{Batch, SharedMessage};
 /// it persists [`Transition::events`](crate::Transition::events) and then acts on the
 /// [`Effect`]s of [`Transition::persisted`](crate::Transition::persisted). This ordered view is
 /// for recorders, replayers and ports ([`Transition::into_outputs`](crate::Transition::into_outputs)).
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{Machine, Message, Output, Outputs};
+/// use serde_json::json;
+///
+/// let mut machine = Machine::new();
+/// let outputs: Outputs<'_> = machine.inject(Message::user("c1", "notes"))?.into_outputs();
+/// let outputs: Vec<Output> = outputs.collect();
+/// let wire: Vec<_> = outputs.iter().map(serde_json::to_value).collect::<Result<_, _>>()?;
+/// assert_eq!(wire, [
+///     json!({"event": {"type": "agent/inbox/spliced", "data": {"target": "next-step", "start": 0,
+///         "inserted": [{"id": "c1", "source": {"kind": "user"}, "content": "notes"}]}}}),
+///     json!({"notify": {"type": "agent/inbox/inserted",
+///         "message": {"id": "c1", "source": {"kind": "user"}, "content": "notes"}}}),
+/// ]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(into = "wire::Output", from = "wire::Output")]
 pub enum Output {
@@ -31,6 +50,26 @@ pub enum Output {
 }
 
 /// What the host does once an input's durable events are persisted, in emission order.
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{Abort, Activity, CancelCause, Effect, Machine, Message, Notification};
+/// use coxswain_core::{Outstanding, Request, Status};
+///
+/// let mut machine = Machine::new();
+/// let effects: Vec<Effect> = machine.followup(Message::user("m1", "hi"))?.persisted().collect();
+/// assert!(effects.contains(&Effect::Notify(Notification::Status { status: Status::Running })));
+/// assert!(effects.contains(&Effect::Begin(Activity::Turn(1)))); // make the turn's token here
+/// let Some(Effect::Request(request)) = effects.last() else { panic!("a request") };
+/// assert!(matches!(request, Request::PreStep { turn: 1, step: 1, .. }));
+/// assert_eq!(request.turn(), 1);
+/// assert_eq!(machine.outstanding(), Some(Outstanding::PreStep { turn: 1, step: 1 }));
+///
+/// let effects: Vec<Effect> = machine.cancel(CancelCause::User, true)?.persisted().collect();
+/// assert_eq!(effects, [Effect::Abort(Abort { cause: CancelCause::User })]); // trip the token
+/// # Ok::<(), coxswain_core::Rejected>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Effect {
     /// Publish this live, non-durable signal.
@@ -49,7 +88,8 @@ pub enum Effect {
     Disposed,
 }
 
-/// An activity (S23, S42): a turn, or a maintenance job. Each has its own cancellation.
+/// An activity (S23, S42): a turn, or a maintenance job. Each has its own cancellation
+/// ([example](Effect#examples)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Activity {
     /// The turn with this number.
@@ -58,7 +98,8 @@ pub enum Activity {
     Maintenance,
 }
 
-/// The `abort` signal (S39): stop the current activity's in-flight work.
+/// The `abort` signal (S39): stop the current activity's in-flight work
+/// ([example](Effect#examples)).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Abort {
     /// The first cancel cause of the activity.
@@ -79,6 +120,32 @@ impl From<Effect> for Option<Output> {
 }
 
 /// A durable event: the host appends it to the session's append-only log.
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{Event, Machine, Message, PreStepAnswer, StepAnswer, TurnEndReason};
+/// use coxswain_core::TurnStoppingAnswer;
+/// use serde_json::json;
+///
+/// let mut machine = Machine::new();
+/// let mut log: Vec<Event> = Vec::new();
+/// machine.followup(Message::user("m1", "hi"))?.persist_into(&mut log).for_each(drop);
+/// let batch = [Message::user("m1", "hi")].into_iter().collect();
+/// machine.answer_pre_step(PreStepAnswer::Enter(batch))?.persist_into(&mut log).for_each(drop);
+/// machine.answer_step(StepAnswer::Completed)?.persist_into(&mut log).for_each(drop);
+/// machine.answer_turn_stopping(TurnStoppingAnswer::Done)?.persist_into(&mut log).for_each(drop);
+///
+/// let kinds: Vec<&str> = log.iter().map(Event::kind).collect();
+/// assert_eq!(kinds, [
+///     Event::SPLICED, Event::TURN_START, Event::SPLICED, // deliver, open, claim
+///     Event::STEP_START, Event::USER_MESSAGE, Event::STEP_END, Event::TURN_END,
+/// ]);
+/// assert_eq!(log[6], Event::TurnEnd { turn: 1, reason: TurnEndReason::Completed });
+/// assert_eq!(serde_json::to_value(&log[1])?, json!({"type": "turn/start", "data": {"turn": 1}}));
+/// assert!(Event::TYPES.contains(&"step/end")); // any other `type` in a log is the host's
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "type", content = "data")]
 pub enum Event {
@@ -161,6 +228,21 @@ impl Event {
 
 /// The data of an `agent/inbox/spliced` event: `splice(target, start, removedCount, inserted)`
 /// on one list (S10, S11), with coordinates normalised (`start + removed_count <= len`).
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{Event, Machine, Message, MessageId, SpliceKind, SpliceOutcome, Target};
+///
+/// let mut machine = Machine::new();
+/// machine.inject(Message::user("c1", "notes"))?.persisted().for_each(drop);
+/// let removal = machine.remove(&MessageId::new("c1"))?;
+/// let [Event::Spliced(splice)] = removal.events() else { panic!("one splice") };
+/// assert_eq!((splice.target, splice.start, splice.removed_count), (Target::NextStep, 0, 1));
+/// assert_eq!(splice.outcome, Some(SpliceOutcome::Canceled));
+/// assert_eq!(splice.kind(), SpliceKind::Discard);
+/// # Ok::<(), coxswain_core::Rejected>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Splice {
@@ -208,6 +290,17 @@ impl SpliceKind {
 }
 
 /// The kinds of change a splice makes to a list (S10–S12).
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::SpliceKind;
+///
+/// assert_eq!(SpliceKind::of(0, 1, false), SpliceKind::Insert); // a delivery or a prepend
+/// assert_eq!(SpliceKind::of(2, 0, false), SpliceKind::Claim); // a turn claims two items
+/// assert_eq!(SpliceKind::of(1, 0, true), SpliceKind::Discard); // remove, clear, cancel
+/// assert_eq!(SpliceKind::of(1, 1, true), SpliceKind::Replace);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SpliceKind {
     /// Inserts and removes nothing: a delivery (append, S16) or a `prepend` (S15).
@@ -221,7 +314,7 @@ pub enum SpliceKind {
     Replace,
 }
 
-/// The outcome of an ordinary removal (S12).
+/// The outcome of an ordinary removal (S12) ([example](Splice#examples)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SpliceOutcome {
@@ -229,7 +322,7 @@ pub enum SpliceOutcome {
     Canceled,
 }
 
-/// Why a turn ended (S36).
+/// Why a turn ended (S36) ([example](Event#examples)).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum TurnEndReason {
@@ -253,7 +346,7 @@ pub enum TurnEndReason {
     Interrupted,
 }
 
-/// A live, non-durable signal.
+/// A live, non-durable signal ([example](Effect#examples)).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum Notification {
@@ -295,7 +388,8 @@ pub enum Notification {
     },
 }
 
-/// The public status (S23): `running` while a driver runs, `idle` otherwise.
+/// The public status (S23): `running` while a driver runs, `idle` otherwise
+/// ([example](Effect#examples)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
@@ -305,7 +399,7 @@ pub enum Status {
     Running,
 }
 
-/// Work the machine asks the host to do.
+/// Work the machine asks the host to do ([example](Effect#examples)).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Request {
@@ -345,7 +439,7 @@ impl Request {
     }
 }
 
-/// The request the machine waits on (S4): at most one at a time.
+/// The request the machine waits on (S4): at most one at a time ([example](Effect#examples)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Outstanding {
     /// A `preStep` request for this turn and prospective step.

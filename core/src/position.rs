@@ -8,13 +8,39 @@ use crate::output::{Event, TurnEndReason};
 
 /// The position of a log after the events read so far. Only turn and step boundaries move it;
 /// it takes them as written (S46: turn numbers are not checked here, the auditor checks them).
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{Event, LogPosition, OpenTurn, TurnEndReason};
+///
+/// let mut position = LogPosition::new();
+/// position.advance(&Event::TurnStart { turn: 3 });
+/// position.advance(&Event::StepStart { turn: 3, step: 1 }); // the log ends here: a crash
+/// assert_eq!(position.last_turn(), 3);
+/// assert_eq!(position.open(), Some(OpenTurn { turn: 3, last_step: 1, step_open: true }));
+/// assert_eq!((position.open_turn(), position.open_step()), (Some(3), Some(1)));
+/// assert_eq!(position.closers(), [ // what crash repair appends (S50)
+///     Event::StepEnd { turn: 3, step: 1 },
+///     Event::TurnEnd { turn: 3, reason: TurnEndReason::Interrupted },
+/// ]);
+///
+/// // The same, one boundary at a time.
+/// let mut by_hand = LogPosition::new();
+/// by_hand.turn_started(3);
+/// by_hand.step_started(1);
+/// assert_eq!(by_hand, position);
+/// by_hand.step_ended();
+/// by_hand.turn_ended();
+/// assert!(by_hand.closers().is_empty());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct LogPosition {
     last_turn: u64,
     open: Option<OpenTurn>,
 }
 
-/// The turn a log leaves open.
+/// The turn a log leaves open ([example](LogPosition#examples)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct OpenTurn {
     /// Its number.

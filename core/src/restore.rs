@@ -38,6 +38,37 @@ use crate::position::LogPosition;
 /// assert_eq!(machine.pending(coxswain_core::Target::NextTurn).len(), 1);
 /// # Ok::<(), coxswain_core::InvalidLog>(())
 /// ```
+///
+/// Streaming a log, one event at a time, with typed events, JSON and host events mixed:
+///
+/// ```
+/// use coxswain_core::{Event, Machine, Message, Restorer, Target};
+/// use serde_json::json;
+///
+/// let mut live = Machine::new();
+/// let mut log: Vec<Event> = Vec::new();
+/// live.followup(Message::user("m1", "hi"))?.persist_into(&mut log).for_each(drop);
+/// live.steer(Message::user("m2", "also"))?.persist_into(&mut log).for_each(drop);
+///
+/// let mut restorer = Restorer::new(0);
+/// for event in &log {
+///     restorer.push_event(event)?;
+/// }
+/// restorer.skip_host_event()?; // e.g. a `model/output` record
+/// restorer.push_json(&json!({"type": "tool/call", "data": {}}))?;
+/// assert_eq!(restorer.events_read(), log.len() + 2);
+/// assert_eq!(restorer.position().open_turn(), Some(1)); // the log ends inside turn 1
+/// assert_eq!(restorer.pending(Target::NextStep).len(), 1); // m2
+/// let error = restorer.clone().finish().unwrap_err(); // run crash repair first (S50)
+/// assert_eq!(error.index, 1); // the `turn/start` of the open turn
+///
+/// for closer in restorer.position().closers() {
+///     restorer.push_event(&closer)?; // what crash repair appends
+/// }
+/// let machine = restorer.finish()?;
+/// assert_eq!((machine.last_turn(), machine.pending(Target::NextStep).len()), (1, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Restorer {
     seed_length: usize,
@@ -140,6 +171,11 @@ impl Restorer {
     }
 
     /// Reads the next event of the log, as JSON: `{ type, data }` (other keys are ignored).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidLog`] naming this event and the rule it breaks (S46, S47), or the first error
+    /// again: a restorer that failed keeps failing.
     pub fn push_json(&mut self, event: &Value) -> Result<(), InvalidLog> {
         self.guard(|this| {
             let Some(kind) = event.get("type").and_then(Value::as_str) else {
@@ -177,6 +213,11 @@ impl Restorer {
     }
 
     /// Reads the next event of the log, as a typed event the machine emitted.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidLog`] naming this event and the rule it breaks (S46, S47), or the first error
+    /// again: a restorer that failed keeps failing.
     pub fn push_event(&mut self, event: &Event) -> Result<(), InvalidLog> {
         self.guard(|this| match event {
             Event::Spliced(splice) if this.replays() => this.apply(typed_splice(splice)),
@@ -193,12 +234,21 @@ impl Restorer {
 
     /// Reads past an event the host wrote (model output, tool calls…): it only counts toward
     /// the seed boundary. Equivalent to [`push_json`](Restorer::push_json) with any other `type`.
+    ///
+    /// # Errors
+    ///
+    /// The first [`InvalidLog`] again if an earlier event was invalid.
     pub fn skip_host_event(&mut self) -> Result<(), InvalidLog> {
         self.guard(|_| Ok(()))
     }
 
     /// The restored machine: idle, emitting nothing (S48). Fails if the log ends inside an open
     /// turn (run crash repair first, S50) or if any event was invalid.
+    ///
+    /// # Errors
+    ///
+    /// The first [`InvalidLog`], or [`LogViolation::OpenTurn`] at the open turn's `turn/start` if
+    /// the log ends inside it.
     pub fn finish(self) -> Result<Machine, InvalidLog> {
         if let Some(error) = self.failed {
             return Err(error);
@@ -329,12 +379,21 @@ impl Machine {
     /// Restores a machine from a durable log of JSON events `{ type, data }` (S46–S48), replaying
     /// splices from `seed_length` on, with no delivery memory. See [`Restorer`] to stream a log
     /// instead.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidLog`] naming the first invalid event and the rule it breaks (S46, S47), or the open
+    /// turn's `turn/start` if the log ends inside it (run crash repair first, S50).
     pub fn restore(log: &[Value], seed_length: usize) -> Result<Machine, InvalidLog> {
         Machine::restore_with(Config::new(), log, seed_length)
     }
 
     /// [`restore`](Machine::restore) for a machine with the host's [`Config`]: the delivery
     /// memory is rebuilt from the replayed splices (S53).
+    ///
+    /// # Errors
+    ///
+    /// As [`restore`](Machine::restore).
     pub fn restore_with(
         config: Config,
         log: &[Value],
@@ -348,6 +407,10 @@ impl Machine {
     }
 
     /// Restores a machine from the typed events it (or another machine) emitted.
+    ///
+    /// # Errors
+    ///
+    /// As [`restore`](Machine::restore).
     pub fn restore_events<'a>(
         log: impl IntoIterator<Item = &'a Event>,
         seed_length: usize,

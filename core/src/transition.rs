@@ -102,6 +102,16 @@ impl<'m> Transition<'m> {
 
     /// `false` only for a `remove` or `replace` whose id was not pending: it changed nothing and
     /// emitted nothing (S15). `true` for every other accepted input.
+    ///
+    /// ```
+    /// use coxswain_core::{Machine, MessageId};
+    ///
+    /// let mut machine = Machine::new();
+    /// let removal = machine.remove(&MessageId::new("absent"))?;
+    /// assert!(!removal.found());
+    /// assert!(removal.is_empty()); // nothing to persist, nothing to do
+    /// # Ok::<(), coxswain_core::Rejected>(())
+    /// ```
     #[inline]
     pub fn found(&self) -> bool {
         self.found
@@ -114,7 +124,7 @@ impl<'m> Transition<'m> {
         &self.machine.queue().events
     }
 
-    /// Whether the input produced no output at all.
+    /// Whether the input produced no output at all ([example](Transition::found)).
     pub fn is_empty(&self) -> bool {
         self.machine.queue().is_empty()
     }
@@ -134,7 +144,8 @@ impl<'m> Transition<'m> {
     }
 
     /// Persists the events into an in-memory log (durable once extended, for tests and
-    /// collecting hosts) and releases the effects: `events` then `persisted` in one.
+    /// collecting hosts) and releases the effects: `events` then `persisted` in one
+    /// ([example](crate::Event#examples)).
     pub fn persist_into(self, log: &mut impl Extend<Event>) -> Effects<'m> {
         log.extend(self.events().iter().cloned());
         self.persisted()
@@ -142,7 +153,8 @@ impl<'m> Transition<'m> {
 
     /// Every output in emission order, events included, in the wire vocabulary of the trace
     /// format: for recorders, replayers and ports, which persist nothing. Hosts use
-    /// [`events`](Transition::events) and [`persisted`](Transition::persisted).
+    /// [`events`](Transition::events) and [`persisted`](Transition::persisted)
+    /// ([example](crate::Output#examples)).
     pub fn into_outputs(self) -> Outputs<'m> {
         Outputs::new(self.machine.queue_mut())
     }
@@ -150,6 +162,22 @@ impl<'m> Transition<'m> {
 
 /// The effects of a persisted [`Transition`], in order. Effects left unread when it is dropped
 /// stay queued for [`Machine::drain`].
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{Effect, Machine, Message, Rejected};
+///
+/// let mut machine = Machine::new();
+/// let mut effects = machine.followup(Message::user("m1", "hi"))?.persisted();
+/// let pending = effects.len();
+/// let first: Option<Effect> = effects.next();
+/// drop(effects); // the rest stay queued: the next input is refused until they are drained
+/// assert_eq!(machine.steer(Message::user("m2", "hi")).err(), Some(Rejected::Undrained));
+/// assert_eq!(machine.drain().persisted().len(), pending - 1);
+/// assert!(first.is_some());
+/// # Ok::<(), Rejected>(())
+/// ```
 #[derive(Debug)]
 pub struct Effects<'m> {
     queue: &'m mut Queue,
@@ -171,7 +199,7 @@ impl Iterator for Effects<'_> {
 impl ExactSizeIterator for Effects<'_> {}
 
 /// Every output of a [`Transition`] in emission order (see
-/// [`Transition::into_outputs`]).
+/// [`Transition::into_outputs`]; [example](crate::Output#examples)).
 #[derive(Debug)]
 pub struct Outputs<'m> {
     queue: &'m mut Queue,
