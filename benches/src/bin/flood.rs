@@ -1,4 +1,4 @@
-//! `cargo run --release -p coxswain-sim --bin coxswain-flood [N]`: the memory of a flood of `N`
+//! `cargo run --release -p coxswain-benches --bin coxswain-flood [N]`: the memory of a flood of `N`
 //! (default 1,000,000) sends against one agent, beside baselines of 10k and 100k sends measured
 //! in the same run: the peak of live heap bytes (a counting allocator, sampled every 1,024
 //! answers) and the peak resident set (VmHWM). Bounded memory: the 1M peak is the 100k peak.
