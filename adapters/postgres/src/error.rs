@@ -33,6 +33,14 @@ pub enum PgError {
         /// The newest version this code knows.
         supported: i32,
     },
+    /// A read-only open found no coxswain schema, or an older one (a writer migrates it).
+    #[error("the database holds coxswain schema version {found}, not {supported}: nothing to read (a writer creates or upgrades it)")]
+    SchemaMissing {
+        /// The version found (0: none).
+        found: i32,
+        /// The version this code reads.
+        supported: i32,
+    },
     /// The session has a live writer: its lease has not expired.
     #[error("session {session} is held by {owner} (epoch {epoch}) until {lease_until}")]
     Held {

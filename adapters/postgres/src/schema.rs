@@ -75,3 +75,38 @@ pub async fn migrate(client: &mut Client) -> Result<i32, PgError> {
     tx.commit().await?;
     Ok(found)
 }
+
+/// Checks, without changing anything, that the database holds the schema at [`VERSION`]: for
+/// read-only tools. A newer schema is [`PgError::SchemaTooNew`]; none or an older one is
+/// [`PgError::SchemaMissing`].
+pub async fn check(client: &Client) -> Result<(), PgError> {
+    let row = client
+        .query_one(
+            "SELECT to_regclass('coxswain.schema_version') IS NOT NULL",
+            &[],
+        )
+        .await?;
+    let exists: bool = row.get(0);
+    let found: i32 = if exists {
+        client
+            .query_one(
+                "SELECT coalesce(max(version), 0) FROM coxswain.schema_version",
+                &[],
+            )
+            .await?
+            .get(0)
+    } else {
+        0
+    };
+    match found {
+        found if found > VERSION => Err(PgError::SchemaTooNew {
+            found,
+            supported: VERSION,
+        }),
+        VERSION => Ok(()),
+        found => Err(PgError::SchemaMissing {
+            found,
+            supported: VERSION,
+        }),
+    }
+}

@@ -23,6 +23,8 @@ pub struct StoreOptions {
     pub pool_size: usize,
     /// How long a connection attempt may take.
     pub connect_timeout: Duration,
+    /// Only check the schema's version, never create or migrate it (for read-only tools).
+    pub read_only: bool,
 }
 
 impl Default for StoreOptions {
@@ -32,6 +34,7 @@ impl Default for StoreOptions {
             lease: Duration::from_secs(10),
             pool_size: 16,
             connect_timeout: Duration::from_secs(5),
+            read_only: false,
         }
     }
 }
@@ -85,7 +88,8 @@ pub struct Store {
 
 impl Store {
     /// Connects to `url` (`postgres://…` or `host=… user=…`), checks that the server answers and
-    /// accepts the credentials, and migrates the schema (refusing a newer one).
+    /// accepts the credentials, and migrates the schema (refusing a newer one; with
+    /// [`StoreOptions::read_only`] it only checks the version).
     pub async fn connect(url: &str, options: StoreOptions) -> Result<Store, PgError> {
         let mut config = tokio_postgres::Config::from_str(url)
             .map_err(|error| PgError::Config(crate::error::chain(&error)))?;
@@ -100,7 +104,11 @@ impl Store {
             .await
             .map_err(|error| PgError::connect(&error, &role))?;
         let task = tokio::spawn(connection);
-        let migrated = schema::migrate(&mut client).await;
+        let migrated = if options.read_only {
+            schema::check(&client).await
+        } else {
+            schema::migrate(&mut client).await.map(drop)
+        };
         drop(client);
         let _ = task.await;
         migrated?;
