@@ -140,6 +140,12 @@ impl Store {
         self.options.lease
     }
 
+    /// A pooled connection, for a tool's own queries beside the log (e.g. a request table in
+    /// the same database).
+    pub async fn client_for_tools(&self) -> Result<deadpool_postgres::Object, PgError> {
+        self.client().await
+    }
+
     pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, PgError> {
         self.pool.get().await.map_err(|error| match error {
             deadpool_postgres::PoolError::Backend(error) => PgError::connect(&error, &self.role),
