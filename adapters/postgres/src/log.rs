@@ -326,3 +326,49 @@ async fn renew(store: Store, session: Arc<str>, epoch: i64) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coxswain_log::HostEvent;
+    use serde_json::json;
+
+    #[test]
+    fn a_row_reads_as_the_json_lines_record() {
+        let mut line = Vec::new();
+        write_line(7, "model/output", Some(r#"{"text": "a\"b"}"#), &mut line);
+        assert_eq!(
+            String::from_utf8(line.clone()).unwrap(),
+            r#"{"seq":7,"type":"model/output","data":{"text": "a\"b"}}"#
+        );
+        line.clear();
+        write_line(1, "x\"y", None, &mut line);
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            r#"{"seq":1,"type":"x\"y"}"#
+        );
+    }
+
+    #[test]
+    fn a_nul_anywhere_is_refused_and_a_backslash_u_is_not() {
+        let entry = |data| Entry::Host(HostEvent::new("model/output", data).unwrap());
+        let mut scratch = Vec::new();
+        for data in [
+            json!("a\u{0}"),
+            json!({"k\u{0}": 1}),
+            json!([[{"x": "\u{0}"}]]),
+        ] {
+            let error = split(1, &entry(data), &mut scratch).unwrap_err();
+            assert!(matches!(error, LogError::Encode(_)), "{error:?}");
+        }
+        let (kind, data) = split(1, &entry(json!({"text": "\\u0000"})), &mut scratch).unwrap();
+        assert_eq!(
+            (kind.as_str(), data.as_deref()),
+            ("model/output", Some(r#"{"text":"\\u0000"}"#))
+        );
+        assert!(matches!(
+            split(u64::MAX, &entry(json!(1)), &mut scratch),
+            Err(LogError::SeqExhausted)
+        ));
+    }
+}

@@ -51,6 +51,8 @@ impl Rng {
 
 struct Workers {
     url: String,
+    /// The workers' stderr logs (kept only while the test runs).
+    logs: tempfile::TempDir,
     children: Vec<Option<Child>>,
     generation: usize,
 }
@@ -59,11 +61,9 @@ impl Workers {
     fn spawn(&mut self, slot: usize) {
         self.generation += 1;
         let owner = format!("w{slot}-g{}", self.generation);
-        let log = std::fs::File::create(
-            std::env::temp_dir().join(format!("coxswain-jepsen-{owner}.log")),
-        )
-        .map(Stdio::from)
-        .unwrap_or_else(|_| Stdio::null());
+        let log = std::fs::File::create(self.logs.path().join(format!("{owner}.log")))
+            .map(Stdio::from)
+            .unwrap_or_else(|_| Stdio::null());
         let child = Command::new(env!("CARGO_BIN_EXE_coxswain-pg-jepsen-worker"))
             .args([&self.url, &owner, &LEASE_MS.to_string()])
             .stdin(Stdio::piped())
@@ -184,6 +184,7 @@ fn jepsen_workers_clients_and_a_nemesis() {
     });
     let mut workers = Workers {
         url: url.clone(),
+        logs: tempfile::tempdir().unwrap(),
         children: (0..WORKERS).map(|_| None).collect(),
         generation: 0,
     };
