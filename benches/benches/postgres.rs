@@ -1,5 +1,5 @@
 //! Bench 9: the PostgreSQL log (`coxswain-postgres`) against a private throwaway server (the
-//! crate's harness; fsync off there, the same for both sides). Deliveries per second through
+//! crate's harness, with `fsync = on`: every commit flushed, for both sides). Deliveries per second through
 //! agents on `PgLog`s at 1, 16 and 64 concurrent sessions (one sender each, quiet deliveries:
 //! one `agent/inbox/spliced` record per append, one transaction each) beside a raw `INSERT` of
 //! the same rows, one transaction per row, at the same concurrency, measured in the same run
@@ -112,10 +112,11 @@ async fn raw_inserts(store: &Store, round: usize, sessions: usize, messages: usi
 }
 
 /// Time from claiming an expired session to its agent restored (closers written), for a
-/// session of `records` records left inside a turn.
-async fn takeover(url: &str, round: usize, records: usize) -> Duration {
+/// session of `records` records left inside a turn: the old owner hangs in its step, and its
+/// lease is made to expire (as if it had stopped renewing it).
+async fn takeover(cluster: &TempCluster, url: &str, round: usize, records: usize) -> Duration {
     let session = format!("takeover-{round}");
-    let old = Store::connect(url, store_options("old", Duration::from_millis(200)))
+    let old = Store::connect(url, store_options("old", Duration::from_secs(30)))
         .await
         .expect("connect");
     let log = old.open(&session).await.expect("open");
@@ -130,23 +131,25 @@ async fn takeover(url: &str, round: usize, records: usize) -> Duration {
         .followup(Message::user("wake", "go"))
         .await
         .expect("a delivery");
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    // The old owner dies inside its turn: nothing renews its lease.
-    drop(agent);
-    drop(old);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let new = Store::connect(
-        url,
-        store_options(&format!("new-{round}"), Duration::from_secs(10)),
-    )
-    .await
-    .expect("connect");
+    while agent.status() == coxswain_core::Status::Idle {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    cluster
+        .psql(&format!(
+            "UPDATE coxswain.sessions SET lease_until = now() - interval '1 second' WHERE session = '{session}'"
+        ))
+        .expect("the lease expires");
+    let new = Store::connect(url, store_options(&format!("new-{round}"), Duration::from_secs(10)))
+        .await
+        .expect("connect");
     let start = Instant::now();
     let mut logs = new.claim_expired(1).await.expect("a claim");
     let log = logs.pop().expect("the expired session");
-    let (agent, recovery) = Agent::open(Hang, log).await.expect("restored");
+    let (restored, recovery) = Agent::open(Hang, log).await.expect("restored");
     let elapsed = start.elapsed();
     assert_eq!(recovery.interrupted_turn, Some(1));
+    let _ = restored.close().await;
     let _ = agent.close().await;
     elapsed
 }
@@ -158,7 +161,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 fn main() {
     let full = full_run();
-    let cluster = match TempCluster::for_tests() {
+    let cluster = match TempCluster::for_benches() {
         Ok(Some(cluster)) => cluster,
         Ok(None) => return,
         Err(error) => panic!("the PostgreSQL bench cluster did not start: {error}"),
@@ -170,7 +173,7 @@ fn main() {
         .expect("a runtime");
     let rounds = if full { ROUNDS } else { 1 };
     let concurrency = [1usize, 16, 64];
-    let messages = |sessions: usize| if full { 32_000 / sessions.max(4) } else { 4 };
+    let messages = |sessions: usize| if full { 16_000 / sessions.max(4) } else { 4 };
     let mut figures = serde_json::Map::new();
     runtime.block_on(async {
         let store = Store::connect(&url, store_options("bench", Duration::from_secs(30)))
@@ -206,7 +209,7 @@ fn main() {
         let records = if full { 1000 } else { 8 };
         let mut times = Vec::new();
         for round in 0..rounds {
-            times.push(takeover(&url, round, records).await.as_secs_f64() * 1e3);
+            times.push(takeover(&cluster, &url, round, records).await.as_secs_f64() * 1e3);
         }
         let takeover_ms = median(times);
         println!("takeover of an expired session of {records} records: {takeover_ms:.1} ms (claim, read back, restore, closers)");

@@ -82,8 +82,28 @@ impl TempCluster {
         }
     }
 
-    /// Creates and starts a cluster in a new temp dir.
+    /// Creates and starts a cluster in a new temp dir, with `fsync = off` (tests: a commit is
+    /// atomic and visible, not flushed).
     pub fn start() -> Result<TempCluster, HarnessError> {
+        TempCluster::start_with(false)
+    }
+
+    /// [`TempCluster::for_tests`] with `fsync = on` (benches: every commit flushed, as in
+    /// production).
+    pub fn for_benches() -> Result<Option<TempCluster>, HarnessError> {
+        match TempCluster::start_with(true) {
+            Err(HarnessError::Missing) if std::env::var("CI").as_deref() != Ok("true") => {
+                eprintln!(
+                    "SKIPPED: the PostgreSQL bench needs the server binaries: install the Debian package `postgresql` (apt-get install postgresql)"
+                );
+                Ok(None)
+            }
+            other => other.map(Some),
+        }
+    }
+
+    /// Creates and starts a cluster in a new temp dir; `fsync` on or off.
+    pub fn start_with(fsync: bool) -> Result<TempCluster, HarnessError> {
         let bin = find_bin().ok_or(HarnessError::Missing)?;
         let dir = tempfile::Builder::new()
             .prefix("coxswain-pg-")
@@ -120,8 +140,9 @@ impl TempCluster {
         std::fs::write(data.join("pg_hba.conf"), hba)
             .map_err(|error| HarnessError::Command(format!("pg_hba.conf: {error}")))?;
         let conf = format!(
-            "listen_addresses = ''\nunix_socket_directories = '{}'\nfsync = off\nmax_connections = 200\npassword_encryption = 'scram-sha-256'\n",
-            cluster.dir.path().display()
+            "listen_addresses = ''\nunix_socket_directories = '{}'\nfsync = {}\nmax_connections = 200\npassword_encryption = 'scram-sha-256'\n",
+            cluster.dir.path().display(),
+            if fsync { "on" } else { "off" }
         );
         let mut existing =
             std::fs::read_to_string(data.join("postgresql.conf")).unwrap_or_default();
