@@ -11,6 +11,7 @@ mod conform;
 mod exec;
 mod fuzz;
 mod load;
+mod pg;
 mod port;
 mod run;
 mod sim;
@@ -59,18 +60,48 @@ enum Command {
         /// The session script (JSON; see examples/ and the top of adapters/cli/src/run/mod.rs).
         script: PathBuf,
         /// Where to write the JSON-lines log (default: a new temp dir); an existing log is resumed.
+        /// A `postgres://…` URL writes to PostgreSQL (with `--session`).
         #[arg(long)]
         log: Option<PathBuf>,
+        /// With a `postgres://…` log: the session to run (taken under a new epoch).
+        #[arg(long)]
+        session: Option<String>,
     },
     /// Load-test the durable path on your disk: deliveries/s, p50/p99 acknowledgement latency,
     /// and the fsync floor measured in the same run.
     Load(load::LoadArgs),
+    /// List the sessions of a PostgreSQL log: owner, epoch, lease, length.
+    Sessions {
+        /// The database: `postgres://…`.
+        url: String,
+    },
+    /// Manage durable logs.
+    #[command(subcommand)]
+    Log(LogCommand),
     /// Check a durable log (JSON lines) against I1, I2, I5 and the splice rules; a shared
-    /// segment log per session. Exit status: 0 ok, 1 violation, 2 needs crash repair.
+    /// segment log per session; a PostgreSQL log per session. Exit status: 0 ok, 1 violation,
+    /// 2 needs crash repair.
     Verify {
-        /// The log file (a session's log, or a shared segment log).
+        /// The log file (a session's log, or a shared segment log), or a `postgres://…` URL.
         log: PathBuf,
-        /// In a segment log: audit only this session (default: every session, one line each).
+        /// In a segment log or a database: audit only this session (default: every session,
+        /// one line each).
+        #[arg(long)]
+        session: Option<String>,
+    },
+}
+
+/// `coxswain log …`.
+#[derive(Subcommand, Debug)]
+enum LogCommand {
+    /// Copy a session's records between a JSON-lines file and PostgreSQL (either way) into an
+    /// empty log.
+    Copy {
+        /// The source: a file, or a `postgres://…` URL (with `--session`).
+        from: PathBuf,
+        /// The target: a file, or a `postgres://…` URL (with `--session`); must be empty.
+        to: PathBuf,
+        /// The session, on the PostgreSQL side(s).
         #[arg(long)]
         session: Option<String>,
     },
@@ -96,8 +127,19 @@ fn main() -> ExitCode {
         Command::Port { misbehave } => port::run(misbehave),
         Command::Traces(args) => traces::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
-        Command::Run { script, log } => run::run(&script, log.as_deref()),
+        Command::Run {
+            script,
+            log,
+            session,
+        } => run::run(&script, log.as_deref(), session.as_deref()),
+        Command::Verify { log, session } if pg::is_postgres(&log) => {
+            pg::verify(&log.to_string_lossy(), session.as_deref())
+        }
         Command::Verify { log, session } => verify::run(&log, session.as_deref()),
+        Command::Sessions { url } => pg::sessions(&url),
+        Command::Log(LogCommand::Copy { from, to, session }) => {
+            pg::copy(&from, &to, session.as_deref())
+        }
         Command::Check(args) => check::run(&args),
         Command::Load(args) => load::run_load(&args),
         Command::View(args) => view::run(&args),

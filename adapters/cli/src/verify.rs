@@ -104,7 +104,7 @@ pub(crate) fn verify_segment(bytes: &[u8], only: Option<&str>) -> SegmentVerdict
 }
 
 /// Prints a verdict as one line (with `prefix`); its exit code: 0, 1 or 2.
-fn report(prefix: &str, verdict: &Verdict) -> u8 {
+pub(crate) fn report(prefix: &str, verdict: &Verdict) -> u8 {
     match verdict {
         Verdict::Violation { line, message } => {
             println!("{prefix}line {line}: {message}");

@@ -148,12 +148,27 @@ pub enum LogError {
     /// cut-back); re-open the segment log.
     #[error("the segment log's writer stopped; re-open it")]
     WriterStopped,
+    /// Another writer took the session over under a newer epoch (a shared log's fencing, e.g.
+    /// PostgreSQL's): this writer's batch is not in the log, and this writer may never append
+    /// again. The agent stops; the new owner's restore decides what the session holds.
+    #[error("session {session}: fenced, epoch {epoch} was taken over by a newer writer; nothing more is appended by this writer")]
+    Fenced {
+        /// The session.
+        session: String,
+        /// The epoch this writer held.
+        epoch: u64,
+    },
 }
 
 impl LogError {
     /// True when the failed append may or may not be in the log ([`LogError::Indeterminate`]).
     pub fn is_indeterminate(&self) -> bool {
         matches!(self, LogError::Indeterminate { .. })
+    }
+
+    /// True when a newer writer took the session over ([`LogError::Fenced`]).
+    pub fn is_fenced(&self) -> bool {
+        matches!(self, LogError::Fenced { .. })
     }
 }
 

@@ -322,4 +322,29 @@ fn main() {
             cell(ratio(rate, today), |r| format!("{r:.1}×")),
         );
     }
+
+    // 9. The PostgreSQL log (present when the server binaries were there for `cargo bench`).
+    if let Some(pg) = read_json(&results_dir().join("postgres.json")) {
+        let field = |case: &str, key: &str| {
+            pg.get(case)
+                .and_then(|c| c.get(key))
+                .and_then(Value::as_f64)
+        };
+        for sessions in [1, 16, 64] {
+            let case = format!("sessions_{sessions}");
+            let ours = field(&case, "deliveries_per_s");
+            let raw = field(&case, "raw_per_s");
+            println!(
+                "| 9 PostgreSQL log | {sessions} concurrent sessions, one transaction per batch | {} deliveries/s | raw INSERT of the same rows {}/s | {} | within 1.5× of raw |",
+                cell(ours, |r| format!("{r:.0}")),
+                cell(raw, |r| format!("{r:.0}")),
+                cell(ratio(raw, ours), |r| format!("{r:.2}×")),
+            );
+        }
+        println!(
+            "| 9 PostgreSQL log | takeover of an expired session ({} records): claim, read back, restore, closers | {} ms | — | — | — |",
+            cell(field("takeover", "records"), |r| format!("{r:.0}")),
+            cell(field("takeover", "ms"), |r| format!("{r:.1}")),
+        );
+    }
 }

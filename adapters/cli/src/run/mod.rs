@@ -83,7 +83,7 @@ fn temp_log() -> Result<PathBuf, String> {
 }
 
 /// `coxswain run`: parses the script, runs it against the log, prints the summary and verdict.
-pub(crate) fn run(script_path: &Path, log: Option<&Path>) -> ExitCode {
+pub(crate) fn run(script_path: &Path, log: Option<&Path>, session: Option<&str>) -> ExitCode {
     let script = match std::fs::read_to_string(script_path)
         .map_err(|e| e.to_string())
         .and_then(|text| script::parse_script(&text))
@@ -104,10 +104,18 @@ pub(crate) fn run(script_path: &Path, log: Option<&Path>) -> ExitCode {
             }
         },
     };
+    let target = match crate::pg::Target::new(&path, session) {
+        Ok(target) => target,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let shown = target.describe();
     if let Some(note) = &script.note {
         println!("{note}");
     }
-    println!("log: {}", path.display());
+    println!("log: {shown}");
     println!();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -120,7 +128,7 @@ pub(crate) fn run(script_path: &Path, log: Option<&Path>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let outcome = match runtime.block_on(runner::session(script, &path, false)) {
+    let outcome = match runtime.block_on(runner::session(script, &target, false)) {
         Ok(outcome) => outcome,
         Err(error) => {
             eprintln!("{error}");
@@ -136,20 +144,26 @@ pub(crate) fn run(script_path: &Path, log: Option<&Path>) -> ExitCode {
             repair,
         } => {
             println!(
-                "log: {} ({events} records) verified: ok ({events} events, {turns} turns)",
-                path.display()
+                "log: {shown} ({events} records) verified: ok ({events} events, {turns} turns)"
             );
             if !repair.is_empty() {
                 println!("     a later open will repair it: {}", repair.join("; "));
             }
-            println!(
-                "     check it again with: coxswain verify {}",
-                path.display()
-            );
+            match &target {
+                crate::pg::Target::File(path) => {
+                    println!(
+                        "     check it again with: coxswain verify {}",
+                        path.display()
+                    )
+                }
+                crate::pg::Target::Postgres { session, .. } => {
+                    println!("     check it again with: coxswain verify URL --session {session}")
+                }
+            }
             ExitCode::SUCCESS
         }
         Verdict::Violation { line, message } => {
-            println!("log: {}: line {line}: {message}", path.display());
+            println!("log: {shown}: line {line}: {message}");
             ExitCode::FAILURE
         }
     }

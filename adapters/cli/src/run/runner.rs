@@ -2,7 +2,6 @@
 //! trigger says, and closes the agent when the script is done.
 
 use std::fmt::Write as _;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +19,9 @@ use super::host::ScriptedHost;
 use super::script::{Action, HostScript, Script, Trigger};
 use super::summary::Stats;
 use super::timeline::{OpenStep, Timeline};
-use crate::verify::{verify_bytes, Verdict};
+use crate::pg::{write_store, Target};
+use crate::verify::{verify_bytes, verify_records, Verdict};
+use coxswain_postgres::Store;
 
 /// What a run produced.
 pub(crate) struct Outcome {
@@ -34,6 +35,8 @@ struct Current {
     printer: JoinHandle<()>,
     closing: Arc<AtomicBool>,
     running: Arc<watch::Sender<usize>>,
+    /// A PostgreSQL session to release once closed: its store and the epoch held.
+    release: Option<(Store, String, i64)>,
 }
 
 impl Current {
@@ -44,6 +47,10 @@ impl Current {
         let mut running = self.running.subscribe();
         let _ = running.wait_for(|n| *n == 0).await;
         let _ = self.printer.await;
+        if let Some((store, session, epoch)) = self.release {
+            let _ = self.agent.finished().await;
+            let _ = store.release(&session, epoch).await;
+        }
     }
 }
 
@@ -52,11 +59,8 @@ async fn open_agent(
     host: &Arc<HostScript>,
     step_ms: u64,
     memory: Option<usize>,
-    path: &Path,
+    target: &Target,
 ) -> Result<Current, String> {
-    let log = FileLog::open(path)
-        .await
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let closing = Arc::new(AtomicBool::new(false));
     let running = Arc::new(watch::Sender::new(0));
     let host = ScriptedHost {
@@ -70,16 +74,35 @@ async fn open_agent(
     if let Some(memory) = memory {
         options.delivery_memory = memory;
     }
-    let (agent, recovery) = Agent::open_with(options, host, log)
-        .await
-        .map_err(|e| format!("cannot open the agent on {}: {e}", path.display()))?;
+    let mut release = None;
+    let opened = match target {
+        Target::File(path) => {
+            let log = FileLog::open(path)
+                .await
+                .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            Agent::open_with(options, host, log).await
+        }
+        Target::Postgres { url, session } => {
+            let store = write_store(url)
+                .await
+                .map_err(|e| format!("cannot open {}: {e}", target.describe()))?;
+            let log = store
+                .open(session)
+                .await
+                .map_err(|e| format!("cannot open {}: {e}", target.describe()))?;
+            release = Some((store, session.clone(), log.epoch().unwrap_or(0)));
+            Agent::open_with(options, host, log).await
+        }
+    };
+    let (agent, recovery) =
+        opened.map_err(|e| format!("cannot open the agent on {}: {e}", target.describe()))?;
     let mut updates = agent.subscribe();
     timeline.count_from(agent.subscribe());
     if recovery.records > 0 {
         timeline.line(None, describe_recovery(&recovery));
     }
     if recovery.closers > 0 {
-        show_repair(timeline, &recovery, path).await?;
+        show_repair(timeline, &recovery, target).await?;
     }
     let printer_timeline = timeline.clone();
     let printer = tokio::spawn(async move {
@@ -106,19 +129,23 @@ async fn open_agent(
         printer,
         closing,
         running,
+        release,
     })
 }
 
 /// Crash repair appends its closers while the agent opens, before anyone can subscribe: they
 /// are read back from the log and shown like every other record.
-async fn show_repair(timeline: &Timeline, recovery: &Recovery, path: &Path) -> Result<(), String> {
-    let bytes = tokio::fs::read(path)
+async fn show_repair(
+    timeline: &Timeline,
+    recovery: &Recovery,
+    target: &Target,
+) -> Result<(), String> {
+    let records = target
+        .records()
         .await
-        .map_err(|e| format!("cannot read back {}: {e}", path.display()))?;
-    let parsed = coxswain_log::parse(&bytes)
-        .map_err(|e| format!("cannot read back {}: {e}", path.display()))?;
+        .map_err(|e| format!("cannot read back {}: {e}", target.describe()))?;
     let mut open: OpenStep = None;
-    for record in parsed.records.iter().skip(recovery.records) {
+    for record in records.iter().skip(recovery.records) {
         let seq = record.seq.unwrap_or(record.line as u64);
         match entry_of(&record.event) {
             Some(entry) => timeline.record(seq, &entry, &mut open),
@@ -187,11 +214,15 @@ async fn reached(timeline: &Timeline, agent: &Agent, trigger: &Trigger) -> bool 
     timeline.has_seen(cue)
 }
 
-/// Runs a script against a log at `path`; prints the timeline unless `quiet`.
-pub(crate) async fn session(script: Script, path: &Path, quiet: bool) -> Result<Outcome, String> {
+/// Runs a script against the log at `target`; prints the timeline unless `quiet`.
+pub(crate) async fn session(
+    script: Script,
+    target: &Target,
+    quiet: bool,
+) -> Result<Outcome, String> {
     let timeline = Arc::new(Timeline::new(quiet));
     let host = Arc::new(script.host);
-    let mut current = open_agent(&timeline, &host, script.step_ms, script.memory, path).await?;
+    let mut current = open_agent(&timeline, &host, script.step_ms, script.memory, target).await?;
     let mut jobs = Vec::new();
     for cued in script.actions {
         if !reached(&timeline, &current.agent, &cued.trigger).await {
@@ -210,7 +241,8 @@ pub(crate) async fn session(script: Script, path: &Path, quiet: bool) -> Result<
                     .say("> reopen: close the agent, then open it again from its log")
                     .await;
                 current.close().await;
-                current = open_agent(&timeline, &host, script.step_ms, script.memory, path).await?;
+                current =
+                    open_agent(&timeline, &host, script.step_ms, script.memory, target).await?;
             }
             Action::WaitIdle => {
                 timeline.say("> wait until idle").await;
@@ -247,10 +279,15 @@ pub(crate) async fn session(script: Script, path: &Path, quiet: bool) -> Result<
         }
     }
     current.close().await;
-    let bytes = tokio::fs::read(path)
-        .await
-        .map_err(|e| format!("cannot read back {}: {e}", path.display()))?;
-    let verdict = verify_bytes(&bytes);
+    let verdict = match target {
+        Target::File(path) => {
+            let bytes = tokio::fs::read(path)
+                .await
+                .map_err(|e| format!("cannot read back {}: {e}", path.display()))?;
+            verify_bytes(&bytes)
+        }
+        Target::Postgres { .. } => verify_records(&target.records().await?, None),
+    };
     let stats = std::mem::take(&mut *timeline.stats());
     Ok(Outcome { stats, verdict })
 }

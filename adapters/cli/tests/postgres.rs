@@ -1,0 +1,130 @@
+//! The CLI against a real, throwaway PostgreSQL server: `run --log postgres://… --session`,
+//! `verify`, `sessions`, `log copy` both ways.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use coxswain_postgres::harness::TempCluster;
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+fn coxswain(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_coxswain"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn the_cli_runs_verifies_lists_and_copies_postgres_logs() {
+    let cluster = match TempCluster::for_tests() {
+        Ok(Some(cluster)) => cluster,
+        Ok(None) => return,
+        Err(error) => panic!("the PostgreSQL test cluster did not start: {error}"),
+    };
+    let url = cluster.url();
+    let dir = tempfile::tempdir().unwrap();
+    let script = examples_dir().join("quickstart.json");
+    let script = script.to_str().unwrap();
+
+    // The quickstart into PostgreSQL, and into a file.
+    let run = coxswain(&["run", script, "--log", &url, "--session", "qs"]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = stdout(&run);
+    let file = dir.path().join("qs.jsonl");
+    let file = file.to_str().unwrap();
+    let file_run = coxswain(&["run", script, "--log", file]);
+    assert!(file_run.status.success());
+    let verified = text
+        .lines()
+        .find(|line| line.contains("verified: ok"))
+        .unwrap()
+        .to_owned();
+    let events: usize = std::fs::read_to_string(file).unwrap().lines().count();
+    assert!(
+        verified.ends_with(&format!(
+            "(session qs) ({events} records) verified: ok ({events} events, 2 turns)"
+        )),
+        "{verified}"
+    );
+
+    // verify: every session, then one.
+    let all = coxswain(&["verify", &url]);
+    assert_eq!(all.status.code(), Some(0));
+    assert_eq!(
+        stdout(&all),
+        format!("session qs: ok ({events} events, 2 turns)\n1 sessions\n")
+    );
+    let one = coxswain(&["verify", &url, "--session", "qs"]);
+    assert_eq!(stdout(&one), format!("ok ({events} events, 2 turns)\n"));
+
+    // sessions: the run released its session.
+    let listed = coxswain(&["sessions", &url]);
+    assert_eq!(
+        stdout(&listed),
+        format!("session\tepoch\towner\tlease\tlength\nqs\t1\t-\treleased\t{events}\n1 sessions\n")
+    );
+
+    // copy the database's session to a file: the same bytes the file run wrote.
+    let back = dir.path().join("back.jsonl");
+    let back = back.to_str().unwrap();
+    let copied = coxswain(&["log", "copy", &url, back, "--session", "qs"]);
+    assert!(
+        copied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&copied.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(back).unwrap(),
+        std::fs::read_to_string(file).unwrap()
+    );
+    // And the file into the database, as a new session; not into a session that has records.
+    let copied = coxswain(&["log", "copy", file, &url, "--session", "from-file"]);
+    assert!(copied.status.success());
+    assert!(stdout(&copied).starts_with(&format!("copied {events} records from ")));
+    let refused = coxswain(&["log", "copy", file, &url, "--session", "from-file"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).ends_with(&format!(
+        "(session from-file) already holds {events} records: copy only into an empty log\n"
+    )));
+    let one = coxswain(&["verify", &url, "--session", "from-file"]);
+    assert_eq!(stdout(&one), format!("ok ({events} events, 2 turns)\n"));
+
+    // A resumed run takes the session under epoch 2.
+    let again = coxswain(&["run", script, "--log", &url, "--session", "qs"]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let listed = stdout(&coxswain(&["sessions", &url]));
+    assert!(listed.contains("\nqs\t2\t-\treleased\t"), "{listed}");
+
+    // Bad input: no --session; an unreachable server; a database without the schema.
+    let missing = coxswain(&["run", script, "--log", &url]);
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr),
+        "a postgres:// log needs --session ID (the session to run or copy)\n"
+    );
+    let down = coxswain(&["sessions", "postgres://postgres@%2Fnonexistent/postgres"]);
+    assert_eq!(down.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&down.stderr).starts_with("cannot reach the PostgreSQL server: ")
+    );
+    let empty = cluster.database("empty").unwrap();
+    let none = coxswain(&["verify", &empty]);
+    assert_eq!(
+        stdout(&none),
+        "the database holds coxswain schema version 0, not 1: nothing to read (a writer creates or upgrades it)\n"
+    );
+}

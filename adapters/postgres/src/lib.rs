@@ -1,0 +1,43 @@
+//! # coxswain-postgres
+//!
+//! A [`DurableLog`](coxswain_tokio::DurableLog) over PostgreSQL: many processes, one fenced
+//! writer per session, leases renewed in the background and expiring by the database's clock,
+//! fail-over by restore.
+//!
+//! * [`Store`]: a connection pool to one database; [`Store::connect`] migrates the schema
+//!   ([`schema`]) and refuses a newer one.
+//! * [`PgLog`]: one session's records; [`Store::open`] takes the session under a new epoch.
+//!   Every append commits only while that epoch is still the session's, checked in the same
+//!   transaction; a writer that was taken over gets
+//!   [`LogError::Fenced`](coxswain_tokio::LogError::Fenced) and its agent stops.
+//! * [`Worker`]: claims sessions whose lease expired, restores and serves them (crash repair,
+//!   S50, writes its closers under the new epoch), releases them on shutdown.
+//! * [`harness`]: a throwaway private PostgreSQL cluster for tests and benches.
+//!
+//! The fencing protocol:
+//!
+//! 1. A session row holds `(epoch, owner, lease_until, length)`; records are
+//!    `(session, seq, epoch, type, data jsonb)`, primary key `(session, seq)`.
+//! 2. Taking a session sets `epoch = epoch + 1, owner = me, lease_until = now() + lease` only
+//!    where the lease expired (or nobody / I own it): the new epoch is mine.
+//! 3. Each batch is one statement: `UPDATE sessions SET length = length + n WHERE session = s
+//!    AND epoch = mine AND length = expected`, then insert the `n` records after the old
+//!    length — committed together or not at all.
+//! 4. Both the takeover and the append lock the session row, so they serialise; READ COMMITTED
+//!    re-checks the epoch after waiting for the lock.
+//! 5. No row updated: the writer is fenced, nothing was inserted, and it never appends again.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod error;
+pub mod harness;
+mod log;
+pub mod schema;
+mod store;
+mod worker;
+
+pub use error::PgError;
+pub use log::PgLog;
+pub use store::{SessionInfo, Store, StoreOptions};
+pub use worker::{Worker, WorkerError};

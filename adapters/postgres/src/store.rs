@@ -1,0 +1,331 @@
+//! [`Store`]: a pool of connections to one database, and the session table's operations —
+//! take a session under a new epoch, claim expired ones, renew and release leases, list.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+use crate::log::{Mode, PgLog};
+use crate::{schema, PgError};
+
+/// How a [`Store`] connects and leases.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct StoreOptions {
+    /// Who takes sessions: written to `sessions.owner`. Must be unique per process (a process
+    /// that opens a session it already owns takes it over, fencing its own older writer).
+    pub owner: String,
+    /// How long a lease lasts past its last renewal, by the database's clock.
+    pub lease: Duration,
+    /// How many connections the pool keeps at most.
+    pub pool_size: usize,
+    /// How long a connection attempt may take.
+    pub connect_timeout: Duration,
+    /// Only check the schema's version, never create or migrate it (for read-only tools).
+    pub read_only: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            owner: default_owner(),
+            lease: Duration::from_secs(10),
+            pool_size: 16,
+            connect_timeout: Duration::from_secs(5),
+            read_only: false,
+        }
+    }
+}
+
+impl StoreOptions {
+    /// The defaults, with `owner`.
+    pub fn owned_by(owner: impl Into<String>) -> Self {
+        StoreOptions {
+            owner: owner.into(),
+            ..StoreOptions::default()
+        }
+    }
+}
+
+/// `host:pid:nanos`: unique per process start.
+fn default_owner() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|name| name.trim().to_owned())
+        .unwrap_or_else(|_| "host".to_owned());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.subsec_nanos());
+    format!("{host}:{}:{nanos:08x}", std::process::id())
+}
+
+/// One row of `coxswain.sessions`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionInfo {
+    /// The session id.
+    pub session: String,
+    /// Its epoch: bumped by every takeover.
+    pub epoch: i64,
+    /// Its owner, if any (`None` once released).
+    pub owner: Option<String>,
+    /// When the owner's lease ends (the database's clock, as text).
+    pub lease_until: Option<String>,
+    /// Whether the lease is live now (by the database's clock).
+    pub live: bool,
+    /// How many records the session holds.
+    pub length: i64,
+}
+
+/// A connection pool to one database whose schema is migrated to [`schema::VERSION`].
+#[derive(Clone, Debug)]
+pub struct Store {
+    pub(crate) pool: Pool,
+    options: StoreOptions,
+    role: String,
+}
+
+impl Store {
+    /// Connects to `url` (`postgres://…` or `host=… user=…`), checks that the server answers and
+    /// accepts the credentials, and migrates the schema (refusing a newer one; with
+    /// [`StoreOptions::read_only`] it only checks the version).
+    pub async fn connect(url: &str, options: StoreOptions) -> Result<Store, PgError> {
+        let mut config = tokio_postgres::Config::from_str(url)
+            .map_err(|error| PgError::Config(crate::error::chain(&error)))?;
+        config.connect_timeout(options.connect_timeout);
+        if config.get_application_name().is_none() {
+            config.application_name("coxswain");
+        }
+        let role = config.get_user().unwrap_or("(default role)").to_owned();
+        // The first connection, made here so its error is the typed one.
+        let (mut client, connection) = config
+            .connect(NoTls)
+            .await
+            .map_err(|error| PgError::connect(&error, &role))?;
+        let task = tokio::spawn(connection);
+        let migrated = if options.read_only {
+            schema::check(&client).await
+        } else {
+            schema::migrate(&mut client).await.map(drop)
+        };
+        drop(client);
+        let _ = task.await;
+        migrated?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size.max(1))
+            .build()
+            .map_err(|error| PgError::Db(error.to_string()))?;
+        Ok(Store {
+            pool,
+            options,
+            role,
+        })
+    }
+
+    /// This store's owner id.
+    pub fn owner(&self) -> &str {
+        &self.options.owner
+    }
+
+    /// The lease length.
+    pub fn lease(&self) -> Duration {
+        self.options.lease
+    }
+
+    /// A pooled connection, for a tool's own queries beside the log (e.g. a request table in
+    /// the same database).
+    pub async fn client_for_tools(&self) -> Result<deadpool_postgres::Object, PgError> {
+        self.client().await
+    }
+
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, PgError> {
+        self.pool.get().await.map_err(|error| match error {
+            deadpool_postgres::PoolError::Backend(error) => PgError::connect(&error, &self.role),
+            other => PgError::Unreachable(other.to_string()),
+        })
+    }
+
+    /// Takes `session` for writing under a new epoch, creating it if it does not exist. Fails
+    /// with [`PgError::Held`] while another owner's lease is live. Read the log back (open an
+    /// agent on it) before appending: [`Agent::open`](coxswain_tokio::Agent::open) does.
+    pub async fn open(&self, session: &str) -> Result<PgLog, PgError> {
+        check_session(session)?;
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(
+                "INSERT INTO coxswain.sessions AS s (session, epoch, owner, lease_until, length)
+                 VALUES ($1, 1, $2, now() + make_interval(secs => $3), 0)
+                 ON CONFLICT (session) DO UPDATE
+                 SET epoch = s.epoch + 1, owner = $2, lease_until = now() + make_interval(secs => $3)
+                 WHERE s.owner IS NULL OR s.lease_until IS NULL OR s.lease_until < now() OR s.owner = $2
+                 RETURNING epoch",
+            )
+            .await?;
+        let rows = client
+            .query(&statement, &[&session, &self.owner(), &self.lease_secs()])
+            .await?;
+        match rows.first() {
+            Some(row) => Ok(PgLog::new(self.clone(), session, Mode::Writer(row.get(0)))),
+            None => Err(self.held(session).await),
+        }
+    }
+
+    /// Opens `session` read-only: it reads back, and refuses to append. Fails with
+    /// [`PgError::NoSession`] if the session does not exist.
+    pub async fn open_read_only(&self, session: &str) -> Result<PgLog, PgError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT 1 FROM coxswain.sessions WHERE session = $1",
+                &[&session],
+            )
+            .await?;
+        match row {
+            Some(_) => Ok(PgLog::new(self.clone(), session, Mode::ReadOnly)),
+            None => Err(PgError::NoSession(session.to_owned())),
+        }
+    }
+
+    /// Registers `session` without an owner (epoch 0), so that a worker's
+    /// [`claim_expired`](Store::claim_expired) picks it up; an existing session is left alone.
+    pub async fn register(&self, session: &str) -> Result<(), PgError> {
+        check_session(session)?;
+        let client = self.client().await?;
+        client
+            .execute(
+                "INSERT INTO coxswain.sessions (session, epoch, owner, lease_until, length)
+                 VALUES ($1, 0, NULL, NULL, 0) ON CONFLICT (session) DO NOTHING",
+                &[&session],
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Takes up to `max` sessions that have no owner or whose lease expired (by the database's
+    /// clock), each under a new epoch. Sessions locked by an append in flight are skipped.
+    pub async fn claim_expired(&self, max: usize) -> Result<Vec<PgLog>, PgError> {
+        let client = self.client().await?;
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        let rows = client
+            .query(
+                "UPDATE coxswain.sessions AS s
+                 SET epoch = s.epoch + 1, owner = $1, lease_until = now() + make_interval(secs => $2)
+                 FROM (SELECT session FROM coxswain.sessions
+                       WHERE owner IS NULL OR lease_until IS NULL OR lease_until < now()
+                       ORDER BY session LIMIT $3 FOR UPDATE SKIP LOCKED) AS free
+                 WHERE s.session = free.session
+                 RETURNING s.session, s.epoch",
+                &[&self.owner(), &self.lease_secs(), &max],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let session: String = row.get(0);
+                PgLog::new(self.clone(), &session, Mode::Writer(row.get(1)))
+            })
+            .collect())
+    }
+
+    /// Renews the lease of `session` at `epoch`; `false` when the epoch is no longer the
+    /// session's (fenced).
+    pub async fn renew(&self, session: &str, epoch: i64) -> Result<bool, PgError> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(
+                "UPDATE coxswain.sessions SET lease_until = now() + make_interval(secs => $3)
+                 WHERE session = $1 AND epoch = $2",
+            )
+            .await?;
+        let rows = client
+            .execute(&statement, &[&session, &epoch, &self.lease_secs()])
+            .await?;
+        Ok(rows == 1)
+    }
+
+    /// Gives `session` up (no owner, no lease) if `epoch` still holds it; the epoch stays, so
+    /// the next owner's is newer. `false` when it was no longer held at `epoch`.
+    pub async fn release(&self, session: &str, epoch: i64) -> Result<bool, PgError> {
+        let client = self.client().await?;
+        let rows = client
+            .execute(
+                "UPDATE coxswain.sessions SET owner = NULL, lease_until = NULL
+                 WHERE session = $1 AND epoch = $2",
+                &[&session, &epoch],
+            )
+            .await?;
+        Ok(rows == 1)
+    }
+
+    /// Every session, by id: owner, epoch, lease, length.
+    pub async fn sessions(&self) -> Result<Vec<SessionInfo>, PgError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT session, epoch, owner, lease_until::text,
+                        coalesce(lease_until > now(), false), length
+                 FROM coxswain.sessions ORDER BY session",
+                &[],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| SessionInfo {
+                session: row.get(0),
+                epoch: row.get(1),
+                owner: row.get(2),
+                lease_until: row.get(3),
+                live: row.get(4),
+                length: row.get(5),
+            })
+            .collect())
+    }
+
+    fn lease_secs(&self) -> f64 {
+        self.options.lease.as_secs_f64()
+    }
+
+    /// The [`PgError::Held`] of a session an open could not take.
+    async fn held(&self, session: &str) -> PgError {
+        let Ok(client) = self.client().await else {
+            return PgError::Held {
+                session: session.to_owned(),
+                owner: "(unknown)".to_owned(),
+                epoch: 0,
+                lease_until: "(unknown)".to_owned(),
+            };
+        };
+        match client
+            .query_opt(
+                "SELECT coalesce(owner, ''), epoch, coalesce(lease_until::text, '')
+                 FROM coxswain.sessions WHERE session = $1",
+                &[&session],
+            )
+            .await
+        {
+            Ok(Some(row)) => PgError::Held {
+                session: session.to_owned(),
+                owner: row.get(0),
+                epoch: row.get(1),
+                lease_until: row.get(2),
+            },
+            Ok(None) => PgError::NoSession(session.to_owned()),
+            Err(error) => error.into(),
+        }
+    }
+}
+
+fn check_session(session: &str) -> Result<(), PgError> {
+    if session.is_empty() || session.contains('\0') {
+        return Err(PgError::BadSession(session.to_owned()));
+    }
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! [`Worker`]: a process's share of the sessions — claim the ones whose lease expired, restore
+//! and serve them, release them on shutdown.
+
+use std::collections::BTreeMap;
+
+use coxswain_tokio::{Agent, Ending, Host, OpenError, Options, Recovery};
+
+use crate::{PgError, PgLog, SessionInfo, Store};
+
+/// Why a [`Worker`] could not take or serve a session.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// The database refused or failed.
+    #[error(transparent)]
+    Store(#[from] PgError),
+    /// The session's log could not be restored (read back, repaired, closed, restored).
+    #[error("session {session}: {error}")]
+    Open {
+        /// The session.
+        session: String,
+        /// Why.
+        error: OpenError,
+    },
+}
+
+struct Served {
+    agent: Agent,
+    epoch: i64,
+}
+
+/// Serves sessions of one [`Store`]: each session it holds runs as an [`Agent`] over a
+/// [`PgLog`] it took under a new epoch.
+pub struct Worker<H: Host> {
+    store: Store,
+    make_host: Box<dyn Fn(&str) -> H + Send + Sync>,
+    options: Options,
+    served: BTreeMap<String, Served>,
+}
+
+impl<H: Host> Worker<H> {
+    /// A worker on `store` whose agents get their host from `make_host(session)` and run with
+    /// `options` (the same [`Options::delivery_memory`] everywhere, S51).
+    pub fn new(
+        store: Store,
+        options: Options,
+        make_host: impl Fn(&str) -> H + Send + Sync + 'static,
+    ) -> Self {
+        Worker {
+            store,
+            make_host: Box::new(make_host),
+            options,
+            served: BTreeMap::new(),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Takes `session` now (creating it if new) and serves it; [`PgError::Held`] while another
+    /// owner's lease is live.
+    pub async fn open(&mut self, session: &str) -> Result<Recovery, WorkerError> {
+        let log = self.store.open(session).await?;
+        self.serve(log).await
+    }
+
+    /// Claims up to `max` sessions whose lease expired (or that have no owner), restores each
+    /// (crash repair writes its closers under the new epoch, S50) and serves it. A session
+    /// whose log cannot be restored is released again and reported.
+    pub async fn claim_expired(
+        &mut self,
+        max: usize,
+    ) -> Result<Vec<(String, Result<Recovery, WorkerError>)>, WorkerError> {
+        let logs = self.store.claim_expired(max).await?;
+        let mut claimed = Vec::with_capacity(logs.len());
+        for log in logs {
+            let session = log.session().to_owned();
+            let epoch = log.epoch();
+            let result = self.serve(log).await;
+            if result.is_err() {
+                if let Some(epoch) = epoch {
+                    let _ = self.store.release(&session, epoch).await;
+                }
+            }
+            claimed.push((session, result));
+        }
+        Ok(claimed)
+    }
+
+    async fn serve(&mut self, log: PgLog) -> Result<Recovery, WorkerError> {
+        let session = log.session().to_owned();
+        let epoch = log.epoch().unwrap_or(0);
+        let host = (self.make_host)(&session);
+        let mut options = self.options.clone();
+        options.name = session.clone();
+        let (agent, recovery) = Agent::open_with(options, host, log)
+            .await
+            .map_err(|error| WorkerError::Open {
+                session: session.clone(),
+                error,
+            })?;
+        if let Some(old) = self.served.insert(session, Served { agent, epoch }) {
+            let _ = old.agent.close().await;
+        }
+        Ok(recovery)
+    }
+
+    /// The agent serving `session`, if this worker serves it.
+    pub fn agent(&self, session: &str) -> Option<&Agent> {
+        self.served.get(session).map(|served| &served.agent)
+    }
+
+    /// The sessions this worker serves, with the epoch it holds each under.
+    pub fn serving(&self) -> impl Iterator<Item = (&str, i64)> + '_ {
+        self.served
+            .iter()
+            .map(|(session, served)| (session.as_str(), served.epoch))
+    }
+
+    /// Drops the sessions whose agent ended (fenced, a failed append, disposed) and returns
+    /// them with their ending. A fenced session is some other worker's now.
+    pub fn reap(&mut self) -> Vec<(String, Ending)> {
+        let ended: Vec<String> = self
+            .served
+            .iter()
+            .filter(|(_, served)| served.agent.ending().is_some())
+            .map(|(session, _)| session.clone())
+            .collect();
+        ended
+            .into_iter()
+            .filter_map(|session| {
+                let served = self.served.remove(&session)?;
+                Some((session, served.agent.ending()?))
+            })
+            .collect()
+    }
+
+    /// Every session in the database: owner, epoch, lease, length.
+    pub async fn sessions(&self) -> Result<Vec<SessionInfo>, PgError> {
+        self.store.sessions().await
+    }
+
+    /// Opens `session` read-only (any session, served here or not).
+    pub async fn read_only(&self, session: &str) -> Result<PgLog, PgError> {
+        self.store.open_read_only(session).await
+    }
+
+    /// Closes every agent (each ends after what it was doing is durable) and releases its
+    /// session, so another worker may claim it at once. Returns how many were released.
+    pub async fn shutdown(mut self) -> usize {
+        let mut released = 0;
+        for (session, served) in std::mem::take(&mut self.served) {
+            let _ = served.agent.close().await;
+            let _ = served.agent.finished().await;
+            if matches!(self.store.release(&session, served.epoch).await, Ok(true)) {
+                released += 1;
+            }
+        }
+        released
+    }
+}

@@ -1,0 +1,227 @@
+//! Bench 9: the PostgreSQL log (`coxswain-postgres`) against a private throwaway server (the
+//! crate's harness, with `fsync = on`: every commit flushed, for both sides). Deliveries per second through
+//! agents on `PgLog`s at 1, 16 and 64 concurrent sessions (one sender each, quiet deliveries:
+//! one `agent/inbox/spliced` record per append, one transaction each) beside a raw `INSERT` of
+//! the same rows, one transaction per row, at the same concurrency, measured in the same run
+//! (goal: within 1.5× of it). And the takeover time once a lease expired: claim the session
+//! under a new epoch, read back its records, restore the agent and write crash repair's closers.
+//!
+//! Without the server binaries it prints one SKIPPED line (with `CI=true` it fails). A smoke
+//! run (`cargo test --benches`) uses tiny sizes and writes no figures.
+
+use std::time::{Duration, Instant};
+
+use coxswain_benches::report_file::{full_run, save};
+use coxswain_core::{Message, StepAnswer};
+use coxswain_postgres::harness::TempCluster;
+use coxswain_postgres::{Store, StoreOptions};
+use coxswain_tokio::{Agent, Host, Options, StepContext};
+use serde_json::{json, Value};
+
+/// Rounds of every case (interleaved); the medians are reported.
+const ROUNDS: usize = 3;
+
+/// A step that never ends (until cancelled): a session left inside a turn, for the takeover.
+struct Hang;
+
+impl Host for Hang {
+    async fn step(&self, cx: StepContext) -> StepAnswer {
+        cx.cancel.cancelled().await;
+        StepAnswer::Completed
+    }
+}
+
+fn store_options(owner: &str, lease: Duration) -> StoreOptions {
+    let mut options = StoreOptions::owned_by(owner);
+    options.pool_size = 80;
+    options.lease = lease;
+    options
+}
+
+/// Deliveries/s through `sessions` agents on PostgreSQL, `messages` each.
+async fn through_agents(store: &Store, round: usize, sessions: usize, messages: usize) -> f64 {
+    let mut agents = Vec::new();
+    for s in 0..sessions {
+        let log = store
+            .open(&format!("bench-{round}-{sessions}-{s}"))
+            .await
+            .expect("open");
+        let (agent, _) = Agent::open_with(Options::default(), Hang, log)
+            .await
+            .expect("an agent");
+        agents.push(agent);
+    }
+    let start = Instant::now();
+    let tasks: Vec<_> = agents
+        .iter()
+        .cloned()
+        .map(|agent| {
+            tokio::spawn(async move {
+                for m in 0..messages {
+                    agent
+                        .inject(Message::user(format!("m{m}"), "context"))
+                        .await
+                        .expect("a delivery");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("a sender");
+    }
+    let rate = (sessions * messages) as f64 / start.elapsed().as_secs_f64();
+    for agent in agents {
+        let _ = agent.close().await;
+    }
+    rate
+}
+
+/// The same rows by raw `INSERT`, one transaction each, `sessions` connections at once.
+async fn raw_inserts(store: &Store, round: usize, sessions: usize, messages: usize) -> f64 {
+    let data = json!({"target": "next-step", "start": 0, "inserted": [
+        {"id": "m0", "source": {"kind": "user"}, "content": "context"}]})
+    .to_string();
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..sessions)
+        .map(|s| {
+            let store = store.clone();
+            let data = data.clone();
+            tokio::spawn(async move {
+                let client = store.client_for_tools().await.expect("a connection");
+                let statement = client
+                    .prepare_cached(
+                        "INSERT INTO bench.raw (session, seq, epoch, type, data)
+                         VALUES ($1, $2, 1, 'agent/inbox/spliced', $3::text::jsonb)",
+                    )
+                    .await
+                    .expect("prepare");
+                let session = format!("raw-{round}-{sessions}-{s}");
+                for m in 0..messages {
+                    client
+                        .execute(&statement, &[&session, &(m as i64 + 1), &data])
+                        .await
+                        .expect("an insert");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("an inserter");
+    }
+    (sessions * messages) as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Time from claiming an expired session to its agent restored (closers written), for a
+/// session of `records` records left inside a turn: the old owner hangs in its step, and its
+/// lease is made to expire (as if it had stopped renewing it).
+async fn takeover(cluster: &TempCluster, url: &str, round: usize, records: usize) -> Duration {
+    let session = format!("takeover-{round}");
+    let old = Store::connect(url, store_options("old", Duration::from_secs(30)))
+        .await
+        .expect("connect");
+    let log = old.open(&session).await.expect("open");
+    let (agent, _) = Agent::open(Hang, log).await.expect("an agent");
+    for m in 0..records.saturating_sub(4) {
+        agent
+            .inject(Message::user(format!("m{m}"), "context"))
+            .await
+            .expect("a delivery");
+    }
+    agent
+        .followup(Message::user("wake", "go"))
+        .await
+        .expect("a delivery");
+    while agent.status() == coxswain_core::Status::Idle {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    cluster
+        .psql(&format!(
+            "UPDATE coxswain.sessions SET lease_until = now() - interval '1 second' WHERE session = '{session}'"
+        ))
+        .expect("the lease expires");
+    let new = Store::connect(
+        url,
+        store_options(&format!("new-{round}"), Duration::from_secs(10)),
+    )
+    .await
+    .expect("connect");
+    let start = Instant::now();
+    // (`open`, not `claim_expired`: the other cases' sessions have expired leases too.)
+    let log = new.open(&session).await.expect("the expired session");
+    let (restored, recovery) = Agent::open(Hang, log).await.expect("restored");
+    let elapsed = start.elapsed();
+    assert_eq!(recovery.interrupted_turn, Some(1));
+    let _ = restored.close().await;
+    let _ = agent.close().await;
+    elapsed
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let full = full_run();
+    let cluster = match TempCluster::for_benches() {
+        Ok(Some(cluster)) => cluster,
+        Ok(None) => return,
+        Err(error) => panic!("the PostgreSQL bench cluster did not start: {error}"),
+    };
+    let url = cluster.url();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let rounds = if full { ROUNDS } else { 1 };
+    let concurrency = [1usize, 16, 64];
+    let messages = |sessions: usize| if full { 16_000 / sessions.max(4) } else { 4 };
+    let mut figures = serde_json::Map::new();
+    runtime.block_on(async {
+        let store = Store::connect(&url, store_options("bench", Duration::from_secs(30)))
+            .await
+            .expect("connect");
+        store
+            .client_for_tools()
+            .await
+            .expect("a connection")
+            .batch_execute(
+                "CREATE SCHEMA bench; CREATE TABLE bench.raw (session text, seq bigint,
+                 epoch bigint, type text, data jsonb, PRIMARY KEY (session, seq))",
+            )
+            .await
+            .expect("the raw table");
+        for &sessions in &concurrency {
+            let (mut ours, mut raw) = (Vec::new(), Vec::new());
+            for round in 0..rounds {
+                ours.push(through_agents(&store, round, sessions, messages(sessions)).await);
+                raw.push(raw_inserts(&store, round, sessions, messages(sessions)).await);
+            }
+            let (ours, raw) = (median(ours), median(raw));
+            println!(
+                "{sessions:>3} sessions: {ours:.0} deliveries/s through PgLog; raw INSERT {raw:.0} rows/s ({:.2}× ours)",
+                raw / ours
+            );
+            figures.insert(
+                format!("sessions_{sessions}"),
+                json!({"sessions": sessions, "messages": messages(sessions),
+                       "deliveries_per_s": ours, "raw_per_s": raw}),
+            );
+        }
+        let records = if full { 1000 } else { 8 };
+        let mut times = Vec::new();
+        for round in 0..rounds {
+            times.push(takeover(&cluster, &url, round, records).await.as_secs_f64() * 1e3);
+        }
+        let takeover_ms = median(times);
+        println!("takeover of an expired session of {records} records: {takeover_ms:.1} ms (claim, read back, restore, closers)");
+        figures.insert(
+            "takeover".to_owned(),
+            json!({"records": records, "ms": takeover_ms}),
+        );
+    });
+    if full {
+        save("postgres", &Value::Object(figures));
+    }
+}
