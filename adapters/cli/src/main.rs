@@ -89,6 +89,12 @@ enum Command {
         #[arg(long)]
         session: Option<String>,
     },
+    /// Write one self-contained HTML page that shows a session's log: turns and steps as
+    /// lanes, the depth of both lists, each message's life, the auditor's verdict.
+    View(view::ViewArgs),
+    /// Deterministic simulation of the tokio adapter: seeded clients, log and host faults,
+    /// crashes at any await point; prints the totals (acknowledged inputs lost must be 0).
+    Sim(sim::SimArgs),
 }
 
 /// `coxswain log …`.
@@ -105,12 +111,6 @@ enum LogCommand {
         #[arg(long)]
         session: Option<String>,
     },
-    /// Write one self-contained HTML page that shows a session's log: turns and steps as
-    /// lanes, the depth of both lists, each message's life, the auditor's verdict.
-    View(view::ViewArgs),
-    /// Deterministic simulation of the tokio adapter: seeded clients, log and host faults,
-    /// crashes at any await point; prints the totals (acknowledged inputs lost must be 0).
-    Sim(sim::SimArgs),
 }
 
 fn main() -> ExitCode {
