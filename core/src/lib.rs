@@ -22,6 +22,7 @@
 
 mod config;
 mod error;
+mod hasher;
 mod inbox;
 mod input;
 mod machine;

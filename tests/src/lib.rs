@@ -6,6 +6,8 @@ mod conformance;
 #[cfg(test)]
 mod harness;
 #[cfg(test)]
+mod hashdos;
+#[cfg(test)]
 mod model_check;
 #[cfg(test)]
 mod proptests;

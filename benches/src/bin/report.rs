@@ -322,4 +322,23 @@ fn main() {
             cell(ratio(rate, today), |r| format!("{r:.1}×")),
         );
     }
+
+    // 10. Hostile ids (HashDoS): crafted vs ordinary ids, per id (insert + lookup + remove).
+    for (name, what) in [
+        ("old_keys", "old fixed keys (`FixedState`), bare `HashMap`"),
+        ("machine_default_seed", "core, `Config::new()` (seed 0)"),
+        (
+            "machine_random_seed",
+            "core, random seed (as the tokio adapter)",
+        ),
+    ] {
+        let crafted = per_element("hashdos", &format!("{name}/crafted"));
+        let ordinary = per_element("hashdos", &format!("{name}/ordinary"));
+        println!(
+            "| 10 hostile ids | {what}: 10,240 crafted ids | {} / id | {} (10,240 ordinary ids) | {} | flat with a seed |",
+            cell(crafted, time),
+            cell(ordinary, time),
+            cell(ratio(crafted, ordinary), |r| format!("{r:.2}×"))
+        );
+    }
 }
