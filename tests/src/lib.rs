@@ -10,6 +10,8 @@ mod hashdos;
 #[cfg(test)]
 mod model_check;
 #[cfg(test)]
+mod mutation_gate;
+#[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod readme;
