@@ -19,7 +19,7 @@ use std::time::Duration;
 use coxswain_benches::hashdos::{crafted_ids, ordinary_ids};
 use coxswain_benches::settle;
 use coxswain_core::{Config, Machine, Message, MessageId, Target};
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use foldhash::fast::FixedState;
 
 fn old_keys_table(ids: &[MessageId]) -> usize {
@@ -55,12 +55,12 @@ fn hashdos(c: &mut Criterion) {
     let seed = std::collections::hash_map::RandomState::new().hash_one(0u8);
     let mut group = c.benchmark_group("hashdos");
     group.throughput(Throughput::Elements(crafted.len() as u64));
-    group.sample_size(10);
+    group.sample_size(20);
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
     for (kind, ids) in [("ordinary", &ordinary), ("crafted", &crafted)] {
         let keys: Vec<MessageId> = ids.iter().map(|id| MessageId::new(id.as_str())).collect();
-        group.bench_function(format!("old_keys/{kind}"), |b| {
+        group.bench_function(BenchmarkId::new("old_keys", kind), |b| {
             b.iter(|| old_keys_table(black_box(&keys)))
         });
         let messages: Vec<Arc<Message>> = ids
@@ -71,7 +71,7 @@ fn hashdos(c: &mut Criterion) {
             ("machine_default_seed", Config::new()),
             ("machine_random_seed", Config::new().with_hash_seed(seed)),
         ] {
-            group.bench_function(format!("{name}/{kind}"), |b| {
+            group.bench_function(BenchmarkId::new(name, kind), |b| {
                 b.iter(|| machine_session(config, black_box(&messages)))
             });
         }

@@ -80,7 +80,9 @@ mod tests {
         for config in [
             Config::new(),
             Config::new().with_hash_seed(0x5eed),
-            Config::new().with_delivery_memory(2).with_hash_seed(u64::MAX),
+            Config::new()
+                .with_delivery_memory(2)
+                .with_hash_seed(u64::MAX),
         ] {
             assert_eq!(Machine::with_config(config).config(), config);
             let restored = Machine::restore_with(config, &[], 0).map(|m| m.config());
