@@ -16,6 +16,7 @@ use coxswain_core::{
 };
 
 pub mod alloc;
+pub mod hashdos;
 pub mod report_file;
 
 /// A user message `{ id: "m<i>", source: { kind: "user" }, content: "hello" }`, shared.

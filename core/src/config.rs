@@ -1,5 +1,9 @@
 //! What the host chooses when it creates or restores a machine.
 
+/// The seed of [`Config::new`]: fixed, so the model checker and recorded traces hash the same on
+/// every run (S1). A host that takes ids from untrusted callers passes its own.
+pub(crate) const DEFAULT_HASH_SEED: u64 = 0;
+
 /// The host's choices for one machine. Not written to the log: pass the same when restoring.
 ///
 /// ```
@@ -15,18 +19,74 @@ pub struct Config {
     /// pending lists a delivery may not reuse (`already-delivered`, S52). 0, the default, is
     /// plain S9: a claimed or removed id may be delivered again at once.
     pub delivery_memory: usize,
+    /// The seed of the keys that hash message ids in the machine's indexes. Ids are chosen by
+    /// callers; with keys an attacker knows they can craft ids that collide, so every delivery
+    /// and lookup scans (HashDoS). A host that takes ids from untrusted callers passes a random
+    /// seed (the core reads no randomness itself, S1). The seed changes no output, event or
+    /// rejection: only how fast the indexes answer. 0, the default, is fixed.
+    pub hash_seed: u64,
 }
 
 impl Config {
-    /// The defaults: no delivery memory.
+    /// The defaults: no delivery memory, the fixed hash seed.
     pub const fn new() -> Self {
-        Config { delivery_memory: 0 }
+        Config {
+            delivery_memory: 0,
+            hash_seed: DEFAULT_HASH_SEED,
+        }
     }
 
     /// This config with a delivery memory of `capacity` ids (S51).
     pub const fn with_delivery_memory(self, capacity: usize) -> Self {
         Config {
             delivery_memory: capacity,
+            ..self
+        }
+    }
+
+    /// This config with the hash keys derived from `seed` (see [`Config::hash_seed`]).
+    ///
+    /// ```
+    /// use coxswain_core::{Config, Machine};
+    ///
+    /// let machine = Machine::with_config(Config::new().with_hash_seed(0x5eed));
+    /// assert_eq!(machine.config().hash_seed, 0x5eed);
+    /// ```
+    pub const fn with_hash_seed(self, seed: u64) -> Self {
+        Config {
+            hash_seed: seed,
+            ..self
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Machine;
+
+    #[test]
+    fn each_builder_sets_its_field_and_keeps_the_other() {
+        let config = Config::new().with_hash_seed(7).with_delivery_memory(3);
+        assert_eq!((config.delivery_memory, config.hash_seed), (3, 7));
+        let config = Config::new().with_delivery_memory(3).with_hash_seed(7);
+        assert_eq!((config.delivery_memory, config.hash_seed), (3, 7));
+        assert_eq!(Config::new(), Config::default());
+        assert_eq!(Config::new().hash_seed, DEFAULT_HASH_SEED);
+    }
+
+    #[test]
+    fn s51_a_machine_reports_the_config_it_was_made_and_restored_with() {
+        for config in [
+            Config::new(),
+            Config::new().with_hash_seed(0x5eed),
+            Config::new()
+                .with_delivery_memory(2)
+                .with_hash_seed(u64::MAX),
+        ] {
+            assert_eq!(Machine::with_config(config).config(), config);
+            let restored = Machine::restore_with(config, &[], 0).map(|m| m.config());
+            assert_eq!(restored, Ok(config));
         }
     }
 }

@@ -20,9 +20,7 @@ use crate::message::{Batch, MessageId, SharedMessage};
 use crate::output::{Event, Notification, Splice, SpliceOutcome};
 use crate::transition::Queue;
 
-/// The pending-id index's hasher: foldhash with a fixed seed, since the core reads no randomness
-/// (S1) and model checking must be reproducible.
-pub(crate) type IdHasher = foldhash::fast::FixedState;
+pub(crate) use crate::hasher::IdHasher;
 
 /// One pending message and whether it was delivered waking (S19)
 /// ([example](crate::Machine#the-pending-lists)).
@@ -126,12 +124,18 @@ impl Hash for Inbox {
 }
 
 impl Inbox {
-    /// Empty lists and a delivery memory of `capacity` (S51).
-    pub(crate) fn with_memory(capacity: usize) -> Self {
+    /// Empty lists, a delivery memory of `capacity` (S51), the indexes keyed by `hasher`.
+    pub(crate) fn with_memory(capacity: usize, hasher: IdHasher) -> Self {
         Inbox {
-            memory: DeliveryMemory::new(capacity),
+            memory: DeliveryMemory::new(capacity, hasher.clone()),
+            index: HashMap::with_hasher(hasher),
             ..Inbox::default()
         }
+    }
+
+    /// The keys of the id index (the seed of [`Config::hash_seed`](crate::Config::hash_seed)).
+    pub(crate) fn hasher(&self) -> &IdHasher {
+        self.index.hasher()
     }
 
     /// The delivery memory (S51).
@@ -364,9 +368,11 @@ impl Inbox {
         next_turn: impl IntoIterator<Item = (SharedMessage, bool)>,
         next_step: impl IntoIterator<Item = (SharedMessage, bool)>,
         memory: DeliveryMemory,
+        hasher: IdHasher,
     ) -> Self {
         let mut inbox = Inbox {
             memory,
+            index: HashMap::with_hasher(hasher),
             ..Inbox::default()
         };
         for (target, items) in [
@@ -526,5 +532,23 @@ mod tests {
         assert_eq!(hash(&one), hash(&two));
         two.append(Target::NextStep, user("b"), false, &mut out);
         assert_ne!(one, two);
+    }
+
+    /// Found by cargo-mutants (docs/MUTANTS.md): lists of the same length and waking flags but
+    /// other messages are other states, for equality and for the hash the model checker uses.
+    #[test]
+    fn equality_and_hash_look_at_every_message() {
+        let mut out = Queue::default();
+        let mut one = Inbox::default();
+        one.append(Target::NextTurn, user("a"), false, &mut out);
+        let mut two = Inbox::default();
+        two.append(Target::NextTurn, user("b"), false, &mut out);
+        assert_ne!(one, two);
+        let hash = |inbox: &Inbox| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            inbox.hash(&mut hasher);
+            hasher.finish()
+        };
+        assert_ne!(hash(&one), hash(&two));
     }
 }

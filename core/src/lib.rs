@@ -24,6 +24,7 @@
 
 mod config;
 mod error;
+mod hasher;
 mod inbox;
 mod input;
 mod machine;

@@ -6,6 +6,7 @@
 
 use crate::config::Config;
 use crate::error::{Completion, Rejected};
+use crate::hasher::IdHasher;
 use crate::inbox::{Inbox, Pending};
 use crate::input::{
     CancelCause, ErrorInfo, Input, MaintenanceInput, PreStepAnswer, Preset, StepAnswer, Target,
@@ -270,12 +271,15 @@ impl Machine {
 
     /// A fresh machine with the host's [`Config`] (the delivery memory's capacity, S51).
     pub fn with_config(config: Config) -> Self {
-        Machine::with_state(Inbox::with_memory(config.delivery_memory), 0)
+        let hasher = IdHasher::new(config.hash_seed);
+        Machine::with_state(Inbox::with_memory(config.delivery_memory, hasher), 0)
     }
 
     /// The [`Config`] the machine was created or restored with.
     pub fn config(&self) -> Config {
-        Config::new().with_delivery_memory(self.inbox.memory().capacity())
+        Config::new()
+            .with_delivery_memory(self.inbox.memory().capacity())
+            .with_hash_seed(self.inbox.hasher().seed())
     }
 
     pub(crate) fn with_state(inbox: Inbox, last_turn: u64) -> Self {

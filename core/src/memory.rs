@@ -41,13 +41,14 @@ impl Hash for Held {
 }
 
 impl DeliveryMemory {
-    /// An empty memory holding at most `capacity` ids (0: it holds none, plain S9).
-    pub(crate) fn new(capacity: usize) -> Self {
+    /// An empty memory holding at most `capacity` ids (0: it holds none, plain S9), its index
+    /// keyed by `hasher`.
+    pub(crate) fn new(capacity: usize, hasher: IdHasher) -> Self {
         DeliveryMemory((capacity > 0).then(|| {
             Box::new(Held {
                 capacity,
                 ring: VecDeque::new(),
-                index: HashSet::default(),
+                index: HashSet::with_hasher(hasher),
             })
         }))
     }
@@ -115,7 +116,7 @@ mod tests {
 
     #[test]
     fn s51_the_oldest_is_forgotten_past_the_capacity() {
-        let mut memory = DeliveryMemory::new(2);
+        let mut memory = DeliveryMemory::new(2, IdHasher::default());
         for id in ["a", "b", "c"] {
             memory.left(&id.into());
         }
@@ -129,7 +130,7 @@ mod tests {
 
     #[test]
     fn s51_capacity_zero_holds_nothing() {
-        let mut memory = DeliveryMemory::new(0);
+        let mut memory = DeliveryMemory::new(0, IdHasher::default());
         memory.left(&"a".into());
         assert_eq!(ids(&memory), Vec::<&str>::new());
         assert!(!memory.holds(&"a".into()));

@@ -162,8 +162,8 @@ impl Restorer {
             index: 0,
             next_turn: VecDeque::new(),
             next_step: VecDeque::new(),
-            pending: HashSet::default(),
-            memory: DeliveryMemory::new(config.delivery_memory),
+            pending: HashSet::with_hasher(IdHasher::new(config.hash_seed)),
+            memory: DeliveryMemory::new(config.delivery_memory, IdHasher::new(config.hash_seed)),
             position: LogPosition::new(),
             turn_started_at: 0,
             failed: None,
@@ -259,7 +259,8 @@ impl Restorer {
                 violation: LogViolation::OpenTurn,
             });
         }
-        let inbox = Inbox::from_lists(self.next_turn, self.next_step, self.memory);
+        let hasher = self.pending.hasher().clone();
+        let inbox = Inbox::from_lists(self.next_turn, self.next_step, self.memory, hasher);
         Ok(Machine::with_state(inbox, self.position.last_turn()))
     }
 

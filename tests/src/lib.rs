@@ -6,7 +6,11 @@ mod conformance;
 #[cfg(test)]
 mod harness;
 #[cfg(test)]
+mod hashdos;
+#[cfg(test)]
 mod model_check;
+#[cfg(test)]
+mod mutation_gate;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]

@@ -501,7 +501,12 @@ impl Agent {
     ) -> Result<(Agent, Recovery), OpenError> {
         options.validate()?;
         let span = tracing::info_span!("agent", name = %options.name);
-        let config = Config::new().with_delivery_memory(options.delivery_memory);
+        // Ids come from callers: key the core's id indexes with a random seed per agent (HashDoS).
+        let seed =
+            std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), 0u8);
+        let config = Config::new()
+            .with_delivery_memory(options.delivery_memory)
+            .with_hash_seed(seed);
         let mut restorer = Restorer::with_config(config, 0);
         let mut invalid: Option<InvalidLog> = None;
         let read = log

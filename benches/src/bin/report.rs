@@ -323,7 +323,26 @@ fn main() {
         );
     }
 
-    // 9. The PostgreSQL log (present when the server binaries were there for `cargo bench`).
+    // 10. Hostile ids (HashDoS): crafted vs ordinary ids, per id (insert + lookup + remove).
+    for (name, what) in [
+        ("old_keys", "old fixed keys (`FixedState`), bare `HashMap`"),
+        ("machine_default_seed", "core, `Config::new()` (seed 0)"),
+        (
+            "machine_random_seed",
+            "core, random seed (as the tokio adapter)",
+        ),
+    ] {
+        let crafted = per_element("hashdos", &format!("{name}/crafted"));
+        let ordinary = per_element("hashdos", &format!("{name}/ordinary"));
+        println!(
+            "| 10 hostile ids | {what}: 10,240 crafted ids | {} / id | {} (10,240 ordinary ids) | {} | flat with a seed |",
+            cell(crafted, time),
+            cell(ordinary, time),
+            cell(ratio(crafted, ordinary), |r| format!("{r:.2}×"))
+        );
+    }
+
+    // 11. The PostgreSQL log (present when the server binaries were there for `cargo bench`).
     if let Some(pg) = read_json(&results_dir().join("postgres.json")) {
         let field = |case: &str, key: &str| {
             pg.get(case)
@@ -335,14 +354,14 @@ fn main() {
             let ours = field(&case, "deliveries_per_s");
             let raw = field(&case, "raw_per_s");
             println!(
-                "| 9 PostgreSQL log | {sessions} concurrent sessions, one transaction per batch | {} deliveries/s | raw INSERT of the same rows {}/s | {} | within 1.5× of raw |",
+                "| 11 PostgreSQL log | {sessions} concurrent sessions, one transaction per batch | {} deliveries/s | raw INSERT of the same rows {}/s | {} | within 1.5× of raw |",
                 cell(ours, |r| format!("{r:.0}")),
                 cell(raw, |r| format!("{r:.0}")),
                 cell(ratio(raw, ours), |r| format!("{r:.2}×")),
             );
         }
         println!(
-            "| 9 PostgreSQL log | takeover of an expired session ({} records): claim, read back, restore, closers | {} ms | — | — | — |",
+            "| 11 PostgreSQL log | takeover of an expired session ({} records): claim, read back, restore, closers | {} ms | — | — | — |",
             cell(field("takeover", "records"), |r| format!("{r:.0}")),
             cell(field("takeover", "ms"), |r| format!("{r:.1}")),
         );
