@@ -116,6 +116,17 @@ async fn read_all(log: &mut impl DurableLog) -> Result<Vec<Record>, LogError> {
     Ok(records)
 }
 
+/// The records of `log` (a file, or a `postgres://…` session opened read-only), and how the
+/// log is named: what `coxswain view` shows for a database session.
+pub(crate) fn read_records(
+    log: &Path,
+    session: Option<&str>,
+) -> Result<(String, Vec<Record>), String> {
+    let target = Target::new(log, session)?;
+    let records = runtime()?.block_on(target.records())?;
+    Ok((target.describe(), records))
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

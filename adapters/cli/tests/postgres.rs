@@ -88,6 +88,40 @@ fn the_cli_runs_verifies_lists_and_copies_postgres_logs() {
         std::fs::read_to_string(back).unwrap(),
         std::fs::read_to_string(file).unwrap()
     );
+    // view: a database session's page is the file's page but for the log's name (issue 14).
+    let db_page = dir.path().join("db.html");
+    let file_page = dir.path().join("file.html");
+    let db_page = db_page.to_str().unwrap();
+    let file_page = file_page.to_str().unwrap();
+    let viewed = coxswain(&["view", &url, "--session", "qs", "-o", db_page]);
+    assert!(
+        viewed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&viewed.stderr)
+    );
+    assert!(
+        stdout(&viewed).starts_with(&format!("wrote {db_page} ({events} records, ")),
+        "{}",
+        stdout(&viewed)
+    );
+    assert!(coxswain(&["view", back, "-o", file_page]).status.success());
+    let title = |html: &str| {
+        html.split("<title>coxswain view · ")
+            .nth(1)
+            .and_then(|rest| rest.split("</title>").next())
+            .unwrap()
+            .to_owned()
+    };
+    let db_html = std::fs::read_to_string(db_page).unwrap();
+    let file_html = std::fs::read_to_string(file_page).unwrap();
+    let (db_title, file_title) = (title(&db_html), title(&file_html));
+    assert!(db_title.ends_with(" (session qs)"), "{db_title}");
+    assert_eq!(file_title, "back.jsonl");
+    assert_eq!(
+        db_html.replace(&db_title, "NAME"),
+        file_html.replace(&file_title, "NAME")
+    );
+
     // And the file into the database, as a new session; not into a session that has records.
     let copied = coxswain(&["log", "copy", file, &url, "--session", "from-file"]);
     assert!(copied.status.success());

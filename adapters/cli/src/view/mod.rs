@@ -21,24 +21,35 @@ pub(crate) use session::Session;
 /// Flags of `coxswain view`.
 #[derive(Args, Debug)]
 pub(crate) struct ViewArgs {
-    /// The log file (a session's JSON-lines log, or a shared segment log with --session).
+    /// The log: a session's JSON-lines file, a shared segment log (with --session), or a
+    /// `postgres://…` URL (with --session; the session is read, never taken over).
     log: PathBuf,
     /// Where to write the page [default: the log's path with `.html`].
     #[arg(short, long, value_name = "FILE.html")]
     output: Option<PathBuf>,
-    /// In a shared segment log: the session to show.
+    /// In a shared segment log or a database: the session to show.
     #[arg(long)]
     session: Option<String>,
 }
 
-fn default_output(log: &Path) -> PathBuf {
+fn default_output(log: &Path, session: Option<&str>) -> PathBuf {
+    if crate::pg::is_postgres(log) {
+        // A database session's page lands in the working directory, named after the session.
+        return PathBuf::from(format!("{}.html", session.unwrap_or("session")));
+    }
     let mut name = log.file_name().unwrap_or_default().to_os_string();
     name.push(".html");
     log.with_file_name(name)
 }
 
 pub(crate) fn run(args: &ViewArgs) -> ExitCode {
-    let session = match Session::from_file(&args.log, args.session.as_deref()) {
+    let session = if crate::pg::is_postgres(&args.log) {
+        crate::pg::read_records(&args.log, args.session.as_deref())
+            .map(|(name, records)| Session::from_records(name, records))
+    } else {
+        Session::from_file(&args.log, args.session.as_deref()).map_err(|e| e.to_string())
+    };
+    let session = match session {
         Ok(session) => session,
         Err(error) => {
             eprintln!("coxswain view: {error}");
@@ -49,7 +60,7 @@ pub(crate) fn run(args: &ViewArgs) -> ExitCode {
     let output = args
         .output
         .clone()
-        .unwrap_or_else(|| default_output(&args.log));
+        .unwrap_or_else(|| default_output(&args.log, args.session.as_deref()));
     if let Err(error) = std::fs::write(&output, html.as_bytes()) {
         eprintln!("coxswain view: cannot write {}: {error}", output.display());
         return ExitCode::FAILURE;
