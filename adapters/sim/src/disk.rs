@@ -9,8 +9,8 @@ use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use coxswain_log::{encode, Entry, Reader, Record, Tail};
-use coxswain_tokio::{DurableLog, LogError, ReadBack};
+use coxswain_log::{encode, Entry, Record};
+use coxswain_tokio::{DurableLog, LogBytes, LogError, ReadBack};
 use tokio::sync::Notify;
 
 use crate::faults::Tally;
@@ -69,13 +69,10 @@ impl LogFaults {
 /// The simulated disk of one session: survives the crashes that end the runtimes.
 #[derive(Debug, Default)]
 struct State {
-    /// What was written (the page cache).
-    bytes: Vec<u8>,
+    /// What was written (the page cache), read back and repaired as a `MemoryLog` is.
+    log: LogBytes,
     /// How much of it is on the platter.
     synced: usize,
-    /// After a read back: how to fix the tail, and the next `seq`.
-    tail: Option<(Fix, u64)>,
-    next_seq: Option<u64>,
     /// A write failed: no more appends until re-opened.
     failed: bool,
     /// The machine crashed: every IO from now on hangs (the runtime is about to be dropped).
@@ -83,13 +80,6 @@ struct State {
     /// Faults are rolled (off while an agent opens: the sim tests the driver, not recovery's
     /// own retries).
     armed: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fix {
-    None,
-    Cut(usize),
-    Terminate,
 }
 
 /// The disk, shared by the runner (which crashes it and reads it) and the [`SimLog`]s opened
@@ -144,13 +134,12 @@ impl Disk {
     /// a torn line). The disk then holds exactly that, all of it synced, ready to be opened.
     pub fn power_cut(&self) {
         let mut state = self.lock();
-        let unsynced = state.bytes.len() - state.synced;
+        let unsynced = state.log.as_bytes().len() - state.synced;
         let kept = self.rng.with(|rng| rng.below(unsynced as u64 + 1)) as usize;
         let keep = state.synced + kept;
-        state.bytes.truncate(keep);
+        state.log.bytes_mut().truncate(keep);
         state.synced = keep;
-        state.tail = None;
-        state.next_seq = None;
+        state.log.reopen();
         state.failed = false;
         state.crashed = false;
         state.armed = false;
@@ -158,7 +147,7 @@ impl Disk {
 
     /// A copy of the bytes (what a re-open reads).
     pub fn bytes(&self) -> Vec<u8> {
-        self.lock().bytes.clone()
+        self.lock().log.as_bytes().to_vec()
     }
 
     fn roll(&self, per_mille: u64) -> bool {
@@ -195,54 +184,10 @@ fn enospc() -> Arc<io::Error> {
 }
 
 impl State {
-    fn read(
-        &mut self,
-        visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
-    ) -> Result<ReadBack, LogError> {
-        let mut reader = Reader::new();
-        let bytes = self.bytes.clone();
-        let mut rest: &[u8] = &bytes;
-        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
-            let record = reader.line(&rest[..end])?;
-            rest = &rest[end + 1..];
-            if visit(record).is_break() {
-                return Ok(ReadBack::new(reader.records(), None));
-            }
-        }
-        let (torn, fix) = if rest.is_empty() {
-            (None, Fix::None)
-        } else {
-            match reader.last(rest) {
-                Tail::Torn(torn) => (Some(torn), Fix::Cut(reader.complete_len() as usize)),
-                Tail::Unterminated(record) => {
-                    let _ = visit(record);
-                    (None, Fix::Terminate)
-                }
-            }
-        };
-        self.tail = Some((fix, reader.next_seq()));
-        let mut read = ReadBack::new(reader.records(), torn);
-        read.unterminated = fix == Fix::Terminate;
-        Ok(read)
-    }
-
+    /// Repairs the tail as a re-open does (S50); what the repair leaves is on the platter.
     fn repair(&mut self) -> Result<u64, LogError> {
-        if let Some(next) = self.next_seq {
-            return Ok(next);
-        }
-        if self.tail.is_none() {
-            self.read(&mut |_| ControlFlow::Continue(()))?;
-        }
-        let Some((fix, next)) = self.tail.take() else {
-            return Err(LogError::Failed);
-        };
-        match fix {
-            Fix::None => {}
-            Fix::Cut(len) => self.bytes.truncate(len),
-            Fix::Terminate => self.bytes.push(b'\n'),
-        }
-        self.synced = self.bytes.len();
-        self.next_seq = Some(next);
+        let next = self.log.repair()?;
+        self.synced = self.log.as_bytes().len();
         Ok(next)
     }
 }
@@ -253,9 +198,8 @@ impl DurableLog for SimLog {
         visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
     ) -> Result<ReadBack, LogError> {
         let mut state = self.disk.lock();
-        let read = state.read(visit);
-        state.next_seq = None;
-        read
+        state.log.reopen();
+        state.log.read(visit)
     }
 
     async fn repair_tail(&mut self) -> Result<(), LogError> {
@@ -297,7 +241,7 @@ impl DurableLog for SimLog {
                 let mut state = disk.lock();
                 state.failed = true;
                 if rates.sabotage == Sabotage::KeepFailedWrite {
-                    state.bytes.extend_from_slice(&lines);
+                    state.log.bytes_mut().extend_from_slice(&lines);
                 }
                 return Err(LogError::Io(eio("write")));
             }
@@ -312,10 +256,10 @@ impl DurableLog for SimLog {
                 disk.tally.note("short-write");
                 let mut state = disk.lock();
                 state.failed = true;
-                let before = state.bytes.len();
+                let before = state.log.as_bytes().len();
                 let part = disk.rng.with(|rng| rng.below(lines.len() as u64)) as usize;
-                state.bytes.extend_from_slice(&lines[..part]);
-                state.bytes.truncate(before);
+                state.log.bytes_mut().extend_from_slice(&lines[..part]);
+                state.log.bytes_mut().truncate(before);
                 state.synced = state.synced.min(before);
                 return Err(LogError::Io(eio("short write")));
             }
@@ -325,7 +269,7 @@ impl DurableLog for SimLog {
                 let mut state = disk.lock();
                 state.failed = true;
                 let part = disk.rng.with(|rng| rng.range(1, lines.len() as u64)) as usize;
-                state.bytes.extend_from_slice(&lines[..part]);
+                state.log.bytes_mut().extend_from_slice(&lines[..part]);
                 return Err(LogError::Indeterminate {
                     error: eio("torn write"),
                     undo: eio("truncate"),
@@ -334,8 +278,8 @@ impl DurableLog for SimLog {
         }
         let before = {
             let mut state = disk.lock();
-            let before = state.bytes.len();
-            state.bytes.extend_from_slice(&lines);
+            let before = state.log.as_bytes().len();
+            state.log.bytes_mut().extend_from_slice(&lines);
             before
         };
         disk.maybe_crash().await;
@@ -345,7 +289,7 @@ impl DurableLog for SimLog {
             state.failed = true;
             // Either the cut-back works (not in the log) or it fails too (indeterminate).
             if disk.rng.with(|rng| rng.chance(500)) {
-                state.bytes.truncate(before);
+                state.log.bytes_mut().truncate(before);
                 return Err(LogError::Io(eio("fdatasync")));
             }
             return Err(LogError::Indeterminate {
@@ -356,9 +300,9 @@ impl DurableLog for SimLog {
         {
             let mut state = disk.lock();
             if rates.sabotage != Sabotage::AckUnsynced {
-                state.synced = state.bytes.len();
+                state.synced = state.log.as_bytes().len();
             }
-            state.next_seq = Some(first + batch.len() as u64);
+            state.log.appended(first + batch.len() as u64);
         }
         disk.maybe_crash().await;
         Ok(first)
@@ -375,7 +319,7 @@ impl DurableLog for SimLog {
             return Err(LogError::Io(eio("fsync")));
         }
         let mut state = disk.lock();
-        state.synced = state.bytes.len();
+        state.synced = state.log.as_bytes().len();
         Ok(())
     }
 }

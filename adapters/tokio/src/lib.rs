@@ -59,7 +59,7 @@ pub use agent::{
 pub use host::{Host, PreStepContext, StepContext, TurnStoppingContext};
 #[doc(hidden)]
 pub use log::Faults;
-pub use log::{DurableLog, FileLog, LogError, MemoryLog, ReadBack, SyncPolicy};
+pub use log::{DurableLog, FileLog, LogBytes, LogError, MemoryLog, ReadBack, SyncPolicy};
 pub use segment::{SegmentLog, SessionLog};
 
 pub use coxswain_core;

@@ -676,11 +676,14 @@ impl FaultState {
 /// bytes, so a test can keep one to look at (or cut, to simulate a crash) what an agent wrote.
 #[derive(Clone, Debug, Default)]
 pub struct MemoryLog {
-    inner: Arc<Mutex<MemoryInner>>,
+    inner: Arc<Mutex<LogBytes>>,
 }
 
+/// The bytes of a JSON-lines log held in memory, with what reading it back found at its tail:
+/// the read back and repair (S50) of [`MemoryLog`], public so a log that injects faults into
+/// those bytes (the simulator's) reads and repairs exactly as [`MemoryLog`] and [`FileLog`] do.
 #[derive(Debug, Default)]
-struct MemoryInner {
+pub struct LogBytes {
     bytes: Vec<u8>,
     /// Known once the bytes were read back and their tail repaired.
     next_seq: Option<u64>,
@@ -697,11 +700,7 @@ impl MemoryLog {
     /// A log holding `bytes` (say, a crash image: a log cut anywhere).
     pub fn from_bytes(bytes: Vec<u8>) -> Self {
         MemoryLog {
-            inner: Arc::new(Mutex::new(MemoryInner {
-                bytes,
-                next_seq: None,
-                tail: None,
-            })),
+            inner: Arc::new(Mutex::new(LogBytes::new(bytes))),
         }
     }
 
@@ -715,13 +714,50 @@ impl MemoryLog {
         parse(&self.lock().bytes).map(|parsed| parsed.records)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryInner> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LogBytes> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-impl MemoryInner {
-    fn read(
+impl LogBytes {
+    /// A log holding `bytes`, not yet read back.
+    pub fn new(bytes: Vec<u8>) -> Self {
+        LogBytes {
+            bytes,
+            next_seq: None,
+            tail: None,
+        }
+    }
+
+    /// The log's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The log's bytes, to write or cut them (a fault injector's short or torn write).
+    pub fn bytes_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.bytes
+    }
+
+    /// Records that an append ended with `next` as the next `seq`.
+    pub fn appended(&mut self, next: u64) {
+        self.next_seq = Some(next);
+    }
+
+    /// Forgets the tail and the next `seq`, as a re-open does: the next
+    /// [`repair`](LogBytes::repair) reads the bytes back first.
+    pub fn reopen(&mut self) {
+        self.tail = None;
+        self.next_seq = None;
+    }
+
+    /// Reads every complete record, in order, handing each to `visit` (which may stop the
+    /// read), and remembers how the tail must be fixed; changes no byte
+    /// ([`DurableLog::read_back`]).
+    ///
+    /// # Errors
+    /// A record before the end that is not a valid record ([`LogError::Corrupt`]).
+    pub fn read(
         &mut self,
         visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
     ) -> Result<ReadBack, LogError> {
@@ -753,7 +789,13 @@ impl MemoryInner {
         })
     }
 
-    fn repair(&mut self) -> Result<u64, LogError> {
+    /// Makes the bytes end on a complete line (drops a torn tail, or ends an unterminated last
+    /// record with its `\n`, S50) and returns the next `seq`; reads the bytes back first when
+    /// that was not done since the last re-open.
+    ///
+    /// # Errors
+    /// A corrupt record ([`LogError::Corrupt`]).
+    pub fn repair(&mut self) -> Result<u64, LogError> {
         if let Some(next) = self.next_seq {
             return Ok(next);
         }
@@ -780,11 +822,7 @@ impl DurableLog for MemoryLog {
     ) -> Result<ReadBack, LogError> {
         // Parse a copy, so the visitor does not run under the lock.
         let bytes = self.bytes();
-        let mut copy = MemoryInner {
-            bytes,
-            next_seq: None,
-            tail: None,
-        };
+        let mut copy = LogBytes::new(bytes);
         let read = copy.read(visit)?;
         let mut inner = self.lock();
         inner.tail = copy.tail;
@@ -807,7 +845,7 @@ impl DurableLog for MemoryLog {
             encode(seq, entry, &mut lines)?;
         }
         inner.bytes.extend_from_slice(&lines);
-        inner.next_seq = Some(next);
+        inner.appended(next);
         Ok(first)
     }
 
