@@ -401,6 +401,24 @@ mod tests {
     }
 
     #[test]
+    fn targets_and_presets_display_their_wire_names() {
+        assert_eq!(Target::NextTurn.to_string(), "next-turn");
+        assert_eq!(Target::NextStep.to_string(), "next-step");
+        assert_eq!(Preset::Followup.to_string(), "followup");
+        assert_eq!(Preset::Steer.to_string(), "steer");
+        assert_eq!(Preset::Inject.to_string(), "inject");
+    }
+
+    #[test]
+    fn of_finds_the_preset_for_each_target_and_wakeup_s19() {
+        assert_eq!(Preset::of(Target::NextTurn, true), Some(Preset::Followup));
+        assert_eq!(Preset::of(Target::NextStep, true), Some(Preset::Steer));
+        assert_eq!(Preset::of(Target::NextStep, false), Some(Preset::Inject));
+        // A quiet next-turn send is only expressible as a raw `send`.
+        assert_eq!(Preset::of(Target::NextTurn, false), None);
+    }
+
+    #[test]
     fn presets_serialize_as_their_own_input_lines() {
         let m = Arc::new(Message::user("a", "hi"));
         for preset in Preset::ALL {

@@ -129,6 +129,47 @@ mod tests {
     }
 
     #[test]
+    fn an_id_that_leaves_again_moves_to_the_newest_place_once() {
+        // Unreachable live (S52 rejects a held id), reachable through a restored log.
+        let mut memory = DeliveryMemory::new(3, IdHasher::default());
+        for id in ["a", "b", "a"] {
+            memory.left(&id.into());
+        }
+        assert_eq!(ids(&memory), ["b", "a"]);
+        memory.left(&"c".into());
+        memory.left(&"d".into());
+        assert_eq!(ids(&memory), ["a", "c", "d"]);
+        assert!(!memory.holds(&"b".into()));
+    }
+
+    #[test]
+    fn equality_and_hash_look_at_the_capacity_and_the_held_ids_in_order() {
+        let memory = |capacity, held: &[&str]| {
+            let mut memory = DeliveryMemory::new(capacity, IdHasher::default());
+            for id in held {
+                memory.left(&(*id).into());
+            }
+            memory
+        };
+        let hash = |memory: &DeliveryMemory| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            memory.hash(&mut hasher);
+            hasher.finish()
+        };
+        let base = memory(3, &["a", "b"]);
+        assert_eq!(base, memory(3, &["a", "b"]));
+        assert_eq!(hash(&base), hash(&memory(3, &["a", "b"])));
+        for other in [
+            memory(3, &["b", "a"]),
+            memory(4, &["a", "b"]),
+            memory(3, &["a"]),
+        ] {
+            assert_ne!(base, other);
+            assert_ne!(hash(&base), hash(&other));
+        }
+    }
+
+    #[test]
     fn s51_capacity_zero_holds_nothing() {
         let mut memory = DeliveryMemory::new(0, IdHasher::default());
         memory.left(&"a".into());

@@ -371,6 +371,81 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_message_round_trips_through_a_length_prefixed_format() {
+        // CBOR writes the map's length before its entries, so the size hint must be exact.
+        let wire = json!({"id": "a", "source": {"kind": "user"}, "content": "hi", "extra": [1]});
+        let message: Message = serde_json::from_value(wire).unwrap();
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&message, &mut bytes).unwrap();
+        let back: Message = ciborium::from_reader(bytes.as_slice()).unwrap();
+        assert_eq!(back, message);
+    }
+
+    #[test]
+    fn ids_borrow_as_their_text_and_debug_like_strings() {
+        let ids: std::collections::HashSet<MessageId> = ["a", "b"].map(MessageId::from).into();
+        assert!(ids.contains("a") && ids.contains("b") && !ids.contains("c"));
+        assert_eq!(format!("{:?}", MessageId::from("a\"b")), r#""a\"b""#);
+    }
+
+    #[test]
+    fn fields_and_debug_show_every_field_but_the_id_once() {
+        let wire = json!({"id": "a", "source": {"kind": "user"}, "content": "hi"});
+        let message: Message = serde_json::from_value(wire).unwrap();
+        let keys: Vec<&str> = message.fields().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["content", "source"]);
+        assert_eq!(
+            format!("{message:?}"),
+            r#"Message { id: "a", content: String("hi"), source: Object {"kind": String("user")} }"#
+        );
+    }
+
+    #[test]
+    fn a_non_object_message_is_rejected_with_what_was_expected() {
+        let error = serde_json::from_value::<Message>(json!(1)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid type: integer `1`, expected a message object with a string `id`"
+        );
+    }
+
+    #[test]
+    fn batches_keep_their_messages_in_order_however_built() {
+        let shared: Vec<SharedMessage> = ["a", "b"]
+            .map(|id| Arc::new(Message::user(id, "hi")))
+            .into();
+        let ids = |batch: &Batch| -> Vec<String> {
+            batch
+                .as_slice()
+                .iter()
+                .map(|m| m.id().to_string())
+                .collect()
+        };
+        let from_vec = Batch::from(shared.clone());
+        let from_messages: Batch = ["a", "b"]
+            .map(|id| Message::user(id, "hi"))
+            .into_iter()
+            .collect();
+        let from_shared: Batch = shared.into_iter().collect();
+        for batch in [&from_vec, &from_messages, &from_shared] {
+            assert_eq!(ids(batch), ["a", "b"]);
+        }
+        assert_eq!(
+            format!("{from_vec:?}"),
+            r#"[Message { id: "a", content: String("hi"), source: Object {"kind": String("user")} }, Message { id: "b", content: String("hi"), source: Object {"kind": String("user")} }]"#
+        );
+        // Inline up to BATCH_INLINE messages; one more spills to the heap.
+        let mut batch = Batch::new();
+        for i in 0..BATCH_INLINE {
+            batch.push(Arc::new(Message::user(format!("m{i}"), "hi")));
+        }
+        assert!(!batch.spilled());
+        batch.push(Arc::new(Message::user("more", "hi")));
+        assert!(batch.spilled());
+        assert_eq!(batch.as_slice().len(), BATCH_INLINE + 1);
+    }
+
+    #[test]
     fn s6_message_round_trips_verbatim() {
         let wire = json!({"id": "a", "source": {"kind": "plugin", "name": "x"}, "content": [1, {"b": null}], "extra": true});
         let message: Message = serde_json::from_value(wire.clone()).unwrap();

@@ -551,6 +551,49 @@ mod tests {
     }
 
     #[test]
+    fn disposed_is_an_empty_object_and_nothing_else_on_the_wire() {
+        let read = |wire: Value| serde_json::from_value::<Output>(wire).ok();
+        assert_eq!(read(json!({"disposed": {}})), Some(Output::Disposed));
+        assert_eq!(read(json!({"disposed": {"x": 1}})), None);
+        assert_eq!(read(json!({"disposed": 1})), None);
+    }
+
+    #[test]
+    fn every_request_names_its_turn() {
+        let requests = [
+            Request::PreStep {
+                turn: 3,
+                step: 1,
+                messages: Batch::new(),
+            },
+            Request::Step { turn: 4, step: 2 },
+            Request::TurnStopping { turn: 5 },
+        ];
+        assert_eq!(requests.map(|r| r.turn()), [3, 4, 5]);
+    }
+
+    #[test]
+    fn a_splice_reads_its_kind_from_its_shape_s10_s12() {
+        let m = Arc::new(Message::user("a", "hi"));
+        let splice = |removed_count, inserted: &[SharedMessage], outcome| Splice {
+            target: Target::NextTurn,
+            start: 0,
+            removed_count,
+            inserted: inserted.iter().cloned().collect(),
+            outcome,
+            wakeup: false,
+        };
+        let canceled = Some(SpliceOutcome::Canceled);
+        assert_eq!(
+            splice(0, std::slice::from_ref(&m), None).kind(),
+            SpliceKind::Insert
+        );
+        assert_eq!(splice(1, &[], None).kind(), SpliceKind::Claim);
+        assert_eq!(splice(1, &[], canceled).kind(), SpliceKind::Discard);
+        assert_eq!(splice(1, &[m], canceled).kind(), SpliceKind::Replace);
+    }
+
+    #[test]
     fn event_kinds_are_the_serialized_types() {
         let m: SharedMessage = Arc::new(Message::user("a", "hi"));
         let events = [

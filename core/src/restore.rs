@@ -493,6 +493,89 @@ mod tests {
     }
 
     #[test]
+    fn restorers_compare_and_hash_by_what_they_restored() {
+        use std::hash::{Hash, Hasher};
+        let hash = |restorer: &Restorer| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            restorer.hash(&mut hasher);
+            hasher.finish()
+        };
+        let fed = |events: &[Value]| {
+            let mut restorer = Restorer::new(0);
+            for event in events {
+                restorer.push_json(event).unwrap();
+            }
+            restorer
+        };
+        let insert = |id| spliced(json!({"target": "next-turn", "start": 0, "inserted": [m(id)]}));
+        let noise = json!({"type": "model/output", "data": 1});
+        let a = fed(&[insert("a")]);
+        // Reading an event that restores nothing leaves an equal restorer (the count is left out).
+        let a_later = fed(&[insert("a"), noise]);
+        assert_eq!(a, a_later);
+        assert_eq!(hash(&a), hash(&a_later));
+        let b = fed(&[insert("b")]);
+        assert_ne!(a, b);
+        assert_ne!(hash(&a), hash(&b));
+
+        // Which step an open turn leaves open counts (crash repair closes it, S50); how many
+        // steps it closed does not.
+        let turn = json!({"type": "turn/start", "data": {"turn": 1}});
+        let step = |n: u64| json!({"type": "step/start", "data": {"step": n}});
+        let step_end = json!({"type": "step/end", "data": {}});
+        let open_turn = fed(std::slice::from_ref(&turn));
+        assert_eq!(open_turn, fed(&[turn.clone(), step(1), step_end.clone()]));
+        let in_step = |n| fed(&[turn.clone(), step(n)]);
+        for n in [0, 1, 2] {
+            assert_ne!(open_turn, in_step(n), "step {n} open");
+        }
+        assert_ne!(in_step(1), in_step(2));
+    }
+
+    #[test]
+    fn s46_host_events_count_toward_the_seed_boundary_and_keep_a_failure() {
+        let insert = spliced(json!({"target": "next-turn", "start": 0, "inserted": [m("a")]}));
+        let mut restorer = Restorer::new(2);
+        restorer.skip_host_event().unwrap();
+        restorer.skip_host_event().unwrap();
+        restorer.push_json(&insert).unwrap();
+        assert_eq!(restorer.events_read(), 3);
+        assert_eq!(
+            ids(&restorer.finish().unwrap(), Target::NextTurn),
+            [("a".to_owned(), false)]
+        );
+
+        let mut failed = Restorer::new(0);
+        let error = failed.push_json(&json!({"data": {}})).unwrap_err();
+        assert_eq!(failed.skip_host_event(), Err(error));
+    }
+
+    #[test]
+    fn s46_typed_events_before_the_seed_boundary_are_not_replayed() {
+        let typed = Event::Spliced(Splice {
+            target: Target::NextTurn,
+            start: 0,
+            removed_count: 0,
+            inserted: [std::sync::Arc::new(Message::user("a", "hi"))]
+                .into_iter()
+                .collect(),
+            outcome: None,
+            wakeup: true,
+        });
+        let restore = |seed_length| {
+            let mut restorer = Restorer::new(seed_length);
+            restorer.push_event(&typed).unwrap();
+            restorer.push_event(&typed).unwrap();
+            restorer.finish().unwrap()
+        };
+        assert_eq!(ids(&restore(1), Target::NextTurn), [("a".to_owned(), true)]);
+        // Both splices replayed: the second inserts a pending id again (S9 at restore, S47).
+        let mut both = Restorer::new(0);
+        both.push_event(&typed).unwrap();
+        assert!(both.push_event(&typed).is_err());
+    }
+
+    #[test]
     fn s46_replays_splices_and_reads_past_everything_else() {
         let log = [
             spliced(

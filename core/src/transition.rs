@@ -247,3 +247,72 @@ impl Drop for Outputs<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Message;
+    use crate::output::{Event, Notification};
+
+    #[test]
+    fn a_queue_is_empty_only_without_events_and_without_effects() {
+        let mut queue = Queue::default();
+        assert!(queue.is_empty());
+        queue.event(Event::TurnStart { turn: 1 });
+        assert!(!queue.is_empty(), "an event alone");
+        let mut queue = Queue::default();
+        queue.notify(Notification::Status {
+            status: crate::output::Status::Idle,
+        });
+        assert!(!queue.is_empty(), "an effect alone");
+    }
+
+    #[test]
+    fn a_transition_shows_its_outputs_and_the_machine_it_changed() {
+        let mut machine = Machine::new();
+        let transition = machine.inject(Message::user("m1", "hi")).unwrap();
+        assert!(!transition.is_empty());
+        assert_eq!(
+            transition.machine().pending(crate::Target::NextStep).len(),
+            1
+        );
+        transition.persisted().for_each(drop);
+
+        // Effects count down exactly as they are taken (ExactSizeIterator).
+        let mut effects = machine
+            .followup(Message::user("m2", "hi"))
+            .unwrap()
+            .persisted();
+        let total = effects.len();
+        assert!(total >= 2);
+        assert_eq!(effects.size_hint(), (total, Some(total)));
+        effects.next();
+        assert_eq!(effects.len(), total - 1);
+        assert_eq!(effects.by_ref().count(), total - 1);
+        assert_eq!(effects.size_hint(), (0, Some(0)));
+    }
+
+    #[test]
+    fn outputs_left_unread_stay_queued_in_order() {
+        let all = |machine: &mut Machine| -> Vec<Output> {
+            machine
+                .followup(Message::user("m1", "hi"))
+                .unwrap()
+                .into_outputs()
+                .collect()
+        };
+        let whole = all(&mut Machine::new());
+        assert!(whole.len() >= 4, "{whole:?}");
+        for taken in 1..whole.len() {
+            let mut machine = Machine::new();
+            let mut outputs = machine
+                .followup(Message::user("m1", "hi"))
+                .unwrap()
+                .into_outputs();
+            let mut seen: Vec<Output> = outputs.by_ref().take(taken).collect();
+            drop(outputs);
+            seen.extend(machine.drain().into_outputs());
+            assert_eq!(seen, whole, "after taking {taken}");
+        }
+    }
+}

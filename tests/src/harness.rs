@@ -332,6 +332,29 @@ impl Session {
                  {spec_delivered:?}"
             ));
         }
+        // The per-id queries agree with the lists and the memory, for every id a session uses.
+        let pool = (0..coxswain_conformance::generate::POOL).map(|i| format!("m{i}"));
+        for id in pool.chain([coxswain_conformance::generate::hook_extra()
+            .id()
+            .to_string()])
+        {
+            let key = coxswain_core::MessageId::new(id.as_str());
+            let listed = spec_pending
+                .0
+                .iter()
+                .chain(&spec_pending.1)
+                .any(|(p, _)| *p == id);
+            if self.machine.is_pending(&key) != listed {
+                return Err(format!("is_pending({id}): core {}, spec {listed}", !listed));
+            }
+            let held = spec_delivered.contains(&id);
+            if self.machine.remembers(&key) != held {
+                return Err(format!(
+                    "remembers({id}) (S51): core {}, spec {held}",
+                    !held
+                ));
+            }
+        }
         Ok(())
     }
 
