@@ -524,11 +524,7 @@ mod tests {
         two.append(Target::NextTurn, user("a"), true, &mut out);
         two.remove_at(Target::NextTurn, 0, &mut out);
         assert_eq!(one, two);
-        let hash = |inbox: &Inbox| {
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            inbox.hash(&mut hasher);
-            hasher.finish()
-        };
+        let hash = crate::test_support::hash_of::<Inbox>;
         assert_eq!(hash(&one), hash(&two));
         two.append(Target::NextStep, user("b"), false, &mut out);
         assert_ne!(one, two);
@@ -544,11 +540,7 @@ mod tests {
         let mut two = Inbox::default();
         two.append(Target::NextTurn, user("b"), false, &mut out);
         assert_ne!(one, two);
-        let hash = |inbox: &Inbox| {
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            inbox.hash(&mut hasher);
-            hasher.finish()
-        };
+        let hash = crate::test_support::hash_of::<Inbox>;
         assert_ne!(hash(&one), hash(&two));
     }
 }

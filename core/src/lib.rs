@@ -51,3 +51,17 @@ pub use output::{
 pub use position::{LogPosition, OpenTurn};
 pub use restore::Restorer;
 pub use transition::{Effects, Outputs, Transition};
+
+/// Helpers shared by the unit tests.
+#[cfg(test)]
+mod test_support {
+    use std::hash::{Hash, Hasher};
+
+    /// The hash of `value` under std's default hasher: what a set of states (the model
+    /// checker's dedup) sees of it.
+    pub(crate) fn hash_of<T: Hash + ?Sized>(value: &T) -> u64 {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        value.hash(&mut hasher);
+        hasher.finish()
+    }
+}

@@ -151,11 +151,7 @@ mod tests {
             }
             memory
         };
-        let hash = |memory: &DeliveryMemory| {
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            memory.hash(&mut hasher);
-            hasher.finish()
-        };
+        let hash = crate::test_support::hash_of::<DeliveryMemory>;
         let base = memory(3, &["a", "b"]);
         assert_eq!(base, memory(3, &["a", "b"]));
         assert_eq!(hash(&base), hash(&memory(3, &["a", "b"])));

@@ -494,12 +494,7 @@ mod tests {
 
     #[test]
     fn restorers_compare_and_hash_by_what_they_restored() {
-        use std::hash::{Hash, Hasher};
-        let hash = |restorer: &Restorer| {
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            restorer.hash(&mut hasher);
-            hasher.finish()
-        };
+        let hash = crate::test_support::hash_of::<Restorer>;
         let fed = |events: &[Value]| {
             let mut restorer = Restorer::new(0);
             for event in events {
