@@ -114,12 +114,18 @@ mod tests {
         memory.ids().map(MessageId::as_str).collect()
     }
 
+    /// A memory of `capacity` that saw `left` leave the lists, in order.
+    fn filled(capacity: usize, left: &[&str]) -> DeliveryMemory {
+        let mut memory = DeliveryMemory::new(capacity, IdHasher::default());
+        for id in left {
+            memory.left(&(*id).into());
+        }
+        memory
+    }
+
     #[test]
     fn s51_the_oldest_is_forgotten_past_the_capacity() {
-        let mut memory = DeliveryMemory::new(2, IdHasher::default());
-        for id in ["a", "b", "c"] {
-            memory.left(&id.into());
-        }
+        let mut memory = filled(2, &["a", "b", "c"]);
         assert_eq!(ids(&memory), ["b", "c"]);
         assert!(!memory.holds(&"a".into()));
         assert!(memory.holds(&"b".into()) && memory.holds(&"c".into()));
@@ -131,10 +137,7 @@ mod tests {
     #[test]
     fn an_id_that_leaves_again_moves_to_the_newest_place_once() {
         // Unreachable live (S52 rejects a held id), reachable through a restored log.
-        let mut memory = DeliveryMemory::new(3, IdHasher::default());
-        for id in ["a", "b", "a"] {
-            memory.left(&id.into());
-        }
+        let mut memory = filled(3, &["a", "b", "a"]);
         assert_eq!(ids(&memory), ["b", "a"]);
         memory.left(&"c".into());
         memory.left(&"d".into());
@@ -144,21 +147,14 @@ mod tests {
 
     #[test]
     fn equality_and_hash_look_at_the_capacity_and_the_held_ids_in_order() {
-        let memory = |capacity, held: &[&str]| {
-            let mut memory = DeliveryMemory::new(capacity, IdHasher::default());
-            for id in held {
-                memory.left(&(*id).into());
-            }
-            memory
-        };
         let hash = crate::test_support::hash_of::<DeliveryMemory>;
-        let base = memory(3, &["a", "b"]);
-        assert_eq!(base, memory(3, &["a", "b"]));
-        assert_eq!(hash(&base), hash(&memory(3, &["a", "b"])));
+        let base = filled(3, &["a", "b"]);
+        assert_eq!(base, filled(3, &["a", "b"]));
+        assert_eq!(hash(&base), hash(&filled(3, &["a", "b"])));
         for other in [
-            memory(3, &["b", "a"]),
-            memory(4, &["a", "b"]),
-            memory(3, &["a"]),
+            filled(3, &["b", "a"]),
+            filled(4, &["a", "b"]),
+            filled(3, &["a"]),
         ] {
             assert_ne!(base, other);
             assert_ne!(hash(&base), hash(&other));

@@ -284,7 +284,8 @@ mod tests {
             .unwrap()
             .persisted();
         let total = effects.len();
-        assert!(total >= 2);
+        // inserted, status, the activity, claimed m1 (the injected NS item) and m2, pre-step
+        assert_eq!(total, 6);
         assert_eq!(effects.size_hint(), (total, Some(total)));
         effects.next();
         assert_eq!(effects.len(), total - 1);
@@ -302,7 +303,8 @@ mod tests {
                 .collect()
         };
         let whole = all(&mut Machine::new());
-        assert!(whole.len() >= 4, "{whole:?}");
+        // three events (splice, turn/start, claim), inserted, status, claimed, pre-step
+        assert_eq!(whole.len(), 7, "{whole:?}");
         for taken in 1..whole.len() {
             let mut machine = Machine::new();
             let mut outputs = machine
