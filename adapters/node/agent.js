@@ -11,7 +11,8 @@
 // driver runs are fed to the core one at a time in arrival order, their events appended as one
 // batch (one write, one sync), and only once that batch is durable are their effects carried out
 // and their callers acknowledged, in order. A failed append fails every input of the group (none
-// of it is in the log), carries out nothing and stops the agent.
+// of it is in the log), carries out nothing and stops the agent; its callers are told once the
+// agent has ended (the log synced and released, `ending` set), as in the tokio driver.
 
 const native = require('./native');
 const errors = require('./errors');
@@ -46,6 +47,8 @@ class Agent {
     this._finalSync = null;
     this._idle = [];
     this._ended = [];
+    /** Settlements decided once the agent is ending, made when it has ended. */
+    this._afterEnd = [];
     this._listeners = new Set();
     this._status = JSON.parse(inner.state()).status;
   }
@@ -210,7 +213,10 @@ class Agent {
 
   /** The public status (S23): `'running'` or `'idle'`; `'idle'` once the driver ended. */
   get status() { return this._ending ? 'idle' : this._status; }
-  /** How the driver ended, if it did. */
+  /**
+   * How the driver ended, once it has ended and released its log (`null` before): set by the
+   * time a call that stopped the agent has rejected.
+   */
   get ending() { return this._finishing === 'done' ? this._ending : null; }
 
   // --- the driver ---------------------------------------------------------------------------
@@ -303,7 +309,11 @@ class Agent {
         first = await this._log.append(entries);
       } catch (error) {
         const failure = this._stop(error);
-        for (const member of members) settle(member.command, member.outcome.error ? member.outcome : { error: failure });
+        // Told once the agent has ended: `ending` and `whenIdle()` say it stopped by then.
+        for (const member of members) {
+          const outcome = member.outcome.error ? member.outcome : { error: failure };
+          this._afterEnd.push(() => settle(member.command, outcome));
+        }
         return;
       }
     }
@@ -481,7 +491,8 @@ class Agent {
     const error = this._endedError();
     this._controller.abort(error);
     if (this._maintenance) {
-      this._maintenance.reject(error);
+      const maintenance = this._maintenance;
+      this._afterEnd.push(() => maintenance.reject(error));
       this._maintenance = null;
     }
     try {
@@ -500,6 +511,7 @@ class Agent {
       else waiter.reject(error);
     }
     for (const resolve of this._ended.splice(0)) resolve(ending);
+    for (const settleLater of this._afterEnd.splice(0)) settleLater();
   }
 }
 

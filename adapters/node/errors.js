@@ -68,11 +68,71 @@ class CorruptLogError extends CoxswainError {
 
 /** Reading, writing or syncing the log failed. From an append: the batch is not in the log. */
 class LogIoError extends CoxswainError {
-  constructor(message, options) { super('log-io', message, options); }
+  constructor(message, options, kind = 'log-io') { super(kind, message, options); }
 }
-/** An append failed and cutting it back failed too: the batch may or may not be in the log. */
+/**
+ * The file at the log's path is no longer the one this log writes: it was removed, renamed or
+ * replaced. Nothing more is acknowledged; from an append, the batch is not in the log.
+ */
+class LogReplacedError extends LogIoError {
+  constructor(filePath) {
+    super(`the log file ${filePath} was removed or replaced`, undefined, 'log-replaced');
+    /** @type {string} */
+    this.path = filePath;
+  }
+}
+/**
+ * The log's file is shorter than what this log wrote: it was cut in place (a `logrotate` with
+ * `copytruncate`, a `: > file`), so records acknowledged before may be gone. Nothing more is
+ * acknowledged; from an append, the batch is not in the log.
+ */
+class LogTruncatedError extends LogIoError {
+  constructor(filePath, expected, found) {
+    super(
+      `the log file ${filePath} was truncated: it holds ${found} bytes where this log wrote ${expected}`,
+      undefined,
+      'log-truncated',
+    );
+    /** @type {string} */
+    this.path = filePath;
+    /** The file's length as this log left it. @type {number} */
+    this.expected = expected;
+    /** Its length now. @type {number} */
+    this.found = found;
+  }
+}
+/**
+ * Another writer wrote to the log's file, ignoring its lock: it is longer than what this log
+ * wrote (`found > expected`: appended to), or does not end in the bytes this log wrote last
+ * (`found === expected`: overwritten at its end). Nothing more is acknowledged; from an append,
+ * the batch is not in the log.
+ */
+class LogTamperedError extends LogIoError {
+  constructor(filePath, expected, found) {
+    const what = found === expected
+      ? `its last bytes are not the ones this log wrote (${found} bytes)`
+      : `it holds ${found} bytes where this log wrote ${expected}`;
+    super(`the log file ${filePath} was written by another writer: ${what}`, undefined, 'log-tampered');
+    /** @type {string} */
+    this.path = filePath;
+    /** The file's length as this log left it. @type {number} */
+    this.expected = expected;
+    /** Its length now. @type {number} */
+    this.found = found;
+  }
+}
+/**
+ * An append failed and cutting it back failed too, or was not tried because the file is
+ * shorter than the log (a cut-back never extends a file): the batch may or may not be in the
+ * log. `cause` is why the append failed, `undo` why the cut-back did (a `LogTruncatedError` for
+ * a shorter file).
+ */
 class IndeterminateError extends CoxswainError {
-  constructor(message, options) { super('indeterminate', message, options); }
+  constructor(message, options) {
+    super('indeterminate', message, options);
+    /** @type {Error | undefined} */
+    this.undo = options && options.undo;
+  }
 }
 /** A record cannot be encoded (too deep, `seq` exhausted); nothing was written. */
 class EncodeError extends CoxswainError {
@@ -152,6 +212,9 @@ module.exports = {
   InvalidLogError,
   CorruptLogError,
   LogIoError,
+  LogReplacedError,
+  LogTruncatedError,
+  LogTamperedError,
   IndeterminateError,
   EncodeError,
   LogFailedError,

@@ -153,8 +153,16 @@ export class TooDeepError extends RejectedError { readonly kind: 'too-deep'; }
 export class InvalidInputError extends CoxswainError { readonly kind: 'invalid-input'; }
 export class InvalidLogError extends CoxswainError { readonly kind: 'invalid-log'; readonly line?: number; }
 export class CorruptLogError extends CoxswainError { readonly kind: 'corrupt-log'; readonly line: number; }
-export class LogIoError extends CoxswainError { readonly kind: 'log-io'; }
-export class IndeterminateError extends CoxswainError { readonly kind: 'indeterminate'; }
+/** Reading, writing or syncing the log failed; from an append, the batch is not in the log. */
+export class LogIoError extends CoxswainError { readonly kind: 'log-io' | 'log-replaced' | 'log-truncated' | 'log-tampered'; }
+/** The file at the log's path was removed, renamed or replaced; nothing more is acknowledged. */
+export class LogReplacedError extends LogIoError { readonly kind: 'log-replaced'; readonly path: string; }
+/** The log's file is shorter than what this log wrote (cut in place: `copytruncate`, `: > file`); nothing more is acknowledged. */
+export class LogTruncatedError extends LogIoError { readonly kind: 'log-truncated'; readonly path: string; readonly expected: number; readonly found: number; }
+/** Another writer appended to the log's file (`found > expected`) or overwrote its end (`found === expected`); nothing more is acknowledged. */
+export class LogTamperedError extends LogIoError { readonly kind: 'log-tampered'; readonly path: string; readonly expected: number; readonly found: number; }
+/** An append failed and its cut-back failed too or was not tried (the file was shorter than the log: `undo` is a `LogTruncatedError`); the batch may or may not be in the log. */
+export class IndeterminateError extends CoxswainError { readonly kind: 'indeterminate'; readonly undo?: Error; }
 export class EncodeError extends CoxswainError { readonly kind: 'encode'; }
 export class LogFailedError extends CoxswainError { readonly kind: 'log-failed'; }
 export class LockedError extends CoxswainError { readonly kind: 'locked'; }

@@ -3,7 +3,16 @@
 // `{seq, type, data}` record per line. The record format has one owner, the Rust crate
 // coxswain-log (`encodeRecords`, `parseLog`, and the reader behind `Machine` resume); the file
 // IO is here, with fs/promises: one write per append, then `datasync()` before the append
-// resolves (under the default policy), and a failed write cut back before the error is thrown.
+// resolves (under the default policy), and a failed write cut back (never extending the file)
+// before the error is thrown.
+//
+// As the Rust FileLog does, it checks before every append, and again before acknowledging it
+// (and at every sync), that the file is still the one it writes and still ends as it left it: a
+// file removed, renamed or replaced (`LogReplacedError`), cut in place (`copytruncate`,
+// `: > file`: `LogTruncatedError`), or appended to or overwritten at its end by a writer that
+// ignores the lock (`LogTamperedError`) fails the append instead of acknowledging it. Not
+// detected: bytes overwritten in place before the last 32 the log wrote, and a change undone
+// before the next check.
 
 const fs = require('node:fs/promises');
 const path = require('node:path');
@@ -11,6 +20,14 @@ const native = require('./native');
 const errors = require('./errors');
 
 const POLICIES = ['every-append', 'per-turn', 'never'];
+/** How many of the last bytes it wrote the log compares with the file's own. */
+const TAIL = 32;
+
+/** A log error as it is; any other (an fs error) as a `LogIoError`. */
+function asLogError(error) {
+  if (error instanceof errors.LogIoError) return error;
+  return new errors.LogIoError(`log i/o failed: ${error.message}`, { cause: error });
+}
 
 /** Encodes `entries` (`{type, data}` each) as log lines numbered from `firstSeq`. */
 function encodeRecords(firstSeq, entries) {
@@ -43,15 +60,21 @@ function lockFile(absolute) {
  * repairs its tail and appends crash repair's closers), then the agent is its only writer.
  */
 class FileLog {
-  constructor(file, lock, filePath, policy) {
+  constructor(file, lock, filePath, policy, id) {
     this._file = file;
     this._lock = lock;
     /** The file's absolute path. */
     this.path = filePath;
     this._policy = policy;
+    /** The file's device and inode when opened. */
+    this._id = id;
+    /** The length the log left the file at: everything before is acknowledged (or read). */
     this._len = 0;
+    /** The last bytes before `_len` once the tail is repaired; `null` before (only the path is checked). */
+    this._tail = null;
     this._nextSeq = 1;
     this._failed = false;
+    this._longer = false;
   }
 
   /**
@@ -68,9 +91,12 @@ class FileLog {
     const absolute = path.resolve(filePath);
     let file;
     let lock;
+    let id;
     try {
       file = await fs.open(absolute, 'a+');
       lock = lockFile(absolute);
+      const stat = await file.stat({ bigint: true });
+      id = [stat.dev, stat.ino];
       const dir = await fs.open(path.dirname(absolute), 'r');
       try {
         await dir.sync();
@@ -83,7 +109,7 @@ class FileLog {
       if (error instanceof errors.LockedError) throw error;
       throw new errors.LogIoError(`cannot open the log ${absolute}: ${error.message}`, { cause: error });
     }
-    return new FileLog(file, lock, absolute, policy);
+    return new FileLog(file, lock, absolute, policy, id);
   }
 
   /** Every byte of the file, read through this log's handle. Changes nothing. */
@@ -98,6 +124,7 @@ class FileLog {
         filled += bytesRead;
       }
       this._len = filled;
+      this._tail = null;
       return bytes.subarray(0, filled);
     } catch (error) {
       throw new errors.LogIoError(`cannot read the log: ${error.message}`, { cause: error });
@@ -110,6 +137,8 @@ class FileLog {
    */
   async repairTail({ completeLen, torn, unterminated, nextSeq }) {
     try {
+      // The file as it was read: the same file, the same length.
+      await this._check(this._len, Buffer.alloc(0), true);
       if (torn) {
         await this._file.truncate(completeLen);
         await this._file.datasync();
@@ -117,9 +146,12 @@ class FileLog {
       } else if (unterminated) {
         await this._write(Buffer.from('\n'));
         await this._file.datasync();
+        this._len += 1;
       }
+      this._tail = await this._readTail(this._len);
     } catch (error) {
       this._failed = true;
+      if (error instanceof errors.LogIoError) throw error;
       throw new errors.LogIoError(`cannot repair the log's tail: ${error.message}`, { cause: error });
     }
     this._nextSeq = nextSeq;
@@ -127,9 +159,13 @@ class FileLog {
 
   /**
    * Appends `entries` (`{type, data}` each) as one write, the records taking the next `seq`
-   * numbers, synced as the policy says; resolves with the first one's `seq`. A failed write is
-   * cut back (and the cut synced) before `LogIoError` is thrown: the batch is not in the log.
-   * If the cut fails too: `IndeterminateError`. After a failure the log takes no more appends.
+   * numbers, synced as the policy says; resolves with the first one's `seq`. Checks first that
+   * the file still ends as this log left it (`LogTruncatedError`, `LogTamperedError`: nothing
+   * is written), and after the write (and sync) that it is still the log's file
+   * (`LogReplacedError`) and ends in the batch. A failure after the write began is cut back (and
+   * the cut synced) before the error is thrown: the batch is not in the log. If the cut fails
+   * too, or the file is shorter than the log (a cut never extends it): `IndeterminateError`.
+   * After a failure the log takes no more appends.
    */
   async append(entries) {
     if (this._failed) throw new errors.LogFailedError();
@@ -138,35 +174,103 @@ class FileLog {
     const sync =
       this._policy === 'every-append' ||
       (this._policy === 'per-turn' && entries.some((entry) => entry.type === 'turn/end'));
+    const tail = this._tail ?? Buffer.alloc(0);
+    const after = Buffer.concat([tail, bytes]);
+    const afterTail = after.subarray(Math.max(0, after.length - TAIL));
+    try {
+      await this._check(this._len, tail, false);
+    } catch (error) {
+      this._failed = true;
+      throw asLogError(error);
+    }
     try {
       await this._write(bytes);
       if (sync) await this._file.datasync();
+      await this._check(this._len + bytes.length, afterTail, true);
     } catch (error) {
       this._failed = true;
-      try {
-        await this._file.truncate(this._len);
-        await this._file.datasync();
-      } catch (undo) {
-        throw new errors.IndeterminateError(
-          `log i/o failed (${error.message}) and undoing the partial write failed too ` +
-            `(${undo.message}): the batch may or may not be in the log`,
-          { cause: error },
-        );
-      }
-      throw new errors.LogIoError(`log i/o failed: ${error.message}`, { cause: error });
+      await this._cutBack(error, tail);
     }
     this._len += bytes.length;
+    this._tail = Buffer.from(afterTail);
     const first = this._nextSeq;
     this._nextSeq += entries.length;
     return first;
   }
 
-  /** Makes everything appended so far durable (`datasync`), whatever the policy. */
+  /** Cuts a failed append back to `_len` (never extending the file), syncs the cut, and throws. */
+  async _cutBack(error, tail) {
+    try {
+      const { size } = await this._file.stat();
+      if (size < this._len) throw new errors.LogTruncatedError(this.path, this._len, size);
+      await this._file.truncate(this._len);
+      await this._file.datasync();
+      await this._check(this._len, tail, false);
+    } catch (undo) {
+      if (error instanceof errors.LogReplacedError) throw error;
+      // This log's own bytes may follow `_len` from now on: a sync checks what precedes them.
+      this._longer = true;
+      throw new errors.IndeterminateError(
+        `log i/o failed (${error.message}) and undoing the partial write failed too ` +
+          `(${undo.message}): the batch may or may not be in the log`,
+        { cause: error, undo },
+      );
+    }
+    throw asLogError(error);
+  }
+
+  /**
+   * The file is `len` bytes long (`longer`: at least) and ends in `tail` there
+   * (`LogTruncatedError`, `LogTamperedError`); with `named`, the path still names it
+   * (`LogReplacedError`).
+   */
+  async _check(len, tail, named, longer = false) {
+    const stat = await this._file.stat({ bigint: true });
+    if (named) {
+      let there = null;
+      try {
+        there = await fs.stat(this.path, { bigint: true });
+      } catch (error) {
+        if (error.code !== 'ENOENT') throw error;
+      }
+      if (stat.nlink === 0n || !there || there.dev !== this._id[0] || there.ino !== this._id[1]) {
+        throw new errors.LogReplacedError(this.path);
+      }
+    }
+    const found = Number(stat.size);
+    if (found < len) throw new errors.LogTruncatedError(this.path, len, found);
+    if ((found > len && !longer) || (tail.length > 0 && !(await this._readTail(len, tail.length)).equals(tail))) {
+      throw new errors.LogTamperedError(this.path, len, found);
+    }
+  }
+
+  /** The `want` (at most `TAIL`) bytes before `end`. */
+  async _readTail(end, want = Math.min(end, TAIL)) {
+    const bytes = Buffer.alloc(want);
+    let filled = 0;
+    while (filled < want) {
+      const { bytesRead } = await this._file.read(bytes, filled, want - filled, end - want + filled);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    return bytes.subarray(0, filled);
+  }
+
+  /**
+   * Makes everything appended so far durable (`datasync`), whatever the policy, and checks the
+   * file is still the log's and ends as it left it.
+   */
   async sync() {
     try {
       await this._file.datasync();
     } catch (error) {
       throw new errors.LogIoError(`log sync failed: ${error.message}`, { cause: error });
+    }
+    if (this._tail === null) return; // not repaired yet: the log's end is not known
+    try {
+      await this._check(this._len, this._tail, true, this._longer);
+    } catch (error) {
+      throw asLogError(error);
     }
   }
 

@@ -168,12 +168,17 @@ pub enum AgentError {
     #[error("message `{0}` was already delivered")]
     AlreadyDelivered(MessageId),
     /// Appending this input's durable events failed: the input is not in the log (a retry
-    /// delivers it once). The agent stopped: re-open it from its log.
+    /// delivers it once). The agent stopped: re-open it from its log. By the time this is
+    /// returned the agent has ended ([`Agent::ending`] is `Stopped`) and released its log.
+    /// After [`LogError::Truncated`] or [`LogError::Tampered`] the log itself lost or gained
+    /// records behind the agent's back: look at it before re-opening.
     #[error("the input is not durable: {0}; the agent stopped, re-open it from the log")]
     Persistence(LogError),
-    /// Appending this input's durable events failed and undoing the partial write failed too:
-    /// the input may or may not be in the log. The agent stopped: re-open it and look (its
-    /// pending lists) before retrying.
+    /// Appending this input's durable events failed and undoing the partial write failed too
+    /// (or would have had to extend a file found shorter than the log: see
+    /// [`LogError::Indeterminate`]): the input may or may not be in the log. The agent stopped
+    /// (as for [`Persistence`](AgentError::Persistence), ended by the time this is returned):
+    /// re-open it and look (its pending lists) before retrying.
     #[error(
         "the input may or may not be durable: {0}; the agent stopped, re-open it from the log"
     )]
@@ -708,8 +713,11 @@ impl Agent {
     }
 
     /// Resolves once the agent is quiescent (S44): no turn and no maintenance running. Fails if
-    /// the agent stopped or was closed first; succeeds if it was disposed. Never await it inside
-    /// a host call or a maintenance job: the activity it waits for includes that call.
+    /// the agent stopped or was closed first; succeeds if it was disposed. Once a call has
+    /// returned the error that stopped the agent ([`AgentError::Persistence`],
+    /// [`AgentError::Indeterminate`]) this fails with [`AgentError::Stopped`] at once. Never
+    /// await it inside a host call or a maintenance job: the activity it waits for includes
+    /// that call.
     pub async fn when_idle(&self) -> Result<(), AgentError> {
         let mut state = self.inner.state.clone();
         let ended = match state.wait_for(|s| s.quiescent || s.ended.is_some()).await {
@@ -777,7 +785,9 @@ impl Agent {
         self.inner.state.borrow().status
     }
 
-    /// How the driver ended, if it did.
+    /// How the driver ended, if it did. `Some(Stopped(..))` as soon as a call has returned the
+    /// error that stopped the agent: the driver ends (and releases its log) before it tells the
+    /// calls of a failed append.
     pub fn ending(&self) -> Option<Ending> {
         self.inner.state.borrow().ended.clone()
     }

@@ -25,7 +25,10 @@
 //! settled alone. The core's state runs ahead of the log only while a group is in flight, as it
 //! does for a single input during its append. A failed append fails every input of the group
 //! (none of it is in the log: the log cut the whole batch back), drops the held effects and
-//! stops the agent, as for a single input.
+//! stops the agent, as for a single input. Its callers are told once the agent has ended (the
+//! final sync done, the log released, the ending published): a call that returned its error
+//! finds [`Agent::ending`](crate::Agent::ending) and
+//! [`Agent::when_idle`](crate::Agent::when_idle) saying `Stopped`, and the log free to re-open.
 //!
 //! A group ends early at a command that reads or changes the driver rather than the log (a
 //! snapshot of the pending lists, maintenance, close), which waits until the group is settled,
@@ -154,6 +157,26 @@ pub(crate) struct Driver<H, L> {
     step_span: Span,
     ending: Option<Ending>,
     close_replies: Vec<oneshot::Sender<()>>,
+    /// Replies decided after the driver decided to end (the calls a failed append failed, a
+    /// maintenance boundary that could not be appended): sent by [`finish`](Driver::finish)
+    /// once the ending is published, so a caller told the agent stopped finds
+    /// [`Agent::ending`] and [`Agent::when_idle`] saying so, and the log released.
+    after_end: Vec<Deferred>,
+}
+
+/// A reply held until the ending is published.
+enum Deferred {
+    Member(MemberReply, Result<bool, AgentError>),
+    Unit(Reply<()>, Result<(), AgentError>),
+}
+
+impl Deferred {
+    fn send(self) {
+        match self {
+            Deferred::Member(reply, result) => reply.send(result),
+            Deferred::Unit(reply, result) => drop(reply.send(result)),
+        }
+    }
 }
 
 impl<H: Host, L: DurableLog> Driver<H, L> {
@@ -194,6 +217,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             step_span: Span::none(),
             ending: None,
             close_replies: Vec::new(),
+            after_end: Vec::new(),
         }
     }
 
@@ -342,7 +366,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         }
         // Its one effect, `Begin(Maintenance)`, made the job's token.
         if let Err(error) = self.settle().await {
-            let _ = reply.send(Err(error));
+            self.reply_unit(reply, Err(error));
             return;
         }
         let span = tracing::info_span!(parent: &self.span, "maintenance");
@@ -385,7 +409,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                     Err(rejected) => Err(AgentError::Rejected(rejected)),
                 };
                 tracing::info!(parent: &self.span, "maintenance ended");
-                let _ = reply.send(result);
+                self.reply_unit(reply, result);
             }
             (_, inflight) => {
                 tracing::error!("a completion that does not match what was running");
@@ -461,7 +485,8 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                         Ok(_) => Err(error.clone()),
                         refused => refused,
                     };
-                    member.reply.send(outcome);
+                    // Told once the ending is published (the agent stopped).
+                    self.after_end.push(Deferred::Member(member.reply, outcome));
                 }
                 self.members = members;
                 return Err(error);
@@ -648,6 +673,16 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         }
     }
 
+    /// Sends a maintenance reply now, or, once the driver is ending, after the ending is
+    /// published.
+    fn reply_unit(&mut self, reply: Reply<()>, result: Result<(), AgentError>) {
+        if self.ending.is_some() {
+            self.after_end.push(Deferred::Unit(reply, result));
+        } else {
+            let _ = reply.send(result);
+        }
+    }
+
     /// Stops what runs, syncs and releases the log, publishes the ending, answers whatever still
     /// waits. The sync runs after a failed append too: what was acknowledged before it under a
     /// lazy policy must still be made durable.
@@ -656,7 +691,8 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         self.token.cancel();
         match self.inflight.take() {
             Some(Inflight::Maintenance { reply, .. }) => {
-                let _ = reply.send(Err(ending_error(&ending)));
+                self.after_end
+                    .push(Deferred::Unit(reply, Err(ending_error(&ending))));
             }
             Some(Inflight::Request { handle, .. }) => {
                 // Its answer is ignored; a call that ignores its token too is dropped after the
@@ -700,6 +736,11 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                 Command::Pending { .. } => {}
                 Command::Close { reply } => self.close_replies.push(reply),
             }
+        }
+        // The replies decided after the ending, now that it is published (`ending()` and
+        // `when_idle()` say it) and the log released.
+        for deferred in self.after_end.drain(..) {
+            deferred.send();
         }
         for reply in self.close_replies.drain(..) {
             let _ = reply.send(());

@@ -1,9 +1,10 @@
 //! What a `FileLog` and a `SegmentLog` do to their file alike: open it locked, check it is still
-//! the log's file, write within the fault budget, and classify a failed cut-back.
+//! the log's file and still ends where and how the log left it, write within the fault budget,
+//! and cut a failed append back (never extending the file).
 
 use std::fs::{File, Metadata};
 use std::io::{self, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,6 +12,10 @@ use rustix::fs::{flock, FlockOperation};
 
 use crate::log::{parent_dir, FaultState};
 use crate::LogError;
+
+/// How many of the last bytes a log wrote it compares with the file's own before and after every
+/// append: enough to hold the end of a record (its closing `}` and `\n`, and the data before).
+const TAIL: usize = 32;
 
 /// Opens (or creates) the log file for appending, takes its exclusive lock for the file's whole
 /// life (`LogError::Locked` for a second writer) and syncs its directory entry (also when an
@@ -42,10 +47,15 @@ pub(crate) fn identity(meta: &Metadata) -> (u64, u64) {
 
 /// The path still names this file (same device and inode), and the file is still linked.
 pub(crate) fn check_identity(file: &File, path: &Path, id: (u64, u64)) -> Result<(), LogError> {
+    check_named(&file.metadata()?, path, id)
+}
+
+/// The file of `meta` is still linked and the path still names it.
+fn check_named(meta: &Metadata, path: &Path, id: (u64, u64)) -> Result<(), LogError> {
     let replaced = || LogError::Replaced {
         path: PathBuf::from(path),
     };
-    if file.metadata()?.nlink() == 0 {
+    if meta.nlink() == 0 {
         return Err(replaced());
     }
     match std::fs::metadata(path) {
@@ -56,8 +66,131 @@ pub(crate) fn check_identity(file: &File, path: &Path, id: (u64, u64)) -> Result
     }
 }
 
-/// Writes `bytes` at the end of `file`, within the fault budget (tests fail a write part-way).
+/// Where and how a log left its file: the length of what it wrote (or read back and repaired)
+/// and the last bytes of it. Everything up to `len` is acknowledged, or was read back.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct End {
+    /// The file's length as the log left it.
+    pub(crate) len: u64,
+    /// The last `tail_len` bytes before `len`.
+    tail: [u8; TAIL],
+    tail_len: usize,
+}
+
+impl End {
+    /// The end of a file of `len` bytes whose last bytes are not known yet (before a read back).
+    pub(crate) fn unread(len: u64) -> End {
+        End {
+            len,
+            tail: [0; TAIL],
+            tail_len: 0,
+        }
+    }
+
+    /// The end of `file` at `len`, its last bytes read from the file (after a read back and
+    /// repair: the file's current length).
+    pub(crate) fn read(file: &File, len: u64) -> io::Result<End> {
+        let mut end = End::unread(len);
+        end.tail_len = usize::try_from(len.min(TAIL as u64)).unwrap_or(TAIL);
+        file.read_exact_at(&mut end.tail[..end.tail_len], len - end.tail_len as u64)?;
+        Ok(end)
+    }
+
+    /// The end once `bytes` were appended after this one.
+    pub(crate) fn after(&self, bytes: &[u8]) -> End {
+        let mut end = *self;
+        end.len = self.len + bytes.len() as u64;
+        if bytes.len() >= TAIL {
+            end.tail.copy_from_slice(&bytes[bytes.len() - TAIL..]);
+            end.tail_len = TAIL;
+        } else {
+            // Keep the last bytes of the old tail that still fit before the new ones.
+            let keep = self.tail_len.min(TAIL - bytes.len());
+            let mut tail = [0; TAIL];
+            tail[..keep].copy_from_slice(&self.tail[self.tail_len - keep..self.tail_len]);
+            tail[keep..keep + bytes.len()].copy_from_slice(bytes);
+            end.tail = tail;
+            end.tail_len = keep + bytes.len();
+        }
+        end
+    }
+
+    fn tail(&self) -> &[u8] {
+        &self.tail[..self.tail_len]
+    }
+}
+
+/// The file still ends where and how the log left it: as long as `end` (shorter:
+/// [`LogError::Truncated`]; longer: [`LogError::Tampered`]) and ending in the bytes the log wrote
+/// last ([`LogError::Tampered`] at the same length). One `fstat` and one `pread` of at most
+/// [`TAIL`] bytes. With `named`, also that the path still names this file
+/// ([`LogError::Replaced`]: one `stat` more).
+///
+/// What this cannot see: bytes overwritten in place before the last [`TAIL`] (the same length,
+/// the same last bytes), and a change made and undone between two checks.
+pub(crate) fn check_end(
+    file: &File,
+    path: &Path,
+    end: &End,
+    named: Option<(u64, u64)>,
+) -> Result<(), LogError> {
+    check(file, path, end, named, false)
+}
+
+/// As [`check_end`], but the file may be longer than `end` (after a failed cut-back this log's
+/// own bytes may follow it): it must hold `end` itself, its bytes before `len` ending as the log
+/// wrote them.
+pub(crate) fn check_prefix(
+    file: &File,
+    path: &Path,
+    end: &End,
+    named: Option<(u64, u64)>,
+) -> Result<(), LogError> {
+    check(file, path, end, named, true)
+}
+
+fn check(
+    file: &File,
+    path: &Path,
+    end: &End,
+    named: Option<(u64, u64)>,
+    longer: bool,
+) -> Result<(), LogError> {
+    let meta = file.metadata()?;
+    if let Some(id) = named {
+        check_named(&meta, path, id)?;
+    }
+    let found = meta.len();
+    if found < end.len {
+        return Err(LogError::Truncated {
+            path: path.to_owned(),
+            expected: end.len,
+            found,
+        });
+    }
+    let tampered = || LogError::Tampered {
+        path: path.to_owned(),
+        expected: end.len,
+        found,
+    };
+    if found > end.len && !longer {
+        return Err(tampered());
+    }
+    let mut last = [0; TAIL];
+    let last = &mut last[..end.tail_len];
+    file.read_exact_at(last, end.len - end.tail_len as u64)?;
+    if last != end.tail() {
+        return Err(tampered());
+    }
+    Ok(())
+}
+
+/// Writes `bytes` at the end of `file`, within the fault budget (tests fail a write part-way, or
+/// resize the file first as another writer would, after the log checked it).
 pub(crate) fn write_budgeted(file: &File, faults: &FaultState, bytes: &[u8]) -> io::Result<()> {
+    if let Some(len) = faults.resize_before_write() {
+        file.set_len(len)?;
+    }
     let allowed = faults.take_budget(bytes.len());
     let mut file = file;
     file.write_all(&bytes[..allowed])?;
@@ -67,20 +200,55 @@ pub(crate) fn write_budgeted(file: &File, faults: &FaultState, bytes: &[u8]) -> 
     Ok(())
 }
 
+/// Cuts a failed append back to `end` (what the log held before it) and syncs the cut, then
+/// says what the failure means ([`after_cut_back`]). The cut never extends the file: a file
+/// found shorter than `end` is left as it is, and the append is
+/// [`LogError::Indeterminate`] (its `undo` a [`LogError::Truncated`]); so is a cut after which
+/// the file does not end in the log's last bytes (its `undo` a [`LogError::Tampered`]).
+pub(crate) fn cut_back(
+    file: &File,
+    path: &Path,
+    faults: &FaultState,
+    end: &End,
+    error: LogError,
+) -> LogError {
+    let undone = (|| {
+        faults.truncate()?;
+        let found = file.metadata()?.len();
+        if found < end.len {
+            return Err(LogError::Truncated {
+                path: path.to_owned(),
+                expected: end.len,
+                found,
+            });
+        }
+        file.set_len(end.len)?;
+        faults.sync()?;
+        file.sync_data()?;
+        check_end(file, path, end, None)
+    })();
+    after_cut_back(undone, error)
+}
+
 /// What a failed append becomes once its cut-back was tried (`undone`): the append's own error
 /// if the cut-back and its sync succeeded (the input is not in the log), `Indeterminate` if they
 /// failed. A write to a file that is no longer the log's stays `Replaced`: the log never had it.
-pub(crate) fn after_cut_back(undone: io::Result<()>, error: LogError) -> LogError {
+pub(crate) fn after_cut_back(undone: Result<(), LogError>, error: LogError) -> LogError {
     match (undone, error) {
         (_, replaced @ LogError::Replaced { .. }) => replaced,
         (Ok(()), error) => error,
-        (Err(undo), LogError::Io(error)) => LogError::Indeterminate {
-            error,
-            undo: Arc::new(undo),
+        (Err(undo), error) => LogError::Indeterminate {
+            error: as_io(error),
+            undo: as_io(undo),
         },
-        (Err(undo), other) => LogError::Indeterminate {
-            error: Arc::new(io::Error::other(other.to_string())),
-            undo: Arc::new(undo),
-        },
+    }
+}
+
+/// A log error as the `io::Error` an [`LogError::Indeterminate`] holds: an i/o error as it is,
+/// any other wrapped whole (`get_ref()` and `downcast_ref::<LogError>()` give it back).
+fn as_io(error: LogError) -> Arc<io::Error> {
+    match error {
+        LogError::Io(error) => error,
+        other => Arc::new(io::Error::other(other)),
     }
 }

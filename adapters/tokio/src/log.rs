@@ -4,11 +4,14 @@
 //! # What an append's result means
 //!
 //! * `Ok`: the batch is in the log, as durable as the [`SyncPolicy`] makes it.
-//! * [`LogError::Io`] (and [`LogError::Replaced`]): the batch is **not** in the log. A partial
-//!   write was cut back and the cut synced before the error was returned, so a retry cannot
-//!   deliver twice.
-//! * [`LogError::Indeterminate`]: the write failed *and* cutting it back failed: the batch may or
-//!   may not be in the log. Re-open and look before retrying.
+//! * [`LogError::Io`] (and [`LogError::Replaced`], [`LogError::Truncated`],
+//!   [`LogError::Tampered`]): the batch is **not** in the log. A partial write was cut back and
+//!   the cut synced before the error was returned, so a retry cannot deliver twice.
+//! * [`LogError::Indeterminate`]: the write failed *and* cutting it back failed (or would have
+//!   had to extend the file): the batch may or may not be in the log. Re-open and look before
+//!   retrying.
+//!
+//! What a file log checks of its file around every append: see [`FileLog`].
 //! * [`LogError::TooDeep`], [`LogError::Encode`], [`LogError::SeqExhausted`]: refused before
 //!   anything was written.
 
@@ -23,7 +26,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use coxswain_core::Event;
 
-use crate::file::{after_cut_back, check_identity, identity, open_locked, write_budgeted};
+use crate::file::{
+    check_end, check_identity, check_prefix, cut_back, identity, open_locked, write_budgeted, End,
+};
 use coxswain_log::{
     encode, parse, CorruptLine, EncodeError, Entry, LineBuffer, Reader, Record, Tail, TooDeep,
     TornTail,
@@ -98,7 +103,11 @@ pub enum LogError {
     /// partial write was cut back and the cut synced).
     #[error("log i/o failed: {0}")]
     Io(Arc<io::Error>),
-    /// An append failed and cutting it back failed too: the batch may or may not be in the log.
+    /// An append failed and cutting it back failed too, or was not tried because the file is
+    /// shorter than what the log holds (a cut-back never extends a file; `undo` is then a
+    /// [`LogError::Truncated`]): the batch may or may not be in the log. A cause that is not an
+    /// i/o error is the [`LogError`] itself inside the `io::Error`
+    /// (`undo.get_ref().and_then(|e| e.downcast_ref::<LogError>())`).
     #[error("log i/o failed ({error}) and undoing the partial write failed too ({undo}): the batch may or may not be in the log")]
     Indeterminate {
         /// Why the append failed.
@@ -137,6 +146,35 @@ pub enum LogError {
         /// The path.
         path: PathBuf,
     },
+    /// The log's file is shorter than what this log wrote to it: it was cut in place (a
+    /// `logrotate` with `copytruncate`, a `: > file`), so records acknowledged before may be
+    /// gone. Nothing more is acknowledged. From an append: the batch is not in the log (nothing
+    /// was written, or what was written was cut back).
+    #[error(
+        "the log file {path} was truncated: it holds {found} bytes where this log wrote {expected}"
+    )]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Its length as this log left it.
+        expected: u64,
+        /// Its length now.
+        found: u64,
+    },
+    /// Another writer wrote to the log's file, ignoring its lock: the file is longer than what
+    /// this log wrote (`found > expected`: appended to), or it does not end in the bytes this
+    /// log wrote last (`found == expected`: overwritten at its end). Nothing more is
+    /// acknowledged. From an append: the batch is not in the log (nothing was written, or what
+    /// was written was cut back).
+    #[error("the log file {path} was written by another writer: {}", tampered(*.expected, *.found))]
+    Tampered {
+        /// The file.
+        path: PathBuf,
+        /// Its length as this log left it.
+        expected: u64,
+        /// Its length now.
+        found: u64,
+    },
     /// The session is already open on this segment log (a session has one writer at a time:
     /// drop its [`SessionLog`](crate::SessionLog), or await its agent's close, first).
     #[error("session {session} is already open on this segment log")]
@@ -145,7 +183,8 @@ pub enum LogError {
         session: String,
     },
     /// The segment log's writer stopped (its file may be in an unknown state after a failed
-    /// cut-back); re-open the segment log.
+    /// cut-back, or was replaced, truncated or written by another writer); re-open the segment
+    /// log.
     #[error("the segment log's writer stopped; re-open it")]
     WriterStopped,
     /// Another writer took the session over under a newer epoch (a shared log's fencing, e.g.
@@ -169,6 +208,15 @@ impl LogError {
     /// True when a newer writer took the session over ([`LogError::Fenced`]).
     pub fn is_fenced(&self) -> bool {
         matches!(self, LogError::Fenced { .. })
+    }
+}
+
+/// What [`LogError::Tampered`] found.
+fn tampered(expected: u64, found: u64) -> String {
+    if found == expected {
+        format!("its last bytes are not the ones this log wrote ({found} bytes)")
+    } else {
+        format!("it holds {found} bytes where this log wrote {expected}")
     }
 }
 
@@ -232,7 +280,29 @@ const READ_CHUNK: usize = 1 << 20;
 ///   record at a time (memory does not grow with the file), and changes nothing;
 ///   [`repair_tail`](DurableLog::repair_tail) then drops a torn tail (S50).
 /// * Every append and sync checks that the path still names the file this log writes
-///   ([`LogError::Replaced`]); a failed append is cut back ([`DurableLog::append`]).
+///   ([`LogError::Replaced`]) and that the file still has the length and the last bytes this log
+///   left it with ([`LogError::Truncated`], [`LogError::Tampered`]); see below. A failed append
+///   is cut back ([`DurableLog::append`]); the cut never extends the file.
+///
+/// # What it checks of its file
+///
+/// Before every append it checks that its file still has the length it left it at and still
+/// ends in the last 32 bytes it wrote (one `fstat`, one `pread`); after the write and its sync,
+/// and before acknowledging, it checks the same of the new end and that the path still names the
+/// file (one `stat` more); every [`sync`](DurableLog::sync) checks it too. So a file removed,
+/// renamed or replaced ([`LogError::Replaced`]), cut in place (`logrotate`'s `copytruncate`,
+/// `: > file`: [`LogError::Truncated`]), or appended to or overwritten at its end by a writer
+/// that ignores the lock ([`LogError::Tampered`]) fails the append instead of acknowledging it,
+/// and every append after it (the log takes no more). An append refused before its write wrote
+/// nothing; one whose write the check after it refused is cut back, to the acknowledged length
+/// and only if the file is at least that long and ends as the log left it there
+/// ([`LogError::Indeterminate`] otherwise). A [`SegmentLog`](crate::SegmentLog)'s committer
+/// checks its file the same way.
+///
+/// Not detected: bytes overwritten in place before the last 32 the log wrote (the same length,
+/// the same end), a change undone before the next check, and a change that lands after an
+/// append's last check (the records it acknowledged are lost; the next append or sync reports
+/// it).
 #[derive(Debug)]
 pub struct FileLog {
     path: PathBuf,
@@ -252,10 +322,26 @@ struct FileIo {
     path: PathBuf,
     /// The file's identity when opened: device and inode.
     id: (u64, u64),
-    /// The length of what the log holds: everything up to here is acknowledged (or read back).
-    len: u64,
+    /// Where the log left the file: everything up to here is acknowledged (or read back).
+    end: End,
+    /// How much of `end` the file is held to.
+    held: Held,
+    /// The file's length when it was last read back (its tail is repaired against it).
+    read_len: u64,
     buffer: Vec<u8>,
     faults: Arc<FaultState>,
+}
+
+/// What the checks hold the file to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Held {
+    /// Not repaired yet: the log's end is not known (only the path is checked).
+    Unknown,
+    /// The file ends exactly at the log's end.
+    Exact,
+    /// A failed cut-back may have left this log's own bytes after the end: the file holds the
+    /// end and perhaps more.
+    AtLeast,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -393,7 +479,12 @@ impl DurableLog for FileLog {
         self.next_seq = reader.next_seq();
         self.read = ReadState::Read(fix);
         let complete = reader.complete_len();
-        self.with_io(move |io| io.len = complete).await?;
+        self.with_io(move |io| {
+            io.end = End::unread(complete);
+            io.held = Held::Unknown;
+            io.read_len = offset;
+        })
+        .await?;
         Ok(ReadBack {
             records: reader.records(),
             torn,
@@ -459,7 +550,9 @@ impl FileIo {
             file,
             path,
             id: identity(&meta),
-            len: meta.len(),
+            end: End::unread(meta.len()),
+            held: Held::Unknown,
+            read_len: meta.len(),
             buffer: Vec::new(),
             faults,
         })
@@ -488,75 +581,101 @@ impl FileIo {
         Ok(chunk)
     }
 
+    /// Repairs the tail as the read back found it, once the file is checked to be as it was
+    /// read (the same file, the same length), then learns the file's last bytes.
     fn repair_tail(&mut self, fix: TailFix) -> Result<(), LogError> {
-        self.check_identity()?;
-        match fix {
-            TailFix::None => {}
+        check_end(
+            &self.file,
+            &self.path,
+            &End::unread(self.read_len),
+            Some(self.id),
+        )?;
+        let len = match fix {
+            TailFix::None => self.read_len,
             TailFix::Cut(len) => {
                 self.faults.truncate()?;
                 self.file.set_len(len)?;
                 self.faults.sync()?;
                 self.file.sync_data()?;
-                self.len = len;
+                len
             }
             TailFix::Terminate => {
                 self.write(b"\n")?;
                 self.faults.sync()?;
                 self.file.sync_data()?;
-                self.len += 1;
+                self.read_len + 1
             }
-        }
+        };
+        self.end = End::read(&self.file, len)?;
+        self.held = Held::Exact;
         Ok(())
+    }
+
+    /// The file still ends as this log left it (`end`), and (`named`) the path still names it.
+    fn check_end(&self, end: &End, named: bool) -> Result<(), LogError> {
+        let id = named.then_some(self.id);
+        match self.held {
+            Held::Unknown if named => self.check_identity(),
+            Held::Unknown => Ok(()),
+            Held::Exact => check_end(&self.file, &self.path, end, id),
+            Held::AtLeast => check_prefix(&self.file, &self.path, end, id),
+        }
     }
 
     fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
         write_budgeted(&self.file, &self.faults, bytes)
     }
 
-    /// Writes the encoded batch, syncs it if asked, and checks the file is still the log's. On
-    /// any failure the file is cut back to the last acknowledged length and the cut synced.
+    /// Checks the file still ends as this log left it (nothing is written otherwise: the
+    /// batch is not in the log), writes the encoded batch, syncs it if asked, and checks the
+    /// file is still the log's and ends in the batch. On a failure after the write began the
+    /// file is cut back to the last acknowledged length and the cut synced ([`cut_back`]).
     fn append_buffer(&mut self, sync: bool) -> Result<(), LogError> {
         let buffer = std::mem::take(&mut self.buffer);
-        let written = buffer.len() as u64;
-        let result = self.write_and_sync(&buffer, sync);
+        let result = self.write_checked(&buffer, sync);
         self.buffer = buffer;
         self.buffer.clear();
         if self.buffer.capacity() > KEPT_BUFFER {
             self.buffer.shrink_to(KEPT_BUFFER);
         }
-        match result {
+        result
+    }
+
+    fn write_checked(&mut self, bytes: &[u8], sync: bool) -> Result<(), LogError> {
+        self.check_end(&self.end, false)?;
+        let after = self.end.after(bytes);
+        match self.write_and_sync(bytes, sync, &after) {
             Ok(()) => {
-                self.len += written;
+                self.end = after;
                 Ok(())
             }
             Err(error) => Err(self.undo(error)),
         }
     }
 
-    fn write_and_sync(&mut self, bytes: &[u8], sync: bool) -> Result<(), LogError> {
-        self.write(bytes)?;
+    fn write_and_sync(&self, bytes: &[u8], sync: bool, after: &End) -> Result<(), LogError> {
+        write_budgeted(&self.file, &self.faults, bytes)?;
         if sync {
             self.faults.sync()?;
             self.file.sync_data()?;
         }
-        self.check_identity()
+        self.check_end(after, true)
     }
 
-    /// Cuts a failed append back to the acknowledged length and syncs the cut.
+    /// Cuts a failed append back to the acknowledged length and syncs the cut; if that failed,
+    /// the file may hold this log's bytes after its end from now on.
     fn undo(&mut self, error: LogError) -> LogError {
-        let undone = self
-            .faults
-            .truncate()
-            .and_then(|()| self.file.set_len(self.len))
-            .and_then(|()| self.faults.sync())
-            .and_then(|()| self.file.sync_data());
-        after_cut_back(undone, error)
+        let error = cut_back(&self.file, &self.path, &self.faults, &self.end, error);
+        if error.is_indeterminate() && self.held == Held::Exact {
+            self.held = Held::AtLeast;
+        }
+        error
     }
 
     fn sync(&mut self) -> Result<(), LogError> {
         self.faults.sync()?;
         self.file.sync_data()?;
-        self.check_identity()
+        self.check_end(&self.end, true)
     }
 }
 
@@ -595,6 +714,8 @@ pub(crate) struct FaultState {
     /// How many of the next syncs fail.
     fail_syncs: AtomicUsize,
     fail_truncate: AtomicBool,
+    /// The length the next write first sets the file to; `u64::MAX`: none.
+    resize_before_write: AtomicU64,
     syncs: AtomicUsize,
 }
 
@@ -604,6 +725,7 @@ impl Default for FaultState {
             budget: AtomicU64::new(u64::MAX),
             fail_syncs: AtomicUsize::new(0),
             fail_truncate: AtomicBool::new(false),
+            resize_before_write: AtomicU64::new(u64::MAX),
             syncs: AtomicUsize::new(0),
         }
     }
@@ -624,6 +746,13 @@ impl Faults {
     /// Truncations (cutting a failed append back) fail (or work again).
     pub fn fail_truncates(&self, fail: bool) {
         self.0.fail_truncate.store(fail, Ordering::SeqCst);
+    }
+
+    /// The next write (once) first sets the file's length to `len` bytes: cuts it, or extends
+    /// it with zeros, as another writer's truncation or append landing between the log's check
+    /// of its file and its write would.
+    pub fn resize_before_next_write(&self, len: u64) {
+        self.0.resize_before_write.store(len, Ordering::SeqCst);
     }
 
     /// How many syncs the log attempted.
@@ -662,6 +791,13 @@ impl FaultState {
             return Err(io::Error::other("sync failed (injected)"));
         }
         Ok(())
+    }
+
+    /// The length to set the file to before this write, once
+    /// ([`Faults::resize_before_next_write`]).
+    pub(crate) fn resize_before_write(&self) -> Option<u64> {
+        let len = self.resize_before_write.swap(u64::MAX, Ordering::SeqCst);
+        (len != u64::MAX).then_some(len)
     }
 
     pub(crate) fn truncate(&self) -> io::Result<()> {

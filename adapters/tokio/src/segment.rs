@@ -15,13 +15,19 @@
 //!   its session's records through the index. A session is open at most once at a time
 //!   ([`LogError::SessionOpen`]).
 //! * One committer thread owns the writes: it takes every batch waiting from every session,
-//!   writes them as one `write`, makes them durable with one `fdatasync`, checks that the path
-//!   still names the file, and only then answers each batch. If the write or the sync fails,
-//!   the file is cut back to its last durable length (the cut synced) and **every** batch of
-//!   that commit fails ([`LogError::Io`]; each failed session takes no more appends, as a
-//!   [`FileLog`](crate::FileLog) after a failure); if the cut-back fails too, every batch of the
-//!   commit is [`LogError::Indeterminate`] and the writer stops
-//!   ([`LogError::WriterStopped`] from then on).
+//!   checks that the file still has the length and the last bytes it left it with, writes the
+//!   batches as one `write`, makes them durable with one `fdatasync`, checks that the path still
+//!   names the file and that the file ends in what it wrote, and only then answers each batch.
+//!   If the write or the sync fails, the file is cut back to its last durable length (the cut
+//!   synced, and never extending the file) and **every** batch of that commit fails
+//!   ([`LogError::Io`]; each failed session takes no more appends, as a
+//!   [`FileLog`](crate::FileLog) after a failure); if the cut-back fails too (or the file is
+//!   shorter than the durable length), every batch of the commit is
+//!   [`LogError::Indeterminate`] and the writer stops ([`LogError::WriterStopped`] from then
+//!   on). A file removed, renamed or replaced ([`LogError::Replaced`]), cut in place
+//!   ([`LogError::Truncated`]) or written by another writer ([`LogError::Tampered`]) fails the
+//!   commit's batches and stops the writer too (what [`FileLog`](crate::FileLog) says is and is
+//!   not detected holds here).
 //!
 //! Every commit syncs (the [`SyncPolicy::EveryAppend`](crate::SyncPolicy::EveryAppend)
 //! contract): nothing is acknowledged that a power loss can take back.
@@ -42,7 +48,9 @@ use coxswain_log::{
 };
 use tokio::sync::oneshot;
 
-use crate::file::{after_cut_back, check_identity, identity, open_locked, write_budgeted};
+use crate::file::{
+    check_end, check_identity, cut_back, identity, open_locked, write_budgeted, End,
+};
 use crate::log::{blocking, seqs, FaultState};
 use crate::{DurableLog, Faults, LogError, ReadBack};
 
@@ -406,12 +414,18 @@ struct Committer {
     file: Arc<File>,
     path: PathBuf,
     id: (u64, u64),
-    /// The durable length: everything up to here is acknowledged or was read at open.
-    len: u64,
-    /// Lines up to `len`.
+    /// Where the committer left the file: everything up to here is acknowledged or was read at
+    /// open (its last bytes known once the tail is repaired).
+    end: End,
+    /// The file's length when it was read at open.
+    read_len: u64,
+    /// Lines up to `end`.
     lines: usize,
     fix: TailFix,
-    /// A cut-back failed (or the file was replaced): nothing more is written.
+    /// The tail was repaired (at the first commit): `end` is known.
+    repaired: bool,
+    /// A cut-back failed (or the file was replaced, truncated or written by another writer):
+    /// nothing more is written.
     stopped: bool,
     index: Arc<Mutex<Index>>,
     faults: Arc<FaultState>,
@@ -422,15 +436,17 @@ struct Committer {
 impl Committer {
     fn open(path: PathBuf, faults: Arc<FaultState>) -> Result<(Committer, Index), LogError> {
         let (file, meta) = open_locked(&path)?;
-        let (index, len, lines, fix) = scan(&file)?;
+        let (index, len, read_len, lines, fix) = scan(&file)?;
         Ok((
             Committer {
                 file: Arc::new(file),
                 path,
                 id: identity(&meta),
-                len,
+                end: End::unread(len),
+                read_len,
                 lines,
                 fix,
+                repaired: false,
                 stopped: false,
                 index: Arc::default(),
                 faults,
@@ -460,7 +476,7 @@ impl Committer {
             return answer_all(jobs, &LogError::WriterStopped);
         }
         if let Err(error) = self.repair_tail() {
-            if matches!(error, LogError::Replaced { .. }) {
+            if stops(&error) {
                 self.stopped = true;
             }
             return answer_all(jobs, &error);
@@ -476,30 +492,25 @@ impl Committer {
             }
         }
         let result = if buffer.is_empty() && !sync {
-            Ok(())
+            Ok(self.end)
         } else {
-            self.write_and_sync(&buffer)
+            self.write_checked(&buffer)
         };
-        let written = buffer.len() as u64;
         self.buffer = buffer;
         self.buffer.clear();
         if self.buffer.capacity() > KEPT_BUFFER {
             self.buffer.shrink_to(KEPT_BUFFER);
         }
         match result {
-            Ok(()) => {
+            Ok(after) => {
                 self.index_commit(&jobs);
-                self.len += written;
+                self.end = after;
                 for job in jobs {
                     job.answer(Ok(()));
                 }
             }
             Err(error) => {
-                let error = self.undo(error);
-                if matches!(
-                    error,
-                    LogError::Indeterminate { .. } | LogError::Replaced { .. }
-                ) {
+                if stops(&error) {
                     self.stopped = true;
                 }
                 answer_all(jobs, &error);
@@ -510,7 +521,7 @@ impl Committer {
     /// Records where the committed lines are, and each session's next `seq`.
     fn index_commit(&mut self, jobs: &[Job]) {
         let mut index = lock(&self.index);
-        let mut offset = self.len;
+        let mut offset = self.end.len;
         for job in jobs {
             let Job::Append {
                 session,
@@ -541,24 +552,35 @@ impl Committer {
         }
     }
 
+    /// At the first commit: checks the file is as it was read at open (the same file, the same
+    /// length), repairs its tail, and learns its last bytes.
     fn repair_tail(&mut self) -> Result<(), LogError> {
-        match self.fix {
-            TailFix::None => return Ok(()),
+        if self.repaired {
+            return Ok(());
+        }
+        check_end(
+            &self.file,
+            &self.path,
+            &End::unread(self.read_len),
+            Some(self.id),
+        )?;
+        let len = match self.fix {
+            TailFix::None => self.read_len,
             TailFix::Cut(len) => {
-                check_identity(&self.file, &self.path, self.id)?;
                 self.faults.truncate()?;
                 self.file.set_len(len)?;
                 self.sync()?;
-                self.len = len;
+                len
             }
             TailFix::Terminate => {
-                check_identity(&self.file, &self.path, self.id)?;
                 self.write(b"\n")?;
                 self.sync()?;
-                self.len += 1;
+                self.read_len + 1
             }
-        }
+        };
+        self.end = End::read(&self.file, len)?;
         self.fix = TailFix::None;
+        self.repaired = true;
         Ok(())
     }
 
@@ -571,21 +593,41 @@ impl Committer {
         self.file.sync_data()
     }
 
-    fn write_and_sync(&self, bytes: &[u8]) -> Result<(), LogError> {
-        self.write(bytes)?;
-        self.sync()?;
-        check_identity(&self.file, &self.path, self.id)
+    /// Checks the file still ends as the committer left it (nothing is written otherwise),
+    /// writes and syncs `bytes`, checks the file is still the log's and ends in them; a failure
+    /// after the write began is cut back ([`cut_back`]). The new end.
+    fn write_checked(&self, bytes: &[u8]) -> Result<End, LogError> {
+        check_end(&self.file, &self.path, &self.end, None)?;
+        let after = self.end.after(bytes);
+        match self.write_and_sync(bytes, &after) {
+            Ok(()) => Ok(after),
+            Err(error) => Err(cut_back(
+                &self.file,
+                &self.path,
+                &self.faults,
+                &self.end,
+                error,
+            )),
+        }
     }
 
-    /// Cuts a failed commit back to the durable length and syncs the cut.
-    fn undo(&self, error: LogError) -> LogError {
-        let undone = self
-            .faults
-            .truncate()
-            .and_then(|()| self.file.set_len(self.len))
-            .and_then(|()| self.sync());
-        after_cut_back(undone, error)
+    fn write_and_sync(&self, bytes: &[u8], after: &End) -> Result<(), LogError> {
+        self.write(bytes)?;
+        self.sync()?;
+        check_end(&self.file, &self.path, after, Some(self.id))
     }
+}
+
+/// A failure after which the committer writes nothing more: the file may be in an unknown
+/// state, or is no longer (all) the log's.
+fn stops(error: &LogError) -> bool {
+    matches!(
+        error,
+        LogError::Indeterminate { .. }
+            | LogError::Replaced { .. }
+            | LogError::Truncated { .. }
+            | LogError::Tampered { .. }
+    )
 }
 
 fn answer_all(jobs: Vec<Job>, error: &LogError) {
@@ -594,9 +636,9 @@ fn answer_all(jobs: Vec<Job>, error: &LogError) {
     }
 }
 
-/// Reads the whole file once: every session's lines and next `seq`, the length and line count
-/// of what was read as records, and what its tail needs.
-fn scan(file: &File) -> Result<(Index, u64, usize, TailFix), LogError> {
+/// Reads the whole file once: every session's lines and next `seq`, the length of what was read
+/// as records, the length of what was read, the line count, and what its tail needs.
+fn scan(file: &File) -> Result<(Index, u64, u64, usize, TailFix), LogError> {
     let mut reader = SegmentReader::new();
     let mut index = Index::default();
     let mut note = |record: coxswain_log::SegmentRecord, terminated: bool| {
@@ -648,5 +690,5 @@ fn scan(file: &File) -> Result<(Index, u64, usize, TailFix), LogError> {
             entry.next_seq = next_seq;
         }
     }
-    Ok((index, reader.complete_len(), reader.records(), fix))
+    Ok((index, reader.complete_len(), offset, reader.records(), fix))
 }

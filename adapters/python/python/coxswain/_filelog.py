@@ -4,7 +4,15 @@ The record format (``{"seq": N, "type": T, "data": D}`` per line) is ``coxswain-
 through ``coxswain._native``: this module only does the file IO. The file is locked (``flock``,
 the same lock the Rust FileLog takes, so a Rust and a Python writer exclude each other), every
 append is written in full and made durable (``os.fdatasync``) before it returns, and a failed
-append is cut back to where it started.
+append is cut back to where it started (never extending the file).
+
+As the Rust FileLog does, it checks before every append and again before acknowledging it (and
+at every sync and close) that the file is still the one it writes and still ends as it left it:
+a file removed, renamed or replaced (:class:`LogReplaced`), cut in place (``copytruncate``,
+``: > file``: :class:`LogTruncated`), or appended to or overwritten at its end by a writer that
+ignores the lock (:class:`LogTampered`) fails the append instead of acknowledging it. Not
+detected: bytes overwritten in place before the last 32 the log wrote, and a change undone
+before the next check.
 """
 
 from __future__ import annotations
@@ -17,16 +25,70 @@ from typing import Any, Mapping, Sequence
 from . import _native
 from ._errors import CoxswainError
 
-__all__ = ["FileLog", "LogError", "ReadBack"]
+__all__ = ["FileLog", "LogError", "LogReplaced", "LogTampered", "LogTruncated", "ReadBack"]
+
+#: How many of the last bytes it wrote the log compares with the file's own.
+_TAIL = 32
 
 
 class LogError(CoxswainError):
-    """Reading, writing or syncing the log file failed. ``indeterminate``: a failed append could
-    not be cut back, so the log may or may not hold it."""
+    """Reading, writing or syncing the log file failed. From an append: the batch is not in the
+    log. ``indeterminate``: a failed append could not be cut back (or the file was found shorter
+    than the log, and a cut-back never extends a file), so the log may or may not hold it;
+    ``undo`` is why the cut-back failed (a :class:`LogTruncated` for a shorter file)."""
 
-    def __init__(self, message: str, *, indeterminate: bool = False) -> None:
+    def __init__(
+        self, message: str, *, indeterminate: bool = False, undo: BaseException | None = None
+    ) -> None:
         super().__init__(message)
         self.indeterminate = indeterminate
+        self.undo = undo
+
+
+class LogReplaced(LogError):
+    """The file at the log's path is no longer the one this log writes: it was removed, renamed
+    or replaced. Nothing more is acknowledged."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"the log file {path} was removed or replaced")
+        self.path = path
+
+
+class LogTruncated(LogError):
+    """The log's file is shorter than what this log wrote (cut in place: a ``logrotate`` with
+    ``copytruncate``, a ``: > file``): records acknowledged before may be gone. Nothing more is
+    acknowledged; from an append, the batch is not in the log."""
+
+    def __init__(self, path: str, expected: int, found: int) -> None:
+        super().__init__(
+            f"the log file {path} was truncated: it holds {found} bytes where this log wrote "
+            f"{expected}"
+        )
+        self.path = path
+        #: The file's length as this log left it.
+        self.expected = expected
+        #: Its length now.
+        self.found = found
+
+
+class LogTampered(LogError):
+    """Another writer wrote to the log's file, ignoring its lock: it is longer than what this log
+    wrote (``found > expected``: appended to), or does not end in the bytes this log wrote last
+    (``found == expected``: overwritten at its end). Nothing more is acknowledged; from an
+    append, the batch is not in the log."""
+
+    def __init__(self, path: str, expected: int, found: int) -> None:
+        what = (
+            f"its last bytes are not the ones this log wrote ({found} bytes)"
+            if found == expected
+            else f"it holds {found} bytes where this log wrote {expected}"
+        )
+        super().__init__(f"the log file {path} was written by another writer: {what}")
+        self.path = path
+        #: The file's length as this log left it.
+        self.expected = expected
+        #: Its length now.
+        self.found = found
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +115,22 @@ class FileLog:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._absolute = os.path.abspath(self.path)
+        # O_APPEND: a write lands at the file's end, so a file cut meanwhile shows in its length.
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as error:
             os.close(fd)
             raise LogError(f"{self.path} is locked by another writer: {error}") from error
         self._fd: int | None = fd
-        self._size = os.fstat(fd).st_size
+        stat = os.fstat(fd)
+        self._id = (stat.st_dev, stat.st_ino)
+        self._size = stat.st_size
+        # The file's length when last read back, and (once its tail is repaired) the last bytes
+        # this log left it with; ``None`` until then (only the path is checked).
+        self._read_len = stat.st_size
+        self._tail: bytes | None = None
         self._next_seq = 1
         directory = os.open(os.path.dirname(os.path.abspath(self.path)), os.O_RDONLY)
         try:
@@ -92,6 +162,8 @@ class FileLog:
             offset += len(chunk)
         data = b"".join(chunks)
         self._size = len(data)
+        self._read_len = len(data)
+        self._tail = None
         records, complete_len, torn, unterminated, next_seq = _native.parse_log(data)
         self._next_seq = next_seq
         return ReadBack(tuple(records), complete_len, torn, unterminated, next_seq)
@@ -100,15 +172,17 @@ class FileLog:
         """Drops a torn final record and ends an unterminated one with ``\\n`` (S50); returns
         whether the file changed (then sync before acknowledging anything)."""
         fd = self._file()
+        self._check(fd, self._read_len, b"", named=True)
         changed = False
         if read.torn is not None:
             os.ftruncate(fd, read.complete_len)
             self._size = read.complete_len
             changed = True
         if read.unterminated:
-            self._write_all(fd, b"\n", self._size)
+            self._write_all(fd, b"\n")
             self._size += 1
             changed = True
+        self._tail = os.pread(fd, min(self._size, _TAIL), self._size - min(self._size, _TAIL))
         return changed
 
     def encode(self, records: Sequence[Mapping[str, Any]], first_seq: int) -> bytes:
@@ -116,28 +190,67 @@ class FileLog:
         return _native.encode_records(first_seq, records)
 
     def append_encoded(self, data: bytes, count: int) -> None:
-        """Appends ``count`` encoded records and makes them durable; cut back on failure."""
+        """Appends ``count`` encoded records and makes them durable. Checks first that the file
+        still ends as this log left it (:class:`LogTruncated`, :class:`LogTampered`: nothing is
+        written), and after the sync that it is still the log's file and ends in ``data``; a
+        failure after the write began is cut back (never extending the file)."""
         if not data:
             return
         fd = self._file()
         start = self._size
+        tail = self._tail if self._tail is not None else b""
+        self._check(fd, start, tail, named=False)
+        after = (tail + data)[-_TAIL:]
         try:
-            self._write_all(fd, data, start)
+            self._write_all(fd, data)
             _sync(fd)
-        except OSError as error:
-            try:
-                os.ftruncate(fd, start)
-                _sync(fd)
-            except OSError as cut:
-                self._fd = None
-                os.close(fd)
-                raise LogError(
-                    f"append failed ({error}) and cutting it back failed ({cut})",
-                    indeterminate=True,
-                ) from error
-            raise LogError(f"append failed: {error}") from error
+            self._check(fd, start + len(data), after, named=True)
+        except (OSError, LogError) as error:
+            self._cut_back(fd, start, tail, error)
         self._size = start + len(data)
+        self._tail = after
         self._next_seq += count
+
+    def _cut_back(self, fd: int, start: int, tail: bytes, error: OSError | LogError) -> None:
+        """Cuts a failed append back to ``start`` (never extending the file: one found shorter
+        is left as it is) and syncs the cut, then raises what the failure means."""
+        try:
+            found = os.fstat(fd).st_size
+            if found < start:
+                raise LogTruncated(self.path, start, found)
+            os.ftruncate(fd, start)
+            _sync(fd)
+            self._check(fd, start, tail, named=False)
+        except (OSError, LogError) as undo:
+            if isinstance(error, LogReplaced):
+                raise error from None
+            self._fd = None
+            os.close(fd)
+            raise LogError(
+                f"append failed ({error}) and cutting it back failed ({undo})",
+                indeterminate=True,
+                undo=undo,
+            ) from error
+        if isinstance(error, LogError):
+            raise error
+        raise LogError(f"append failed: {error}") from error
+
+    def _check(self, fd: int, size: int, tail: bytes, *, named: bool) -> None:
+        """The file is ``size`` bytes long and ends in ``tail`` (:class:`LogTruncated`,
+        :class:`LogTampered`); with ``named``, the path still names it (:class:`LogReplaced`)."""
+        stat = os.fstat(fd)
+        if named:
+            try:
+                there = os.stat(self._absolute)
+            except FileNotFoundError:
+                raise LogReplaced(self.path) from None
+            if stat.st_nlink == 0 or (there.st_dev, there.st_ino) != self._id:
+                raise LogReplaced(self.path)
+        found = stat.st_size
+        if found < size:
+            raise LogTruncated(self.path, size, found)
+        if found > size or (tail and os.pread(fd, len(tail), size - len(tail)) != tail):
+            raise LogTampered(self.path, size, found)
 
     def append(self, records: Sequence[Mapping[str, Any]]) -> list[int]:
         """Encodes and appends ``records`` (``{type, data}``); returns their ``seq``s."""
@@ -146,22 +259,31 @@ class FileLog:
         return list(range(first, first + len(records)))
 
     def sync(self) -> None:
-        """Makes everything written durable."""
-        _sync(self._file())
+        """Makes everything written durable, and checks the file is still the log's and ends
+        as it left it (:class:`LogReplaced`, :class:`LogTruncated`, :class:`LogTampered`)."""
+        fd = self._file()
+        _sync(fd)
+        self._check_end(fd)
+
+    def _check_end(self, fd: int) -> None:
+        if self._tail is None:  # not repaired yet: the log's end is not known
+            return
+        self._check(fd, self._size, self._tail, named=True)
 
     @staticmethod
-    def _write_all(fd: int, data: bytes, offset: int) -> None:
+    def _write_all(fd: int, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            written = os.pwrite(fd, view, offset)
+            written = os.write(fd, view)
             view = view[written:]
-            offset += written
 
     def close(self) -> None:
-        """Syncs and releases the file and its lock."""
+        """Syncs and releases the file and its lock; raises as :meth:`sync` does (released all
+        the same)."""
         if self._fd is not None:
             fd, self._fd = self._fd, None
             try:
                 _sync(fd)
+                self._check_end(fd)
             finally:
                 os.close(fd)

@@ -11,11 +11,14 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from . import _native
-from ._filelog import FileLog, LogError, ReadBack
+from ._filelog import FileLog, LogError, LogReplaced, LogTampered, LogTruncated, ReadBack
 from ._machine import Machine
 from ._types import JSON, Event
 
-__all__ = ["encode", "parse", "restore", "Restored", "FileLog", "LogError", "ReadBack"]
+__all__ = [
+    "encode", "parse", "restore", "Restored", "FileLog", "LogError", "LogReplaced", "LogTampered",
+    "LogTruncated", "ReadBack",
+]
 
 
 def encode(records: Iterable[Mapping[str, JSON]], first_seq: int = 1) -> bytes:

@@ -20,3 +20,4 @@ mod resume;
 mod retry;
 mod runtime;
 mod segment;
+mod tamper;

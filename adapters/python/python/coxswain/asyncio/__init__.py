@@ -1,7 +1,7 @@
 """coxswain on asyncio: an :class:`Agent` drives the machine with a :class:`Host` on a JSON-lines
 log file (the format of ``adapters/tokio``'s FileLog; ``coxswain verify`` reads it)."""
 
-from .._filelog import FileLog, LogError, ReadBack
+from .._filelog import FileLog, LogError, LogReplaced, LogTampered, LogTruncated, ReadBack
 from ._agent import (
     Agent,
     AgentError,
@@ -21,6 +21,7 @@ from ._host import Host, PreStepContext, StepContext, TurnStoppingContext
 
 __all__ = [
     "Agent", "AgentError", "Closed", "Ended", "Ending", "FileLog", "Host", "Lagged", "LogError",
-    "Notified", "PersistenceError", "PreStepContext", "ReadBack", "Recorded", "Recovery",
-    "StepClosed", "StepContext", "Stopped", "TurnStoppingContext", "Update",
+    "LogReplaced", "LogTampered", "LogTruncated", "Notified", "PersistenceError",
+    "PreStepContext", "ReadBack", "Recorded", "Recovery", "StepClosed", "StepContext", "Stopped",
+    "TurnStoppingContext", "Update",
 ]

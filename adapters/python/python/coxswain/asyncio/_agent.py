@@ -485,16 +485,21 @@ class Agent:
             except LogError as error:
                 fatal = error
         if fatal is not None:
+            # Ended (the log closed, the ending published) before any caller is told: a caller
+            # that gets its error finds ``ending`` and ``when_idle`` saying so.
+            self._end("stopped")
             indeterminate = isinstance(fatal, LogError) and fatal.indeterminate
+            log_error = fatal if isinstance(fatal, LogError) else None
             for member in members:
                 if member.reply is not None and not member.reply.done():
                     if isinstance(member.outcome, BaseException):
                         member.reply.set_exception(member.outcome)
                     else:
                         member.reply.set_exception(
-                            PersistenceError(str(fatal), indeterminate=indeterminate)
+                            PersistenceError(
+                                str(fatal), indeterminate=indeterminate, log_error=log_error
+                            )
                         )
-            self._end("stopped")
             return
         first = seq - count
         for member in members:
@@ -587,6 +592,8 @@ class Agent:
         if log is not None:
             try:
                 log.close()
+            except LogError as error:  # the file was replaced, truncated or written by another
+                self._final_sync = error
             except OSError as error:
                 self._final_sync = LogError(f"the final sync of the log failed: {error}")
         self._publish(Ended(ending))

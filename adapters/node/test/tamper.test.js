@@ -1,0 +1,255 @@
+'use strict';
+// Issue 30: a log file changed behind its writer's back (cut in place as `copytruncate` or
+// `: > session.jsonl` do, appended to or overwritten at its end by a writer that ignores the
+// lock, removed or replaced) is detected before anything more is acknowledged; a cut-back never
+// extends the file and one that finds it shorter is indeterminate; the error that stopped an
+// agent is thrown only once `ending` and `whenIdle()` say it stopped.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const coxswain = require('..');
+
+const { Agent, FileLog, userMessage } = coxswain;
+
+/** The history's length: `followup(a)`'s turn (7 records) and `inject(b)`. */
+const HISTORY = 736;
+
+function tempLog(t) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coxswain-node-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return path.join(dir, 'session.jsonl');
+}
+
+const host = { async step() { return 'completed'; } };
+
+/** The issue's steps 1 and 2: `followup(a)`, `whenIdle()`, `inject(b)`. */
+async function history(file) {
+  const log = await FileLog.open(file);
+  const { agent } = await Agent.open(host, log);
+  await agent.followup(userMessage('a', 'hi'));
+  await agent.whenIdle();
+  await agent.inject(userMessage('b', 'hi'));
+  assert.equal(fs.statSync(file).size, HISTORY);
+  return { agent, log };
+}
+
+/** `ending` says stopped, and `whenIdle()` rejects with `StoppedError`, in the same tick. */
+async function stoppedAtOnce(agent) {
+  assert.equal(agent.ending && agent.ending.kind, 'stopped');
+  let settled = null;
+  agent.whenIdle().then(
+    () => { settled = 'resolved'; },
+    (error) => { settled = error; },
+  );
+  await null;
+  await null;
+  assert.ok(settled instanceof coxswain.StoppedError, String(settled));
+  return agent.ending.error;
+}
+
+/** The log error behind a `PersistenceError`. */
+function refused(error) {
+  assert.ok(error instanceof coxswain.PersistenceError, String(error));
+  return error.cause;
+}
+
+async function rejection(promise) {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  assert.fail('resolved');
+}
+
+test('truncated to 0 through another handle: nothing more is acknowledged', async (t) => {
+  const file = tempLog(t);
+  const { agent } = await history(file);
+  fs.truncateSync(file, 0);
+  const error = refused(await rejection(agent.inject(userMessage('c', 'hi'))));
+  assert.ok(error instanceof coxswain.LogTruncatedError);
+  assert.deepEqual([error.kind, error.path, error.expected, error.found], ['log-truncated', file, HISTORY, 0]);
+  assert.equal(error.message, `the log file ${file} was truncated: it holds 0 bytes where this log wrote ${HISTORY}`);
+  assert.equal(await stoppedAtOnce(agent), error);
+  await assert.rejects(agent.followup(userMessage('d', 'hi')), coxswain.StoppedError);
+  const closed = await rejection(agent.close());
+  assert.ok(closed instanceof coxswain.FinalSyncError);
+  assert.ok(closed.cause instanceof coxswain.LogTruncatedError);
+  assert.deepEqual([closed.cause.expected, closed.cause.found], [HISTORY, 0]);
+  assert.equal(fs.statSync(file).size, 0);
+});
+
+test('truncated to 300 bytes: the same, and the file keeps its 300 bytes', async (t) => {
+  const file = tempLog(t);
+  const { agent } = await history(file);
+  fs.truncateSync(file, 300);
+  const error = refused(await rejection(agent.inject(userMessage('c', 'hi'))));
+  assert.ok(error instanceof coxswain.LogTruncatedError);
+  assert.deepEqual([error.expected, error.found], [HISTORY, 300]);
+  await stoppedAtOnce(agent);
+  await assert.rejects(agent.close(), coxswain.FinalSyncError);
+  assert.equal(fs.statSync(file).size, 300);
+});
+
+test('appended to by another writer: nothing more is acknowledged, the foreign line left', async (t) => {
+  const file = tempLog(t);
+  const { agent } = await history(file);
+  fs.appendFileSync(file, 'hello\n'); // echo hello >> session.jsonl
+  const error = refused(await rejection(agent.inject(userMessage('c', 'hi'))));
+  assert.ok(error instanceof coxswain.LogTamperedError);
+  assert.deepEqual([error.kind, error.expected, error.found], ['log-tampered', HISTORY, HISTORY + 6]);
+  assert.equal(
+    error.message,
+    `the log file ${file} was written by another writer: it holds ${HISTORY + 6} bytes where this log wrote ${HISTORY}`,
+  );
+  await stoppedAtOnce(agent);
+  await assert.rejects(agent.close(), coxswain.FinalSyncError);
+  assert.equal(fs.statSync(file).size, HISTORY + 6);
+});
+
+test('overwritten at its end (the same length): found by its last bytes', async (t) => {
+  const file = tempLog(t);
+  const { agent } = await history(file);
+  const fd = fs.openSync(file, 'r+');
+  fs.writeSync(fd, 'XX', HISTORY - 4);
+  fs.closeSync(fd);
+  const error = refused(await rejection(agent.inject(userMessage('c', 'hi'))));
+  assert.ok(error instanceof coxswain.LogTamperedError);
+  assert.deepEqual([error.expected, error.found], [HISTORY, HISTORY]);
+  assert.match(error.message, /its last bytes are not the ones this log wrote \(736 bytes\)/);
+  await stoppedAtOnce(agent);
+  await assert.rejects(agent.close(), coxswain.FinalSyncError);
+});
+
+test('removed, renamed or replaced: LogReplacedError', async (t) => {
+  const file = tempLog(t);
+  const { agent } = await history(file);
+  fs.writeFileSync(`${file}.other`, '');
+  fs.renameSync(`${file}.other`, file);
+  const error = refused(await rejection(agent.inject(userMessage('c', 'hi'))));
+  assert.ok(error instanceof coxswain.LogReplacedError);
+  assert.deepEqual([error.kind, error.path], ['log-replaced', file]);
+  await stoppedAtOnce(agent);
+  await assert.rejects(agent.close(), coxswain.FinalSyncError);
+  assert.equal(fs.statSync(file).size, 0);
+});
+
+test('an overwrite in the middle is not detected (as the README says): the next open finds it', async (t) => {
+  const file = tempLog(t);
+  const { agent } = await history(file);
+  const fd = fs.openSync(file, 'r+');
+  fs.writeSync(fd, 'XX', 0);
+  fs.closeSync(fd);
+  await agent.inject(userMessage('c', 'hi'));
+  await agent.close();
+  const reopened = await rejection(Agent.open(host, await FileLog.open(file)));
+  assert.ok(reopened instanceof coxswain.CorruptLogError);
+  assert.equal(reopened.line, 1);
+});
+
+// A write that another writer races: the log's own write, patched. -------------------------------
+
+/** A FileLog holding the history, read back and repaired as an agent opens it. */
+async function opened(file) {
+  const { agent } = await history(file);
+  await agent.close();
+  const log = await FileLog.open(file);
+  await log.repairTail(coxswain.parseLog(await log.readAll()));
+  return log;
+}
+
+/**
+ * The log's next write first sets the file to `size` bytes (another writer's truncation or
+ * append landing after the log's check), then writes `budget` bytes and fails (`null`: all).
+ */
+function racing(log, file, size, budget) {
+  const real = log._write.bind(log);
+  log._write = async (bytes) => {
+    log._write = real;
+    fs.truncateSync(file, size);
+    if (budget === null) return real(bytes);
+    await real(bytes.subarray(0, budget));
+    throw new Error('write failed (injected)');
+  };
+}
+
+const entries = [{ type: 'model/output', data: { n: 0 } }];
+
+test("the issue's step 5: a failing append after a truncation writes nothing, never extends the file", async (t) => {
+  const file = tempLog(t);
+  const log = await opened(file);
+  fs.truncateSync(file, 0);
+  let wrote = false;
+  log._write = async () => { wrote = true; throw new Error('write failed (injected)'); };
+  const error = await rejection(log.append(entries));
+  assert.ok(error instanceof coxswain.LogTruncatedError);
+  assert.deepEqual([error.expected, error.found], [HISTORY, 0]);
+  assert.equal(wrote, false);
+  assert.equal(fs.statSync(file).size, 0);
+  await assert.rejects(log.append(entries), coxswain.LogFailedError);
+  await log.close();
+});
+
+test('a cut-back after a truncation is indeterminate and never extends the file', async (t) => {
+  const file = tempLog(t);
+  const log = await opened(file);
+  racing(log, file, 0, 10);
+  const error = await rejection(log.append(entries));
+  assert.ok(error instanceof coxswain.IndeterminateError);
+  assert.equal(error.cause.message, 'write failed (injected)');
+  assert.ok(error.undo instanceof coxswain.LogTruncatedError);
+  assert.deepEqual([error.undo.expected, error.undo.found], [HISTORY, 10]);
+  assert.equal(fs.readFileSync(file, 'utf8'), '{"seq":9,"');
+  await log.close();
+});
+
+test('a truncation during an append is found before it is acknowledged', async (t) => {
+  const file = tempLog(t);
+  const log = await opened(file);
+  racing(log, file, 0, null);
+  const error = await rejection(log.append(entries));
+  const written = fs.statSync(file).size;
+  assert.equal(written, 47);
+  assert.ok(error instanceof coxswain.IndeterminateError);
+  assert.ok(error.cause instanceof coxswain.LogTruncatedError);
+  assert.deepEqual([error.cause.expected, error.cause.found], [HISTORY + written, written]);
+  assert.ok(error.undo instanceof coxswain.LogTruncatedError);
+  assert.deepEqual([error.undo.expected, error.undo.found], [HISTORY, written]);
+  await log.close();
+});
+
+test('another writer racing an append is cut back with it: the batch is not in the log', async (t) => {
+  const file = tempLog(t);
+  const log = await opened(file);
+  const before = fs.readFileSync(file);
+  racing(log, file, HISTORY + 5, null);
+  const error = await rejection(log.append(entries));
+  assert.ok(error instanceof coxswain.LogTamperedError);
+  assert.deepEqual([error.expected, error.found], [HISTORY + 47, HISTORY + 52]);
+  assert.deepEqual(fs.readFileSync(file), before);
+  await log.sync();
+  await log.close();
+});
+
+test('ending and whenIdle() say stopped as soon as a persistence error is thrown; the log is released', async (t) => {
+  const file = tempLog(t);
+  const { agent, log } = await history(file);
+  const datasync = log._file.datasync.bind(log._file);
+  let failures = 1;
+  log._file.datasync = async () => {
+    if (failures-- > 0) throw new Error('sync failed (injected)');
+    return datasync();
+  };
+  const error = await rejection(agent.inject(userMessage('c', 'hi')));
+  assert.ok(error instanceof coxswain.PersistenceError);
+  assert.equal(error.cause.kind, 'log-io');
+  assert.equal(error.cause.message, 'log i/o failed: sync failed (injected)');
+  const ending = await stoppedAtOnce(agent);
+  assert.equal(ending, error.cause);
+  assert.equal(fs.statSync(file).size, HISTORY, 'cut back');
+  const again = await FileLog.open(file); // released
+  await again.close();
+});
