@@ -12,16 +12,24 @@ class CoxswainError extends Error {
   }
 }
 
-/** The core rejected an input; nothing changed (S5). */
-class RejectedError extends CoxswainError {}
+/**
+ * The core rejected an input; nothing changed (S5). `wasDelivered` tells a retrying caller it
+ * may stop: true only for `AlreadyPendingError` and `AlreadyDeliveredError`.
+ */
+class RejectedError extends CoxswainError {
+  /** Whether this very message was delivered already (a retry may stop). */
+  get wasDelivered() { return false; }
+}
 
 /** The id is already pending in NT or NS (S9, S13). */
 class AlreadyPendingError extends RejectedError {
   constructor(message) { super('already-pending', message); }
+  get wasDelivered() { return true; }
 }
 /** The delivery memory holds the id: a retry of a delivery already made (S51, S52). */
 class AlreadyDeliveredError extends RejectedError {
   constructor(message) { super('already-delivered', message); }
+  get wasDelivered() { return true; }
 }
 /** An answer to a request that is not outstanding, or `maintenance end` with none active (S4). */
 class UnexpectedCompletionError extends RejectedError {

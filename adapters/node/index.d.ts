@@ -142,9 +142,12 @@ export class CoxswainError extends Error {
   readonly kind: string;
 }
 /** The core rejected an input; nothing changed (S5). */
-export class RejectedError extends CoxswainError {}
-export class AlreadyPendingError extends RejectedError { readonly kind: 'already-pending'; }
-export class AlreadyDeliveredError extends RejectedError { readonly kind: 'already-delivered'; }
+export class RejectedError extends CoxswainError {
+  /** Whether this very message was delivered already, so a retry may stop: true only for `AlreadyPendingError` and `AlreadyDeliveredError`. */
+  readonly wasDelivered: boolean;
+}
+export class AlreadyPendingError extends RejectedError { readonly kind: 'already-pending'; readonly wasDelivered: true; }
+export class AlreadyDeliveredError extends RejectedError { readonly kind: 'already-delivered'; readonly wasDelivered: true; }
 export class UnexpectedCompletionError extends RejectedError { readonly kind: 'unexpected-completion'; }
 export class BusyError extends RejectedError { readonly kind: 'busy'; }
 export class DisposedError extends RejectedError { readonly kind: 'disposed'; }

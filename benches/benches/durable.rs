@@ -1,5 +1,7 @@
 //! Bench 8: the durable path. Agents on `FileLog`s with `SyncPolicy::EveryAppend` (every
-//! acknowledged delivery fsynced), fed by concurrent senders (quiet deliveries, `inject`), each
+//! acknowledged delivery fsynced), fed by concurrent senders (quiet deliveries: each sender's
+//! first message an `inject`, each later one `replace`s its previous one, so the lists stay
+//! bounded; `coxswain load`'s `replace` workload), each
 //! case beside its fsync floor measured in the same run (the same bytes, one `write` +
 //! `fdatasync` per group of `min(agents × senders, max_batch)` deliveries, no agent), with the
 //! p50 and p99 acknowledgement latency. The engine is `coxswain load`'s
@@ -16,11 +18,10 @@
 //! reported. A smoke run (`cargo test --benches`) uses tiny sizes and
 //! writes no figures.
 
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use coxswain_benches::report_file::{full_run, results_dir, save};
-use coxswain_tokio::load::{run, Load, LoadReport};
+use coxswain_tokio::load::{run, Length, Load, LoadReport, Progress, Workload};
 use coxswain_tokio::SyncPolicy;
 use serde_json::{json, Value};
 
@@ -132,13 +133,14 @@ fn main() {
                 dir: dir.path().join(case.name),
                 agents: case.agents,
                 senders: case.senders,
-                messages: case.messages,
+                length: Length::Messages(case.messages),
+                workload: Workload::Replace,
                 max_batch: case.max_batch,
                 policy: SyncPolicy::EveryAppend,
                 shared: case.shared,
             };
             let report = runtime
-                .block_on(run(&load, Arc::new(AtomicU64::new(0))))
+                .block_on(run(&load, Arc::new(Progress::default())))
                 .expect("the load runs");
             print!("round {round} ");
             print(case, &report);

@@ -1,24 +1,37 @@
-//! `coxswain load --log PATH --agents N --senders K --messages M [--shared] [--json]`: a load
-//! generator for the durable path on the user's own disk. N agents, each on its own `FileLog` in
-//! the directory PATH (`agent-I.jsonl`, replaced) — or, with `--shared`, each a session of one
-//! shared segment log `PATH/segment.jsonl` (one sync for many sessions) — each fed by K concurrent senders sending M quiet deliveries
-//! (`inject`) one after the other. Prints deliveries per second, the p50 and p99 time from a call
-//! to its acknowledgement, and the fsync floor measured in the same run: the same bytes written
-//! to one file with one `write` + `fdatasync` per group of `min(N × K, --max-batch)` deliveries.
+//! `coxswain load --log PATH [--agents N] [--senders K] [--seconds S | --messages M]
+//! [--workload W] [--shared] [--json]`: a load generator for the durable path on the user's own
+//! disk. N agents (default 1), each on its own `FileLog` in the directory PATH (`agent-I.jsonl`,
+//! replaced) — or, with `--shared`, each a session of one shared segment log
+//! `PATH/segment.jsonl` (one sync for many sessions) — each fed by K concurrent senders
+//! (default 64) delivering one message after the other for S seconds (default 5), or M messages
+//! each. The workload (`replace`, the default and only one so far) keeps every list bounded:
+//! a sender's first message is a quiet `inject` into the next-step list and each later one
+//! `replace`s its previous message, so every call is one delivery and one durable record, no
+//! turn runs, and a list holds at most one message per sender, however long the run.
+//! Prints deliveries per second, the p50 and p99 time from a call to its acknowledgement, and
+//! the fsync floor measured in the same run: records of the run's size written to one file with
+//! one `write` + `fdatasync` per group of `min(N × K, --max-batch)` deliveries, as many as the
+//! run wrote (at most as long as the run took). A progress bar shows on a terminal.
 //! `--json` prints one object instead (`deliveries_per_s`, `p50_ms`, `p99_ms`, `floor_per_s`,
 //! and the details). `postgres://…` is the PostgreSQL log's (not supported yet).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use coxswain_tokio::load::{run, Load, LoadReport};
+use coxswain_tokio::load::{run, Length, Load, LoadReport, Progress, Workload};
 use coxswain_tokio::{Options, SyncPolicy};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
+
+/// The default length of a run without `--messages`, in seconds: long enough for a stable
+/// figure.
+const DEFAULT_SECONDS: f64 = 5.0;
+
+/// The longest `--seconds` (a day).
+const MAX_SECONDS: f64 = 86_400.0;
 
 /// The arguments of `coxswain load`.
 #[derive(Args, Debug)]
@@ -30,12 +43,19 @@ pub(crate) struct LoadArgs {
     /// Agents, each on its own log.
     #[arg(long, default_value_t = 1)]
     agents: usize,
-    /// Concurrent senders per agent.
+    /// Concurrent senders per agent (each keeps one message pending: at most 10000).
     #[arg(long, default_value_t = 64)]
     senders: usize,
-    /// Messages per sender.
-    #[arg(long, default_value_t = 1000)]
-    messages: usize,
+    /// How long the senders go on, in seconds (unless --messages is given).
+    #[arg(long, default_value_t = DEFAULT_SECONDS)]
+    seconds: f64,
+    /// Messages per sender: a fixed count instead of --seconds.
+    #[arg(long, conflicts_with = "seconds")]
+    messages: Option<usize>,
+    /// What every sender does: `replace` injects one quiet message into the next-step list,
+    /// then replaces it with each next one (one delivery and one record per call, no turn).
+    #[arg(long, value_enum, default_value_t = WorkloadArg::Replace)]
+    workload: WorkloadArg,
     /// The most inputs per append (group commit); 1 appends and syncs once per input.
     #[arg(long, default_value_t = Options::DEFAULT_MAX_BATCH)]
     max_batch: usize,
@@ -59,11 +79,19 @@ enum Sync {
     Never,
 }
 
+/// `Workload` on the command line.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum WorkloadArg {
+    Replace,
+}
+
 /// Why the arguments cannot run.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Refused {
     Postgres,
     Zero,
+    Senders,
+    Seconds,
     MaxBatch,
 }
 
@@ -76,6 +104,12 @@ impl std::fmt::Display for Refused {
                  pass a directory"
             ),
             Refused::Zero => write!(f, "--agents, --senders and --messages must be at least 1"),
+            Refused::Senders => write!(
+                f,
+                "--senders must be within 1..={} (each sender keeps one message pending)",
+                Options::DEFAULT_MAX_PENDING
+            ),
+            Refused::Seconds => write!(f, "--seconds must be above 0 and at most {MAX_SECONDS}"),
             Refused::MaxBatch => write!(
                 f,
                 "--max-batch must be within 1..={}",
@@ -90,17 +124,33 @@ impl LoadArgs {
         if self.log.starts_with("postgres://") || self.log.starts_with("postgresql://") {
             return Err(Refused::Postgres);
         }
-        if self.agents == 0 || self.senders == 0 || self.messages == 0 {
+        if self.agents == 0 || self.senders == 0 || self.messages == Some(0) {
             return Err(Refused::Zero);
+        }
+        if self.senders > Options::DEFAULT_MAX_PENDING {
+            return Err(Refused::Senders);
         }
         if !(1..=Options::MAX_CAPACITY).contains(&self.max_batch) {
             return Err(Refused::MaxBatch);
         }
+        let length = match self.messages {
+            Some(messages) => Length::Messages(messages),
+            None if self.seconds > 0.0 && self.seconds <= MAX_SECONDS => {
+                match Duration::try_from_secs_f64(self.seconds) {
+                    Ok(duration) if !duration.is_zero() => Length::Duration(duration),
+                    _ => return Err(Refused::Seconds),
+                }
+            }
+            None => return Err(Refused::Seconds),
+        };
         Ok(Load {
             dir: PathBuf::from(&self.log),
             agents: self.agents,
             senders: self.senders,
-            messages: self.messages,
+            length,
+            workload: match self.workload {
+                WorkloadArg::Replace => Workload::Replace,
+            },
             max_batch: self.max_batch,
             policy: match self.sync {
                 Sync::EveryAppend => SyncPolicy::EveryAppend,
@@ -109,6 +159,51 @@ impl LoadArgs {
             },
             shared: self.shared,
         })
+    }
+}
+
+/// The progress bar: deliveries out of the total for a count, seconds for a duration.
+fn progress_bar(load: &Load) -> ProgressBar {
+    let (len, template) = match load.length {
+        Length::Messages(messages) => (
+            load.agents
+                .saturating_mul(load.senders)
+                .saturating_mul(messages) as u64,
+            "  {bar:40} {pos}/{len} deliveries, {per_sec}, {msg}",
+        ),
+        Length::Duration(duration) => (duration.as_millis() as u64, "  {bar:40} {msg}"),
+    };
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// Moves the bar along until the run ends.
+async fn tick(bar: ProgressBar, load: Load, progress: Arc<Progress>) {
+    let start = Instant::now();
+    loop {
+        let done = progress.deliveries();
+        match load.length {
+            Length::Messages(_) => bar.set_position(done),
+            Length::Duration(duration) => {
+                let elapsed = start.elapsed().min(duration);
+                bar.set_position(elapsed.as_millis() as u64);
+                if !progress.measuring_floor() {
+                    bar.set_message(format!(
+                        "{:.1}/{} s, {done} deliveries, {:.0}/s",
+                        elapsed.as_secs_f64(),
+                        duration.as_secs_f64(),
+                        done as f64 / elapsed.as_secs_f64().max(1e-3)
+                    ));
+                }
+            }
+        }
+        if progress.measuring_floor() {
+            bar.set_message(format!("{done} deliveries; measuring the floor"));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -130,27 +225,10 @@ pub(crate) fn run_load(args: &LoadArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let total = (load.agents * load.senders * load.messages) as u64;
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("  {bar:40} {pos}/{len} deliveries, {per_sec}, {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let progress = Arc::new(AtomicU64::new(0));
+    let bar = progress_bar(&load);
+    let progress = Arc::new(Progress::default());
     let result = runtime.block_on(async {
-        let ticker = {
-            let (bar, progress) = (bar.clone(), Arc::clone(&progress));
-            tokio::spawn(async move {
-                loop {
-                    let done = progress.load(Ordering::Relaxed);
-                    bar.set_position(done);
-                    if done >= total {
-                        bar.set_message("measuring the floor");
-                    }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            })
-        };
+        let ticker = tokio::spawn(tick(bar.clone(), load.clone(), Arc::clone(&progress)));
         let result = run(&load, Arc::clone(&progress)).await;
         ticker.abort();
         result
@@ -177,14 +255,20 @@ fn ms(duration: Duration) -> f64 {
 }
 
 pub(crate) fn to_json(load: &Load, report: &LoadReport) -> serde_json::Value {
+    let (messages, seconds) = match load.length {
+        Length::Messages(messages) => (Some(messages), None),
+        Length::Duration(duration) => (None, Some(duration.as_secs_f64())),
+    };
     json!({
         "deliveries_per_s": report.deliveries_per_s,
         "p50_ms": ms(report.p50),
         "p99_ms": ms(report.p99),
         "floor_per_s": report.floor_per_s,
+        "workload": load.workload.name(),
         "agents": load.agents,
         "senders": load.senders,
-        "messages": load.messages,
+        "messages": messages,
+        "seconds": seconds,
         "max_batch": load.max_batch,
         "shared": load.shared,
         "deliveries": report.deliveries,
@@ -192,15 +276,21 @@ pub(crate) fn to_json(load: &Load, report: &LoadReport) -> serde_json::Value {
         "syncs": report.syncs,
         "bytes": report.bytes,
         "floor_group": report.floor_group,
+        "floor_groups": report.floor_groups,
+        "floor_elapsed_s": report.floor_elapsed.as_secs_f64(),
     })
 }
 
 fn print_text(load: &Load, report: &LoadReport) {
+    let length = match load.length {
+        Length::Messages(messages) => format!("× {messages} messages"),
+        Length::Duration(duration) => format!("for {} s", duration.as_secs_f64()),
+    };
     println!(
-        "{} agents × {} senders × {} messages (max batch {}, {}): {} deliveries in {:.2} s",
+        "{} agents × {} senders {length} ({} workload, max batch {}, {}): {} deliveries in {:.2} s",
         load.agents,
         load.senders,
-        load.messages,
+        load.workload.name(),
         load.max_batch,
         if load.shared {
             "one shared segment log"
@@ -224,8 +314,11 @@ fn print_text(load: &Load, report: &LoadReport) {
         report.bytes / report.deliveries.max(1)
     );
     println!(
-        "  floor (same bytes, one write + fdatasync per {} deliveries): {:.0}/s; the run reached {:.0} % of it",
+        "  floor (the same record size, one write + fdatasync per {} deliveries, {} groups in \
+         {:.2} s): {:.0}/s; the run reached {:.0} % of it",
         report.floor_group,
+        report.floor_groups,
+        report.floor_elapsed.as_secs_f64(),
         report.floor_per_s,
         100.0 * report.deliveries_per_s / report.floor_per_s.max(1e-9)
     );
@@ -259,14 +352,53 @@ mod tests {
     fn zero_counts_and_a_zero_batch_are_refused() {
         let args = parse(&["--log", "/tmp/x", "--senders", "0"]);
         assert_eq!(args.load().unwrap_err(), Refused::Zero);
+        let args = parse(&["--log", "/tmp/x", "--messages", "0"]);
+        assert_eq!(args.load().unwrap_err(), Refused::Zero);
         let args = parse(&["--log", "/tmp/x", "--max-batch", "0"]);
         assert_eq!(args.load().unwrap_err(), Refused::MaxBatch);
         let load = parse(&["--log", "/tmp/x", "--agents", "3", "--messages", "5"])
             .load()
             .unwrap();
-        assert_eq!((load.agents, load.senders, load.messages), (3, 64, 5));
+        assert_eq!((load.agents, load.senders), (3, 64));
+        assert_eq!(load.length, Length::Messages(5));
+        assert_eq!(load.workload, Workload::Replace);
         assert_eq!(load.max_batch, 64);
         assert_eq!(load.policy, SyncPolicy::EveryAppend);
+    }
+
+    #[test]
+    fn the_defaults_run_for_five_seconds_and_bad_durations_are_refused() {
+        let load = parse(&["--log", "/tmp/x"]).load().unwrap();
+        assert_eq!((load.agents, load.senders), (1, 64));
+        assert_eq!(load.length, Length::Duration(Duration::from_secs(5)));
+        let load = parse(&["--log", "/tmp/x", "--seconds", "0.25"])
+            .load()
+            .unwrap();
+        assert_eq!(load.length, Length::Duration(Duration::from_millis(250)));
+        for seconds in ["0", "-1", "NaN", "inf", "86401", "1e-12"] {
+            let args = parse(&["--log", "/tmp/x", &format!("--seconds={seconds}")]);
+            assert_eq!(args.load().unwrap_err(), Refused::Seconds, "{seconds}");
+        }
+        assert_eq!(
+            Refused::Seconds.to_string(),
+            "--seconds must be above 0 and at most 86400"
+        );
+        let conflict =
+            Cli::try_parse_from(["load", "--log", "x", "--seconds", "1", "--messages", "2"]);
+        assert!(conflict.is_err());
+    }
+
+    #[test]
+    fn more_senders_than_a_list_holds_are_refused() {
+        let args = parse(&["--log", "/tmp/x", "--senders", "10001"]);
+        assert_eq!(args.load().unwrap_err(), Refused::Senders);
+        assert_eq!(
+            Refused::Senders.to_string(),
+            "--senders must be within 1..=10000 (each sender keeps one message pending)"
+        );
+        assert!(parse(&["--log", "/tmp/x", "--senders", "10000"])
+            .load()
+            .is_ok());
     }
 
     #[test]
@@ -287,11 +419,13 @@ mod tests {
         .load()
         .unwrap();
         let runtime = tokio::runtime::Runtime::new().unwrap();
-        let progress = Arc::new(AtomicU64::new(0));
+        let progress = Arc::new(Progress::default());
         let report = runtime.block_on(run(&load, Arc::clone(&progress))).unwrap();
         assert_eq!(report.deliveries, 24);
-        assert_eq!(progress.load(Ordering::Relaxed), 24);
+        assert_eq!(progress.deliveries(), 24);
+        assert!(progress.measuring_floor());
         assert_eq!(report.floor_group, 6);
+        assert!(report.floor_groups >= coxswain_tokio::load::FLOOR_MIN_GROUPS);
         assert!(report.p50 <= report.p99);
         let object = to_json(&load, &report);
         for key in ["deliveries_per_s", "p50_ms", "p99_ms", "floor_per_s"] {
@@ -300,15 +434,67 @@ mod tests {
                 "{key}"
             );
         }
-        // Every agent's log holds its 12 deliveries, and verifies.
+        assert_eq!(object["workload"], "replace");
+        assert_eq!(object["messages"], 4);
+        assert_eq!(object["seconds"], serde_json::Value::Null);
+        // Every agent's log holds its 12 deliveries (each sender's inject, then 3 replaces),
+        // and verifies; each list ends with one message per sender, the last it sent.
         for i in 0..2 {
             let bytes = std::fs::read(dir.path().join(format!("agent-{i}.jsonl"))).unwrap();
-            assert_eq!(coxswain_log::parse(&bytes).unwrap().records.len(), 12);
+            let records = coxswain_log::parse(&bytes).unwrap().records;
+            assert_eq!(records.len(), 12);
+            let removed = records
+                .iter()
+                .filter(|r| r.event["data"]["removedCount"] == 1)
+                .count();
+            assert_eq!(removed, 9);
             assert!(matches!(
                 crate::verify::verify_bytes(&bytes),
                 crate::verify::Verdict::Ok { events: 12, .. }
             ));
+            let events: Vec<serde_json::Value> = records.into_iter().map(|r| r.event).collect();
+            let machine = coxswain_core::Machine::restore(&events, 0).unwrap();
+            assert_eq!(machine.pending(coxswain_core::Target::NextTurn).len(), 0);
+            let pending: Vec<String> = machine
+                .pending(coxswain_core::Target::NextStep)
+                .map(|item| item.message().id().to_string())
+                .collect();
+            let expected: Vec<String> = (0..3).map(|s| format!("a{i}s{s}m3")).collect();
+            let mut sorted = pending.clone();
+            sorted.sort();
+            assert_eq!(sorted, expected, "{pending:?}");
         }
+    }
+
+    #[test]
+    fn a_timed_load_goes_on_for_its_duration() {
+        let dir = tempfile::tempdir().unwrap();
+        let load = parse(&[
+            "--log",
+            dir.path().to_str().unwrap(),
+            "--senders",
+            "4",
+            "--seconds",
+            "0.3",
+            "--sync",
+            "never",
+        ])
+        .load()
+        .unwrap();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let report = runtime
+            .block_on(run(&load, Arc::new(Progress::default())))
+            .unwrap();
+        assert!(report.elapsed >= Duration::from_millis(300), "{report:?}");
+        assert!(report.deliveries >= 4, "{report:?}");
+        let object = to_json(&load, &report);
+        assert_eq!(object["seconds"], 0.3);
+        assert_eq!(object["messages"], serde_json::Value::Null);
+        let bytes = std::fs::read(dir.path().join("agent-0.jsonl")).unwrap();
+        assert!(matches!(
+            crate::verify::verify_bytes(&bytes),
+            crate::verify::Verdict::Ok { events, .. } if events as u64 == report.deliveries
+        ));
     }
 
     #[test]
@@ -330,7 +516,7 @@ mod tests {
         assert!(load.shared);
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let report = runtime
-            .block_on(run(&load, Arc::new(AtomicU64::new(0))))
+            .block_on(run(&load, Arc::new(Progress::default())))
             .unwrap();
         assert_eq!(report.deliveries, 24);
         assert!(report.syncs >= 1 && report.syncs <= 24, "{}", report.syncs);

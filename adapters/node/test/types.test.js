@@ -1,6 +1,7 @@
 'use strict';
 // index.d.ts type-checks (tsc --strict), and the README's "Node.js" TypeScript example compiles
-// against it and runs: it writes a session log that `coxswain verify` accepts.
+// against it and runs: it writes a session log that `coxswain verify` accepts, and run again on
+// that log it resumes, its retries refused as already delivered.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -23,7 +24,7 @@ function readmeExample() {
   return match[1];
 }
 
-test('the README example is at most 20 lines, type-checks against index.d.ts, and runs', (t) => {
+test('the README example is at most 20 lines, type-checks against index.d.ts, and runs twice', (t) => {
   const example = readmeExample();
   assert.ok(example.trimEnd().split('\n').length <= 20, 'a 20-line example');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coxswain-ts-'));
@@ -62,6 +63,21 @@ test('the README example is at most 20 lines, type-checks against index.d.ts, an
   assert.match(run.stdout, /idle after turn 2/);
   const verified = cli('verify', log);
   assert.equal(verified.status, 0, verified.stdout + verified.stderr);
+  // Run again on the same log: it resumes, and every follow-up is a retry of a delivery already
+  // made (S52), which the example treats as success; nothing is written.
+  const records = fs.readFileSync(log);
+  const again = spawnSync(process.execPath, [path.join(dir, 'out', 'example.mjs')], {
+    encoding: 'utf8',
+    cwd: dir,
+    env: { ...process.env, LOG: log },
+  });
+  assert.equal(again.status, 0, again.stdout + again.stderr);
+  const lines = records.toString('utf8').trimEnd().split('\n').length;
+  assert.equal(
+    again.stdout,
+    'already-delivered\n'.repeat(3) + `resumed ${lines} records; idle after turn 2\n`,
+  );
+  assert.deepEqual(fs.readFileSync(log), records);
 });
 
 test('index.d.ts is strict-clean and names every export of index.js', () => {

@@ -1,4 +1,6 @@
-"""The README's example (examples/hello.py) runs and writes the 8-record session log."""
+"""The README's example (examples/hello.py): it runs, writes the 8-record session log, and runs
+again in the same directory, resuming the session with the follow-up's retry refused as already
+delivered (S52) and treated as success; the README shows it verbatim."""
 
 from __future__ import annotations
 
@@ -7,21 +9,79 @@ import subprocess
 import sys
 from pathlib import Path
 
+import coxswain
+
+from conftest import ROOT
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "hello.py"
+
+RECORDS = [
+    (1, "agent/inbox/spliced"),
+    (2, "turn/start"),
+    (3, "agent/inbox/spliced"),
+    (4, "step/start"),
+    (5, "user/message"),
+    (6, "model/output"),
+    (7, "step/end"),
+    (8, "turn/end"),
+]
+
+
+def run_example(cwd: Path) -> str:
+    """Runs the example as the README says (`python .../hello.py`, its log `session.jsonl` in
+    the working directory); its stdout."""
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE)], cwd=cwd, check=True, timeout=60, capture_output=True, text=True
+    )
+    assert done.stderr == ""
+    return done.stdout
+
+
+def records(log: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
 
 
 def test_the_readme_example_runs(tmp_path: Path) -> None:
     log = tmp_path / "session.jsonl"
     subprocess.run([sys.executable, str(EXAMPLE), str(log)], check=True, timeout=60)
-    records = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [(r["seq"], r["type"]) for r in records] == [
-        (1, "agent/inbox/spliced"),
-        (2, "turn/start"),
-        (3, "agent/inbox/spliced"),
-        (4, "step/start"),
-        (5, "user/message"),
-        (6, "model/output"),
-        (7, "step/end"),
-        (8, "turn/end"),
-    ]
-    assert records[4]["data"] == {"id": "m1", "source": {"kind": "user"}, "content": "hi"}
+    written = records(log)
+    assert [(r["seq"], r["type"]) for r in written] == RECORDS
+    assert written[4]["data"] == {"id": "m1", "source": {"kind": "user"}, "content": "hi"}
+
+
+FIRST = "opened: 0 records\nm1: delivered\nidle; steps run: 1\n"
+SECOND = "opened: 8 records\nm1: already delivered, nothing runs twice\nidle; steps run: 0\n"
+
+
+def test_the_example_runs_twice_in_the_same_directory(tmp_path: Path) -> None:
+    assert run_example(tmp_path) == FIRST
+    log = (tmp_path / "session.jsonl").read_bytes()
+    assert run_example(tmp_path) == SECOND
+    # The retry was refused before anything was written: the log is the first run's.
+    assert (tmp_path / "session.jsonl").read_bytes() == log
+    assert [(r["seq"], r["type"]) for r in records(tmp_path / "session.jsonl")] == RECORDS
+
+
+def test_the_readme_shows_the_example_verbatim() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert EXAMPLE.read_text() in readme, "README.md must contain examples/hello.py verbatim"
+
+
+def test_this_packages_readme_shows_the_command_and_both_runs_output() -> None:
+    readme = (ROOT / "adapters" / "python" / "README.md").read_text()
+    assert "python adapters/python/examples/hello.py\n" in readme
+    assert f"```text\n{FIRST}```" in readme
+    assert f"```text\n{SECOND}```" in readme
+
+
+def test_was_delivered_is_true_for_already_delivered_and_already_pending_only() -> None:
+    assert coxswain.AlreadyDelivered("m1 was already delivered", "m1").was_delivered is True
+    assert coxswain.AlreadyPending("m1 is pending", "m1").was_delivered is True
+    for error in (
+        coxswain.Rejected("x"),
+        coxswain.Busy("x"),
+        coxswain.Disposed("x"),
+        coxswain.Undrained("x"),
+        coxswain.UnexpectedCompletion("x"),
+    ):
+        assert error.was_delivered is False, error

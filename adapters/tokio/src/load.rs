@@ -3,16 +3,24 @@
 //! user chooses, each fed by concurrent senders, and the fsync floor of that disk measured in
 //! the same run.
 //!
-//! Every delivery is an `inject` (a quiet send: one `agent/inbox/spliced` record, no turn), so
-//! what is timed is the durable path alone: the call, the core, the group's append and its sync,
-//! the acknowledgement. The floor is the same bytes written and synced with no agent at all:
-//! one file, one `write` and one `fdatasync` per group of `min(agents × senders, max_batch)`
-//! deliveries (the largest group the load's concurrency allows), each delivery the run's
-//! average record size.
+//! What a sender does is the run's [`Workload`]. The one there is, [`Workload::Replace`], makes
+//! quiet deliveries that keep every list bounded: a sender's first message is an `inject` into
+//! the next-step list, each later one `replace`s the sender's previous message in place. Every
+//! call delivers one new message and writes one `agent/inbox/spliced` record, and no turn runs,
+//! so what is timed is the durable path alone: the call, the core, the group's append and its
+//! sync, the acknowledgement; and a list holds at most one message per sender, whatever the
+//! run's length (injects alone would fill the list: `Options::max_pending`).
+//!
+//! A run lasts a [`Length`]: a number of messages per sender, or a duration. The floor is the
+//! same bytes written and synced with no agent at all: one file, one `write` and one
+//! `fdatasync` per group of `min(agents × senders, max_batch)` deliveries (the largest group
+//! the load's concurrency allows), each delivery the run's average record size; it writes as
+//! many groups as the run's deliveries fill (at least [`FLOOR_MIN_GROUPS`]), and stops early
+//! once it has taken as long as the run.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +31,36 @@ use crate::{
 };
 use crate::{Faults, SyncPolicy};
 
+/// What every sender does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Workload {
+    /// Quiet deliveries into the next-step list, each sender keeping one message pending: its
+    /// first message is an `inject`, each later one `replace`s its previous message. One
+    /// delivery and one `agent/inbox/spliced` record per call; no turn runs.
+    #[default]
+    Replace,
+}
+
+impl Workload {
+    /// Its name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Replace => "replace",
+        }
+    }
+}
+
+/// How long the senders go on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Length {
+    /// This many messages per sender.
+    Messages(usize),
+    /// Each sender starts deliveries until this long after the run began (a delivery under
+    /// way then is finished and counted).
+    Duration(Duration),
+}
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Load {
@@ -31,10 +69,13 @@ pub struct Load {
     pub dir: PathBuf,
     /// How many agents, each on its own log.
     pub agents: usize,
-    /// Concurrent senders per agent, each sending one message after the other.
+    /// Concurrent senders per agent, each sending one message after the other; at most
+    /// [`Options::DEFAULT_MAX_PENDING`] (each keeps one message pending).
     pub senders: usize,
-    /// Messages per sender.
-    pub messages: usize,
+    /// How long every sender goes on.
+    pub length: Length,
+    /// What every sender does.
+    pub workload: Workload,
     /// [`Options::max_batch`] (1: one append and one sync per input).
     pub max_batch: usize,
     /// The logs' sync policy (per-agent files only: a shared segment log syncs every commit).
@@ -63,17 +104,48 @@ pub struct LoadReport {
     pub bytes: u64,
     /// The floor's group: deliveries per write and sync.
     pub floor_group: usize,
+    /// Groups the floor wrote.
+    pub floor_groups: usize,
+    /// How long the floor took.
+    pub floor_elapsed: Duration,
     /// Deliveries per second the raw file took in groups of `floor_group`.
     pub floor_per_s: f64,
+}
+
+/// How far a run is, for a progress display.
+#[derive(Debug, Default)]
+pub struct Progress {
+    deliveries: AtomicU64,
+    floor: AtomicBool,
+}
+
+impl Progress {
+    /// Deliveries acknowledged so far.
+    pub fn deliveries(&self) -> u64 {
+        self.deliveries.load(Ordering::Relaxed)
+    }
+
+    /// Whether the senders are done and the floor is being measured.
+    pub fn measuring_floor(&self) -> bool {
+        self.floor.load(Ordering::Relaxed)
+    }
 }
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoadError {
-    /// Agents, senders and messages must each be at least 1.
-    #[error("agents, senders and messages must each be at least 1")]
+    /// Agents, senders, messages and the duration must each be at least 1 (a nonzero duration).
+    #[error("agents, senders and messages must each be at least 1, and the duration above 0")]
     Empty,
+    /// More senders per agent than a list holds (each keeps one message pending).
+    #[error("{senders} senders per agent: at most {max} (each keeps one message pending)")]
+    Senders {
+        /// The senders asked for.
+        senders: usize,
+        /// [`Options::DEFAULT_MAX_PENDING`].
+        max: usize,
+    },
     /// A file or directory could not be made, read or written.
     #[error("{path}: {error}")]
     Io {
@@ -91,12 +163,18 @@ pub enum LoadError {
     /// A delivery failed.
     #[error("a delivery failed: {0}")]
     Delivery(#[from] AgentError),
+    /// A sender's previous message was no longer pending, so it could not be replaced.
+    #[error("message `{0}` was no longer pending: nothing else may take it from the list")]
+    NotPending(String),
     /// A sender task was lost.
     #[error("a sender task was lost: {0}")]
     Task(String),
 }
 
-/// A host that never runs a turn (injects wake nothing); a step would complete at once.
+/// The fewest groups the floor writes, however short the run.
+pub const FLOOR_MIN_GROUPS: usize = 200;
+
+/// A host that never runs a turn (quiet deliveries wake nothing); a step would complete at once.
 struct Quiet;
 
 impl Host for Quiet {
@@ -112,11 +190,57 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
     }
 }
 
-/// Runs `load`: opens the agents on fresh logs, lets every sender deliver its messages (adding
-/// one to `progress` per acknowledgement), closes the agents, then measures the floor.
-pub async fn run(load: &Load, progress: Arc<AtomicU64>) -> Result<LoadReport, LoadError> {
-    if load.agents == 0 || load.senders == 0 || load.messages == 0 {
+/// One sender of agent `a`: delivers until its length is reached; the latency of every
+/// delivery.
+async fn sender(
+    agent: Agent,
+    (a, s): (usize, usize),
+    load: (Workload, Length, Instant),
+    progress: Arc<Progress>,
+) -> Result<Vec<Duration>, LoadError> {
+    let (workload, length, start) = load;
+    let mut latencies = Vec::new();
+    let mut m = 0usize;
+    loop {
+        let more = match length {
+            Length::Messages(messages) => m < messages,
+            Length::Duration(duration) => start.elapsed() < duration,
+        };
+        if !more {
+            return Ok(latencies);
+        }
+        let message = Message::user(format!("a{a}s{s}m{m}"), "load");
+        let sent = Instant::now();
+        match workload {
+            Workload::Replace if m == 0 => agent.inject(message).await?,
+            Workload::Replace => {
+                let previous = format!("a{a}s{s}m{}", m - 1);
+                if !agent.replace(previous.clone(), message).await? {
+                    return Err(LoadError::NotPending(previous));
+                }
+            }
+        }
+        latencies.push(sent.elapsed());
+        progress.deliveries.fetch_add(1, Ordering::Relaxed);
+        m += 1;
+    }
+}
+
+/// Runs `load`: opens the agents on fresh logs, lets every sender deliver (counting each
+/// acknowledgement in `progress`), closes the agents, then measures the floor.
+pub async fn run(load: &Load, progress: Arc<Progress>) -> Result<LoadReport, LoadError> {
+    let empty = match load.length {
+        Length::Messages(messages) => messages == 0,
+        Length::Duration(duration) => duration.is_zero(),
+    };
+    if load.agents == 0 || load.senders == 0 || empty {
         return Err(LoadError::Empty);
+    }
+    if load.senders > Options::DEFAULT_MAX_PENDING {
+        return Err(LoadError::Senders {
+            senders: load.senders,
+            max: Options::DEFAULT_MAX_PENDING,
+        });
     }
     std::fs::create_dir_all(&load.dir).map_err(io_error(&load.dir))?;
     let mut agents = Vec::with_capacity(load.agents);
@@ -157,26 +281,24 @@ pub async fn run(load: &Load, progress: Arc<AtomicU64>) -> Result<LoadReport, Lo
     let mut tasks = tokio::task::JoinSet::new();
     for (a, agent) in agents.iter().enumerate() {
         for s in 0..load.senders {
-            let agent = agent.clone();
-            let messages = load.messages;
-            let progress = Arc::clone(&progress);
-            tasks.spawn(async move {
-                let mut latencies = Vec::with_capacity(messages);
-                for m in 0..messages {
-                    let message = Message::user(format!("a{a}s{s}m{m}"), "load");
-                    let sent = Instant::now();
-                    agent.inject(message).await?;
-                    latencies.push(sent.elapsed());
-                    progress.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok::<_, AgentError>(latencies)
-            });
+            let run = (load.workload, load.length, start);
+            tasks.spawn(sender(agent.clone(), (a, s), run, Arc::clone(&progress)));
         }
     }
-    let mut latencies = Vec::with_capacity(load.agents * load.senders * load.messages);
+    let mut latencies = Vec::new();
+    let mut failed = None;
     while let Some(done) = tasks.join_next().await {
-        let done = done.map_err(|error| LoadError::Task(error.to_string()))?;
-        latencies.extend(done?);
+        match done.map_err(|error| LoadError::Task(error.to_string())) {
+            Ok(Ok(done)) => latencies.extend(done),
+            Ok(Err(error)) | Err(error) => {
+                // The first failure is the run's; stop the other senders.
+                tasks.abort_all();
+                failed.get_or_insert(error);
+            }
+        }
+    }
+    if let Some(error) = failed {
+        return Err(error);
     }
     let elapsed = start.elapsed();
     let syncs: u64 = faults.iter().map(|f| f.syncs() as u64).sum::<u64>() - before;
@@ -185,6 +307,7 @@ pub async fn run(load: &Load, progress: Arc<AtomicU64>) -> Result<LoadReport, Lo
     }
     drop(agents);
     drop(segment);
+    progress.floor.store(true, Ordering::Relaxed);
     let mut bytes = 0;
     for path in &paths {
         bytes += std::fs::metadata(path).map_err(io_error(path))?.len();
@@ -196,14 +319,17 @@ pub async fn run(load: &Load, progress: Arc<AtomicU64>) -> Result<LoadReport, Lo
         latencies.get(index).copied().unwrap_or_default()
     };
     let (p50, p99) = (percentile(0.50), percentile(0.99));
-    let floor_group = (load.agents * load.senders).min(load.max_batch).max(1);
+    let floor_group = load
+        .agents
+        .saturating_mul(load.senders)
+        .min(load.max_batch)
+        .max(1);
     let record = (bytes / deliveries.max(1)).max(1) as usize;
     let floor_path = load.dir.join("floor.bin");
-    // As many groups as the run's deliveries make, at most 20k and at least 200.
-    let groups = (deliveries as usize / floor_group).clamp(200, 20_000);
-    let floor_per_s = {
+    let groups = (deliveries as usize / floor_group).max(FLOOR_MIN_GROUPS);
+    let (floor_groups, floor_elapsed) = {
         let path = floor_path.clone();
-        tokio::task::spawn_blocking(move || floor(&path, record, floor_group, groups))
+        tokio::task::spawn_blocking(move || floor(&path, record, floor_group, groups, elapsed))
             .await
             .map_err(|error| LoadError::Task(error.to_string()))?
             .map_err(io_error(&floor_path))?
@@ -217,7 +343,9 @@ pub async fn run(load: &Load, progress: Arc<AtomicU64>) -> Result<LoadReport, Lo
         syncs,
         bytes,
         floor_group,
-        floor_per_s,
+        floor_groups,
+        floor_elapsed,
+        floor_per_s: (floor_groups * floor_group) as f64 / floor_elapsed.as_secs_f64(),
     })
 }
 
@@ -229,9 +357,17 @@ fn remove(path: &Path) -> Result<(), LoadError> {
     }
 }
 
-/// The fsync floor: `groups` times, one `write` of `group` records of `record` bytes to a fresh
-/// file at `path`, then one `fdatasync`; records per second. Removes the file afterwards.
-pub fn floor(path: &Path, record: usize, group: usize, groups: usize) -> std::io::Result<f64> {
+/// The fsync floor: up to `groups` times, one `write` of `group` records of `record` bytes to a
+/// fresh file at `path`, then one `fdatasync`, stopping early once `budget` has passed and at
+/// least [`FLOOR_MIN_GROUPS`] groups were written. The groups written and the time they took.
+/// Removes the file afterwards.
+pub fn floor(
+    path: &Path,
+    record: usize,
+    group: usize,
+    groups: usize,
+    budget: Duration,
+) -> std::io::Result<(usize, Duration)> {
     let mut line = vec![b'x'; record.max(1)];
     if let Some(last) = line.last_mut() {
         *last = b'\n';
@@ -243,12 +379,91 @@ pub fn floor(path: &Path, record: usize, group: usize, groups: usize) -> std::io
         .append(true)
         .open(path)?;
     let start = Instant::now();
-    for _ in 0..groups {
+    let mut written = 0;
+    while written < groups.max(1) {
         file.write_all(&chunk)?;
         file.sync_data()?;
+        written += 1;
+        if written >= FLOOR_MIN_GROUPS && start.elapsed() >= budget {
+            break;
+        }
     }
     let elapsed = start.elapsed();
     drop(file);
     std::fs::remove_file(path)?;
-    Ok((groups * group.max(1)) as f64 / elapsed.as_secs_f64())
+    Ok((written, elapsed))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn load(dir: &Path, senders: usize, length: Length) -> Load {
+        Load {
+            dir: dir.to_owned(),
+            agents: 1,
+            senders,
+            length,
+            workload: Workload::Replace,
+            max_batch: Options::DEFAULT_MAX_BATCH,
+            policy: SyncPolicy::Never,
+            shared: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn empty_lengths_and_too_many_senders_are_refused_before_anything_is_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = dir.path().join("never");
+        for (senders, length) in [
+            (0, Length::Messages(1)),
+            (1, Length::Messages(0)),
+            (1, Length::Duration(Duration::ZERO)),
+        ] {
+            let error = run(&load(&made, senders, length), Arc::default()).await;
+            assert!(matches!(error, Err(LoadError::Empty)), "{error:?}");
+        }
+        let error = run(&load(&made, 10_001, Length::Messages(1)), Arc::default()).await;
+        assert!(matches!(
+            error,
+            Err(LoadError::Senders {
+                senders: 10_001,
+                max: 10_000
+            })
+        ));
+        assert!(!made.exists());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_load_past_max_pending_keeps_one_message_per_sender_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        // 2 × 6,000 deliveries to one agent: injects alone would stop at 10,000.
+        let report = run(
+            &load(dir.path(), 2, Length::Messages(6_000)),
+            Arc::default(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(report.deliveries, 12_000);
+        let (agent, recovery) = Agent::open(
+            Quiet,
+            FileLog::open(dir.path().join("agent-0.jsonl"))
+                .await
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(recovery.records, 12_000);
+        let pending = agent.pending().await.unwrap();
+        let mut ids: Vec<&str> = pending
+            .next_step
+            .iter()
+            .map(|item| item.message().id().as_str())
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["a0s0m5999", "a0s1m5999"]);
+        assert!(pending.next_turn.is_empty());
+        agent.close().await.unwrap();
+    }
 }

@@ -39,17 +39,31 @@ class Rejected(CoxswainError):
         #: The message id the rejection is about (``AlreadyPending``, ``AlreadyDelivered``).
         self.id = id
 
+    @property
+    def was_delivered(self) -> bool:
+        """Whether the rejection says this very message was delivered already (a retry may
+        stop): true for :class:`AlreadyPending` and :class:`AlreadyDelivered` only."""
+        return False
+
 
 class AlreadyPending(Rejected):
     """The id is already pending in NT or NS (S9, S13)."""
 
     kind = "already-pending"
 
+    @property
+    def was_delivered(self) -> bool:
+        return True
+
 
 class AlreadyDelivered(Rejected):
     """The delivery memory holds the id: a retry of a delivery already made (S51, S52)."""
 
     kind = "already-delivered"
+
+    @property
+    def was_delivered(self) -> bool:
+        return True
 
 
 class UnexpectedCompletion(Rejected):
