@@ -68,7 +68,7 @@ fn run(memory: usize, choices: &[Choice], checks: Checks) -> Result<Session, Fai
 
 /// Re-runs a (shrunk) failing sequence, recording the reference's trace up to the failure.
 fn replay_failure(memory: usize, choices: &[Choice], checks: Checks) -> (Failure, String) {
-    let note = "found by the differential proptest (tests/src/proptests.rs, S1-S53): the core \
+    let note = "found by the differential proptest (tests/src/proptests.rs, S1-S56): the core \
                 and the reference model disagree at the last input; the outputs below are the \
                 reference's reading of SPEC.md";
     let mut session = Session::with_memory(checks, memory).record(note);
@@ -169,7 +169,7 @@ fn format_md_the_reference_trace_of_a_session_replays_on_the_core() {
         ..Config::default()
     };
     let result = TestRunner::new(config).run(&(memory(), choices()), |(memory, choices)| {
-        let mut session = Session::with_memory(Checks::ALL, memory).record("S1-S53 proptest");
+        let mut session = Session::with_memory(Checks::ALL, memory).record("S1-S56 proptest");
         session
             .run(&choices)
             .map_err(|failure| TestCaseError::fail(failure.to_string()))?;
