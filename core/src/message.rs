@@ -443,7 +443,7 @@ mod tests {
         ));
         assert!(same(
             &m(user(), json!(i64::MIN)),
-            &m(user(), json!(-9.223372036854775808e18))
+            &m(user(), json!(-9.223_372_036_854_776e18))
         ));
         // Not the same: an integer beyond 2^53 and the nearest float, u64::MAX and -1, 2^64.
         assert!(!same(
