@@ -16,7 +16,7 @@
 
 const native = require('./native');
 const errors = require('./errors');
-const { capacity } = require('./machine');
+const { capacity, bound, sendInput } = require('./machine');
 const { encodeRecords } = require('./log');
 
 const MACHINE_TYPES = new Set([
@@ -28,6 +28,8 @@ const MACHINE_TYPES = new Set([
   'turn/end',
 ]);
 const MAX_CAPACITY = 1 << 20;
+/** The default admission bound (S55), as the tokio adapter's `Options::max_pending`. */
+const DEFAULT_MAX_PENDING = 10_000;
 /** Commands that join a group (fed to the core, committed together). */
 const GROUPED = new Set(['input', 'record', 'answer', 'maintenance', 'endMaintenance']);
 
@@ -50,7 +52,9 @@ class Agent {
     /** Settlements decided once the agent is ending, made when it has ended. */
     this._afterEnd = [];
     this._listeners = new Set();
-    this._status = JSON.parse(inner.state()).status;
+    const state = JSON.parse(inner.state());
+    this._status = state.status;
+    this._lastTurn = state.lastTurn;
   }
 
   /**
@@ -58,12 +62,15 @@ class Agent {
    * to resume: reads it back, restores it (S46–S48: items park, nothing wakes) and only once that
    * succeeded repairs it (drops a torn tail, closes an interrupted turn, S50). A log that is
    * rejected is left as it was (`CorruptLogError`, `InvalidLogError`). Options: `memory`, the
-   * delivery memory's capacity (S51, default 256; pass the same at every open), and `maxBatch`,
-   * the most inputs one append takes (default 64).
+   * delivery memory's capacity (S51, default 256; pass the same at every open), `maxBatch`,
+   * the most inputs one append takes (default 64), and `maxPending`, the core's admission bound
+   * (S55, default 10,000 items per list, `null` for unbounded; pass the same at every open): a
+   * delivery into a list holding that many items rejects with `FullError`.
    */
   static async open(host, log, options = {}) {
     const memory = capacity(options.memory ?? 256);
     const maxBatch = options.maxBatch ?? 64;
+    const maxPending = bound(options.maxPending === undefined ? DEFAULT_MAX_PENDING : options.maxPending);
     if (memory > MAX_CAPACITY) {
       throw new errors.InvalidOptionsError(`memory ${memory} is above ${MAX_CAPACITY}`);
     }
@@ -71,7 +78,7 @@ class Agent {
       throw new errors.InvalidOptionsError(`maxBatch ${maxBatch} is not within 1..=${MAX_CAPACITY}`);
     }
     try {
-      const inner = new native.NativeMachine(memory);
+      const inner = new native.NativeMachine(memory, maxPending);
       const reply = JSON.parse(inner.resume(await log.readAll()));
       if (reply.corrupt) {
         throw new errors.CorruptLogError(`corrupt log: ${reply.corrupt.message}`, reply.corrupt.line);
@@ -104,8 +111,26 @@ class Agent {
     }
   }
 
-  /** `send(message, target, wakeup)` (S16). Resolves once durable. */
-  send(message, target, wakeup) { return this._input({ send: { message, target, wakeup } }).then(drop); }
+  /**
+   * `send(message, target, wakeup, expect)` (S16, S54). Resolves once durable. With
+   * `options.expect` (`{turn: n}` or `{idleAfter: n}`) it is accepted only while the guard
+   * holds, else it rejects with `TurnMismatchError`, changing nothing; the retry of an accepted
+   * guarded send rejects with `AlreadyPendingError`/`AlreadyDeliveredError` (`wasDelivered`).
+   */
+  send(message, target, wakeup, options = {}) {
+    return this._input(sendInput(message, target, wakeup, options.expect)).then(drop);
+  }
+  /**
+   * A steer meant for turn `turn` (S54): joins that turn at its next step boundary, or rejects
+   * with `TurnMismatchError` once it ended or was stopped (instead of joining the next turn, or
+   * becoming a turn of its own after a stop, S18). Name the turn the caller saw: `lastTurn`
+   * while running, or a host context's `turn`.
+   */
+  steerExpecting(turn, message) { return this.send(message, 'next-step', true, { expect: { turn } }); }
+  /** A follow-up sent only while the agent is idle with no turn since `turn` (S54); else `TurnMismatchError`. */
+  followupIfIdleAfter(turn, message) {
+    return this.send(message, 'next-turn', true, { expect: { idleAfter: turn } });
+  }
   /** A follow-up: a turn of its own (S22). */
   followup(message) { return this._input({ followup: message }).then(drop); }
   /** Steering: joins the running turn at its next step boundary. */
@@ -218,6 +243,12 @@ class Agent {
    * time a call that stopped the agent has rejected.
    */
   get ending() { return this._finishing === 'done' ? this._ending : null; }
+  /**
+   * The number of the last turn opened (0 before the first, S27), the running one while
+   * `status` is `'running'`, as of the last input made durable: what a guarded send names. The
+   * core checks the guard when the send arrives (S54).
+   */
+  get lastTurn() { return this._lastTurn; }
 
   // --- the driver ---------------------------------------------------------------------------
 
@@ -357,7 +388,7 @@ class Agent {
     if (reply.events === undefined) {
       return {
         error: reply.rejected !== undefined
-          ? errors.rejection(reply.rejected, reply.message)
+          ? errors.rejection(reply.rejected, reply.message, reply)
           : new errors.InvalidInputError(reply.invalid),
       };
     }
@@ -409,6 +440,7 @@ class Agent {
       this._publish({ notified: effect.notify });
     } else if (effect.begin) {
       this._controller = new AbortController();
+      if (effect.begin.turn !== undefined) this._lastTurn = effect.begin.turn;
     } else if (effect.request) {
       if (effect.request.abort) this._controller.abort(effect.request.abort.cause);
       else this._start(effect.request);

@@ -14,22 +14,63 @@ class CoxswainError extends Error {
 
 /**
  * The core rejected an input; nothing changed (S5). `wasDelivered` tells a retrying caller it
- * may stop: true only for `AlreadyPendingError` and `AlreadyDeliveredError`.
+ * may stop: true only for `AlreadyPendingError` and `AlreadyDeliveredError` (the same message is
+ * pending or was delivered); a `ConflictError` is a caller bug (S56), never success.
  */
 class RejectedError extends CoxswainError {
   /** Whether this very message was delivered already (a retry may stop). */
   get wasDelivered() { return false; }
 }
 
-/** The id is already pending in NT or NS (S9, S13). */
+/** The id is already pending in NT or NS, for the same message (S9, S13). */
 class AlreadyPendingError extends RejectedError {
-  constructor(message) { super('already-pending', message); }
+  constructor(message, details = {}) {
+    super('already-pending', message);
+    /** The message id. @type {string | undefined} */
+    this.id = details.id;
+  }
   get wasDelivered() { return true; }
 }
-/** The delivery memory holds the id: a retry of a delivery already made (S51, S52). */
+/** The delivery memory holds the id, for the same message: a retry of a delivery already made (S51, S52). */
 class AlreadyDeliveredError extends RejectedError {
-  constructor(message) { super('already-delivered', message); }
+  constructor(message, details = {}) {
+    super('already-delivered', message);
+    /** The message id. @type {string | undefined} */
+    this.id = details.id;
+  }
   get wasDelivered() { return true; }
+}
+/**
+ * The id is pending, or held by the delivery memory, for a *different* message (S56): the caller
+ * reused an id. The new message was not delivered (`wasDelivered` is false).
+ */
+class ConflictError extends RejectedError {
+  constructor(message, details = {}) {
+    super('conflict', message);
+    /** The reused id. @type {string | undefined} */
+    this.id = details.id;
+  }
+}
+/**
+ * A guarded send's expected-turn guard does not hold (S54): the turn it named ended or was
+ * stopped, or a turn started since the caller looked.
+ */
+class TurnMismatchError extends RejectedError {
+  constructor(message, details = {}) {
+    super('turn-mismatch', message);
+    /** The guard that did not hold: `{turn: n}` or `{idleAfter: n}`. */
+    this.expect = details.expect;
+  }
+}
+/** The list the delivery joins (after S18's retargeting) holds `maxPending` items: the admission bound (S55). */
+class FullError extends RejectedError {
+  constructor(message, details = {}) {
+    super('full', message);
+    /** The full list. @type {'next-turn' | 'next-step' | undefined} */
+    this.target = details.target;
+    /** The bound. @type {number | undefined} */
+    this.maxPending = details.maxPending;
+  }
 }
 /** An answer to a request that is not outstanding, or `maintenance end` with none active (S4). */
 class UnexpectedCompletionError extends RejectedError {
@@ -193,6 +234,9 @@ class InvalidOptionsError extends CoxswainError {
 const REJECTIONS = {
   'already-pending': AlreadyPendingError,
   'already-delivered': AlreadyDeliveredError,
+  conflict: ConflictError,
+  'turn-mismatch': TurnMismatchError,
+  full: FullError,
   'unexpected-completion': UnexpectedCompletionError,
   busy: BusyError,
   disposed: DisposedError,
@@ -200,10 +244,10 @@ const REJECTIONS = {
   'too-deep': TooDeepError,
 };
 
-/** The error of a rejection kind the core (or the depth check) named. */
-function rejection(kind, message) {
+/** The error of a rejection kind the core (or the depth check) named, with its details (`id`, `expect`, `target`, `maxPending`). */
+function rejection(kind, message, details = {}) {
   const Class = REJECTIONS[kind];
-  return Class ? new Class(message) : new RejectedError(kind, message);
+  return Class ? new Class(message, details) : new RejectedError(kind, message);
 }
 
 module.exports = {
@@ -211,6 +255,9 @@ module.exports = {
   RejectedError,
   AlreadyPendingError,
   AlreadyDeliveredError,
+  ConflictError,
+  TurnMismatchError,
+  FullError,
   UnexpectedCompletionError,
   BusyError,
   DisposedError,

@@ -26,6 +26,8 @@ export type CancelCause =
   | { kind: 'disposed' };
 /** A pending list: the next turn (NT) or the next step (NS). */
 export type Target = 'next-turn' | 'next-step';
+/** An expected-turn guard on a send (S54): while turn `n` runs and was not stopped, or while idle with no turn since `n`. */
+export type Expect = { turn: number } | { idleAfter: number };
 /** Why a turn ended. */
 export type TurnEndReason =
   | { kind: 'completed' }
@@ -43,7 +45,7 @@ export type TurnStoppingAnswer = 'done' | { fail: ErrorInfo };
 
 /** One input, as a trace's `"in"` value. */
 export type Input =
-  | { send: { message: Message; target: Target; wakeup: boolean } }
+  | { send: { message: Message; target: Target; wakeup: boolean; expect?: Expect } }
   | { followup: Message }
   | { steer: Message }
   | { inject: Message }
@@ -131,6 +133,7 @@ export interface MachineState extends PendingLists {
   disposed: boolean;
   maintenance: boolean;
   cancelRequested: boolean;
+  /** The last turn opened (0 before the first), the running one while running: what a guarded send names (S54). */
   lastTurn: number;
   outstanding: Outstanding | null;
 }
@@ -143,11 +146,19 @@ export class CoxswainError extends Error {
 }
 /** The core rejected an input; nothing changed (S5). */
 export class RejectedError extends CoxswainError {
-  /** Whether this very message was delivered already, so a retry may stop: true only for `AlreadyPendingError` and `AlreadyDeliveredError`. */
+  /** Whether this very message was delivered already, so a retry may stop: true only for `AlreadyPendingError` and `AlreadyDeliveredError`; never for a `ConflictError` (S56). */
   readonly wasDelivered: boolean;
 }
-export class AlreadyPendingError extends RejectedError { readonly kind: 'already-pending'; readonly wasDelivered: true; }
-export class AlreadyDeliveredError extends RejectedError { readonly kind: 'already-delivered'; readonly wasDelivered: true; }
+/** The id is pending for the same message (S13). */
+export class AlreadyPendingError extends RejectedError { readonly kind: 'already-pending'; readonly id?: string; readonly wasDelivered: true; }
+/** The delivery memory holds the id for the same message (S52). */
+export class AlreadyDeliveredError extends RejectedError { readonly kind: 'already-delivered'; readonly id?: string; readonly wasDelivered: true; }
+/** The id is pending or held for a different message: a reused id, never success (S56). */
+export class ConflictError extends RejectedError { readonly kind: 'conflict'; readonly id?: string; readonly wasDelivered: false; }
+/** A guarded send's guard does not hold (S54). */
+export class TurnMismatchError extends RejectedError { readonly kind: 'turn-mismatch'; readonly expect?: Expect; readonly wasDelivered: false; }
+/** The list the delivery joins (after S18) holds `maxPending` items (S55). */
+export class FullError extends RejectedError { readonly kind: 'full'; readonly target?: Target; readonly maxPending?: number; readonly wasDelivered: false; }
 export class UnexpectedCompletionError extends RejectedError { readonly kind: 'unexpected-completion'; }
 export class BusyError extends RejectedError { readonly kind: 'busy'; }
 export class DisposedError extends RejectedError { readonly kind: 'disposed'; }
@@ -193,13 +204,19 @@ export class Transition {
 
 /** The core's delivery state machine. Every method that takes an input throws a `RejectedError` subclass on rejection. */
 export class Machine {
-  constructor(options?: { memory?: number });
-  /** Restores from a durable log (S46–S48); throws `InvalidLogError` (S47). */
-  static restore(log: Array<{ type: string; data?: Json; [key: string]: Json | undefined }>, options?: { seedLength?: number; memory?: number }): Machine;
+  /** `memory`: the delivery memory's capacity (S51, default 0); `maxPending`: the admission bound (S55, default `null`: unbounded). */
+  constructor(options?: { memory?: number; maxPending?: number | null });
+  /** Restores from a durable log (S46–S48); throws `InvalidLogError` (S47). A restored list longer than `maxPending` is kept (S55). */
+  static restore(log: Array<{ type: string; data?: Json; [key: string]: Json | undefined }>, options?: { seedLength?: number; memory?: number; maxPending?: number | null }): Machine;
   handle(input: Input): Transition;
   /** The last input's transition again, when it was not drained. */
   drain(): Transition;
-  send(message: Message, target: Target, wakeup: boolean): Transition;
+  /** With `expect`, accepted only while the guard holds, else `TurnMismatchError` (S54). */
+  send(message: Message, target: Target, wakeup: boolean, options?: { expect?: Expect }): Transition;
+  /** A steer meant for turn `turn`: `TurnMismatchError` once it ended or was stopped (S54). */
+  steerExpecting(turn: number, message: Message): Transition;
+  /** A follow-up only while idle with no turn since `turn`, else `TurnMismatchError` (S54). */
+  followupIfIdleAfter(turn: number, message: Message): Transition;
   followup(message: Message): Transition;
   steer(message: Message): Transition;
   inject(message: Message): Transition;
@@ -220,6 +237,10 @@ export class Machine {
   readonly disposed: boolean;
   readonly outstanding: Outstanding | null;
   remembers(id: string): boolean;
+  /** The admission bound (S55), `null` when unbounded. */
+  readonly maxPending: number | null;
+  /** The last turn opened (0 before the first): what a guarded send names (S54). */
+  readonly lastTurn: number;
 }
 
 // ---- the log --------------------------------------------------------------------------------
@@ -305,6 +326,8 @@ export interface AgentOptions {
   memory?: number;
   /** Group commit: the most inputs one append takes; default 64. */
   maxBatch?: number;
+  /** The core's admission bound (S55): a delivery into a list holding this many items rejects with `FullError`; default 10,000, `null` for unbounded. Pass the same at every open. */
+  maxPending?: number | null;
 }
 export interface Recovery {
   records: number;
@@ -327,7 +350,12 @@ export type Update =
 /** The Promise-based driver of one session (adapters/tokio's semantics). Deliveries resolve once durable. */
 export class Agent {
   static open(host: Host, log: DurableLog, options?: AgentOptions): Promise<{ agent: Agent; recovery: Recovery }>;
-  send(message: Message, target: Target, wakeup: boolean): Promise<void>;
+  /** With `expect`, accepted only while the guard holds, else `TurnMismatchError` (S54). */
+  send(message: Message, target: Target, wakeup: boolean, options?: { expect?: Expect }): Promise<void>;
+  /** A steer meant for turn `turn`: rejects with `TurnMismatchError` once it ended or was stopped (S54). */
+  steerExpecting(turn: number, message: Message): Promise<void>;
+  /** A follow-up only while idle with no turn since `turn`, else `TurnMismatchError` (S54). */
+  followupIfIdleAfter(turn: number, message: Message): Promise<void>;
   followup(message: Message): Promise<void>;
   steer(message: Message): Promise<void>;
   inject(message: Message): Promise<void>;
@@ -345,6 +373,8 @@ export class Agent {
   finished(): Promise<Ending>;
   readonly status: Status;
   readonly ending: Ending | null;
+  /** The last turn opened (0 before the first), as of the last durable input: what a guarded send names (S54). */
+  readonly lastTurn: number;
 }
 
 /** A human prompt: `{id, source: {kind: 'user'}, content}`. */

@@ -11,7 +11,7 @@ const errors = require('./errors');
 function accepted(reply) {
   const value = JSON.parse(reply);
   if (value.events !== undefined) return value;
-  if (value.rejected !== undefined) throw errors.rejection(value.rejected, value.message);
+  if (value.rejected !== undefined) throw errors.rejection(value.rejected, value.message, value);
   throw new errors.InvalidInputError(value.invalid);
 }
 
@@ -44,19 +44,25 @@ class Transition {
 
 /** The delivery state machine (the Rust core behind N-API). */
 class Machine {
-  /** @param {{memory?: number}} [options] the delivery memory's capacity (S51), default 0 */
+  /**
+   * @param {{memory?: number, maxPending?: number | null}} [options] the delivery memory's
+   *   capacity (S51, default 0) and the admission bound (S55, default `null`: unbounded)
+   */
   constructor(options = {}) {
-    this._inner = new native.NativeMachine(capacity(options.memory ?? 0));
+    this._inner = new native.NativeMachine(capacity(options.memory ?? 0), bound(options.maxPending));
   }
 
   /**
    * A machine restored from a durable log (S46–S48): `log` is a list of `{type, data}` events
-   * (other keys, such as `seq`, ignored). Throws `InvalidLogError` (S47).
+   * (other keys, such as `seq`, ignored). Throws `InvalidLogError` (S47). `memory` and
+   * `maxPending` are not in the log (S51, S55): pass the same at every restore; a restored list
+   * longer than `maxPending` is kept.
    */
   static restore(log, options = {}) {
     const memory = capacity(options.memory ?? 0);
-    const machine = new Machine({ memory });
-    const given = { log, seedLength: options.seedLength ?? 0, memory };
+    const maxPending = bound(options.maxPending);
+    const machine = new Machine({ memory, maxPending });
+    const given = { log, seedLength: options.seedLength ?? 0, memory, maxPending };
     const reply = JSON.parse(machine._inner.restoreGiven(JSON.stringify(given)));
     if (reply.ready) return machine;
     if (reply.invalidLog !== undefined) throw new errors.InvalidLogError(reply.invalidLog);
@@ -74,8 +80,19 @@ class Machine {
     return new Transition(this._inner, true, JSON.parse(this._inner.queuedEvents()));
   }
 
-  /** `send(message, target, wakeup)` (S16). */
-  send(message, target, wakeup) { return this.handle({ send: { message, target, wakeup } }); }
+  /**
+   * `send(message, target, wakeup, expect)` (S16, S54): with `options.expect` (`{turn: n}` or
+   * `{idleAfter: n}`) the send is accepted only while the guard holds, else it throws
+   * `TurnMismatchError` (after the identity checks: the retry of an accepted guarded send still
+   * throws `AlreadyPendingError` or `AlreadyDeliveredError`).
+   */
+  send(message, target, wakeup, options = {}) { return this.handle(sendInput(message, target, wakeup, options.expect)); }
+  /** A steer meant for turn `turn` (S54): joins it, or throws `TurnMismatchError` once it ended or was stopped. */
+  steerExpecting(turn, message) { return this.send(message, 'next-step', true, { expect: { turn } }); }
+  /** A follow-up sent only while idle with no turn since `turn` (S54); else `TurnMismatchError`. */
+  followupIfIdleAfter(turn, message) {
+    return this.send(message, 'next-turn', true, { expect: { idleAfter: turn } });
+  }
   /** A follow-up: a turn of its own (S22). */
   followup(message) { return this.handle({ followup: message }); }
   /** Steering: joins the running turn at its next step boundary. */
@@ -119,6 +136,26 @@ class Machine {
   get outstanding() { return JSON.parse(this._inner.outstanding()); }
   /** Whether the delivery memory holds `id` (S51). */
   remembers(id) { return this._inner.remembers(id); }
+  /** The admission bound (S55), or `null` when unbounded. */
+  get maxPending() { return this._inner.maxPending(); }
+  /** The number of the last turn opened (0 before the first), the running one while running: what a guarded send names (S54). */
+  get lastTurn() { return this.state().lastTurn; }
+}
+
+/** The `send` input, with its guard when there is one (S54). */
+function sendInput(message, target, wakeup, expect) {
+  const send = { message, target, wakeup };
+  if (expect !== undefined && expect !== null) send.expect = expect;
+  return { send };
+}
+
+/** An admission bound (S55): `null`/`undefined` (unbounded) or an integer within 1..=2^32-1. */
+function bound(maxPending) {
+  if (maxPending === undefined || maxPending === null) return null;
+  if (!Number.isInteger(maxPending) || maxPending < 1 || maxPending > 0xffffffff) {
+    throw new errors.InvalidOptionsError(`maxPending ${maxPending} is not an integer within 1..=2^32-1`);
+  }
+  return maxPending;
 }
 
 /** A delivery memory capacity: a non-negative integer below 2^32. */
@@ -129,4 +166,4 @@ function capacity(memory) {
   return memory;
 }
 
-module.exports = { Machine, Transition, capacity };
+module.exports = { Machine, Transition, capacity, bound, sendInput };

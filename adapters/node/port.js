@@ -15,6 +15,19 @@ function reply(value) {
   process.stdout.write(typeof value === 'string' ? `${value}\n` : `${JSON.stringify(value)}\n`);
 }
 
+/**
+ * The JSON text of a one-key request's body, as written: `JSON.parse` turns an integer beyond
+ * 2^53 into a float and `JSON.stringify` writes it back as another number, but FORMAT.md's
+ * numbers compare as written (SPEC S8), so an input goes to the core as the runner wrote it.
+ * `null` when the line does not start with the key plainly spelled (then the parsed body is
+ * re-serialized).
+ */
+function rawBody(line, key) {
+  const head = /^\s*\{\s*"([^"\\]*)"\s*:/.exec(line);
+  if (!head || head[1] !== key) return null;
+  return line.slice(head[0].length, line.lastIndexOf('}'));
+}
+
 function serve(line) {
   let request;
   try {
@@ -48,7 +61,7 @@ function serve(line) {
     }
     case 'in':
       if (machine === null) return { error: '`in` before `begin` or after `end`' };
-      return machine.wire(JSON.stringify(body));
+      return machine.wire(rawBody(line, 'in') ?? JSON.stringify(body));
     case 'end':
       machine = null;
       return { ended: {} };

@@ -39,7 +39,7 @@ fn machine_session(config: Config, messages: &[Arc<Message>]) -> usize {
     let mut machine = Machine::with_config(config);
     let mut outputs = 0;
     for message in messages {
-        let sent = machine.send(message.clone(), Target::NextTurn, false);
+        let sent = machine.send(message.clone(), Target::NextTurn, false, None);
         outputs += settle(sent.expect("a fresh id is accepted"));
     }
     for message in messages {

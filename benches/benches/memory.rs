@@ -38,7 +38,7 @@ fn heap_with_pending(n: usize) -> i64 {
         };
         settle(
             machine
-                .send(message.clone(), target, false)
+                .send(message.clone(), target, false, None)
                 .expect("send accepted"),
         );
     }

@@ -54,7 +54,8 @@ fn edits(c: &mut Criterion) {
 }
 
 /// Bench 9: a delivery (quiet send, then remove) through a full delivery memory of `w` ids: the
-/// S52 check and the ring's eviction must not grow with `w`. Also the refused retry of a held id.
+/// S52 check and the ring's eviction must not grow with `w`. Also the refused retry of a held id
+/// (`already-delivered`) and a refused reuse of it for another message (`conflict`, S56).
 fn retries(c: &mut Criterion) {
     let mut group = c.benchmark_group("delivery_memory");
     group.throughput(Throughput::Elements(1));
@@ -75,10 +76,16 @@ fn retries(c: &mut Criterion) {
         if w > 0 {
             let oldest = machine.delivered().next().cloned();
             if let Some(id) = oldest {
-                let retry = std::sync::Arc::new(coxswain_core::Message::user(id.as_str(), "retry"));
-                group.bench_with_input(BenchmarkId::new("refused", w), &w, |b, _| {
-                    b.iter(|| machine.followup(black_box(retry.clone())).is_err())
-                });
+                // The held message was `user(id, "hello")`: an equal copy (not the same
+                // allocation) is a retry, refused `already-delivered` (S52); another content
+                // under the id is refused `conflict` (S56).
+                let retry = std::sync::Arc::new(coxswain_core::Message::user(id.as_str(), "hello"));
+                let reuse = std::sync::Arc::new(coxswain_core::Message::user(id.as_str(), "retry"));
+                for (name, message) in [("refused-retry", retry), ("refused-conflict", reuse)] {
+                    group.bench_with_input(BenchmarkId::new(name, w), &w, |b, _| {
+                        b.iter(|| machine.followup(black_box(message.clone())).is_err())
+                    });
+                }
             }
         }
     }

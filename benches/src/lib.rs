@@ -148,7 +148,7 @@ pub fn machine_with_queue(queue: &[Arc<Message>]) -> Machine {
     for message in queue {
         settle(
             machine
-                .send(message.clone(), Target::NextTurn, false)
+                .send(message.clone(), Target::NextTurn, false, None)
                 .expect("send accepted"),
         );
     }
@@ -167,7 +167,7 @@ pub fn remove_and_requeue(machine: &mut Machine, message: &Arc<Message>) -> usiz
     let mut outputs = settle(removed);
     outputs += settle(
         machine
-            .send(message.clone(), Target::NextTurn, false)
+            .send(message.clone(), Target::NextTurn, false, None)
             .expect("send accepted"),
     );
     outputs
@@ -183,7 +183,7 @@ pub fn machine_with_memory(held: &[Arc<Message>]) -> Machine {
     for message in held {
         settle(
             machine
-                .send(message.clone(), Target::NextTurn, false)
+                .send(message.clone(), Target::NextTurn, false, None)
                 .expect("send accepted"),
         );
         settle(machine.remove(message.id()).expect("remove accepted"));
@@ -198,7 +198,7 @@ pub fn machine_with_memory(held: &[Arc<Message>]) -> Machine {
 /// # Panics
 /// If `message` is pending or held.
 pub fn send_and_forget(machine: &mut Machine, message: &Arc<Message>) -> usize {
-    let sent = machine.send(message.clone(), Target::NextTurn, false);
+    let sent = machine.send(message.clone(), Target::NextTurn, false, None);
     let mut outputs = settle(sent.expect("send accepted"));
     outputs += settle(machine.remove(message.id()).expect("remove accepted"));
     outputs
@@ -353,7 +353,7 @@ pub fn durable_log(events: usize) -> Vec<Event> {
         }
         if round.is_multiple_of(5) {
             let doomed = fresh();
-            let quiet = machine.send(doomed.clone(), Target::NextTurn, false);
+            let quiet = machine.send(doomed.clone(), Target::NextTurn, false, None);
             collect(quiet.expect("quiet send"), &mut log);
             collect(machine.remove(doomed.id()).expect("remove"), &mut log);
         }

@@ -1,5 +1,7 @@
 //! What the host chooses when it creates or restores a machine.
 
+use std::num::NonZeroUsize;
+
 /// The seed of [`Config::new`]: fixed, so the model checker and recorded traces hash the same on
 /// every run (S1). A host that takes ids from untrusted callers passes its own.
 pub(crate) const DEFAULT_HASH_SEED: u64 = 0;
@@ -25,6 +27,10 @@ pub struct Config {
     /// seed (the core reads no randomness itself, S1). The seed changes no output, event or
     /// rejection: only how fast the indexes answer. 0, the default, is fixed.
     pub hash_seed: u64,
+    /// The admission bound `P` (S55): a send whose resolved list already holds `P` items, or a
+    /// prepend into such a list, is rejected `full`. `None`, the default, is unbounded. A
+    /// restored list longer than `P` is kept; only new insertions wait until it is below `P`.
+    pub max_pending: Option<NonZeroUsize>,
 }
 
 impl Config {
@@ -33,6 +39,7 @@ impl Config {
         Config {
             delivery_memory: 0,
             hash_seed: DEFAULT_HASH_SEED,
+            max_pending: None,
         }
     }
 
@@ -55,6 +62,29 @@ impl Config {
     pub const fn with_hash_seed(self, seed: u64) -> Self {
         Config {
             hash_seed: seed,
+            ..self
+        }
+    }
+
+    /// This config with the admission bound `limit` per list (S55).
+    ///
+    /// ```
+    /// use std::num::NonZeroUsize;
+    /// use coxswain_core::{Config, Machine, Message, Rejected, Target};
+    ///
+    /// let one = NonZeroUsize::MIN;
+    /// let mut machine = Machine::with_config(Config::new().with_max_pending(one));
+    /// machine.inject(Message::user("c1", "notes"))?.persisted().for_each(drop);
+    /// assert_eq!(
+    ///     machine.inject(Message::user("c2", "more")).err(),
+    ///     Some(Rejected::Full { target: Target::NextStep, max_pending: one })
+    /// );
+    /// assert_eq!(machine.config().max_pending, Some(one));
+    /// # Ok::<(), Rejected>(())
+    /// ```
+    pub const fn with_max_pending(self, limit: NonZeroUsize) -> Self {
+        Config {
+            max_pending: Some(limit),
             ..self
         }
     }

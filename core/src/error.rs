@@ -2,6 +2,9 @@
 
 use std::fmt;
 
+use std::num::NonZeroUsize;
+
+use crate::input::{Expect, Target};
 use crate::message::MessageId;
 use crate::output::Outstanding;
 
@@ -33,6 +36,22 @@ pub enum Rejected {
     /// delivery already made (S51, S52).
     #[error("message `{0}` was already delivered")]
     AlreadyDelivered(MessageId),
+    /// The id is pending, or held by the delivery memory, for a *different* message (S56): a
+    /// caller reused an id. Unlike the two rejections above this is not a retry, and never
+    /// success.
+    #[error("message id `{0}` is already used by a different message")]
+    Conflict(MessageId),
+    /// The send's expected-turn guard does not hold (S54).
+    #[error("the send expected {0}, which does not hold")]
+    TurnMismatch(Expect),
+    /// The list the delivery joins already holds the admission bound's number of items (S55).
+    #[error("the {target} list is full ({max_pending} items pending)")]
+    Full {
+        /// The list the delivery would join (after S18's retargeting).
+        target: Target,
+        /// The bound (`Config::max_pending`).
+        max_pending: NonZeroUsize,
+    },
     /// The answer does not match the outstanding request, or `end_maintenance` came with no
     /// maintenance active (S4).
     #[error("unexpected completion: {answered} while {}", DisplayOutstanding(.outstanding))]
@@ -57,11 +76,15 @@ pub enum Rejected {
 
 impl Rejected {
     /// The rejection kind of the conformance trace format: `already-pending`,
-    /// `already-delivered`, `unexpected-completion`, `busy` or `disposed` (and `undrained`, which no trace contains).
+    /// `already-delivered`, `conflict`, `turn-mismatch`, `full`, `unexpected-completion`, `busy`
+    /// or `disposed` (and `undrained`, which no trace contains).
     pub fn kind(&self) -> &'static str {
         match self {
             Rejected::AlreadyPending(_) => "already-pending",
             Rejected::AlreadyDelivered(_) => "already-delivered",
+            Rejected::Conflict(_) => "conflict",
+            Rejected::TurnMismatch(_) => "turn-mismatch",
+            Rejected::Full { .. } => "full",
             Rejected::UnexpectedCompletion { .. } => "unexpected-completion",
             Rejected::Busy => "busy",
             Rejected::AfterDisposal => "disposed",
@@ -131,7 +154,7 @@ impl fmt::Display for DisplayOutstanding<'_> {
 /// assert_eq!(error, InvalidLog { index: 1, violation: LogViolation::TurnWithoutNumber });
 /// assert_eq!(
 ///     error.to_string(),
-///     "invalid log: event 1: `turn/start` without a non-negative integer `turn` (S46)"
+///     "invalid log: event 1: `turn/start` without an integer `turn` in [0, 2^53 - 2] (S46)"
 /// );
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
@@ -150,8 +173,9 @@ pub enum LogViolation {
     /// The event has no string `type`.
     #[error("no string `type` (S46)")]
     MissingType,
-    /// A `turn/start` has no non-negative integer `turn`.
-    #[error("`turn/start` without a non-negative integer `turn` (S46)")]
+    /// A `turn/start` has no integer `turn` in `[0, 2^53 − 2]` (the next turn must stay a
+    /// JSON-safe integer, S46).
+    #[error("`turn/start` without an integer `turn` in [0, 2^53 - 2] (S46)")]
     TurnWithoutNumber,
     /// A replayed splice has no valid `target`.
     #[error("splice without a valid `target` (S46)")]

@@ -170,6 +170,12 @@ impl Inbox {
         self.index.contains_key(id)
     }
 
+    /// The message pending under `id`, if any (for S56's comparison).
+    pub(crate) fn pending_message(&self, id: &MessageId) -> Option<&SharedMessage> {
+        let (target, position) = self.locate(id)?;
+        self.items(target).get(position).map(Pending::message)
+    }
+
     /// Waking work (S19): at least one pending item, in either list, delivered waking.
     pub(crate) fn has_waking_work(&self) -> bool {
         self.waking > 0
@@ -287,7 +293,7 @@ impl Inbox {
             .insert(message.id().clone(), Slot { target, key });
         if old.id() != message.id() {
             // S51: a replace that keeps the id leaves it pending.
-            self.memory.left(old.id());
+            self.memory.left(&old);
         }
         out.notify(Notification::Discarded { message: old });
         out.notify(Notification::Inserted { message });
@@ -359,7 +365,7 @@ impl Inbox {
     fn left(&mut self, item: &Pending) {
         self.index.remove(item.message.id());
         self.waking -= usize::from(item.waking);
-        self.memory.left(item.message.id());
+        self.memory.left(&item.message);
     }
 
     /// Builds an inbox from restored lists and memory (S46, S48, S53). The caller checked ids are

@@ -266,6 +266,50 @@ pub enum TurnStoppingAnswer {
     Fail(ErrorInfo),
 }
 
+/// An expected-turn guard on a `send` (S54): the send is accepted only while the guard holds,
+/// otherwise it is rejected [`Rejected::TurnMismatch`](crate::Rejected::TurnMismatch) and changes
+/// nothing. It is checked after the identity checks (S13, S52, S56) and before the admission bound
+/// (S55), so the retry of an accepted guarded send is still `already-pending` or
+/// `already-delivered`.
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{Expect, Machine, Message, Rejected, Target};
+/// use serde_json::json;
+///
+/// let mut machine = Machine::new();
+/// machine.followup(Message::user("m1", "hi"))?.persisted().for_each(drop); // turn 1 runs
+/// // A steer meant for turn 1 joins it; one meant for turn 2 is refused.
+/// let steer = |id| Message::user(id, "look at the tests too");
+/// machine.send(steer("s1"), Target::NextStep, true, Some(Expect::Turn(1)))?.persisted().for_each(drop);
+/// assert_eq!(
+///     machine.send(steer("s2"), Target::NextStep, true, Some(Expect::Turn(2))).err(),
+///     Some(Rejected::TurnMismatch(Expect::Turn(2)))
+/// );
+/// assert_eq!(serde_json::to_value(Expect::IdleAfter(1))?, json!({"idleAfter": 1}));
+/// assert_eq!(Expect::Turn(7).to_string(), "turn 7 running");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Expect {
+    /// `{ "turn": n }`: turn `n` is open and its cancellation was not requested (pre-step, step
+    /// or turn-stopping).
+    Turn(u64),
+    /// `{ "idleAfter": n }`: the machine is idle (not in maintenance) and its last turn is `n`.
+    IdleAfter(u64),
+}
+
+impl fmt::Display for Expect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expect::Turn(turn) => write!(f, "turn {turn} running"),
+            Expect::IdleAfter(turn) => write!(f, "idle after turn {turn}"),
+        }
+    }
+}
+
 /// The two maintenance inputs (S43) ([example](Input#examples)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -299,7 +343,7 @@ pub enum MaintenanceInput {
 #[serde(rename_all = "camelCase", rename_all_fields = "camelCase")]
 #[non_exhaustive]
 pub enum Input {
-    /// `send(message, target, wakeup)` (S16).
+    /// `send(message, target, wakeup, expect)` (S16, S54).
     Send {
         /// The message.
         message: SharedMessage,
@@ -307,6 +351,9 @@ pub enum Input {
         target: Target,
         /// Whether it makes the model run (S19).
         wakeup: bool,
+        /// The expected-turn guard (S54), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expect: Option<Expect>,
     },
     /// `followup(message)`: [`Preset::Followup`].
     Followup(SharedMessage),
@@ -371,6 +418,7 @@ impl Input {
                 message,
                 target,
                 wakeup,
+                expect: None,
             },
         }
     }
@@ -444,8 +492,27 @@ mod tests {
                 message: m.clone(),
                 target: Target::NextTurn,
                 wakeup: false,
+                expect: None,
             },
             json!({"send": {"message": mj, "target": "next-turn", "wakeup": false}}),
+        );
+        round_trip(
+            Input::Send {
+                message: m.clone(),
+                target: Target::NextStep,
+                wakeup: true,
+                expect: Some(Expect::Turn(3)),
+            },
+            json!({"send": {"message": mj, "target": "next-step", "wakeup": true, "expect": {"turn": 3}}}),
+        );
+        round_trip(
+            Input::Send {
+                message: m.clone(),
+                target: Target::NextTurn,
+                wakeup: true,
+                expect: Some(Expect::IdleAfter(0)),
+            },
+            json!({"send": {"message": mj, "target": "next-turn", "wakeup": true, "expect": {"idleAfter": 0}}}),
         );
         round_trip(Input::Followup(m.clone()), json!({"followup": mj}));
         round_trip(Input::Steer(m.clone()), json!({"steer": mj}));

@@ -15,7 +15,7 @@
 //! written from those events restores the machine ([`Machine::restore`], [`Restorer`]); a
 //! [`Config`] chooses the delivery memory that makes retried deliveries harmless.
 //!
-//! Rule numbers (S1–S53, I1–I11) refer to the project's `SPEC.md`.
+//! Rule numbers (S1–S56, I1–I14) refer to the project's `SPEC.md`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -39,8 +39,8 @@ pub use config::Config;
 pub use error::{Completion, InvalidLog, LogViolation, Rejected};
 pub use inbox::Pending;
 pub use input::{
-    CancelCause, ErrorInfo, Input, MaintenanceInput, PreStepAnswer, Preset, StepAnswer, Target,
-    TurnStoppingAnswer, UnknownName,
+    CancelCause, ErrorInfo, Expect, Input, MaintenanceInput, PreStepAnswer, Preset, StepAnswer,
+    Target, TurnStoppingAnswer, UnknownName,
 };
 pub use machine::Machine;
 pub use message::{Batch, Message, MessageId, SharedMessage, BATCH_INLINE};

@@ -4,15 +4,17 @@
 //! changed nothing, S5), then applies the whole transition, queues its outputs, and hands them
 //! to the host as a [`Transition`].
 
+use std::num::NonZeroUsize;
+
 use crate::config::Config;
 use crate::error::{Completion, Rejected};
 use crate::hasher::IdHasher;
 use crate::inbox::{Inbox, Pending};
 use crate::input::{
-    CancelCause, ErrorInfo, Input, MaintenanceInput, PreStepAnswer, Preset, StepAnswer, Target,
-    TurnStoppingAnswer,
+    CancelCause, ErrorInfo, Expect, Input, MaintenanceInput, PreStepAnswer, Preset, StepAnswer,
+    Target, TurnStoppingAnswer,
 };
-use crate::message::{MessageId, SharedMessage};
+use crate::message::{Message, MessageId, SharedMessage};
 use crate::output::{
     Abort, Activity as ActivityId, Effect, Event, Notification, Outstanding, Request, Status,
     TurnEndReason,
@@ -76,7 +78,7 @@ use crate::transition::{Queue, Transition};
 /// let mut machine = Machine::new();
 /// let quiet = |t: coxswain_core::Transition<'_>| t.persisted().for_each(drop);
 /// quiet(machine.inject(Message::user("c1", "notes"))?); // NS, quiet: no turn (S20)
-/// quiet(machine.send(Message::user("later", "hi"), Target::NextTurn, false)?); // quiet NT send
+/// quiet(machine.send(Message::user("later", "hi"), Target::NextTurn, false, None)?); // quiet NT send
 /// quiet(machine.deliver(Preset::Inject, Message::user("c2", "more"))?);
 /// quiet(machine.prepend(Target::NextStep, Message::user("c0", "first"))?);
 /// quiet(machine.replace(&MessageId::new("c2"), Message::user("c3", "instead"))?);
@@ -170,6 +172,8 @@ pub struct Machine {
     phase: Phase,
     /// The number of the last opened turn (S27); the running turn's number while running.
     last_turn: u64,
+    /// The admission bound `P` of S55 (the host's choice, like the memory's capacity).
+    max_pending: Option<NonZeroUsize>,
     /// The outputs of the input being applied, until the host drains them.
     queue: Queue,
 }
@@ -272,21 +276,31 @@ impl Machine {
     /// A fresh machine with the host's [`Config`] (the delivery memory's capacity, S51).
     pub fn with_config(config: Config) -> Self {
         let hasher = IdHasher::new(config.hash_seed);
-        Machine::with_state(Inbox::with_memory(config.delivery_memory, hasher), 0)
+        let inbox = Inbox::with_memory(config.delivery_memory, hasher);
+        Machine::with_state(inbox, 0, config.max_pending)
     }
 
     /// The [`Config`] the machine was created or restored with.
     pub fn config(&self) -> Config {
-        Config::new()
+        let config = Config::new()
             .with_delivery_memory(self.inbox.memory().capacity())
-            .with_hash_seed(self.inbox.hasher().seed())
+            .with_hash_seed(self.inbox.hasher().seed());
+        match self.max_pending {
+            Some(limit) => config.with_max_pending(limit),
+            None => config,
+        }
     }
 
-    pub(crate) fn with_state(inbox: Inbox, last_turn: u64) -> Self {
+    pub(crate) fn with_state(
+        inbox: Inbox,
+        last_turn: u64,
+        max_pending: Option<NonZeroUsize>,
+    ) -> Self {
         Machine {
             inbox,
             phase: Phase::Idle,
             last_turn,
+            max_pending,
             queue: Queue::default(),
         }
     }
@@ -414,7 +428,8 @@ impl Machine {
                 message,
                 target,
                 wakeup,
-            } => self.send(message, target, wakeup),
+                expect,
+            } => self.send(message, target, wakeup, expect),
             Input::Followup(message) => self.deliver(Preset::Followup, message),
             Input::Steer(message) => self.deliver(Preset::Steer, message),
             Input::Inject(message) => self.deliver(Preset::Inject, message),
@@ -432,49 +447,61 @@ impl Machine {
         }
     }
 
-    /// `send(message, target, wakeup)` (S16–S21): append the message to the end of `target`
-    /// (or of NT, for a waking send after a cancel, S18); a waking send then wakes (S24).
+    /// `send(message, target, wakeup, expect)` (S16–S21, S54): append the message to the end of
+    /// `target` (or of NT, for a waking send after a cancel, S18); a waking send then wakes
+    /// (S24). With an [`Expect`] guard it is accepted only while the guard holds.
     ///
     /// # Errors
     ///
+    /// In this order (S54): [`Rejected::AfterDisposal`] once the machine is disposed (S45);
     /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
-    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52),
-    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
-    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
+    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52), either of them
+    /// [`Rejected::Conflict`] when that id belongs to a different message (S56);
+    /// [`Rejected::TurnMismatch`] if the guard does not hold (S54); [`Rejected::Full`] if the
+    /// resolved list holds the admission bound's number of items (S55).
+    /// [`Rejected::Undrained`] while a dropped transition's outputs wait for
+    /// [`drain`](Machine::drain).
     pub fn send(
         &mut self,
         message: impl Into<SharedMessage>,
         target: Target,
         wakeup: bool,
+        expect: Option<Expect>,
     ) -> Result<Transition<'_>, Rejected> {
         let message = message.into();
-        self.apply(|machine| machine.on_send(message, target, wakeup))
+        self.apply(|machine| machine.on_send(message, target, wakeup, expect))
     }
 
     /// A [`Preset`] delivery: `send(message, preset.target(), preset.wakeup())`.
     ///
     /// # Errors
     ///
+    /// In this order (S54): [`Rejected::AfterDisposal`] once the machine is disposed (S45);
     /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
-    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52),
-    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
-    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
+    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52), either of them
+    /// [`Rejected::Conflict`] when that id belongs to a different message (S56);
+    /// [`Rejected::Full`] if the list it joins holds the admission bound's number of items
+    /// (S55). [`Rejected::Undrained`] while a dropped transition's outputs wait for
+    /// [`drain`](Machine::drain).
     pub fn deliver(
         &mut self,
         preset: Preset,
         message: impl Into<SharedMessage>,
     ) -> Result<Transition<'_>, Rejected> {
-        self.send(message, preset.target(), preset.wakeup())
+        self.send(message, preset.target(), preset.wakeup(), None)
     }
 
     /// `followup(m) = send(m, next-turn, true)`: a turn of its own (S22).
     ///
     /// # Errors
     ///
+    /// In this order (S54): [`Rejected::AfterDisposal`] once the machine is disposed (S45);
     /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
-    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52),
-    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
-    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
+    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52), either of them
+    /// [`Rejected::Conflict`] when that id belongs to a different message (S56);
+    /// [`Rejected::Full`] if the list it joins holds the admission bound's number of items
+    /// (S55). [`Rejected::Undrained`] while a dropped transition's outputs wait for
+    /// [`drain`](Machine::drain).
     pub fn followup(
         &mut self,
         message: impl Into<SharedMessage>,
@@ -486,10 +513,13 @@ impl Machine {
     ///
     /// # Errors
     ///
+    /// In this order (S54): [`Rejected::AfterDisposal`] once the machine is disposed (S45);
     /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
-    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52),
-    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
-    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
+    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52), either of them
+    /// [`Rejected::Conflict`] when that id belongs to a different message (S56);
+    /// [`Rejected::Full`] if the list it joins holds the admission bound's number of items
+    /// (S55). [`Rejected::Undrained`] while a dropped transition's outputs wait for
+    /// [`drain`](Machine::drain).
     pub fn steer(&mut self, message: impl Into<SharedMessage>) -> Result<Transition<'_>, Rejected> {
         self.deliver(Preset::Steer, message)
     }
@@ -498,10 +528,13 @@ impl Machine {
     ///
     /// # Errors
     ///
+    /// In this order (S54): [`Rejected::AfterDisposal`] once the machine is disposed (S45);
     /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
-    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52),
-    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
-    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
+    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52), either of them
+    /// [`Rejected::Conflict`] when that id belongs to a different message (S56);
+    /// [`Rejected::Full`] if the list it joins holds the admission bound's number of items
+    /// (S55). [`Rejected::Undrained`] while a dropped transition's outputs wait for
+    /// [`drain`](Machine::drain).
     pub fn inject(
         &mut self,
         message: impl Into<SharedMessage>,
@@ -527,7 +560,9 @@ impl Machine {
     /// # Errors
     ///
     /// If `id` is pending: [`Rejected::AlreadyPending`] if the replacement's (different) id is
-    /// pending, [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52). Always:
+    /// pending, [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52), either of
+    /// them [`Rejected::Conflict`] when that id belongs to a different message (S56); never
+    /// [`Rejected::Full`] (a replace keeps the list's length, S55). Always:
     /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
     /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
     pub fn replace(
@@ -543,10 +578,13 @@ impl Machine {
     ///
     /// # Errors
     ///
+    /// In this order (S54): [`Rejected::AfterDisposal`] once the machine is disposed (S45);
     /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
-    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52),
-    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
-    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
+    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52), either of them
+    /// [`Rejected::Conflict`] when that id belongs to a different message (S56);
+    /// [`Rejected::Full`] if the list it joins holds the admission bound's number of items
+    /// (S55). [`Rejected::Undrained`] while a dropped transition's outputs wait for
+    /// [`drain`](Machine::drain).
     pub fn prepend(
         &mut self,
         target: Target,
@@ -554,7 +592,8 @@ impl Machine {
     ) -> Result<Transition<'_>, Rejected> {
         let message = message.into();
         self.apply(|machine| {
-            machine.check_new_id(message.id())?;
+            machine.check_new_message(&message)?;
+            machine.check_room(target)?;
             machine.inbox.prepend(target, message, &mut machine.queue);
             Ok(())
         })
@@ -711,14 +750,20 @@ impl Machine {
         message: SharedMessage,
         target: Target,
         wakeup: bool,
+        expect: Option<Expect>,
     ) -> Result<(), Rejected> {
-        self.check_new_id(message.id())?;
+        // S54: identity (S13, S52, S56), then the guard, then the bound (S55).
+        self.check_new_message(&message)?;
+        if let Some(expect) = expect {
+            self.check_guard(expect)?;
+        }
         // S18: a steer sent after a stop cannot join the aborted turn.
         let target = if wakeup && self.is_cancel_requested() {
             Target::NextTurn
         } else {
             target
         };
+        self.check_room(target)?;
         self.inbox.append(target, message, wakeup, &mut self.queue);
         if wakeup {
             self.wake();
@@ -739,7 +784,7 @@ impl Machine {
             return Ok(false);
         };
         if message.id() != id {
-            self.check_new_id(message.id())?;
+            self.check_new_message(&message)?;
         }
         self.inbox
             .replace_at(target, position, message, &mut self.queue);
@@ -860,13 +905,48 @@ impl Machine {
     // ----- transitions shared by several inputs -----
 
     /// S13 then S52: an id joining a list is neither pending nor held by the delivery memory.
-    fn check_new_id(&self, id: &MessageId) -> Result<(), Rejected> {
-        if self.inbox.contains(id) {
-            Err(Rejected::AlreadyPending(id.clone()))
-        } else if self.inbox.memory().holds(id) {
-            Err(Rejected::AlreadyDelivered(id.clone()))
+    /// S13 and S52, each turned into `conflict` when the id belongs to a different message
+    /// (S56).
+    fn check_new_message(&self, message: &Message) -> Result<(), Rejected> {
+        let id = message.id();
+        let (known, retry) = if let Some(pending) = self.inbox.pending_message(id) {
+            (pending, Rejected::AlreadyPending(id.clone()))
+        } else if let Some(held) = self.inbox.memory().held(id) {
+            (held, Rejected::AlreadyDelivered(id.clone()))
         } else {
+            return Ok(());
+        };
+        if known.same_as(message) {
+            Err(retry)
+        } else {
+            Err(Rejected::Conflict(id.clone()))
+        }
+    }
+
+    /// S54: the expected-turn guard holds.
+    fn check_guard(&self, expect: Expect) -> Result<(), Rejected> {
+        let holds = match (expect, &self.phase) {
+            (Expect::Turn(turn), Phase::Running(run)) => {
+                turn == self.last_turn && run.activity.cancel.is_none()
+            }
+            (Expect::IdleAfter(turn), Phase::Idle) => turn == self.last_turn,
+            _ => false,
+        };
+        if holds {
             Ok(())
+        } else {
+            Err(Rejected::TurnMismatch(expect))
+        }
+    }
+
+    /// S55: the list an insertion joins holds fewer than `P` items.
+    fn check_room(&self, target: Target) -> Result<(), Rejected> {
+        match self.max_pending {
+            Some(limit) if self.inbox.len(target) >= limit.get() => Err(Rejected::Full {
+                target,
+                max_pending: limit,
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -1148,9 +1228,121 @@ mod tests {
             "unexpected-completion",
         );
         assert_rejected(&mut machine, |m| m.begin_maintenance(), "busy");
+        // §12: a reused id (S56), a guard that does not hold (S54), a full list (S55).
+        let other = || Arc::new(Message::user("c", "another message"));
+        assert_rejected(&mut machine, |m| m.inject(other()), "conflict");
+        let stale = Some(Expect::Turn(0));
+        assert_rejected(
+            &mut machine,
+            |m| m.send(user("e"), Target::NextStep, true, stale),
+            "turn-mismatch",
+        );
+        let mut bounded = Machine::with_config(Config::new().with_max_pending(NonZeroUsize::MIN));
+        settle(bounded.inject(user("c")));
+        assert_rejected(&mut bounded, |m| m.inject(user("e")), "full");
         let mut disposed = Machine::new();
         settle(disposed.dispose());
         assert_rejected(&mut disposed, |m| m.clear(), "disposed");
+    }
+
+    #[test]
+    fn s54_the_guard_names_the_open_uncancelled_turn_or_the_idle_machine_after_it() {
+        let guarded = |m: &mut Machine, id: &str, expect| {
+            m.send(user(id), Target::NextStep, true, Some(expect))
+                .map(|t| t.persisted().count())
+        };
+        let mut machine = Machine::new();
+        assert_eq!(guarded(&mut machine, "a", Expect::IdleAfter(0)), Ok(5));
+        assert_eq!(
+            guarded(&mut machine, "b", Expect::IdleAfter(0)),
+            Err(Rejected::TurnMismatch(Expect::IdleAfter(0)))
+        );
+        assert_eq!(guarded(&mut machine, "b", Expect::Turn(1)), Ok(1));
+        // The retry of an accepted guarded steer is a retry, not a mismatch (S54 after S13).
+        assert_eq!(
+            guarded(&mut machine, "b", Expect::Turn(7)),
+            Err(Rejected::AlreadyPending("b".into()))
+        );
+        settle(machine.cancel(CancelCause::User, true));
+        assert_eq!(
+            guarded(&mut machine, "c", Expect::Turn(1)),
+            Err(Rejected::TurnMismatch(Expect::Turn(1)))
+        );
+        let mut maintenance = Machine::new();
+        settle(maintenance.begin_maintenance());
+        assert_eq!(
+            guarded(&mut maintenance, "a", Expect::IdleAfter(0)),
+            Err(Rejected::TurnMismatch(Expect::IdleAfter(0)))
+        );
+    }
+
+    #[test]
+    fn s55_the_bound_counts_the_resolved_list_and_never_refuses_a_replace() {
+        let two = NonZeroUsize::new(2).unwrap_or(NonZeroUsize::MIN);
+        let mut machine = Machine::with_config(Config::new().with_max_pending(two));
+        settle(machine.followup(user("a"))); // turn 1 runs, a claimed
+        settle(machine.followup(user("b")));
+        settle(machine.followup(user("c"))); // NT holds 2
+        let full = |target| Rejected::Full {
+            target,
+            max_pending: two,
+        };
+        assert_eq!(
+            machine.followup(user("d")).err(),
+            Some(full(Target::NextTurn))
+        );
+        assert_eq!(
+            machine.prepend(Target::NextTurn, user("d")).err(),
+            Some(full(Target::NextTurn))
+        );
+        settle(machine.replace(&"b".into(), user("d")));
+        settle(machine.steer(user("e"))); // NS has room before a cancel
+        settle(machine.cancel(CancelCause::User, true));
+        // After the cancel a steer goes to NT (S18), which is full, though NS has room.
+        assert_eq!(machine.steer(user("f")).err(), Some(full(Target::NextTurn)));
+        settle(machine.inject(user("f"))); // a quiet send is not retargeted
+        assert_eq!(
+            machine.inject(user("g")).err(),
+            Some(full(Target::NextStep))
+        );
+        assert_eq!(machine.config().max_pending, Some(two));
+    }
+
+    #[test]
+    fn s56_a_different_message_under_a_pending_or_held_id_is_a_conflict() {
+        let mut machine = Machine::with_config(Config::new().with_delivery_memory(4));
+        let numbered = |id: &str, n: serde_json::Value| {
+            Arc::new(Message::new(id, serde_json::json!({"kind": "user"}), n))
+        };
+        settle(machine.inject(numbered("a", serde_json::json!({"n": 1, "m": [2]}))));
+        // Numbers by value, key order free: the same message.
+        assert_eq!(
+            machine
+                .inject(numbered("a", serde_json::json!({"m": [2.0], "n": 1.0})))
+                .err(),
+            Some(Rejected::AlreadyPending("a".into()))
+        );
+        assert_eq!(
+            machine
+                .inject(numbered("a", serde_json::json!({"n": 2})))
+                .err(),
+            Some(Rejected::Conflict("a".into()))
+        );
+        settle(machine.steer(user("b"))); // a turn claims a and b: both held
+        assert_eq!(
+            machine
+                .followup(numbered("a", serde_json::json!({"n": 1, "m": [2]})))
+                .err(),
+            Some(Rejected::AlreadyDelivered("a".into()))
+        );
+        assert_eq!(
+            machine.prepend(Target::NextTurn, user("a")).err(),
+            Some(Rejected::Conflict("a".into()))
+        );
+        assert_eq!(
+            machine.steer(user("b")).err(),
+            Some(Rejected::AlreadyDelivered("b".into()))
+        );
     }
 
     #[test]

@@ -1,16 +1,19 @@
 //! The delivery memory (SPEC §11, S51–S53): the ids of the last `W` items that left the pending
 //! lists, so that a retried delivery of one of them is rejected `already-delivered` instead of
-//! running twice.
+//! running twice, and each one's message, so that a *different* message under a held id is
+//! rejected `conflict` instead (S56).
 //!
-//! A ring keeps their order (oldest first, for eviction) and an index answers "is it held" in
-//! O(1). Both the live machine (through the inbox) and the restorer feed it through
+//! A ring keeps their order (oldest first, for eviction) and an index answers "is it held, and
+//! with which message" in O(1). The message is the shared value that travelled through the lists
+//! (S8): holding it costs one reference count, and comparing a retry with it is exact (no digest
+//! can collide). Both the live machine (through the inbox) and the restorer feed it through
 //! [`left`](DeliveryMemory::left), so the live rule and the replayed one are the same code (S53).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use crate::inbox::IdHasher;
-use crate::message::MessageId;
+use crate::message::{MessageId, SharedMessage};
 
 /// The ids of the last `capacity` items that left the lists, oldest first. Boxed, so a machine
 /// without a memory (the default) carries one pointer and allocates nothing.
@@ -21,13 +24,23 @@ pub(crate) struct DeliveryMemory(Option<Box<Held>>);
 struct Held {
     capacity: usize,
     ring: VecDeque<MessageId>,
-    index: HashSet<MessageId, IdHasher>,
+    index: HashMap<MessageId, SharedMessage, IdHasher>,
 }
 
-/// Memories compare by capacity and held ids in order; the index is derived.
+impl Held {
+    /// The held messages, oldest first.
+    fn messages(&self) -> impl Iterator<Item = Option<&SharedMessage>> + '_ {
+        self.ring.iter().map(|id| self.index.get(id))
+    }
+}
+
+/// Memories compare by capacity and held messages in order; the index's layout is not part of
+/// the value.
 impl PartialEq for Held {
     fn eq(&self, other: &Self) -> bool {
-        self.capacity == other.capacity && self.ring == other.ring
+        self.capacity == other.capacity
+            && self.ring.len() == other.ring.len()
+            && self.messages().eq(other.messages())
     }
 }
 
@@ -36,7 +49,8 @@ impl Eq for Held {}
 impl Hash for Held {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.capacity.hash(state);
-        self.ring.hash(state);
+        self.ring.len().hash(state);
+        self.messages().for_each(|message| message.hash(state));
     }
 }
 
@@ -48,7 +62,7 @@ impl DeliveryMemory {
             Box::new(Held {
                 capacity,
                 ring: VecDeque::new(),
-                index: HashSet::with_hasher(hasher),
+                index: HashMap::with_hasher(hasher),
             })
         }))
     }
@@ -61,17 +75,26 @@ impl DeliveryMemory {
     /// Whether `id` is among the last `W` ids that left the lists (S52).
     #[inline]
     pub(crate) fn holds(&self, id: &MessageId) -> bool {
-        self.0.as_ref().is_some_and(|held| held.index.contains(id))
+        self.0
+            .as_ref()
+            .is_some_and(|held| held.index.contains_key(id))
     }
 
-    /// S51: `id` left the lists and is not pending after the splice that removed it. It enters
-    /// the memory; past `W` ids, the oldest are forgotten.
+    /// The message held under `id`, if the memory holds it (S56 compares a retry with it).
     #[inline]
-    pub(crate) fn left(&mut self, id: &MessageId) {
+    pub(crate) fn held(&self, id: &MessageId) -> Option<&SharedMessage> {
+        self.0.as_ref().and_then(|held| held.index.get(id))
+    }
+
+    /// S51: `message` left the lists and its id is not pending after the splice that removed
+    /// it. It enters the memory; past `W` ids, the oldest are forgotten.
+    #[inline]
+    pub(crate) fn left(&mut self, message: &SharedMessage) {
         let Some(held) = self.0.as_mut() else {
             return;
         };
-        if !held.index.insert(id.clone()) {
+        let id = message.id();
+        if held.index.insert(id.clone(), message.clone()).is_some() {
             // Unreachable live (a held id is never inserted, so it cannot leave again while
             // held); kept exact for any caller: it moves to the newest place.
             held.ring.retain(|other| other != id);
@@ -88,7 +111,7 @@ impl DeliveryMemory {
     /// held id (the live machine rejects it, S52). No id is both pending and held (S51).
     pub(crate) fn release(&mut self, id: &MessageId) {
         if let Some(held) = self.0.as_mut() {
-            if held.index.remove(id) {
+            if held.index.remove(id).is_some() {
                 held.ring.retain(|other| other != id);
             }
         }
@@ -109,16 +132,21 @@ static EMPTY: VecDeque<MessageId> = VecDeque::new();
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Message;
+
+    fn left(id: &str) -> SharedMessage {
+        SharedMessage::new(Message::user(id, "hi"))
+    }
 
     fn ids(memory: &DeliveryMemory) -> Vec<&str> {
         memory.ids().map(MessageId::as_str).collect()
     }
 
-    /// A memory of `capacity` that saw `left` leave the lists, in order.
-    fn filled(capacity: usize, left: &[&str]) -> DeliveryMemory {
+    /// A memory of `capacity` that saw `gone` leave the lists, in order.
+    fn filled(capacity: usize, gone: &[&str]) -> DeliveryMemory {
         let mut memory = DeliveryMemory::new(capacity, IdHasher::default());
-        for id in left {
-            memory.left(&(*id).into());
+        for id in gone {
+            memory.left(&left(id));
         }
         memory
     }
@@ -139,8 +167,8 @@ mod tests {
         // Unreachable live (S52 rejects a held id), reachable through a restored log.
         let mut memory = filled(3, &["a", "b", "a"]);
         assert_eq!(ids(&memory), ["b", "a"]);
-        memory.left(&"c".into());
-        memory.left(&"d".into());
+        memory.left(&left("c"));
+        memory.left(&left("d"));
         assert_eq!(ids(&memory), ["a", "c", "d"]);
         assert!(!memory.holds(&"b".into()));
     }
@@ -162,9 +190,30 @@ mod tests {
     }
 
     #[test]
+    fn s56_the_memory_holds_each_id_with_the_message_that_left() {
+        let mut memory = filled(2, &["a"]);
+        let b = SharedMessage::new(Message::user("b", "the second"));
+        memory.left(&b);
+        assert!(memory
+            .held(&"b".into())
+            .is_some_and(|held| std::sync::Arc::ptr_eq(held, &b)));
+        assert_eq!(memory.held(&"a".into()), Some(&left("a")));
+        memory.left(&left("c")); // evicts a
+        assert_eq!(memory.held(&"a".into()), None);
+        // Two memories with the same ids but another message under one of them differ.
+        let mut other = filled(2, &["b"]);
+        other.left(&left("c"));
+        assert_ne!(memory, other);
+        assert_ne!(
+            crate::test_support::hash_of(&memory),
+            crate::test_support::hash_of(&other)
+        );
+    }
+
+    #[test]
     fn s51_capacity_zero_holds_nothing() {
         let mut memory = DeliveryMemory::new(0, IdHasher::default());
-        memory.left(&"a".into());
+        memory.left(&left("a"));
         assert_eq!(ids(&memory), Vec::<&str>::new());
         assert!(!memory.holds(&"a".into()));
     }

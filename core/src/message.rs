@@ -198,6 +198,62 @@ impl Message {
     pub fn fields(&self) -> &Map<String, Value> {
         &self.fields
     }
+
+    /// S56: the same message for the purpose of an id's reuse: `source` and `content` are equal
+    /// as JSON values (objects whatever the key order, arrays element by element, numbers by
+    /// mathematical value, strings code point by code point). Other fields do not count.
+    pub(crate) fn same_as(&self, other: &Message) -> bool {
+        // The common retry is an equal copy (or the very value): then every field is equal as
+        // written, which is cheaper to see than the comparison by value.
+        if std::ptr::eq(self, other) || self.fields == other.fields {
+            return true;
+        }
+        let same = |a: Option<&Value>, b: Option<&Value>| match (a, b) {
+            (Some(a), Some(b)) => same_value(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        same(self.source(), other.source()) && same(self.content(), other.content())
+    }
+}
+
+/// S56's equality of JSON values: numbers by mathematical value (`1` equals `1.0`; an integer
+/// beyond 2^53 equals no float it is not exactly), everything else as JSON.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(a), Value::Number(b)) => same_number(a, b),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_value(a, b))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, a)| b.get(key).is_some_and(|b| same_value(a, b)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Two JSON numbers are the same number: exactly, whichever of `u64`, `i64` and `f64` holds them.
+fn same_number(a: &serde_json::Number, b: &serde_json::Number) -> bool {
+    fn integer(n: &serde_json::Number) -> Option<i128> {
+        n.as_u64()
+            .map(i128::from)
+            .or_else(|| n.as_i64().map(i128::from))
+    }
+    match (integer(a), integer(b)) {
+        (Some(a), Some(b)) => a == b,
+        (Some(i), None) => b.as_f64().is_some_and(|f| float_is_integer(f, i)),
+        (None, Some(i)) => a.as_f64().is_some_and(|f| float_is_integer(f, i)),
+        (None, None) => a.as_f64() == b.as_f64(),
+    }
+}
+
+/// The float `f` is exactly the integer `i` (every `u64`/`i64` fits an `i128`; a float that is
+/// whole and below 2^127 in size converts to `i128` exactly).
+fn float_is_integer(f: f64, i: i128) -> bool {
+    const TWO_POW_127: f64 = 170_141_183_460_469_231_731_687_303_715_884_105_728.0;
+    f.fract() == 0.0 && f.abs() < TWO_POW_127 && f as i128 == i
 }
 
 impl fmt::Debug for Message {
@@ -369,6 +425,62 @@ impl<'de> Deserialize<'de> for Batch {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn s56_same_as_compares_source_and_content_as_json_values() {
+        let m = |source: Value, content: Value| Message::new("a", source, content);
+        let user = || json!({"kind": "user"});
+        let same = |a: &Message, b: &Message| a.same_as(b) && b.same_as(a);
+        assert!(same(&m(user(), json!(1)), &m(user(), json!(1.0))));
+        assert!(same(&m(user(), json!(-0.0)), &m(user(), json!(0))));
+        assert!(same(
+            &m(user(), json!({"a": [1, {"b": null}], "c": "x"})),
+            &m(user(), json!({"c": "x", "a": [1.0, {"b": null}]}))
+        ));
+        assert!(same(
+            &m(user(), json!(u64::MAX)),
+            &m(user(), json!(u64::MAX))
+        ));
+        assert!(same(
+            &m(user(), json!(i64::MIN)),
+            &m(user(), json!(-9.223_372_036_854_776e18))
+        ));
+        // Not the same: an integer beyond 2^53 and the nearest float, u64::MAX and -1, 2^64.
+        assert!(!same(
+            &m(user(), json!(9_007_199_254_740_993_u64)),
+            &m(user(), json!(9_007_199_254_740_992.0))
+        ));
+        assert!(!same(&m(user(), json!(u64::MAX)), &m(user(), json!(-1))));
+        assert!(!same(
+            &m(user(), json!(u64::MAX)),
+            &m(user(), json!(18_446_744_073_709_551_616.0))
+        ));
+        assert!(!same(&m(user(), json!(1)), &m(user(), json!(1.5))));
+        assert!(!same(&m(user(), json!(1)), &m(user(), json!("1"))));
+        assert!(!same(&m(user(), json!(1)), &m(user(), json!(true))));
+        assert!(!same(&m(user(), json!([1, 2])), &m(user(), json!([2, 1]))));
+        assert!(!same(
+            &m(user(), json!({"a": 1})),
+            &m(user(), json!({"a": 1, "b": null}))
+        ));
+        assert!(!same(&m(user(), json!("é")), &m(user(), json!("e\u{301}"))));
+        assert!(!same(
+            &m(user(), json!(1)),
+            &m(json!({"kind": "plugin"}), json!(1))
+        ));
+        // Only source and content count (S56); other fields ride along.
+        let mut fields = Map::new();
+        fields.insert("source".into(), user());
+        fields.insert("content".into(), json!(1));
+        fields.insert("meta".into(), json!({"at": 5}));
+        assert!(same(
+            &Message::from_fields("a", fields),
+            &m(user(), json!(1))
+        ));
+        let bare = Message::from_fields("a", Map::new());
+        assert!(same(&bare, &Message::from_fields("a", Map::new())));
+        assert!(!same(&bare, &m(user(), json!(1))));
+    }
 
     #[test]
     fn a_message_round_trips_through_a_length_prefixed_format() {

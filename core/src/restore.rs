@@ -8,6 +8,7 @@
 //! until the next wake (S48).
 
 use std::collections::{HashSet, VecDeque};
+use std::num::NonZeroUsize;
 
 use serde_json::Value;
 use smallvec::SmallVec;
@@ -79,6 +80,8 @@ pub struct Restorer {
     pending: HashSet<MessageId, IdHasher>,
     /// The delivery memory the replayed splices leave (S53).
     memory: DeliveryMemory,
+    /// The admission bound the restored machine gets (S55; a longer restored list is kept).
+    max_pending: Option<NonZeroUsize>,
     /// Where the log so far stands: last turn, open turn and step.
     position: LogPosition,
     /// The index of the last `turn/start` (names the open turn of an unbalanced log, S46).
@@ -110,6 +113,7 @@ type CanonicalRestorer<'a> = (
     &'a VecDeque<(SharedMessage, bool)>,
     &'a VecDeque<(SharedMessage, bool)>,
     &'a DeliveryMemory,
+    Option<NonZeroUsize>,
     u64,
     Option<u64>,
     &'a Option<InvalidLog>,
@@ -122,6 +126,7 @@ impl Restorer {
             &self.next_turn,
             &self.next_step,
             &self.memory,
+            self.max_pending,
             self.position.last_turn(),
             // Whether a turn is open and which step it leaves open: not how many it closed.
             self.position
@@ -147,6 +152,23 @@ enum Inserted<'a> {
 }
 
 impl Restorer {
+    /// The largest turn number a restored log may hold (S46): 2^53 − 2, so that the next turn,
+    /// 2^53 − 1, is still a JSON-safe integer.
+    ///
+    /// ```
+    /// use coxswain_core::{LogViolation, Machine, Restorer};
+    /// use serde_json::json;
+    ///
+    /// let log = |turn: u64| [
+    ///     json!({"type": "turn/start", "data": {"turn": turn}}),
+    ///     json!({"type": "turn/end", "data": {"turn": turn, "reason": {"kind": "completed"}}}),
+    /// ];
+    /// assert_eq!(Machine::restore(&log(Restorer::MAX_TURN), 0).map(|m| m.last_turn()), Ok(Restorer::MAX_TURN));
+    /// let error = Machine::restore(&log(Restorer::MAX_TURN + 1), 0).unwrap_err();
+    /// assert_eq!(error.violation, LogViolation::TurnWithoutNumber);
+    /// ```
+    pub const MAX_TURN: u64 = (1 << 53) - 2;
+
     /// A restorer that replays splices from event `seed_length` on (S46), with no delivery
     /// memory. A seed boundary past the end of the log means no splice is replayed (the boundary
     /// is clamped to the length).
@@ -164,6 +186,7 @@ impl Restorer {
             next_step: VecDeque::new(),
             pending: HashSet::with_hasher(IdHasher::new(config.hash_seed)),
             memory: DeliveryMemory::new(config.delivery_memory, IdHasher::new(config.hash_seed)),
+            max_pending: config.max_pending,
             position: LogPosition::new(),
             turn_started_at: 0,
             failed: None,
@@ -189,8 +212,7 @@ impl Restorer {
                         .get("turn")
                         .and_then(Value::as_u64)
                         .ok_or(LogViolation::TurnWithoutNumber)?;
-                    this.turn_started(turn);
-                    Ok(())
+                    this.turn_started(turn)
                 }
                 Event::TURN_END => {
                     this.position.turn_ended();
@@ -221,10 +243,7 @@ impl Restorer {
     pub fn push_event(&mut self, event: &Event) -> Result<(), InvalidLog> {
         self.guard(|this| match event {
             Event::Spliced(splice) if this.replays() => this.apply(typed_splice(splice)),
-            Event::TurnStart { turn } => {
-                this.turn_started(*turn);
-                Ok(())
-            }
+            Event::TurnStart { turn } => this.turn_started(*turn),
             other => {
                 this.position.advance(other);
                 Ok(())
@@ -261,7 +280,11 @@ impl Restorer {
         }
         let hasher = self.pending.hasher().clone();
         let inbox = Inbox::from_lists(self.next_turn, self.next_step, self.memory, hasher);
-        Ok(Machine::with_state(inbox, self.position.last_turn()))
+        Ok(Machine::with_state(
+            inbox,
+            self.position.last_turn(),
+            self.max_pending,
+        ))
     }
 
     /// The number of events read so far.
@@ -309,10 +332,16 @@ impl Restorer {
         self.index > self.seed_length
     }
 
-    fn turn_started(&mut self, turn: u64) {
+    /// S46: a restored turn is an integer in `[0, 2^53 − 2]`, so the next turn's number is a
+    /// JSON-safe integer in every port (2^53 − 1 is JavaScript's `Number.MAX_SAFE_INTEGER`).
+    fn turn_started(&mut self, turn: u64) -> Result<(), LogViolation> {
+        if turn > Restorer::MAX_TURN {
+            return Err(LogViolation::TurnWithoutNumber);
+        }
         self.position.turn_started(turn);
         // `index` was already advanced past the current event.
         self.turn_started_at = self.index - 1;
+        Ok(())
     }
 
     fn list_mut(&mut self, target: Target) -> &mut VecDeque<(SharedMessage, bool)> {
@@ -351,11 +380,11 @@ impl Restorer {
         };
         // The removed ids are kept only when a memory will hold them (S53).
         let remember = self.memory.capacity() > 0;
-        let mut left: SmallVec<[MessageId; 1]> = SmallVec::new();
+        let mut left: SmallVec<[SharedMessage; 1]> = SmallVec::new();
         for (message, _) in list.drain(start..start + removed) {
             self.pending.remove(message.id());
             if remember {
-                left.push(message.id().clone());
+                left.push(message);
             }
         }
         for (offset, message) in inserted.into_iter().enumerate() {
@@ -367,9 +396,9 @@ impl Restorer {
             list.insert(start + offset, (message, splice.wakeup));
         }
         // S53: the removed ids not pending after the splice enter the memory, in list order.
-        for id in &left {
-            if !self.pending.contains(id) {
-                self.memory.left(id);
+        for message in &left {
+            if !self.pending.contains(message.id()) {
+                self.memory.left(message);
             }
         }
         Ok(())

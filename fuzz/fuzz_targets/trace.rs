@@ -8,16 +8,23 @@
 #![no_main]
 #![allow(dead_code)]
 
+use std::num::NonZeroUsize;
+
 use coxswain_conformance::{input_json, output_json, replay, Line, Recorder, Trace};
 use coxswain_core::{Config, Input, Machine};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
-/// A `given` line: the log, the seed boundary and the delivery memory's capacity (S51).
-type Given = (Vec<Value>, usize, usize);
+/// A `given` line: the log, the seed boundary, the delivery memory's capacity (S51) and the
+/// admission bound (S55).
+type Given = (Vec<Value>, usize, usize, Option<NonZeroUsize>);
 
-fn config(memory: usize) -> Config {
-    Config::new().with_delivery_memory(memory)
+fn config(memory: usize, max_pending: Option<NonZeroUsize>) -> Config {
+    let config = Config::new().with_delivery_memory(memory);
+    match max_pending {
+        Some(limit) => config.with_max_pending(limit),
+        None => config,
+    }
 }
 
 fuzz_target!(|bytes: &[u8]| {
@@ -36,7 +43,8 @@ fuzz_target!(|bytes: &[u8]| {
                 log,
                 seed_length,
                 memory,
-            } => given = Some((log.clone(), *seed_length, *memory)),
+                max_pending,
+            } => given = Some((log.clone(), *seed_length, *memory, *max_pending)),
             Line::In(input) => inputs.push(input.clone()),
             _ => {}
         }
@@ -48,8 +56,8 @@ fuzz_target!(|bytes: &[u8]| {
 fn record_and_replay(given: Option<&Given>, inputs: &[Input]) {
     let mut recorder = match given {
         None => Recorder::new("fuzz"),
-        Some((log, seed, memory)) => {
-            match Recorder::restored("fuzz", config(*memory), log, *seed) {
+        Some((log, seed, memory, max_pending)) => {
+            match Recorder::restored("fuzz", config(*memory, *max_pending), log, *seed) {
                 Ok(recorder) => recorder,
                 Err(_) => return,
             }
@@ -68,9 +76,16 @@ fn record_and_replay(given: Option<&Given>, inputs: &[Input]) {
 fn differential(given: Option<&Given>, inputs: &[Input]) {
     let (mut machine, mut reference) = match given {
         None => (Machine::new(), coxswain_spec::Spec::new()),
-        Some((log, seed, memory)) => match (
-            Machine::restore_with(config(*memory), log, *seed),
-            coxswain_spec::Spec::restore(log, *seed, *memory),
+        Some((log, seed, memory, max_pending)) => match (
+            Machine::restore_with(config(*memory, *max_pending), log, *seed),
+            coxswain_spec::Spec::restore_with_config(
+                log,
+                *seed,
+                coxswain_spec::Config {
+                    memory: *memory,
+                    max_pending: *max_pending,
+                },
+            ),
         ) {
             (Ok(machine), Ok(reference)) => (machine, reference),
             (Err(_), Err(_)) => return,

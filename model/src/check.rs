@@ -243,6 +243,7 @@ mod tests {
             tool_steps: 1,
             crashes: true,
             memory: 0,
+            max_pending: 0,
         };
         let report = check(
             DeliveryModel::new(bound),
@@ -253,7 +254,7 @@ mod tests {
         );
         assert!(report.exhaustive);
         assert_eq!(
-            report.unique_states, 564,
+            report.unique_states, 765,
             "pinned: a truncated run would differ"
         );
         for property in &report.properties {
@@ -282,6 +283,7 @@ mod tests {
             tool_steps: 1,
             crashes: true,
             memory: 1,
+            max_pending: 0,
         };
         let run = |model: DeliveryModel| check(model, 2, None, Duration::from_millis(1), |_| {});
         let whole = run(DeliveryModel::new(bound));

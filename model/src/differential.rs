@@ -15,7 +15,7 @@ use coxswain_spec::{Spec, View};
 use serde_json::Value;
 
 /// The name of the `always` property that the core agrees with the spec in every reachable state.
-pub const EQUIVALENCE: &str = "S1-S53 equivalence to the spec";
+pub const EQUIVALENCE: &str = "S1-S56 equivalence to the spec";
 
 /// What one side made of an input: its outputs as FORMAT.md `"out"` values, or its rejection kind.
 pub type Outcome = Result<Vec<Value>, &'static str>;
@@ -203,6 +203,10 @@ pub fn view(machine: &Machine) -> View {
             Outstanding::TurnStopping { turn } => coxswain_spec::Outstanding::TurnStopping { turn },
         }),
         delivered: machine.delivered().map(ToString::to_string).collect(),
+        max_pending: machine
+            .config()
+            .max_pending
+            .map(std::num::NonZeroUsize::get),
     }
 }
 

@@ -96,6 +96,15 @@ impl fmt::Debug for State {
     }
 }
 
+/// The turn a guarded send names: the last one or the one before it.
+fn which(stale: bool) -> &'static str {
+    if stale {
+        "the previous"
+    } else {
+        "the last"
+    }
+}
+
 impl DeliveryModel {
     /// An action named by the input it feeds: `followup m1`, `replace m1 with m2`,
     /// `cancel (user, keep inbox)`, `pre-step: enter the claimed batch`.
@@ -113,6 +122,17 @@ impl DeliveryModel {
                 Some(preset) => format!("{preset} {}", id(message)),
                 None => format!("send {} to {target}, quiet", id(message)),
             },
+            Action::GuardedSteer { message, stale } => {
+                format!("steer {} expecting {} turn", id(message), which(stale))
+            }
+            Action::GuardedFollowup { message, stale } => {
+                format!(
+                    "followup {} expecting idle after {} turn",
+                    id(message),
+                    which(stale)
+                )
+            }
+            Action::Reuse(i) => format!("inject another message as {}", id(i)),
             Action::Remove(i) => format!("remove {}", id(i)),
             Action::Replace(i, j) => format!("replace {} with {}", id(i), id(j)),
             Action::Prepend(target, i) => format!("prepend {} to {target}", id(i)),

@@ -8,7 +8,7 @@
 //! SPEC §10 (I1–I10) plus the rules a history shows (S5, S10, S18, S21/S24/S25/S35, S33, S39,
 //! S49); beside it runs the executable spec ([`coxswain_spec::Spec`]), which must agree with the
 //! core on every output, rejection and observable field (the `always` property
-//! [`EQUIVALENCE`], S1–S53). The model exposes one property per invariant, I9 as an
+//! [`EQUIVALENCE`], S1–S56). The model exposes one property per invariant, I9 as an
 //! `eventually` property, and one `sometimes` property per situation it must reach, so a passing
 //! run is not vacuous.
 #![forbid(unsafe_code)]

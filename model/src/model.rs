@@ -8,9 +8,11 @@
 use std::sync::Arc;
 
 use coxswain_conformance::input_json;
+use std::num::NonZeroUsize;
+
 use coxswain_core::{
-    Batch, CancelCause, Config, ErrorInfo, Input, Machine, MaintenanceInput, Message, MessageId,
-    Output, PreStepAnswer, SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
+    Batch, CancelCause, Config, ErrorInfo, Expect, Input, Machine, MaintenanceInput, Message,
+    MessageId, Output, PreStepAnswer, SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
 };
 use coxswain_spec::Spec;
 use stateright::{Model, Property};
@@ -32,6 +34,8 @@ pub struct Bound {
     pub crashes: bool,
     /// The delivery memory's capacity `W` (S51); 0 is plain S9.
     pub memory: u8,
+    /// The admission bound `P` (S55); 0 is unbounded.
+    pub max_pending: u8,
 }
 
 impl Bound {
@@ -44,6 +48,7 @@ impl Bound {
         tool_steps: 2,
         crashes: true,
         memory: 0,
+        max_pending: 0,
     };
 
     /// The bigger bound documented in the README: longer paths.
@@ -53,11 +58,20 @@ impl Bound {
         tool_steps: 2,
         crashes: true,
         memory: 0,
+        max_pending: 0,
     };
 
     /// This bound with a delivery memory of `w` ids (S51).
     pub const fn with_memory(self, w: u8) -> Bound {
         Bound { memory: w, ..self }
+    }
+
+    /// This bound with an admission bound of `p` items per list (S55; 0: unbounded).
+    pub const fn with_max_pending(self, p: u8) -> Bound {
+        Bound {
+            max_pending: p,
+            ..self
+        }
     }
 }
 
@@ -73,6 +87,24 @@ pub enum Action {
         /// Whether it wakes.
         wakeup: bool,
     },
+    /// `send(message i, next-step, true, expect: {turn: n})`: a guarded steer (S54), `n` the
+    /// current turn, or (`stale`) the one before: the steer that lost its race with the loop.
+    GuardedSteer {
+        /// Index into the pool.
+        message: u8,
+        /// Expect the turn before the last one.
+        stale: bool,
+    },
+    /// `send(message i, next-turn, true, expect: {idleAfter: n})`: a guarded follow-up (S54),
+    /// `n` the last turn, or (`stale`) the one before.
+    GuardedFollowup {
+        /// Index into the pool.
+        message: u8,
+        /// Expect the turn before the last one.
+        stale: bool,
+    },
+    /// `inject` of a *different* message under pool id i: a reused id (S56).
+    Reuse(u8),
     /// `remove(id i)`.
     Remove(u8),
     /// `replace(id i, message j)`.
@@ -219,6 +251,8 @@ pub struct DeliveryModel {
     /// (depth-first, the search stateright reduces by symmetry).
     symmetry: bool,
     pool: Vec<SharedMessage>,
+    /// A different message under each pool id (S56's reuse).
+    variants: Vec<SharedMessage>,
     extra: SharedMessage,
 }
 
@@ -229,10 +263,14 @@ impl DeliveryModel {
             // Only the id tells two pool messages apart: the ids are interchangeable (symmetry).
             .map(|i| Arc::new(Message::user(format!("m{i}"), "hello")))
             .collect();
+        let variants = (1..=bound.messages)
+            .map(|i| Arc::new(Message::user(format!("m{i}"), "something else")))
+            .collect();
         DeliveryModel {
             bound,
             symmetry: false,
             pool,
+            variants,
             extra: Arc::new(Message::new(
                 "hook-extra",
                 serde_json::json!({"kind": "plugin", "name": "hook"}),
@@ -262,7 +300,19 @@ impl DeliveryModel {
 
     /// The machine's configuration under this bound.
     pub fn config(&self) -> Config {
-        Config::new().with_delivery_memory(usize::from(self.bound.memory))
+        let config = Config::new().with_delivery_memory(usize::from(self.bound.memory));
+        match NonZeroUsize::new(usize::from(self.bound.max_pending)) {
+            Some(limit) => config.with_max_pending(limit),
+            None => config,
+        }
+    }
+
+    /// The spec's configuration under this bound: the same memory and admission bound.
+    fn spec_config(&self) -> coxswain_spec::Config {
+        coxswain_spec::Config {
+            memory: usize::from(self.bound.memory),
+            max_pending: NonZeroUsize::new(usize::from(self.bound.max_pending)),
+        }
     }
 
     /// A fresh machine as this model checks it.
@@ -270,9 +320,9 @@ impl DeliveryModel {
         Machine::with_config(self.config())
     }
 
-    /// A fresh spec with the same delivery memory.
+    /// A fresh spec with the same delivery memory and admission bound.
     pub fn spec(&self) -> Spec {
-        Spec::with_memory(usize::from(self.bound.memory))
+        Spec::with_config(self.spec_config())
     }
 
     pub(crate) fn message(&self, index: u8) -> Option<SharedMessage> {
@@ -289,6 +339,19 @@ impl DeliveryModel {
                 target,
                 wakeup,
             } => Input::delivery(self.message(message)?, target, wakeup),
+            Action::GuardedSteer { message, stale } => Input::Send {
+                message: self.message(message)?,
+                target: Target::NextStep,
+                wakeup: true,
+                expect: Some(Expect::Turn(expected_turn(state, stale))),
+            },
+            Action::GuardedFollowup { message, stale } => Input::Send {
+                message: self.message(message)?,
+                target: Target::NextTurn,
+                wakeup: true,
+                expect: Some(Expect::IdleAfter(expected_turn(state, stale))),
+            },
+            Action::Reuse(i) => Input::Inject(self.variants.get(usize::from(i))?.clone()),
             Action::Remove(i) => Input::Remove(self.message(i)?.id().clone()),
             Action::Replace(i, j) => Input::Replace {
                 id: self.message(i)?.id().clone(),
@@ -367,7 +430,7 @@ impl DeliveryModel {
         for closer in closers {
             next.log.push(closer.clone());
         }
-        let restored = Spec::restore(&next.log.events(), 0, usize::from(self.bound.memory));
+        let restored = Spec::restore_with_config(&next.log.events(), 0, self.spec_config());
         if next.mismatch.is_none() {
             let mismatch = differential::compare_restored(
                 restored.as_ref().map_err(String::as_str),
@@ -378,6 +441,17 @@ impl DeliveryModel {
         if let Ok(spec) = restored {
             next.spec = spec;
         }
+    }
+}
+
+/// The turn a guarded send expects: the last one, or (`stale`) the one before it (wrapping
+/// below turn 1 to a number no turn has).
+fn expected_turn(state: &State, stale: bool) -> u64 {
+    let last = state.machine.last_turn();
+    if stale {
+        last.wrapping_sub(1)
+    } else {
+        last
     }
 }
 
@@ -474,6 +548,13 @@ impl Model for DeliveryModel {
             }
         }
         for i in 0..messages {
+            for stale in [false, true] {
+                actions.push(Action::GuardedSteer { message: i, stale });
+                actions.push(Action::GuardedFollowup { message: i, stale });
+            }
+            actions.push(Action::Reuse(i));
+        }
+        for i in 0..messages {
             actions.push(Action::Remove(i));
             actions.extend((0..messages).map(|j| Action::Replace(i, j)));
             actions.push(Action::Prepend(Target::NextTurn, i));
@@ -532,8 +613,8 @@ impl Model for DeliveryModel {
         let agreed = self.differential(&mut next, &input, result.as_ref().map(|_| ()), &outputs);
         // A rejected input changed nothing (checked): not a new state, unless it broke S5, the
         // spec disagreed, or it is a retry the delivery memory refused (S52), a situation worth
-        // reaching.
-        if result.is_err() && observed.is_ok() && agreed && !next.monitor.saw(Fact::RetryRefused) {
+        // reaching; likewise a `turn-mismatch`, `conflict` or `full`, S54–S56).
+        if result.is_err() && observed.is_ok() && agreed && !next.monitor.saw_rejection_fact() {
             return None;
         }
         Some(next)
@@ -558,8 +639,11 @@ impl Model for DeliveryModel {
             S49ReplayEquivalence,
             I11Once,
             NoSpuriousActivity,
+            I12Guard,
+            I13Bound,
+            I14NoSilentLoss,
         ];
-        // S1–S53: the core agrees with the executable spec in every reachable state.
+        // S1–S56: the core agrees with the executable spec in every reachable state.
         properties.push(Property::always(EQUIVALENCE, |_, s: &State| {
             s.mismatch.is_none()
         }));
@@ -584,9 +668,15 @@ impl Model for DeliveryModel {
             Disposed,
             TurnFailed,
             SteerRetargeted,
+            GuardHeld,
+            TurnMismatchRefused,
+            ConflictRefused,
         ]);
         if self.bound.memory > 0 {
             properties.extend(sometimes_reached![RetryRefused, ForgottenIdDeliveredAgain]);
+        }
+        if self.bound.max_pending > 0 {
+            properties.extend(sometimes_reached![FullRefused]);
         }
         properties
     }
@@ -608,7 +698,7 @@ mod tests {
         expected.extend(
             Fact::ALL
                 .iter()
-                .filter(|f| !f.needs_memory())
+                .filter(|f| !f.needs_memory() && !f.needs_bound())
                 .map(|f| f.name()),
         );
         let (mut sorted_names, mut sorted_expected) = (names.clone(), expected);

@@ -796,7 +796,7 @@ fn catalogue() -> Vec<Case> {
                 torn: None,
             },
         ),
-        // --- inputs (S4, S5, S13, S43, S45) ---
+        // --- inputs (S4, S5, S13, S43, S45, S54–S56) ---
         (
             "input: a delivery of a pending id (S13)",
             Box::new(|| reject(|m| ok(m.inject(user("a"))), |m| ok(m.followup(user("a"))))),
@@ -806,7 +806,7 @@ fn catalogue() -> Vec<Case> {
             "input: a prepend of an id pending in the other list (S13)",
             Box::new(|| {
                 reject(
-                    |m| ok(m.send(user("a"), Target::NextTurn, false)),
+                    |m| ok(m.send(user("a"), Target::NextTurn, false, None)),
                     |m| ok(m.prepend(Target::NextStep, user("a"))),
                 )
             }),
@@ -824,6 +824,46 @@ fn catalogue() -> Vec<Case> {
                 )
             }),
             Outcome::Rejected(Rejected::AlreadyPending("b".into())),
+        ),
+        (
+            "input: a different message under a pending id (S56)",
+            Box::new(|| {
+                reject(
+                    |m| ok(m.inject(user("a"))),
+                    |m| ok(m.followup(Message::user("a", "not the same"))),
+                )
+            }),
+            Outcome::Rejected(Rejected::Conflict("a".into())),
+        ),
+        (
+            "input: a steer guarded by a turn that is not running (S54)",
+            Box::new(|| {
+                reject(
+                    |_| Ok(()),
+                    |m| {
+                        let guard = Some(coxswain_core::Expect::Turn(1));
+                        ok(m.send(user("a"), Target::NextStep, true, guard))
+                    },
+                )
+            }),
+            Outcome::Rejected(Rejected::TurnMismatch(coxswain_core::Expect::Turn(1))),
+        ),
+        (
+            "input: a delivery into a list at the admission bound (S55)",
+            Box::new(|| {
+                let one = std::num::NonZeroUsize::MIN;
+                let mut machine =
+                    Machine::with_config(coxswain_core::Config::new().with_max_pending(one));
+                ok(machine.inject(user("a"))).expect("the setup is accepted");
+                let before = machine.clone();
+                let result = ok(machine.inject(user("b")));
+                assert_eq!(machine, before, "a rejected input changed the machine");
+                Outcome::Rejected(result.expect_err("the input is rejected"))
+            }),
+            Outcome::Rejected(Rejected::Full {
+                target: Target::NextStep,
+                max_pending: std::num::NonZeroUsize::MIN,
+            }),
         ),
         (
             "input: an answer with nothing outstanding (S4)",

@@ -16,8 +16,9 @@
 //!   crash repair's closers appended, must hold the live lists, `lastTurn` and delivery memory
 //!   (S49, S53); and the process may crash, be repaired and go on from the restored machine (S50).
 //!
-//! A session has one delivery memory capacity `W` (S51), given to the core, its monitor and the
-//! spec at creation and at every restore; the held ids are one more projection compared.
+//! A session has one delivery memory capacity `W` (S51) and one admission bound `P` (S55, or
+//! none), given to the core, its monitor and the spec at creation and at every restore; the held
+//! ids are one more projection compared.
 
 use std::fmt;
 
@@ -108,15 +109,21 @@ impl Session {
         Session::with_memory(checks, 0)
     }
 
-    /// A session of a fresh machine with a delivery memory of capacity `memory` (S51): the core,
-    /// its monitor and the spec are created, and restored at each crash, with it.
+    /// A session of a fresh machine with a delivery memory of capacity `memory` (S51),
+    /// unbounded.
     pub(crate) fn with_memory(checks: Checks, memory: usize) -> Self {
-        let config = Config::new().with_delivery_memory(memory);
+        Session::with_config(checks, Config::new().with_delivery_memory(memory))
+    }
+
+    /// A session of a fresh machine with the host's `config`: its delivery memory (S51) and its
+    /// admission bound (S55). The core, its monitor and the spec are created, and restored at
+    /// each crash, with it.
+    pub(crate) fn with_config(checks: Checks, config: Config) -> Self {
         Session {
             checks,
             machine: Machine::with_config(config),
             monitor: Monitor::with_config(config),
-            spec: Spec::with_memory(memory),
+            spec: Spec::with_config(spec_config(config)),
             log: Vec::new(),
             position: LogPosition::new(),
             claimed: Batch::new(),
@@ -128,20 +135,23 @@ impl Session {
         }
     }
 
-    /// The host's config of this session's machines (the delivery memory, S51).
+    /// The host's config of this session's machines (the delivery memory, S51, and the
+    /// admission bound, S55).
     fn config(&self) -> Config {
         self.machine.config()
     }
 
-    /// Records the spec's trace (FORMAT.md), starting with a note, then (with a delivery
-    /// memory) the `given` line `{"memory": W}` of a fresh machine with it.
+    /// Records the spec's trace (FORMAT.md), starting with a note, then (with a delivery memory
+    /// or a bound) the `given` line `{"memory": W, "maxPending": P}` of a fresh machine with
+    /// them.
     pub(crate) fn record(mut self, note: &str) -> Self {
         self.note = note.to_owned();
         self.tape = Some(String::new());
         push_line(&mut self.tape, &json!({ "note": note }));
-        let memory = self.config().delivery_memory;
-        if memory > 0 {
-            push_line(&mut self.tape, &json!({"given": {"memory": memory}}));
+        let mut given = serde_json::Map::new();
+        add_config(&mut given, self.config());
+        if !given.is_empty() {
+            push_line(&mut self.tape, &json!({ "given": given }));
         }
         self
     }
@@ -392,8 +402,7 @@ impl Session {
             }
         }
         if self.checks.differential {
-            let memory = self.config().delivery_memory;
-            match Spec::restore(&log, 0, memory) {
+            match Spec::restore_with_config(&log, 0, spec_config(self.config())) {
                 Err(error) => {
                     failure.differential = Some(format!("the spec rejects the log: {error}"))
                 }
@@ -453,7 +462,7 @@ impl Session {
         self.collect_facts();
         self.machine = restored;
         self.claimed = Batch::new();
-        match Spec::restore(&self.log, 0, config.delivery_memory) {
+        match Spec::restore_with_config(&self.log, 0, spec_config(config)) {
             Ok(spec) => self.spec = spec,
             Err(error) => {
                 failure.differential = Some(format!("the spec rejects the log: {error}"));
@@ -464,10 +473,10 @@ impl Session {
             tape.clear();
             let note = self.note.clone();
             push_line(&mut self.tape, &json!({ "note": note }));
-            let mut given = json!({"log": self.log, "seedLength": 0});
-            if config.delivery_memory > 0 {
-                given["memory"] = json!(config.delivery_memory);
-            }
+            let mut given = serde_json::Map::new();
+            given.insert("log".into(), json!(self.log));
+            given.insert("seedLength".into(), json!(0));
+            add_config(&mut given, config);
             push_line(&mut self.tape, &json!({ "given": given }));
         }
         if self.checks.differential {
@@ -479,6 +488,24 @@ impl Session {
             return Err(failure);
         }
         Ok(())
+    }
+}
+
+/// The spec's config of the same host choices (S51, S55).
+fn spec_config(config: Config) -> coxswain_spec::Config {
+    coxswain_spec::Config {
+        memory: config.delivery_memory,
+        max_pending: config.max_pending,
+    }
+}
+
+/// A `given` line's `memory` and `maxPending` (FORMAT.md), each only when set.
+fn add_config(given: &mut serde_json::Map<String, Value>, config: Config) {
+    if config.delivery_memory > 0 {
+        given.insert("memory".into(), json!(config.delivery_memory));
+    }
+    if let Some(limit) = config.max_pending {
+        given.insert("maxPending".into(), json!(limit.get()));
     }
 }
 

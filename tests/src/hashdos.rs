@@ -88,6 +88,7 @@ fn s1_every_corpus_trace_records_the_same_under_every_seed() {
         let trace = Trace::parse(&text).expect("a valid trace");
         let mut given = None;
         let mut memory = 0;
+        let mut bound = None;
         let mut inputs = Vec::new();
         for (_, line) in &trace.lines {
             match line {
@@ -95,9 +96,11 @@ fn s1_every_corpus_trace_records_the_same_under_every_seed() {
                     log,
                     seed_length,
                     memory: w,
+                    max_pending,
                 } => {
                     given = Some((log.clone(), *seed_length));
                     memory = *w;
+                    bound = *max_pending;
                 }
                 Line::In(input) => inputs.push(input.clone()),
                 _ => {}
@@ -107,6 +110,11 @@ fn s1_every_corpus_trace_records_the_same_under_every_seed() {
             let config = Config::new()
                 .with_delivery_memory(memory)
                 .with_hash_seed(seed);
+            // S55: the trace's admission bound, if it has one.
+            let config = match bound {
+                Some(limit) => config.with_max_pending(limit),
+                None => config,
+            };
             record(
                 config,
                 given.as_ref().map(|(log, n)| (log.as_slice(), *n)),
@@ -139,12 +147,14 @@ fn crafted_session(seed: u64) -> (String, String) {
             message: message(id),
             target: Target::NextTurn,
             wakeup: false,
+            expect: None,
         });
     }
     inputs.push(Input::Send {
         message: message(ids[7]),
         target: Target::NextStep,
         wakeup: false,
+        expect: None,
     });
     for id in &ids[100..400] {
         inputs.push(Input::Remove((*id).into()));
@@ -161,6 +171,7 @@ fn crafted_session(seed: u64) -> (String, String) {
             message: message(id),
             target: Target::NextTurn,
             wakeup: false,
+            expect: None,
         });
     }
     inputs.push(Input::Remove("absent".into()));

@@ -1,5 +1,6 @@
 //! The model checker at the CI bound (four ids, reduced by symmetry), without a delivery memory
-//! and with one (W = 2): exhaustive, every property holds or is reached.
+//! and with one (W = 2), and with an admission bound (P = 2): exhaustive, every property holds or
+//! is reached.
 
 use std::time::Duration;
 
@@ -9,10 +10,13 @@ use coxswain_model::{check, Bound, DeliveryModel, Verdict};
 /// Stateright reports a run cut short (by a timeout or a target state count) as done and its
 /// properties as passing: only this pinned count shows the run was exhaustive. Update it
 /// deliberately when the model or the machine changes, and say why in the commit.
-const CI_BOUND_STATES: usize = 251_007;
+const CI_BOUND_STATES: usize = 607_722;
 
 /// The same for the CI bound with a delivery memory of 2 ids (S51–S53, I11).
-const CI_BOUND_MEMORY_2_STATES: usize = 264_429;
+const CI_BOUND_MEMORY_2_STATES: usize = 799_444;
+
+/// The same for the CI bound with an admission bound of 2 items per list (S55, I13).
+const CI_BOUND_MAX_PENDING_2_STATES: usize = 492_078;
 
 /// Checks `bound` exhaustively: every property holds or is reached, `properties` of them, and
 /// exactly `states` distinct states.
@@ -38,7 +42,7 @@ fn assert_proved(bound: Bound, states: usize, properties: usize) {
 
 #[test]
 fn the_ci_bound_is_exhaustive_and_every_property_holds_and_is_reached() {
-    assert_proved(Bound::CI, CI_BOUND_STATES, 17 + 1 + 1 + 13);
+    assert_proved(Bound::CI, CI_BOUND_STATES, 20 + 1 + 1 + 16);
 }
 
 #[test]
@@ -46,6 +50,15 @@ fn i11_with_a_delivery_memory_of_two_every_property_holds_and_is_reached() {
     assert_proved(
         Bound::CI.with_memory(2),
         CI_BOUND_MEMORY_2_STATES,
-        17 + 1 + 1 + 15,
+        20 + 1 + 1 + 18,
+    );
+}
+
+#[test]
+fn i13_with_an_admission_bound_of_two_every_property_holds_and_is_reached() {
+    assert_proved(
+        Bound::CI.with_max_pending(2),
+        CI_BOUND_MAX_PENDING_2_STATES,
+        20 + 1 + 1 + 17,
     );
 }

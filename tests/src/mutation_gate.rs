@@ -13,6 +13,7 @@ const SMALL: Bound = Bound {
     tool_steps: 1,
     crashes: true,
     memory: 0,
+    max_pending: 0,
 };
 
 fn checked(bound: Bound) -> (usize, Vec<String>) {
@@ -37,12 +38,12 @@ fn checked(bound: Bound) -> (usize, Vec<String>) {
 fn mutation_gate_small_bound_every_property_holds() {
     let (states, failures) = checked(SMALL);
     assert_eq!(failures, Vec::<String>::new());
-    assert_eq!(states, 24_910);
+    assert_eq!(states, 49_119);
 }
 
 #[test]
 fn mutation_gate_small_bound_with_memory_every_property_holds() {
     let (states, failures) = checked(SMALL.with_memory(1));
     assert_eq!(failures, Vec::<String>::new());
-    assert_eq!(states, 30_651);
+    assert_eq!(states, 67_730);
 }

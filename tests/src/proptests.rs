@@ -2,7 +2,10 @@
 //! invariants (I1–I8, I10, I11, S5, S10, S18, S33, S39, S49) after every input, exact agreement
 //! with the executable spec (`coxswain-spec`), byte-for-byte unchanged state behind every rejection, and
 //! restores from the log so far (S49, S53) and crash repair (S50) at random points. Each session
-//! has a random delivery memory capacity `W` ([`memory`], S51). See [`harness`](crate::harness)
+//! has a random delivery memory capacity `W` ([`memory`], S51) and admission bound `P`
+//! ([`max_pending`], S55; half the sessions unbounded), and its sends carry expected-turn guards
+//! (S54) and reuse ids for other messages (S56) as `coxswain_conformance::generate` draws them.
+//! See [`harness`](crate::harness)
 //! for what one session checks.
 //!
 //! CI runs [`DEFAULT_CASES`] cases; `PROPTEST_CASES=5000 cargo test -p coxswain-tests --release
@@ -12,6 +15,7 @@
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use coxswain_conformance::{replay, Trace};
@@ -50,6 +54,28 @@ pub(crate) fn memory() -> impl Strategy<Value = usize> {
     )
 }
 
+/// The admission bound `P` of a session (S55): unbounded in 5 sessions of 10; 1, 2 and 3 items
+/// per list (below the pool of 4 ids, so lists fill and deliveries are refused `full`) in the
+/// rest. Shrinking goes towards unbounded. The table is shared with `coxswain fuzz`
+/// (`coxswain_conformance::generate::MAX_PENDING`).
+pub(crate) fn max_pending() -> impl Strategy<Value = Option<NonZeroUsize>> {
+    proptest::strategy::Union::new_weighted(
+        coxswain_conformance::generate::MAX_PENDING
+            .iter()
+            .map(|&(weight, bound)| (weight, Just(bound).boxed()))
+            .collect(),
+    )
+}
+
+/// The host's config of a session: its memory and its bound.
+fn config(memory: usize, max_pending: Option<NonZeroUsize>) -> coxswain_core::Config {
+    let config = coxswain_core::Config::new().with_delivery_memory(memory);
+    match max_pending {
+        Some(limit) => config.with_max_pending(limit),
+        None => config,
+    }
+}
+
 /// Sequences of up to [`MAX_CHOICES`] choices. Each element is a weighted code and an argument
 /// byte ([`Choice::decode`]); shrinking drops elements and lowers codes towards host answers.
 pub(crate) fn choices() -> impl Strategy<Value = Vec<Choice>> {
@@ -59,19 +85,30 @@ pub(crate) fn choices() -> impl Strategy<Value = Vec<Choice>> {
     )
 }
 
-/// Runs one session with `checks` and a delivery memory of capacity `memory`.
-fn run(memory: usize, choices: &[Choice], checks: Checks) -> Result<Session, Failure> {
-    let mut session = Session::with_memory(checks, memory);
+/// Runs one session with `checks`, a delivery memory of capacity `memory` and the admission
+/// bound `max_pending`.
+fn run(
+    memory: usize,
+    max_pending: Option<NonZeroUsize>,
+    choices: &[Choice],
+    checks: Checks,
+) -> Result<Session, Failure> {
+    let mut session = Session::with_config(checks, config(memory, max_pending));
     session.run(choices)?;
     Ok(session)
 }
 
 /// Re-runs a (shrunk) failing sequence, recording the reference's trace up to the failure.
-fn replay_failure(memory: usize, choices: &[Choice], checks: Checks) -> (Failure, String) {
-    let note = "found by the differential proptest (tests/src/proptests.rs, S1-S53): the core \
+fn replay_failure(
+    memory: usize,
+    max_pending: Option<NonZeroUsize>,
+    choices: &[Choice],
+    checks: Checks,
+) -> (Failure, String) {
+    let note = "found by the differential proptest (tests/src/proptests.rs, S1-S56): the core \
                 and the reference model disagree at the last input; the outputs below are the \
                 reference's reading of SPEC.md";
-    let mut session = Session::with_memory(checks, memory).record(note);
+    let mut session = Session::with_config(checks, config(memory, max_pending)).record(note);
     let failure = session
         .run(choices)
         .expect_err("a shrunk failure fails again when replayed");
@@ -100,32 +137,36 @@ fn s5_s49_s53_i1_to_i11_core_agrees_with_the_reference_and_every_invariant_holds
     let facts = std::cell::RefCell::new(Vec::<Fact>::new());
     // (sessions with a memory, inputs rejected `already-delivered`), over the whole run.
     let retries = std::cell::Cell::new((0usize, 0usize));
-    let result = runner.run(&(memory(), choices()), |(memory, choices)| {
-        let session = run(memory, &choices, Checks::ALL)
-            .map_err(|failure| TestCaseError::fail(failure.to_string()))?;
-        let (sessions, refused) = retries.get();
-        retries.set((
-            sessions + usize::from(memory > 0),
-            refused + session.already_delivered(),
-        ));
-        let mut facts = facts.borrow_mut();
-        for fact in session.facts() {
-            if !facts.contains(fact) {
-                facts.push(*fact);
+    let result = runner.run(
+        &(memory(), max_pending(), choices()),
+        |(memory, max_pending, choices)| {
+            let session = run(memory, max_pending, &choices, Checks::ALL)
+                .map_err(|failure| TestCaseError::fail(failure.to_string()))?;
+            let (sessions, refused) = retries.get();
+            retries.set((
+                sessions + usize::from(memory > 0),
+                refused + session.already_delivered(),
+            ));
+            let mut facts = facts.borrow_mut();
+            for fact in session.facts() {
+                if !facts.contains(fact) {
+                    facts.push(*fact);
+                }
             }
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
     match result {
         Ok(()) => {}
-        Err(TestError::Fail(reason, (memory, minimal))) => {
-            let (failure, trace) = replay_failure(memory, &minimal, Checks::ALL);
+        Err(TestError::Fail(reason, (memory, max_pending, minimal))) => {
+            let (failure, trace) = replay_failure(memory, max_pending, &minimal, Checks::ALL);
             let saved = failure
                 .differential
                 .is_some()
                 .then(|| save_found_trace(&trace));
             panic!(
-                "{reason}\ndelivery memory: {memory}\nminimal choices ({}): {minimal:?}\n\
+                "{reason}\ndelivery memory: {memory}, max pending: {max_pending:?}\nminimal \
+                 choices ({}): {minimal:?}\n\
                  saved trace: {saved:?}\nreference trace:\n{trace}",
                 minimal.len()
             );
@@ -168,16 +209,20 @@ fn format_md_the_reference_trace_of_a_session_replays_on_the_core() {
         source_file: Some(file!()),
         ..Config::default()
     };
-    let result = TestRunner::new(config).run(&(memory(), choices()), |(memory, choices)| {
-        let mut session = Session::with_memory(Checks::ALL, memory).record("S1-S53 proptest");
-        session
-            .run(&choices)
-            .map_err(|failure| TestCaseError::fail(failure.to_string()))?;
-        let text = session.tape().unwrap_or_default();
-        let trace = Trace::parse(text).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        replay(&trace).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
-        Ok(())
-    });
+    let result = TestRunner::new(config).run(
+        &(memory(), max_pending(), choices()),
+        |(memory, max_pending, choices)| {
+            let mut session = Session::with_config(Checks::ALL, self::config(memory, max_pending))
+                .record("S1-S56 proptest");
+            session
+                .run(&choices)
+                .map_err(|failure| TestCaseError::fail(failure.to_string()))?;
+            let text = session.tape().unwrap_or_default();
+            let trace = Trace::parse(text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            replay(&trace).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+            Ok(())
+        },
+    );
     if let Err(error) = result {
         panic!("{error}");
     }
@@ -194,13 +239,13 @@ fn first_failure(checks: Checks) -> Option<Failure> {
         ..Config::default()
     };
     let result = TestRunner::new(config).run(&choices(), |choices| {
-        run(0, &choices, checks)
+        run(0, None, &choices, checks)
             .map(drop)
             .map_err(|failure| TestCaseError::fail(failure.to_string()))
     });
     match result {
         Ok(()) => None,
-        Err(TestError::Fail(_, minimal)) => Some(replay_failure(0, &minimal, checks).0),
+        Err(TestError::Fail(_, minimal)) => Some(replay_failure(0, None, &minimal, checks).0),
         Err(error) => panic!("{error}"),
     }
 }

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use coxswain_conformance::{Line, Trace};
 use coxswain_core::{
-    Abort, Batch, CancelCause, ErrorInfo, Event, Input, MaintenanceInput, Message, Notification,
-    Output, PreStepAnswer, Request, SharedMessage, Splice, SpliceOutcome, Status, StepAnswer,
-    Target, TurnEndReason, TurnStoppingAnswer,
+    Abort, Batch, CancelCause, ErrorInfo, Event, Expect, Input, MaintenanceInput, Message,
+    Notification, Output, PreStepAnswer, Request, SharedMessage, Splice, SpliceOutcome, Status,
+    StepAnswer, Target, TurnEndReason, TurnStoppingAnswer,
 };
 use coxswain_log::{encode, parse, repair, Entry, HostEvent};
 use proptest::collection::{btree_map, vec};
@@ -82,13 +82,25 @@ fn error_info() -> impl Strategy<Value = ErrorInfo> {
     (any::<String>(), any::<String>()).prop_map(|(message, code)| ErrorInfo::new(message, code))
 }
 
+/// No guard, or either S54 guard with any turn number.
+fn expect() -> impl Strategy<Value = Option<Expect>> {
+    prop_oneof![
+        Just(None),
+        any::<u64>().prop_map(|turn| Some(Expect::Turn(turn))),
+        any::<u64>().prop_map(|turn| Some(Expect::IdleAfter(turn))),
+    ]
+}
+
 fn input() -> impl Strategy<Value = Input> {
     prop_oneof![
-        (message(), target(), any::<bool>()).prop_map(|(message, target, wakeup)| Input::Send {
-            message,
-            target,
-            wakeup
-        }),
+        (message(), target(), any::<bool>(), expect()).prop_map(
+            |(message, target, wakeup, expect)| Input::Send {
+                message,
+                target,
+                wakeup,
+                expect,
+            }
+        ),
         message().prop_map(Input::Followup),
         message().prop_map(Input::Steer),
         message().prop_map(Input::Inject),

@@ -27,6 +27,9 @@ pub(crate) struct CheckArgs {
     /// The delivery memory's capacity W (S51; 0 is plain S9) [default: the CI bound's, 0].
     #[arg(long)]
     memory: Option<u8>,
+    /// The admission bound P (S55; 0 is unbounded) [default: the CI bound's, 0].
+    #[arg(long)]
+    max_pending: Option<u8>,
     /// Start from the bigger documented bound instead of the CI bound.
     #[arg(long)]
     deep: bool,
@@ -51,6 +54,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
         tool_steps: args.tool_steps.unwrap_or(base.tool_steps),
         crashes: base.crashes && !args.no_crashes,
         memory: args.memory.unwrap_or(base.memory),
+        max_pending: args.max_pending.unwrap_or(base.max_pending),
     };
     let model = if args.no_symmetry {
         DeliveryModel::new(bound)
@@ -60,12 +64,16 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     println!("coxswain check: the real core under every environment of the bound");
     println!(
         "  bound: {} message ids, {} operations per path, {} tool steps, crash-restore {}, \
-         delivery memory {}",
+         delivery memory {}, admission bound {}",
         bound.messages,
         bound.operations,
         bound.tool_steps,
         if bound.crashes { "on" } else { "off" },
-        bound.memory
+        bound.memory,
+        match bound.max_pending {
+            0 => "none".to_owned(),
+            p => p.to_string(),
+        }
     );
     println!(
         "  threads: {}, {}",

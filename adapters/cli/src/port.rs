@@ -169,6 +169,7 @@ fn begin(given: Option<&Value>) -> Result<(CoreSubject, Result<(), String>), Str
                 log,
                 seed_length,
                 memory,
+                max_pending,
             } = Line::from_value(&json!({ "given": given }))?
             else {
                 return Err("`given` is not a given line".into());
@@ -177,6 +178,7 @@ fn begin(given: Option<&Value>) -> Result<(CoreSubject, Result<(), String>), Str
                 log: &log,
                 seed_length,
                 memory,
+                max_pending,
             }))
         }
     };

@@ -279,6 +279,65 @@ fn the_cores_port_answers_each_request_with_one_line() {
     );
 }
 
+/// §12 through `coxswain port`: a `begin` whose `given` has `maxPending` (S55) bounds the
+/// machine, a guarded send (S54) is checked after the identity checks and before the bound, a
+/// reused id with another message is a conflict (S56), and a bound of 0 is not a `given`.
+#[test]
+fn s54_s55_s56_the_cores_port_takes_a_bound_and_guarded_sends() {
+    let m = |id: &str, content: &str| {
+        format!(r#"{{"id":"{id}","source":{{"kind":"user"}},"content":"{content}"}}"#)
+    };
+    let quiet = |id: &str, expect: &str| {
+        format!(
+            r#"{{"in":{{"send":{{"message":{},"target":"next-turn","wakeup":false,"expect":{expect}}}}}}}"#,
+            m(id, "hi")
+        )
+    };
+    let requests = [
+        r#"{"hello":{"protocol":1}}"#.to_owned(),
+        r#"{"begin":{"trace":"t","given":{"maxPending":1}}}"#.into(),
+        format!(r#"{{"in":{{"inject":{}}}}}"#, m("a", "hi")),
+        format!(r#"{{"in":{{"inject":{}}}}}"#, m("b", "hi")),
+        quiet("c", r#"{"idleAfter":0}"#),
+        quiet("d", r#"{"idleAfter":1}"#),
+        quiet("e", r#"{"idleAfter":0}"#),
+        format!(r#"{{"in":{{"inject":{}}}}}"#, m("a", "hi")),
+        format!(r#"{{"in":{{"inject":{}}}}}"#, m("a", "changed")),
+        r#"{"begin":{"trace":"u","given":{"maxPending":0}}}"#.into(),
+    ];
+    let mut child = Command::new(BIN)
+        .arg("port")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for request in &requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(
+        lines(&stdout),
+        [
+            format!(r#"{{"hello":{{"name":"coxswain","protocol":1,"version":"{VERSION}"}}}}"#),
+            r#"{"ready":{}}"#.into(),
+            r#"{"outputs":[{"event":{"data":{"inserted":[{"content":"hi","id":"a","source":{"kind":"user"}}],"start":0,"target":"next-step"},"type":"agent/inbox/spliced"}},{"notify":{"message":{"content":"hi","id":"a","source":{"kind":"user"}},"type":"agent/inbox/inserted"}}]}"#.into(),
+            r#"{"rejected":"full"}"#.into(),
+            r#"{"outputs":[{"event":{"data":{"inserted":[{"content":"hi","id":"c","source":{"kind":"user"}}],"start":0,"target":"next-turn"},"type":"agent/inbox/spliced"}},{"notify":{"message":{"content":"hi","id":"c","source":{"kind":"user"}},"type":"agent/inbox/inserted"}}]}"#.into(),
+            // S54 before S55: the guard's mismatch, though NT is full too.
+            r#"{"rejected":"turn-mismatch"}"#.into(),
+            r#"{"rejected":"full"}"#.into(),
+            // S13 before S55: the identical retry; S56: another message under that id.
+            r#"{"rejected":"already-pending"}"#.into(),
+            r#"{"rejected":"conflict"}"#.into(),
+            r#"{"error":"`maxPending` is not a positive integer"}"#.into(),
+        ]
+    );
+}
+
 /// `coxswain traces` at a small bound: the counts, the same files on a second run, and the
 /// suite passes in process and through the core's port.
 #[test]
@@ -304,9 +363,9 @@ fn an_exported_suite_is_deterministic_and_passes_in_process_and_through_the_port
             lines(&stdout),
             [
                 "bound: 2 message ids, 1 operations, 1 tool steps, delivery memory 0".to_owned(),
-                "explored 30 model states".into(),
-                "covered 16 core states, 204 transitions (148 rejected)".into(),
-                format!("wrote 46 traces (546 inputs) to {out_text}"),
+                "explored 35 model states".into(),
+                "covered 18 core states, 236 transitions (176 rejected)".into(),
+                format!("wrote 50 traces (674 inputs) to {out_text}"),
             ]
         );
         out
@@ -317,10 +376,10 @@ fn an_exported_suite_is_deterministic_and_passes_in_process_and_through_the_port
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     files.sort();
-    assert_eq!(files.len(), 46);
+    assert_eq!(files.len(), 50);
     assert_eq!(
-        (files[0].as_str(), files[45].as_str()),
-        ("trace-0001.jsonl", "trace-0046.jsonl")
+        (files[0].as_str(), files[49].as_str()),
+        ("trace-0001.jsonl", "trace-0050.jsonl")
     );
     for file in &files {
         assert_eq!(
@@ -332,7 +391,7 @@ fn an_exported_suite_is_deterministic_and_passes_in_process_and_through_the_port
     let names: Vec<&str> = files.iter().map(String::as_str).collect();
     let (code, in_process) = coxswain(&one, &[&["conform"], &names[..]].concat());
     assert_eq!(code, 0);
-    assert!(in_process.ends_with("46 traces, 46 passed, 0 failed\n"));
+    assert!(in_process.ends_with("50 traces, 50 passed, 0 failed\n"));
     let command = port("");
     let (code, exec) = coxswain(
         &one,
@@ -351,8 +410,93 @@ fn an_exported_suite_is_deterministic_and_passes_in_process_and_through_the_port
     );
     assert_eq!(code, 1);
     assert!(
-        broken.ends_with("46 traces, 25 passed, 21 failed\n"),
+        broken.ends_with("50 traces, 27 passed, 23 failed\n"),
         "{broken}"
+    );
+}
+
+/// §12 in an exported suite: `--max-pending 1` writes `given.maxPending` (S55) into every trace,
+/// and the suite holds guarded sends accepted and refused `turn-mismatch` (S54), deliveries
+/// refused `full` (S55) and an id reused for a different message refused `conflict` (S56); it
+/// passes in process and through the core's port.
+#[test]
+fn s54_s55_s56_a_bounded_suite_covers_guards_the_bound_and_conflicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("suite");
+    let out_text = out.to_str().unwrap().to_owned();
+    let (code, stdout) = coxswain(
+        dir.path(),
+        &[
+            "traces",
+            "--messages",
+            "2",
+            "--operations",
+            "2",
+            "--max-pending",
+            "1",
+            "--out",
+            &out_text,
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        lines(&stdout),
+        [
+            "bound: 2 message ids, 2 operations, 1 tool steps, delivery memory 0, max pending 1"
+                .to_owned(),
+            "explored 751 model states".into(),
+            "covered 189 core states, 2803 transitions (1783 rejected)".into(),
+            format!("wrote 828 traces (26542 inputs) to {out_text}"),
+        ]
+    );
+    let mut files: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    // (given lines, accepted guarded sends, turn-mismatch, full, conflict)
+    let mut seen = (0, 0, 0, 0, 0);
+    for file in &files {
+        let text = std::fs::read_to_string(out.join(file)).unwrap();
+        let trace = lines(&text);
+        assert_eq!(
+            trace[0],
+            format!(
+                r#"{{"note":"coxswain traces --messages 2 --operations 2 --tool-steps 1 --memory 0 --max-pending 1: path {} of 828 (breadth-first shortest paths to every state and transition, PORTS.md)"}}"#,
+                file[6..10].trim_start_matches('0')
+            )
+        );
+        if trace[1] == r#"{"given":{"maxPending":1}}"# {
+            seen.0 += 1;
+        }
+        for (at, line) in trace.iter().enumerate() {
+            let next = trace.get(at + 1).copied().unwrap_or_default();
+            if line.contains(r#""expect":"#) && !next.contains(r#""rejected""#) {
+                seen.1 += 1;
+            }
+            match *line {
+                r#"{"rejected":"turn-mismatch"}"# => seen.2 += 1,
+                r#"{"rejected":"full"}"# => seen.3 += 1,
+                r#"{"rejected":"conflict"}"# => seen.4 += 1,
+                _ => {}
+            }
+        }
+    }
+    // Line counts: a rejection sent early in a path repeats in every trace that shares it.
+    assert_eq!(seen, (828, 24, 8300, 40, 46));
+    let names: Vec<&str> = files.iter().map(String::as_str).collect();
+    let (code, in_process) = coxswain(&out, &[&["conform"], &names[..]].concat());
+    assert_eq!(code, 0);
+    assert!(in_process.ends_with("828 traces, 828 passed, 0 failed\n"));
+    let command = port("");
+    let (code, exec) = coxswain(
+        &out,
+        &[&["conform", "--exec", &command], &names[..]].concat(),
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        exec,
+        format!("port coxswain {VERSION} (protocol 1)\n{in_process}")
     );
 }
 
@@ -377,7 +521,7 @@ fn fuzz_passes_the_cores_port() {
         lines(&out),
         [
             format!("fuzz: port coxswain {VERSION}, 50 sessions, seed 7"),
-            "50 sessions, 7193 inputs: the port answered every one as the core did".into(),
+            "50 sessions, 6832 inputs: the port answered every one as the core did".into(),
         ]
     );
     assert!(!dir.path().join("divergence.jsonl").exists());
@@ -400,15 +544,16 @@ fn fuzz_finds_a_dropped_output_and_shrinks_it_to_one_input() {
         ],
     );
     assert_eq!(code, 1);
-    let claimed = r#"{"notify":{"message":{"content":"hello","id":"m2","source":{"kind":"user"}},"turn":1,"type":"agent/inbox/claimed"}}"#;
-    let pre_step = r#"{"request":{"preStep":{"messages":[{"content":"hello","id":"m2","source":{"kind":"user"}}],"step":1,"turn":1}}}"#;
+    let claimed = r#"{"notify":{"message":{"content":"hello","id":"m0","source":{"kind":"user"}},"turn":1,"type":"agent/inbox/claimed"}}"#;
+    let pre_step = r#"{"request":{"preStep":{"messages":[{"content":"hello","id":"m0","source":{"kind":"user"}}],"step":1,"turn":1}}}"#;
     assert_eq!(
         lines(&out),
         [
             format!("fuzz: port coxswain {VERSION}, 50 sessions, seed 1"),
-            "session 1 (delivery memory 2): diverged at input 5: the port answered differently"
+            "session 1 (delivery memory 2, max pending 3): diverged at input 6: the port \
+             answered differently"
                 .into(),
-            "shrunk 5 inputs to 1 (6 candidates tried)".into(),
+            "shrunk 6 inputs to 1 (8 candidates tried)".into(),
             format!(
                 "wrote divergence.jsonl (1 inputs): on the core ok; on the port FAIL line 8: \
                  expected out {claimed}, actual out {pre_step}"
@@ -422,7 +567,7 @@ fn fuzz_finds_a_dropped_output_and_shrinks_it_to_one_input() {
             format!(
                 r#"{{"note":"coxswain fuzz --seed 1: a divergence of port `coxswain {VERSION}`, shrunk to 1 inputs; replays on the core"}}"#
             ),
-            r#"{"in":{"steer":{"content":"hello","id":"m2","source":{"kind":"user"}}}}"#.into(),
+            r#"{"in":{"steer":{"content":"hello","id":"m0","source":{"kind":"user"}}}}"#.into(),
         ]
     );
     assert_eq!(lines(&trace).len(), 9);
@@ -459,10 +604,10 @@ fn fuzz_shrinks_a_crash_to_the_input_that_causes_it() {
         lines(&out),
         [
             format!("fuzz: port coxswain {VERSION}, 20 sessions, seed 3"),
-            "session 1 (delivery memory 1): diverged at input 79: port exited (exit status: 3)"
+            "session 3 (delivery memory 0): diverged at input 89: port exited (exit status: 3)"
                 .into(),
             stderr.into(),
-            "shrunk 79 inputs to 1 (13 candidates tried)".into(),
+            "shrunk 89 inputs to 1 (12 candidates tried)".into(),
             "wrote divergence.jsonl (1 inputs): on the core ok; on the port FAIL port exited \
              (exit status: 3) at line 2"
                 .into(),

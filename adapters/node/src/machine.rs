@@ -1,5 +1,7 @@
 //! [`NativeMachine`]: the core's machine behind N-API, with its drain contract.
 
+use std::num::NonZeroUsize;
+
 use coxswain_core::{
     Config, Event, Input, Machine, Output, PreStepAnswer, Rejected, Restorer, Target,
 };
@@ -25,24 +27,30 @@ pub struct NativeMachine {
 
 #[napi]
 impl NativeMachine {
-    /// A fresh machine whose delivery memory holds `memory` ids (S51; 0 is plain S9).
+    /// A fresh machine whose delivery memory holds `memory` ids (S51; 0 is plain S9), with the
+    /// admission bound `max_pending` (S55; absent, `null` or 0: unbounded — the JavaScript side
+    /// refuses 0 before it gets here).
     #[napi(constructor)]
-    pub fn new(memory: u32) -> Self {
+    pub fn new(memory: u32, max_pending: Option<u32>) -> Self {
         NativeMachine {
-            machine: Machine::with_config(config(memory)),
+            machine: Machine::with_config(config(memory, max_pending)),
         }
     }
 
     /// Replaces this machine with one restored from a conformance trace's `given` value (JSON
-    /// text: `null`, or `{log, seedLength, memory}`; S46–S48). Returns `{"ready": {}}`,
-    /// `{"invalidLog": "why"}` (S47; the machine is unchanged) or `{"error": "why"}` for a value
-    /// of the wrong shape.
+    /// text: `null`, or `{log, seedLength, memory, maxPending}`; S46–S48, S55). Returns
+    /// `{"ready": {}}`, `{"invalidLog": "why"}` (S47; the machine is unchanged) or `{"error":
+    /// "why"}` for a value of the wrong shape.
     #[napi]
     pub fn restore_given(&mut self, given: String) -> String {
         let reply = match parse_given(&given) {
             Err(error) => json!({ "error": error }),
-            Ok((log, seed_length, memory)) => {
+            Ok((log, seed_length, memory, max_pending)) => {
                 let config = Config::new().with_delivery_memory(memory);
+                let config = match max_pending {
+                    Some(limit) => config.with_max_pending(limit),
+                    None => config,
+                };
                 match Machine::restore_with(config, &log, seed_length) {
                     Ok(machine) => {
                         self.machine = machine;
@@ -58,7 +66,7 @@ impl NativeMachine {
     /// Replaces this machine with the session held in a JSON-lines log's bytes, as the tokio
     /// adapter's `Agent::open` does: reads the records (`coxswain-log`'s reader; a torn final
     /// line is left out), restores them (S46–S48; items park, nothing wakes) with this machine's
-    /// delivery memory, and closes a turn the log ends inside (S50). The caller writes the tail
+    /// delivery memory and admission bound, and closes a turn the log ends inside (S50). The caller writes the tail
     /// fix and the closers to the log before anything else. Returns `{"ok": {records,
     /// completeLen, torn, unterminated, nextSeq, closers, interrupted}}`, or `{"corrupt": {line,
     /// message}}` / `{"invalidLog": {line, message}}` with the machine unchanged.
@@ -116,7 +124,9 @@ impl NativeMachine {
     /// `{"rejected": KIND, "message": "…"}` (`undrained` when the previous input's outputs were
     /// not drained). A message nesting deeper than a log record can hold is refused before the
     /// core sees it: `{"rejected": "too-deep", …}`. An input of unknown shape:
-    /// `{"invalid": "why"}`.
+    /// `{"invalid": "why"}`. A rejection carries its details: `id` (`already-pending`,
+    /// `already-delivered`, `conflict`), `expect` (`turn-mismatch`), `target` and `maxPending`
+    /// (`full`).
     #[napi]
     pub fn handle(&mut self, input: String) -> String {
         let input = match parse_input(&input) {
@@ -221,6 +231,15 @@ impl NativeMachine {
         self.machine.remembers(&id.into())
     }
 
+    /// The admission bound (S55), or `null` when unbounded.
+    #[napi]
+    pub fn max_pending(&self) -> Option<u32> {
+        self.machine
+            .config()
+            .max_pending
+            .map(|limit| u32::try_from(limit.get()).unwrap_or(u32::MAX))
+    }
+
     /// The number of items pending in the next-turn list (NT) and the next-step list (NS).
     #[napi]
     pub fn pending_counts(&self) -> Vec<u32> {
@@ -242,12 +261,35 @@ struct Wire {
     outputs: Vec<Output>,
 }
 
-fn config(memory: u32) -> Config {
-    Config::new().with_delivery_memory(usize::try_from(memory).unwrap_or(usize::MAX))
+fn config(memory: u32, max_pending: Option<u32>) -> Config {
+    let config = Config::new().with_delivery_memory(usize::try_from(memory).unwrap_or(usize::MAX));
+    match max_pending
+        .and_then(|limit| usize::try_from(limit).ok())
+        .and_then(NonZeroUsize::new)
+    {
+        Some(limit) => config.with_max_pending(limit),
+        None => config,
+    }
 }
 
+/// A rejection's reply: its kind, its message and its details (S13, S52, S54–S56).
 fn rejection(rejected: &Rejected) -> String {
-    wire::text(&json!({ "rejected": rejected.kind(), "message": rejected.to_string() }))
+    let mut reply = json!({ "rejected": rejected.kind(), "message": rejected.to_string() });
+    let details = match rejected {
+        Rejected::AlreadyPending(id) | Rejected::AlreadyDelivered(id) | Rejected::Conflict(id) => {
+            json!({ "id": id })
+        }
+        Rejected::TurnMismatch(expect) => json!({ "expect": expect }),
+        Rejected::Full {
+            target,
+            max_pending,
+        } => json!({ "target": target, "maxPending": max_pending }),
+        _ => Value::Null,
+    };
+    if let (Some(reply), Value::Object(details)) = (reply.as_object_mut(), details) {
+        reply.extend(details);
+    }
+    wire::text(&reply)
 }
 
 fn parse_input(text: &str) -> Result<Input, String> {
@@ -271,11 +313,13 @@ fn check_depth(input: &Input) -> Result<(), TooDeep> {
     }
 }
 
-/// A trace's `given` value: `null`, or `{log?, seedLength?, memory?}` (FORMAT.md).
-fn parse_given(text: &str) -> Result<(Vec<Value>, usize, usize), String> {
+/// A trace's `given` value: `null`, or `{log?, seedLength?, memory?, maxPending?}` (FORMAT.md;
+/// `maxPending` a positive integer, absent or `null` for unbounded, S55).
+#[allow(clippy::type_complexity)]
+fn parse_given(text: &str) -> Result<(Vec<Value>, usize, usize, Option<NonZeroUsize>), String> {
     let value: Value = serde_json::from_str(text).map_err(|e| format!("given is not JSON: {e}"))?;
     if value.is_null() {
-        return Ok((Vec::new(), 0, 0));
+        return Ok((Vec::new(), 0, 0, None));
     }
     let Some(object) = value.as_object() else {
         return Err("given is neither null nor an object".into());
@@ -292,5 +336,14 @@ fn parse_given(text: &str) -> Result<(Vec<Value>, usize, usize), String> {
             .and_then(|n| usize::try_from(n).ok())
             .ok_or_else(|| format!("given `{key}` is not a non-negative integer")),
     };
-    Ok((log, count("seedLength")?, count("memory")?))
+    let max_pending = match object.get("maxPending") {
+        None | Some(Value::Null) => None,
+        Some(n) => Some(
+            n.as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .and_then(NonZeroUsize::new)
+                .ok_or_else(|| String::from("given `maxPending` is not a positive integer"))?,
+        ),
+    };
+    Ok((log, count("seedLength")?, count("memory")?, max_pending))
 }

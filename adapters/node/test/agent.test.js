@@ -277,13 +277,16 @@ test('group commit: deliveries waiting together share one append, acknowledged i
     (await agent.pending()).nextStep.map((p) => p.message.id),
     ['a', 'b', 'c'],
   );
-  // A rejected member fails alone; the others of its group land.
+  // A rejected member fails alone; the others of its group land. (The same id for another
+  // message is a conflict, S56; for the same message, already pending, S13.)
   const results = await Promise.allSettled([
     agent.inject(userMessage('d', 'd')),
+    agent.inject(userMessage('a', 'a')),
     agent.inject(userMessage('a', 'dup')),
   ]);
   assert.equal(results[0].status, 'fulfilled');
   assert.ok(results[1].reason instanceof coxswain.AlreadyPendingError);
+  assert.ok(results[2].reason instanceof coxswain.ConflictError);
   await agent.dispose();
 });
 
@@ -454,4 +457,88 @@ test('sync policies: every-append syncs each append, per-turn only a turn/end, n
   // answer), one of them with the turn/end.
   assert.deepEqual(counts, { 'every-append': [5, 6], 'per-turn': [1, 2], never: [0, 1] });
   await assert.rejects(FileLog.open(tempLog(t), { sync: 'sometimes' }), coxswain.InvalidOptionsError);
+});
+
+// ---- SPEC §12 through the agent: guards (S54), the bound (S55), conflicts (S56) --------------
+
+test('S54: guarded sends join their turn or reject with TurnMismatchError, changing nothing', async () => {
+  let release;
+  const gate = new Promise((resolve) => { release = resolve; });
+  let started;
+  const running = new Promise((resolve) => { started = resolve; });
+  const host = {
+    async step(cx) {
+      if (cx.step === 1) {
+        started();
+        await gate;
+      }
+      return 'completed';
+    },
+  };
+  const log = new CountingLog();
+  const { agent } = await Agent.open(host, log);
+  assert.equal(agent.lastTurn, 0);
+  await assert.rejects(agent.followupIfIdleAfter(1, userMessage('a', 'a')), (error) => {
+    assert.ok(error instanceof coxswain.TurnMismatchError);
+    assert.deepEqual(error.expect, { idleAfter: 1 });
+    assert.equal(error.wasDelivered, false);
+    return true;
+  });
+  await agent.followupIfIdleAfter(0, userMessage('a', 'a'));
+  await running;
+  assert.equal(agent.lastTurn, 1);
+  assert.equal(agent.status, 'running');
+  const s = userMessage('s', 'look');
+  await agent.steerExpecting(1, s);
+  await assert.rejects(agent.steerExpecting(2, userMessage('x', 'x')), coxswain.TurnMismatchError);
+  await assert.rejects(agent.steerExpecting(2, s), (error) => {
+    assert.ok(error instanceof coxswain.AlreadyPendingError, 'identity first (S13, S54)');
+    assert.equal(error.wasDelivered, true);
+    return true;
+  });
+  release();
+  await agent.whenIdle();
+  await assert.rejects(agent.steerExpecting(1, userMessage('late', 'late')), coxswain.TurnMismatchError);
+  await agent.send(userMessage('q', 'q'), 'next-turn', false, { expect: { idleAfter: 1 } });
+  assert.deepEqual((await agent.pending()).nextTurn.map((p) => p.message.id), ['q']);
+  await agent.dispose();
+  const spliced = log.appends.flat().filter((type) => type === 'agent/inbox/spliced').length;
+  // a in, a claimed, s in, s claimed, q in, q cleared at dispose: nothing from the refusals.
+  assert.equal(spliced, 6);
+});
+
+test('S55: maxPending is the core admission bound (FullError), default 10,000, null unbounded', async () => {
+  const { agent } = await Agent.open(textHost, new MemoryLog(), { maxPending: 1 });
+  await agent.inject(userMessage('a', 'a'));
+  await assert.rejects(agent.inject(userMessage('b', 'b')), (error) => {
+    assert.ok(error instanceof coxswain.FullError);
+    assert.equal(error.target, 'next-step');
+    assert.equal(error.maxPending, 1);
+    assert.equal(error.message, 'the next-step list is full (1 items pending)');
+    return true;
+  });
+  await agent.dispose();
+  const unbounded = (await Agent.open(textHost, new MemoryLog(), { maxPending: null })).agent;
+  for (const id of ['a', 'b', 'c']) await unbounded.inject(userMessage(id, id));
+  await unbounded.dispose();
+  await assert.rejects(Agent.open(textHost, new MemoryLog(), { maxPending: 0 }), coxswain.InvalidOptionsError);
+});
+
+test('S56: an id reused for another message rejects with ConflictError, never success', async () => {
+  const { agent } = await Agent.open(textHost, new MemoryLog());
+  const a = userMessage('a', 'hi');
+  await agent.followup(a);
+  await agent.whenIdle();
+  await assert.rejects(agent.followup(userMessage('a', 'something else')), (error) => {
+    assert.ok(error instanceof coxswain.ConflictError);
+    assert.equal(error.id, 'a');
+    assert.equal(error.wasDelivered, false);
+    return true;
+  });
+  await assert.rejects(agent.followup(a), (error) => {
+    assert.ok(error instanceof coxswain.AlreadyDeliveredError);
+    assert.equal(error.wasDelivered, true);
+    return true;
+  });
+  await agent.dispose();
 });

@@ -17,7 +17,11 @@ test('every corpus trace replays through Machine.handle + intoOutputs', async (t
       const given = trace.given ?? {};
       let machine;
       try {
-        machine = Machine.restore(given.log ?? [], { seedLength: given.seedLength, memory: given.memory });
+        machine = Machine.restore(given.log ?? [], {
+          seedLength: given.seedLength,
+          memory: given.memory,
+          maxPending: given.maxPending,
+        });
       } catch (error) {
         assert.ok(trace.invalidLog, `restore failed: ${error.message}`);
         assert.ok(error instanceof coxswain.InvalidLogError);
@@ -151,4 +155,102 @@ test('S46–S48: restore parks items without waking; S47 refuses an invalid log'
     () => Machine.restore([{ type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 1, inserted: [] } }]),
     (error) => error instanceof coxswain.InvalidLogError && /splice `start`/.test(error.message),
   );
+});
+
+// ---- SPEC §12: guards (S54), the admission bound (S55), conflicts (S56) ----------------------
+
+/** Asserts `run` throws an error of `Class` and returns it. */
+function rejects(run, Class) {
+  let caught;
+  assert.throws(run, (error) => {
+    assert.ok(error instanceof Class, `${error.name}: ${error.message}`);
+    assert.ok(error instanceof coxswain.RejectedError);
+    caught = error;
+    return true;
+  });
+  return caught;
+}
+
+test('S54: a steer expecting the running turn joins it; one for a turn that ended is refused', () => {
+  const machine = new Machine();
+  const a = userMessage('a', 'hi');
+  const s = userMessage('s', 'look at the tests too');
+  machine.followup(a).persisted();
+  assert.equal(machine.lastTurn, 1);
+  const steer = machine.steerExpecting(1, s);
+  assert.deepEqual(steer.events, [
+    { type: 'agent/inbox/spliced', data: { target: 'next-step', start: 0, inserted: [s], wakeup: true } },
+  ]);
+  assert.deepEqual(steer.persisted(), [{ notify: { type: 'agent/inbox/inserted', message: s } }]);
+  const mismatch = rejects(() => machine.steerExpecting(2, userMessage('x', 'x')), coxswain.TurnMismatchError);
+  assert.equal(mismatch.kind, 'turn-mismatch');
+  assert.deepEqual(mismatch.expect, { turn: 2 });
+  assert.equal(mismatch.message, 'the send expected turn 2 running, which does not hold');
+  assert.equal(mismatch.wasDelivered, false);
+  // The identity check comes first: the retry of the accepted steer is a delivery.
+  const retry = rejects(() => machine.steerExpecting(2, s), coxswain.AlreadyPendingError);
+  assert.equal(retry.wasDelivered, true);
+  assert.equal(retry.id, 's');
+  machine.answerPreStep({ enter: [a] }).persisted();
+  machine.answerStep('completed').persisted();
+  machine.answerPreStep({ enter: [s] }).persisted();
+  machine.answerStep('completed').persisted();
+  machine.answerTurnStopping('done').persisted();
+  assert.equal(machine.status, 'idle');
+  const late = rejects(() => machine.steerExpecting(1, userMessage('late', 'late')), coxswain.TurnMismatchError);
+  assert.deepEqual(late.expect, { turn: 1 });
+  // Idle after turn 1: only `idleAfter: 1` holds.
+  rejects(() => machine.followupIfIdleAfter(0, userMessage('b', 'b')), coxswain.TurnMismatchError);
+  const quiet = machine.send(userMessage('q', 'q'), 'next-turn', false, { expect: { idleAfter: 1 } });
+  assert.equal(quiet.events.length, 1);
+  quiet.persisted();
+  const next = machine.followupIfIdleAfter(1, userMessage('b', 'b'));
+  assert.deepEqual(next.events[1], { type: 'turn/start', data: { turn: 2 } });
+});
+
+test('S55: maxPending refuses a delivery into a full list; a restored longer list is kept', () => {
+  const machine = new Machine({ maxPending: 1 });
+  assert.equal(machine.maxPending, 1);
+  assert.equal(new Machine().maxPending, null);
+  machine.inject(userMessage('a', 'a')).persisted();
+  const full = rejects(() => machine.inject(userMessage('b', 'b')), coxswain.FullError);
+  assert.equal(full.kind, 'full');
+  assert.equal(full.target, 'next-step');
+  assert.equal(full.maxPending, 1);
+  assert.equal(full.message, 'the next-step list is full (1 items pending)');
+  assert.equal(full.wasDelivered, false);
+  rejects(() => machine.prepend('next-step', userMessage('b', 'b')), coxswain.FullError);
+  // Identity before the bound (S54's order); a replace keeps the length.
+  rejects(() => machine.inject(userMessage('a', 'a')), coxswain.AlreadyPendingError);
+  assert.equal(machine.replace('a', userMessage('a2', 'x')).found, true);
+  assert.throws(() => new Machine({ maxPending: 0 }), coxswain.InvalidOptionsError);
+  assert.throws(() => new Machine({ maxPending: 1.5 }), coxswain.InvalidOptionsError);
+  const log = [];
+  const plain = new Machine();
+  for (const id of ['t1', 't2']) {
+    const sent = plain.send(userMessage(id, id), 'next-turn', false);
+    log.push(...sent.events);
+    sent.persisted();
+  }
+  const restored = Machine.restore(log, { maxPending: 1 });
+  assert.deepEqual(restored.state().nextTurn.map((p) => p.message.id), ['t1', 't2']);
+  rejects(() => restored.send(userMessage('t3', 't3'), 'next-turn', false), coxswain.FullError);
+});
+
+test('S56: an id reused for another message is a conflict, never success', () => {
+  const machine = new Machine({ memory: 2 });
+  const counted = { id: 'n', source: { kind: 'user' }, content: { count: 1, text: 'x' } };
+  machine.inject(counted).persisted();
+  const conflict = rejects(() => machine.inject(userMessage('n', 'other')), coxswain.ConflictError);
+  assert.equal(conflict.kind, 'conflict');
+  assert.equal(conflict.id, 'n');
+  assert.equal(conflict.wasDelivered, false);
+  assert.equal(conflict.message, 'message id `n` is already used by a different message');
+  rejects(() => machine.followup({ ...counted, source: { kind: 'plugin' } }), coxswain.ConflictError);
+  // The same JSON value, keys in another order, is a retry.
+  const same = { content: { text: 'x', count: 1 }, source: { kind: 'user' }, id: 'n' };
+  assert.equal(rejects(() => machine.steer(same), coxswain.AlreadyPendingError).wasDelivered, true);
+  machine.remove('n').persisted();
+  rejects(() => machine.inject(userMessage('n', 'other')), coxswain.ConflictError);
+  assert.equal(rejects(() => machine.inject(same), coxswain.AlreadyDeliveredError).wasDelivered, true);
 });

@@ -103,8 +103,43 @@ test('PORTS.md: protocol errors are `error` replies, rejections are never errors
   await port.ask({ in: { inject: message } });
   await port.ask({ in: { remove: 'a' } });
   assert.deepEqual(await port.ask({ in: { inject: message } }), { rejected: 'already-delivered' });
+  // S55: `given.maxPending` bounds the machine; S54: a guard is checked after the identity
+  // checks and before the bound; S56: a reused id is a conflict.
+  assert.deepEqual(await port.ask({ begin: { trace: 't', given: { maxPending: 1 } } }), { ready: {} });
+  assert.equal((await port.ask({ in: { inject: message } })).outputs.length, 2);
+  assert.deepEqual(await port.ask({ in: { inject: quiet } }), { rejected: 'full' });
+  const guarded = (id, expect) => ({
+    in: { send: { message: { ...message, id }, target: 'next-turn', wakeup: false, expect } },
+  });
+  assert.equal((await port.ask(guarded('c', { idleAfter: 0 }))).outputs.length, 2);
+  assert.deepEqual(await port.ask(guarded('d', { turn: 0 })), { rejected: 'turn-mismatch' });
+  assert.deepEqual(await port.ask(guarded('d', { idleAfter: 0 })), { rejected: 'full' });
+  assert.deepEqual(await port.ask({ in: { inject: message } }), { rejected: 'already-pending' });
+  assert.deepEqual(await port.ask({ in: { inject: { ...message, content: 'changed' } } }), {
+    rejected: 'conflict',
+  });
+  assert.deepEqual(await port.ask({ begin: { trace: 't', given: { maxPending: 0 } } }), {
+    error: 'given `maxPending` is not a positive integer',
+  });
   // A blank line is no request: the next request still gets the next reply.
   port.write('\n');
   assert.deepEqual(await port.ask({ end: {} }), { ended: {} });
   assert.equal(await port.end(), 0);
+});
+
+test('FORMAT.md numbers compare as written: an input reaches the core as the runner wrote it (S8, S54)', async (t) => {
+  const port = startPort(t);
+  assert.deepEqual(await port.ask({ begin: { trace: 'big', given: null } }), { ready: {} });
+  // 2^64 - 1 is a u64 to the core, but a float to JSON.parse: sent as text, not re-serialized.
+  const max = '18446744073709551615';
+  const message = `{"id":"m","source":{"kind":"user"},"content":${max}}`;
+  port.write(`{"in":{"send":{"message":${message},"target":"next-step","wakeup":true,"expect":{"turn":${max}}}}}\n`);
+  port.write(`{"in":{"inject":${message}}}\n`);
+  port.write('{"end":{}}\n');
+  assert.equal(await port.end(), 0);
+  assert.deepEqual(port.raw.slice(1), [
+    '{"rejected":"turn-mismatch"}',
+    `{"outputs":[{"event":{"type":"agent/inbox/spliced","data":{"target":"next-step","start":0,"inserted":[{"id":"m","content":${max},"source":{"kind":"user"}}]}}},{"notify":{"type":"agent/inbox/inserted","message":{"id":"m","content":${max},"source":{"kind":"user"}}}}]}`,
+    '{"ended":{}}',
+  ]);
 });

@@ -1,7 +1,7 @@
 //! Raising the exception classes of `coxswain._errors` (defined in Python, so they carry typed
 //! attributes and `mypy` sees them as ordinary classes).
 
-use coxswain_core::{InvalidLog, Rejected};
+use coxswain_core::{Expect, InvalidLog, Rejected};
 use pyo3::prelude::*;
 
 /// An instance of `coxswain._errors.<class>` built from `args`, as a Python error.
@@ -19,22 +19,32 @@ where
     }
 }
 
-/// The exception of a rejected input: one class per kind (S5: nothing changed).
+/// The exception of a rejected input: one class per kind (S5: nothing changed), with the
+/// rejection's details as attributes (`id`; `expect` for `TurnMismatch`; `target` and
+/// `max_pending` for `Full`).
 pub(crate) fn rejected(py: Python<'_>, rejection: &Rejected) -> PyErr {
-    let class = match rejection {
-        Rejected::AlreadyPending(_) => "AlreadyPending",
-        Rejected::AlreadyDelivered(_) => "AlreadyDelivered",
-        Rejected::UnexpectedCompletion { .. } => "UnexpectedCompletion",
-        Rejected::Busy => "Busy",
-        Rejected::AfterDisposal => "Disposed",
-        Rejected::Undrained => "Undrained",
-        _ => "Rejected",
-    };
-    let id = match rejection {
-        Rejected::AlreadyPending(id) | Rejected::AlreadyDelivered(id) => Some(id.as_str()),
-        _ => None,
-    };
-    raise(py, class, (rejection.to_string(), id))
+    let message = rejection.to_string();
+    match rejection {
+        Rejected::AlreadyPending(id) => raise(py, "AlreadyPending", (message, id.as_str())),
+        Rejected::AlreadyDelivered(id) => raise(py, "AlreadyDelivered", (message, id.as_str())),
+        Rejected::Conflict(id) => raise(py, "Conflict", (message, id.as_str())),
+        Rejected::TurnMismatch(expect) => {
+            let (kind, turn) = match expect {
+                Expect::Turn(turn) => ("turn", *turn),
+                Expect::IdleAfter(turn) => ("idleAfter", *turn),
+            };
+            raise(py, "TurnMismatch", (message, kind, turn))
+        }
+        Rejected::Full {
+            target,
+            max_pending,
+        } => raise(py, "Full", (message, target.as_str(), max_pending.get())),
+        Rejected::UnexpectedCompletion { .. } => raise(py, "UnexpectedCompletion", (message,)),
+        Rejected::Busy => raise(py, "Busy", (message,)),
+        Rejected::AfterDisposal => raise(py, "Disposed", (message,)),
+        Rejected::Undrained => raise(py, "Undrained", (message,)),
+        _ => raise(py, "Rejected", (message,)),
+    }
 }
 
 /// The exception of a log the machine cannot be restored from (S47).

@@ -3,7 +3,7 @@
 //! restore, exactly as `adapters/tokio`'s `FileLog` and `Agent::open` do.
 
 use coxswain_core::Message;
-use coxswain_core::{Config, Event, Restorer};
+use coxswain_core::{Event, Restorer};
 use coxswain_log::{check_message, encode, parse, Entry, HostEvent};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
@@ -85,19 +85,21 @@ pub(crate) fn parse_log<'py>(
     ))
 }
 
-/// Restores the machine from a log read back, as `Agent::open` does (S46–S48, S50): returns
-/// `(machine, closers, interrupted_turn)`, where `closers` are the events that close a turn the
-/// log ended inside (append them before anything else). Raises `CorruptLog` naming the line of
-/// the first record the core refuses (nothing is to be written then).
+/// Restores the machine from a log read back, as `Agent::open` does (S46–S48, S50), with the
+/// host's delivery memory (S51) and admission bound (S55): returns `(machine, closers,
+/// interrupted_turn)`, where `closers` are the events that close a turn the log ended inside
+/// (append them before anything else). Raises `CorruptLog` naming the line of the first record
+/// the core refuses (nothing is to be written then).
 #[pyfunction]
-#[pyo3(signature = (records, delivery_memory = 0))]
+#[pyo3(signature = (records, delivery_memory = 0, max_pending = None))]
 #[allow(clippy::type_complexity)]
 pub(crate) fn open_log<'py>(
     py: Python<'py>,
     records: &Bound<'py, PyAny>,
     delivery_memory: usize,
+    max_pending: Option<usize>,
 ) -> PyResult<(NativeMachine, Bound<'py, PyList>, Option<u64>)> {
-    let config = Config::new().with_delivery_memory(delivery_memory);
+    let config = crate::machine::config(py, delivery_memory, max_pending)?;
     let mut restorer = Restorer::with_config(config, 0);
     let corrupt = |error: coxswain_core::InvalidLog| {
         errors::raise(

@@ -6,6 +6,8 @@
 //! (`python -m coxswain.port`) speaks it as is. Each input's outputs are taken out at once, so the
 //! core never holds undrained outputs; the drain contract is kept by the Python `Transition`.
 
+use std::num::NonZeroUsize;
+
 use coxswain_core::{
     Config, Input, Machine, MaintenanceInput, MessageId, Output, Outstanding, Status, Target,
 };
@@ -32,6 +34,22 @@ fn target(py: Python<'_>, name: &str) -> PyResult<Target> {
     })
 }
 
+/// The host's [`Config`]: a delivery memory of `delivery_memory` ids (S51) and the admission
+/// bound `max_pending` (S55; `None`: unbounded, 0 raises `InvalidInput`).
+pub(crate) fn config(
+    py: Python<'_>,
+    delivery_memory: usize,
+    max_pending: Option<usize>,
+) -> PyResult<Config> {
+    let config = Config::new().with_delivery_memory(delivery_memory);
+    match max_pending {
+        None => Ok(config),
+        Some(limit) => NonZeroUsize::new(limit)
+            .map(|limit| config.with_max_pending(limit))
+            .ok_or_else(|| errors::invalid_input(py, "max_pending is at least 1 (S55)".into())),
+    }
+}
+
 fn status_name(status: Status) -> &'static str {
     match status {
         Status::Idle => "idle",
@@ -45,29 +63,32 @@ fn output_value(output: &Output) -> Value {
 
 #[pymethods]
 impl NativeMachine {
-    /// A fresh machine with a delivery memory of `delivery_memory` ids (S51).
+    /// A fresh machine with a delivery memory of `delivery_memory` ids (S51) and the admission
+    /// bound `max_pending` (S55; `None`: unbounded).
     #[new]
-    #[pyo3(signature = (delivery_memory = 0))]
-    fn new(delivery_memory: usize) -> Self {
-        NativeMachine {
-            machine: Machine::with_config(Config::new().with_delivery_memory(delivery_memory)),
-        }
+    #[pyo3(signature = (delivery_memory = 0, max_pending = None))]
+    fn new(py: Python<'_>, delivery_memory: usize, max_pending: Option<usize>) -> PyResult<Self> {
+        Ok(NativeMachine {
+            machine: Machine::with_config(config(py, delivery_memory, max_pending)?),
+        })
     }
 
-    /// Restores a machine from a log of `{type, data}` records (S46–S48).
+    /// Restores a machine from a log of `{type, data}` records (S46–S48), with the host's
+    /// delivery memory (S51) and admission bound (S55).
     #[staticmethod]
-    #[pyo3(signature = (log, seed_length = 0, delivery_memory = 0))]
+    #[pyo3(signature = (log, seed_length = 0, delivery_memory = 0, max_pending = None))]
     fn restore(
         py: Python<'_>,
         log: &Bound<'_, PyAny>,
         seed_length: usize,
         delivery_memory: usize,
+        max_pending: Option<usize>,
     ) -> PyResult<Self> {
+        let config = config(py, delivery_memory, max_pending)?;
         let mut events = Vec::new();
         for record in log.try_iter()? {
             events.push(to_value(&record?)?);
         }
-        let config = Config::new().with_delivery_memory(delivery_memory);
         Machine::restore_with(config, &events, seed_length)
             .map(|machine| NativeMachine { machine })
             .map_err(|error| errors::invalid_log(py, &error))
@@ -179,6 +200,11 @@ impl NativeMachine {
     /// The delivery memory's capacity (S51).
     fn delivery_memory(&self) -> usize {
         self.machine.config().delivery_memory
+    }
+
+    /// The admission bound (S55), `None` when unbounded.
+    fn max_pending(&self) -> Option<usize> {
+        self.machine.config().max_pending.map(NonZeroUsize::get)
     }
 
     /// One pending list (`"next-turn"` or `"next-step"`): `(message, waking)` in order.

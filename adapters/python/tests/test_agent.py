@@ -401,3 +401,90 @@ def test_a_slow_subscriber_lags_and_skips_the_oldest(tmp_path: Path) -> None:
     assert seen[0] == Lagged(6)
     # The newest two kept (the last inject's record and notification), then the end.
     assert [describe(u) for u in seen[1:]] == ["4 agent/inbox/spliced", "Inserted", "ended closed"]
+
+
+# ----- SPEC §12 through the agent: guards (S54), the bound (S55), conflicts (S56) -----
+
+
+def test_s54_guarded_sends_join_their_turn_or_are_refused(tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+    host = Hang()
+
+    async def main() -> None:
+        agent, _ = await Agent.open(host, log)
+        assert agent.last_turn == 0
+        with pytest.raises(coxswain.TurnMismatch) as mismatch:
+            await agent.followup_if_idle_after(1, A)
+        assert mismatch.value.expect == coxswain.Expect.idle_after(1)
+        await agent.followup_if_idle_after(0, A)
+        await host.started.wait()
+        assert agent.last_turn == 1 and agent.status == "running"
+        await agent.steer_expecting(1, B)
+        with pytest.raises(coxswain.TurnMismatch):
+            await agent.steer_expecting(2, Message("x", "x"))
+        with pytest.raises(coxswain.AlreadyPending) as retry:  # identity first (S13, S54)
+            await agent.steer_expecting(2, B)
+        assert retry.value.was_delivered
+        await agent.cancel()
+        await agent.when_idle()
+        with pytest.raises(coxswain.TurnMismatch):  # turn 1 ended
+            await agent.steer_expecting(1, Message("late", "late"))
+        await agent.send(Message("q", "q"), "next-turn", False, expect=coxswain.Expect.idle_after(1))
+        assert [p.message.id for p in (await agent.pending())[0]] == ["q"]
+        await agent.dispose()
+
+    run(main)
+    spliced = [r["data"] for r in records(log) if r["type"] == "agent/inbox/spliced"]
+    assert [(d["target"], [m["id"] for m in d["inserted"]]) for d in spliced] == [
+        ("next-turn", ["a"]),
+        ("next-turn", []),  # the claim of a
+        ("next-step", ["b"]),
+        ("next-step", []),  # the cancel's clear (keepInbox false)
+        ("next-turn", ["q"]),
+        ("next-turn", []),  # dispose's clear
+    ]
+
+
+def test_s55_max_pending_is_the_machines_bound(tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Model(), log, max_pending=1)
+        await agent.inject(A)
+        with pytest.raises(coxswain.Full) as full:
+            await agent.inject(B)
+        assert (full.value.target, full.value.max_pending) == ("next-step", 1)
+        await agent.close()
+        # Reopened unbounded, then with a bound again: the restored list is kept (S55).
+        agent, _ = await Agent.open(Model(), log, max_pending=None)
+        await agent.inject(B)
+        await agent.close()
+        agent, recovery = await Agent.open(Model(), log, max_pending=1)
+        assert recovery.pending_next_step == 2
+        with pytest.raises(coxswain.Full):
+            await agent.inject(Message("c", "c"))
+        await agent.dispose()
+        with pytest.raises(ValueError):
+            await Agent.open(Model(), tmp_path / "other.jsonl", max_pending=0)
+
+    run(main)
+    assert Agent.DEFAULT_MAX_PENDING == 10_000
+
+
+def test_s56_a_conflict_is_never_success(tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Model(), log)
+        await agent.followup(A)
+        await agent.when_idle()
+        with pytest.raises(coxswain.Conflict) as conflict:  # a's id, held, another message
+            await agent.followup(Message("a", "something else"))
+        assert conflict.value.id == "a" and not conflict.value.was_delivered
+        with pytest.raises(coxswain.AlreadyDelivered) as delivered:
+            await agent.followup(A)
+        assert delivered.value.was_delivered
+        await agent.dispose()
+
+    run(main)
+    assert types(log).count("turn/start") == 1

@@ -222,3 +222,126 @@ def test_outputs_are_frozen() -> None:
     t = Machine().followup(A)
     with pytest.raises(dataclasses.FrozenInstanceError):
         t.events = ()  # type: ignore[misc]
+
+
+# ----- SPEC §12: guards (S54), the admission bound (S55), conflicts (S56) -----
+
+
+def test_s54_a_guarded_steer_joins_its_turn_and_a_stale_one_is_refused() -> None:
+    m = Machine()
+    settle(m.followup(A))  # turn 1, its pre-step outstanding
+    s = Message("s", "look at the tests too")
+    t = m.steer_expecting(1, s)
+    assert t.events == (
+        Event("agent/inbox/spliced", {"target": "next-step", "start": 0, "inserted": [s.to_json()], "wakeup": True}),
+    )
+    assert settle(t) == (Inserted(s),)
+    with pytest.raises(coxswain.TurnMismatch) as mismatch:  # turn 2 has not started
+        m.steer_expecting(2, Message("x", "x"))
+    assert mismatch.value.expect == coxswain.Expect.turn(2)
+    assert mismatch.value.kind == "turn-mismatch" and not mismatch.value.was_delivered
+    assert str(mismatch.value) == "the send expected turn 2 running, which does not hold"
+    # The identity check comes first: the retry of the accepted steer is a delivery.
+    with pytest.raises(coxswain.AlreadyPending) as retry:
+        m.steer_expecting(2, s)
+    assert retry.value.was_delivered
+    settle(m.answer_pre_step(Enter((A,))))
+    settle(m.answer_step("completed"))  # NS holds s: claimed between steps
+    settle(m.answer_pre_step(Enter((s,))))
+    settle(m.answer_step("completed"))
+    settle(m.answer_turn_stopping("done"))
+    assert m.phase == "idle" and m.last_turn == 1
+    with pytest.raises(coxswain.TurnMismatch) as late:  # turn 1 ended: refused, not turn 2
+        m.steer_expecting(1, Message("late", "too late"))
+    assert late.value.expect == coxswain.Expect("turn", 1)
+    assert m.pending("next-turn") == () and m.pending("next-step") == ()
+
+
+def test_s54_followup_if_idle_after_and_a_guarded_send() -> None:
+    m = Machine()
+    with pytest.raises(coxswain.TurnMismatch) as mismatch:
+        m.followup_if_idle_after(1, A)
+    assert mismatch.value.expect == coxswain.Expect.idle_after(1)
+    assert str(mismatch.value) == "the send expected idle after turn 1, which does not hold"
+    quiet = m.send(B, "next-step", False, expect=coxswain.Expect.idle_after(0))
+    assert settle(quiet) == (Inserted(B),)
+    settle(m.begin_maintenance())
+    with pytest.raises(coxswain.TurnMismatch):  # maintenance is not idle
+        m.followup_if_idle_after(0, A)
+    settle(m.end_maintenance())
+    t = m.followup_if_idle_after(0, A)
+    assert [e.type for e in t.events] == [
+        "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "agent/inbox/spliced",
+    ]
+    assert t.events[1] == Event("turn/start", {"turn": 1})
+    settle(t)
+    assert coxswain.Expect.turn(3).to_json() == {"turn": 3}
+    assert coxswain.Expect.idle_after(0).to_json() == {"idleAfter": 0}
+
+
+def test_s55_max_pending_refuses_a_delivery_into_a_full_list() -> None:
+    m = Machine(max_pending=1)
+    assert m.max_pending == 1 and Machine().max_pending is None
+    settle(m.inject(A))
+    with pytest.raises(coxswain.Full) as full:
+        m.inject(B)
+    assert (full.value.target, full.value.max_pending, full.value.kind) == ("next-step", 1, "full")
+    assert str(full.value) == "the next-step list is full (1 items pending)"
+    assert not full.value.was_delivered
+    with pytest.raises(coxswain.Full):
+        m.prepend("next-step", B)
+    settle(m.send(B, "next-turn", False))
+    with pytest.raises(coxswain.Full) as full:
+        m.prepend("next-turn", Message("c", "c"))
+    assert full.value.target == "next-turn"
+    # S13 before S55: an identical retry into a full list is still a delivery.
+    with pytest.raises(coxswain.AlreadyPending):
+        m.inject(A)
+    # replace keeps the length: never full.
+    assert m.replace("a", Message("a2", "x")).found
+    with pytest.raises(coxswain.InvalidInput):
+        Machine(max_pending=0)
+
+
+def test_s55_a_restored_list_longer_than_the_bound_is_kept() -> None:
+    m = Machine()
+    log: list[dict[str, object]] = []
+    for message in (A, B):
+        t = m.send(message, "next-turn", False)
+        log.extend(e.record() for e in t.events)
+        t.persisted()
+    restored = Machine.restore(log, max_pending=1)
+    assert [p.message.id for p in restored.pending("next-turn")] == ["a", "b"]
+    assert restored.max_pending == 1
+    with pytest.raises(coxswain.Full):
+        restored.send(Message("c", "c"), "next-turn", False)
+    settle(restored.remove("a"))
+    with pytest.raises(coxswain.Full):  # still P items
+        restored.send(Message("c", "c"), "next-turn", False)
+    settle(restored.remove("b"))
+    settle(restored.send(Message("c", "c"), "next-turn", False))
+
+
+def test_s56_an_id_reused_for_another_message_is_a_conflict() -> None:
+    m = Machine(delivery_memory=2)
+    counted = Message("n", {"count": 1, "text": "x"})
+    settle(m.inject(counted))
+    with pytest.raises(coxswain.Conflict) as conflict:
+        m.inject(Message("n", "other"))
+    assert (conflict.value.id, conflict.value.kind) == ("n", "conflict")
+    assert not conflict.value.was_delivered
+    assert str(conflict.value) == "message id `n` is already used by a different message"
+    with pytest.raises(coxswain.Conflict):  # another source is another message
+        m.followup(Message("n", {"count": 1, "text": "x"}, source={"kind": "plugin"}))
+    # The same JSON value (key order free, 1 equals 1.0) is a retry.
+    with pytest.raises(coxswain.AlreadyPending) as retry:
+        m.steer(Message("n", {"text": "x", "count": 1.0}))
+    assert retry.value.was_delivered
+    settle(m.remove("n"))
+    with pytest.raises(coxswain.Conflict):  # held by the memory with its message (S52, S56)
+        m.inject(Message("n", "other"))
+    with pytest.raises(coxswain.AlreadyDelivered) as delivered:
+        m.inject(counted)
+    assert delivered.value.was_delivered
+    for error in (coxswain.Conflict, coxswain.TurnMismatch, coxswain.Full):
+        assert issubclass(error, coxswain.Rejected)

@@ -158,6 +158,38 @@ def test_delivery_memory_from_given(port: PortProcess) -> None:
     assert port.ask({"end": {}}) == {"ended": {}}
 
 
+def test_s54_s55_s56_a_bound_from_given_and_guarded_sends(port: PortProcess) -> None:
+    """S55: `maxPending` in `given` bounds the machine; S54: a guarded send's guard is checked
+    after the identity checks and before the bound; S56: a reused id is a conflict."""
+
+    def m(id: str, content: str = "x") -> dict[str, Any]:
+        return {"id": id, "source": {"kind": "user"}, "content": content}
+
+    def quiet(id: str, expect: dict[str, int]) -> dict[str, Any]:
+        return {"send": {"message": m(id), "target": "next-turn", "wakeup": False, "expect": expect}}
+
+    assert port.ask({"begin": {"trace": "b", "given": {"maxPending": 1}}}) == {"ready": {}}
+    assert port.ask({"in": {"inject": m("a")}})["outputs"][1] == {
+        "notify": {"type": "agent/inbox/inserted", "message": m("a")}
+    }
+    assert port.ask({"in": {"inject": m("b")}}) == {"rejected": "full"}
+    assert len(port.ask({"in": quiet("c", {"idleAfter": 0})})["outputs"]) == 2
+    assert port.ask({"in": quiet("d", {"idleAfter": 1})}) == {"rejected": "turn-mismatch"}
+    assert port.ask({"in": quiet("e", {"turn": 0})}) == {"rejected": "turn-mismatch"}
+    assert port.ask({"in": quiet("e", {"idleAfter": 0})}) == {"rejected": "full"}
+    assert port.ask({"in": {"inject": m("a")}}) == {"rejected": "already-pending"}
+    assert port.ask({"in": {"inject": m("a", "changed")}}) == {"rejected": "conflict"}
+    assert port.ask({"end": {}}) == {"ended": {}}
+    # Unbounded when absent or null; 0, negative or non-integer bounds are errors.
+    assert port.ask({"begin": {"trace": "u", "given": {"maxPending": None}}}) == {"ready": {}}
+    assert len(port.ask({"in": {"inject": m("a")}})["outputs"]) == 2
+    assert len(port.ask({"in": {"inject": m("b")}})["outputs"]) == 2
+    for bad in (0, -1, 1.5, "2", True):
+        reply = port.ask({"begin": {"trace": "x", "given": {"maxPending": bad}}})
+        assert reply == {"error": f"InvalidInput: `maxPending` is not a positive integer: {bad!r}"}
+    assert port.ask({"end": {}}) == {"ended": {}}
+
+
 def test_invalid_log_is_rejected_and_inputs_after_it_are_errors(port: PortProcess) -> None:
     given: dict[str, Any] = {"log": [{"data": {}}]}  # S46: no string `type`
     assert port.ask({"begin": {"trace": "i", "given": given}}) == {"rejected": "invalid-log"}

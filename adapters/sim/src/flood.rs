@@ -1,8 +1,8 @@
 //! The flood: `n` deliveries against one agent from many concurrent callers, on a log that
 //! keeps nothing, with a host that answers at once. What it shows: an agent's memory is bounded
 //! whatever the callers do. Callers wait on the bounded channel (`channel_capacity`), the lists
-//! stop at `max_pending` (further sends fail `PendingFull`), and the delivery memory at
-//! `delivery_memory`; so the peak live memory of 1M sends is that of 100k.
+//! stop at `max_pending` (further sends fail `Full`: the core's admission bound, S55), and the
+//! delivery memory at `delivery_memory`; so the peak live memory of 1M sends is that of 100k.
 
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,7 +58,7 @@ impl Host for Instant {
 pub struct Flooded {
     /// Sends acknowledged.
     pub acked: u64,
-    /// Sends refused `PendingFull`.
+    /// Sends refused `Full` (S55).
     pub full: u64,
     /// Sends that failed otherwise.
     pub other: u64,
@@ -90,7 +90,7 @@ pub async fn flood(n: u64, callers: u64, mut sample: impl FnMut() + Send + 'stat
                     let message = Message::user(format!("f{i}"), "flood");
                     let slot = match agent.followup(message).await {
                         Ok(()) => 0,
-                        Err(AgentError::PendingFull { .. }) => 1,
+                        Err(AgentError::Full { .. }) => 1,
                         Err(_) => 2,
                     };
                     counts[slot].fetch_add(1, Ordering::Relaxed);

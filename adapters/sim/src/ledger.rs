@@ -102,7 +102,7 @@ impl Ledger {
         self.lock().outcomes.clone()
     }
 
-    /// Failed and unknown deliveries by error variant (`Stopped`, `PendingFull`…).
+    /// Failed and unknown deliveries by error variant (`Stopped`, `Full`…).
     pub fn reasons(&self) -> BTreeMap<String, u64> {
         self.lock().reasons.clone()
     }

@@ -1,14 +1,15 @@
 //! The [`Agent`] handle: a cheap, cloneable front to one driver task.
 
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use coxswain_core::{
-    CancelCause, Config, Input, InvalidLog, MessageId, Notification, Pending, Preset, Rejected,
-    Restorer, SharedMessage, Status, Target,
+    CancelCause, Config, Expect, Input, InvalidLog, MessageId, Notification, Pending, Preset,
+    Rejected, Restorer, SharedMessage, Status, Target,
 };
 use coxswain_log::{
     check_data, check_message, Entry, HostEvent, RepairError, ReservedType, TooDeep, TornTail,
@@ -119,6 +120,8 @@ impl Updates {
 pub(crate) struct State {
     pub(crate) status: Status,
     pub(crate) quiescent: bool,
+    /// The core's last turn (the running turn's number while running, S27).
+    pub(crate) last_turn: u64,
     /// Set once the driver has ended and released its log.
     pub(crate) ended: Option<Ending>,
     /// The final sync's failure, if it failed.
@@ -158,7 +161,9 @@ pub(crate) enum Command {
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AgentError {
-    /// The core rejected the input; nothing changed (S5).
+    /// The core rejected the input; nothing changed (S5). The §12 rejections have variants of
+    /// their own ([`Conflict`](AgentError::Conflict), [`TurnMismatch`](AgentError::TurnMismatch),
+    /// [`Full`](AgentError::Full)), as [`AlreadyDelivered`](AgentError::AlreadyDelivered) has.
     #[error("rejected: {0}")]
     Rejected(#[from] Rejected),
     /// The delivery memory holds this id: the message was delivered before and has left the
@@ -167,6 +172,25 @@ pub enum AgentError {
     /// ([`was_delivered`](AgentError::was_delivered)).
     #[error("message `{0}` was already delivered")]
     AlreadyDelivered(MessageId),
+    /// The id is pending, or held by the delivery memory, for a *different* message (S56): the
+    /// caller reused an id. Nothing changed, and the new message was not delivered: this is a
+    /// caller bug, never success ([`was_delivered`](AgentError::was_delivered) is false).
+    #[error("rejected: message id `{0}` is already used by a different message")]
+    Conflict(MessageId),
+    /// A guarded send's expected-turn guard does not hold (S54): the turn it named has ended or
+    /// was stopped ([`Agent::steer_expecting`]), or a turn started since the caller looked
+    /// ([`Agent::followup_if_idle_after`]). Nothing changed.
+    #[error("rejected: the send expected {0}, which does not hold")]
+    TurnMismatch(Expect),
+    /// The list the delivery joins (after S18's retargeting) already holds
+    /// [`Options::max_pending`] items (S55); nothing changed.
+    #[error("rejected: the {target} list is full ({max} items pending)")]
+    Full {
+        /// The full list: the one the core resolved the delivery to.
+        target: Target,
+        /// [`Options::max_pending`].
+        max: usize,
+    },
     /// Appending this input's durable events failed: the input is not in the log (a retry
     /// delivers it once). The agent stopped: re-open it from its log. By the time this is
     /// returned the agent has ended ([`Agent::ending`] is `Stopped`) and released its log.
@@ -224,19 +248,31 @@ pub enum AgentError {
         /// [`Options::max_id_bytes`].
         max: usize,
     },
-    /// The pending list already holds [`Options::max_pending`] items; nothing changed.
-    #[error("rejected: the {target} list is full ({max} items pending)")]
-    PendingFull {
-        /// The full list.
-        target: Target,
-        /// [`Options::max_pending`].
-        max: usize,
-    },
 }
 
 impl AgentError {
+    /// The error of a core rejection: the §12 kinds and `already-delivered` as their own
+    /// variants, every other kind as [`AgentError::Rejected`].
+    pub(crate) fn rejected(rejected: Rejected) -> Self {
+        match rejected {
+            Rejected::AlreadyDelivered(id) => AgentError::AlreadyDelivered(id),
+            Rejected::Conflict(id) => AgentError::Conflict(id),
+            Rejected::TurnMismatch(expect) => AgentError::TurnMismatch(expect),
+            Rejected::Full {
+                target,
+                max_pending,
+            } => AgentError::Full {
+                target,
+                max: max_pending.get(),
+            },
+            other => AgentError::Rejected(other),
+        }
+    }
+
     /// Whether the error says the message was delivered already: `AlreadyDelivered`, or an id
-    /// still pending (`Rejected(AlreadyPending)`). A retry that gets either can stop retrying.
+    /// still pending (`Rejected(AlreadyPending)`) for the same message. A retry that gets either
+    /// can stop retrying. A [`Conflict`](AgentError::Conflict) is not: the id belongs to another
+    /// message, and this one was never delivered (S56).
     pub fn was_delivered(&self) -> bool {
         matches!(
             self,
@@ -389,10 +425,14 @@ pub struct Options {
     /// [`AgentError::IdTooLong`] before anything is persisted. Default
     /// [`Options::DEFAULT_MAX_ID_BYTES`].
     pub max_id_bytes: usize,
-    /// The most items one pending list (NT or NS) may hold: a `send` or `prepend` that would
-    /// add one to a full list fails [`AgentError::PendingFull`] before anything is persisted. A
-    /// waking `send` is also refused while NT is full (a steer sent after a cancel joins NT,
-    /// S18). Default [`Options::DEFAULT_MAX_PENDING`].
+    /// The core's admission bound `P` (S55), the most items one pending list (NT or NS) may
+    /// hold: a `send` whose resolved list (after S18: a waking send after a cancel joins NT)
+    /// already holds `max_pending` items, or a `prepend` into such a list, fails
+    /// [`AgentError::Full`], changing and writing nothing. The core decides, after the identity
+    /// checks and a guarded send's guard. A `replace` is never refused (it keeps the length). A
+    /// log restored with longer lists keeps them; only new insertions wait. Like
+    /// `delivery_memory` it is not written to the log: pass it at every open. At least 1;
+    /// default [`Options::DEFAULT_MAX_PENDING`].
     pub max_pending: usize,
 }
 
@@ -512,6 +552,11 @@ impl Agent {
         let config = Config::new()
             .with_delivery_memory(options.delivery_memory)
             .with_hash_seed(seed);
+        // S55: the bound is the core's; `validate` refused 0.
+        let config = match NonZeroUsize::new(options.max_pending) {
+            Some(limit) => config.with_max_pending(limit),
+            None => config,
+        };
         let mut restorer = Restorer::with_config(config, 0);
         let mut invalid: Option<InvalidLog> = None;
         let read = log
@@ -562,6 +607,7 @@ impl Agent {
         let (state_tx, state_rx) = watch::channel(State {
             status: machine.status(),
             quiescent: machine.is_quiescent(),
+            last_turn: machine.last_turn(),
             ended: None,
             final_sync: None,
         });
@@ -607,13 +653,72 @@ impl Agent {
         target: Target,
         wakeup: bool,
     ) -> Result<(), AgentError> {
-        let message = message.into();
+        self.guarded_send(message.into(), target, wakeup, None)
+            .await
+    }
+
+    /// `send(message, target, wakeup, expect)` (S54): accepted only while the guard holds —
+    /// [`Expect::Turn`]`(n)` while turn `n` runs and was not stopped, [`Expect::IdleAfter`]`(n)`
+    /// while idle with no turn since `n` — else it fails [`AgentError::TurnMismatch`] and
+    /// changes nothing. The guard is checked after the identity checks, so the retry of a
+    /// guarded send that was accepted fails `AlreadyPending`/[`AlreadyDelivered`]
+    /// ([`was_delivered`](AgentError::was_delivered)), never `TurnMismatch`.
+    ///
+    /// [`AlreadyDelivered`]: AgentError::AlreadyDelivered
+    pub async fn send_expecting(
+        &self,
+        message: impl Into<SharedMessage>,
+        target: Target,
+        wakeup: bool,
+        expect: Expect,
+    ) -> Result<(), AgentError> {
+        self.guarded_send(message.into(), target, wakeup, Some(expect))
+            .await
+    }
+
+    /// A steer meant for turn `turn` (S54): `send(message, next-step, true, expect: {turn})`.
+    /// It joins that turn at its next step boundary, or fails [`AgentError::TurnMismatch`] once
+    /// turn `turn` has ended or was stopped, instead of joining the next turn (or becoming a
+    /// turn of its own after a stop, S18). Name the turn the caller saw
+    /// ([`last_turn`](Agent::last_turn) while [`status`](Agent::status) is running, or the
+    /// `turn` of a host context or of an `agent/inbox/claimed` update).
+    pub async fn steer_expecting(
+        &self,
+        turn: u64,
+        message: impl Into<SharedMessage>,
+    ) -> Result<(), AgentError> {
+        self.send_expecting(message, Target::NextStep, true, Expect::Turn(turn))
+            .await
+    }
+
+    /// A follow-up sent only if no turn started since turn `turn` (S54): `send(message,
+    /// next-turn, true, expect: {idleAfter: turn})`. It opens turn `turn + 1`, or fails
+    /// [`AgentError::TurnMismatch`] if the agent is not idle (running, or in maintenance) or a
+    /// turn started since (`turn` is not [`last_turn`](Agent::last_turn) any more).
+    pub async fn followup_if_idle_after(
+        &self,
+        turn: u64,
+        message: impl Into<SharedMessage>,
+    ) -> Result<(), AgentError> {
+        self.send_expecting(message, Target::NextTurn, true, Expect::IdleAfter(turn))
+            .await
+    }
+
+    /// Every send: the handle's checks, then the core decides.
+    async fn guarded_send(
+        &self,
+        message: SharedMessage,
+        target: Target,
+        wakeup: bool,
+        expect: Option<Expect>,
+    ) -> Result<(), AgentError> {
         check_message(&message)?;
         self.inner.limits.check_message(&message)?;
         self.input(Input::Send {
             message,
             target,
             wakeup,
+            expect,
         })
         .await
         .map(drop)
@@ -783,6 +888,16 @@ impl Agent {
     /// The public status (S23). `Idle` once the driver has ended: nothing runs any more.
     pub fn status(&self) -> Status {
         self.inner.state.borrow().status
+    }
+
+    /// The number of the last turn opened (0 before the first, S27): the running turn while
+    /// [`status`](Agent::status) is running, as of the last input made durable. It is what a
+    /// guarded send names ([`steer_expecting`](Agent::steer_expecting),
+    /// [`followup_if_idle_after`](Agent::followup_if_idle_after)); the core checks the guard
+    /// against its own state when the send arrives, so a turn that moved on meanwhile is
+    /// refused, not guessed (S54).
+    pub fn last_turn(&self) -> u64 {
+        self.inner.state.borrow().last_turn
     }
 
     /// How the driver ended, if it did. `Some(Stopped(..))` as soon as a call has returned the

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use coxswain_core::{
     Abort, Activity, Effect, ErrorInfo, Event, Input, Machine, Notification, Outstanding,
-    PreStepAnswer, Rejected, Request, Status, StepAnswer, Target, TurnStoppingAnswer,
+    PreStepAnswer, Request, Status, StepAnswer, Target, TurnStoppingAnswer,
 };
 use coxswain_log::{check_message, Entry, HostEvent};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -54,7 +54,6 @@ use crate::agent::{
     State, Update, Updates,
 };
 use crate::host::{Host, PreStepContext, StepContext, TurnStoppingContext};
-use crate::limits::Limits;
 use crate::log::{DurableLog, LogError};
 
 /// The host call or maintenance job running now (at most one: S4, and maintenance only while
@@ -148,7 +147,6 @@ pub(crate) struct Driver<H, L> {
     abort_grace: Duration,
     /// When the running host call, aborted, is dropped and answered `fail` for.
     abandon_at: Option<Instant>,
-    limits: Limits,
     /// A command taken from the channel that ended a group; it runs next.
     deferred: Option<Command>,
     inflight: Option<Inflight>,
@@ -209,7 +207,6 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             max_batch: options.max_batch.max(1),
             abort_grace: options.abort_grace,
             abandon_at: None,
-            limits: Limits::new(options),
             deferred: None,
             inflight: None,
             span,
@@ -304,20 +301,10 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         let _ = self.commit().await;
     }
 
-    /// A caller's input: the core decides; a rejection changed nothing (S5). An accepted input's
-    /// outputs join the group, held until it is durable.
+    /// A caller's input: the core decides, the admission bound and a send's guard included
+    /// (S54, S55); a rejection changed nothing (S5). An accepted input's outputs join the group,
+    /// held until it is durable.
     fn input(&mut self, input: Input, reply: Reply<bool>) {
-        let room = match &input {
-            Input::Send { target, wakeup, .. } => {
-                self.limits.check_room(&self.machine, *target, *wakeup)
-            }
-            Input::Prepend { target, .. } => self.limits.check_room(&self.machine, *target, false),
-            _ => Ok(()),
-        };
-        if let Err(full) = room {
-            self.join(MemberReply::Input(reply), Err(full));
-            return;
-        }
         let traced = tracing::enabled!(tracing::Level::DEBUG).then(|| input.clone());
         let outcome = match self.machine.handle(input) {
             Ok(transition) => {
@@ -327,10 +314,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             }
             Err(rejected) => {
                 tracing::debug!(input = ?traced, %rejected, "rejected");
-                Err(match rejected {
-                    Rejected::AlreadyDelivered(id) => AgentError::AlreadyDelivered(id),
-                    other => AgentError::Rejected(other),
-                })
+                Err(AgentError::rejected(rejected))
             }
         };
         if outcome.is_ok() {
@@ -648,10 +632,14 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     fn publish_state(&mut self) {
         let status = self.machine.status();
         let quiescent = self.machine.is_quiescent();
+        let last_turn = self.machine.last_turn();
         self.state.send_if_modified(|state| {
-            let changed = state.status != status || state.quiescent != quiescent;
+            let changed = state.status != status
+                || state.quiescent != quiescent
+                || state.last_turn != last_turn;
             state.status = status;
             state.quiescent = quiescent;
+            state.last_turn = last_turn;
             changed
         });
     }

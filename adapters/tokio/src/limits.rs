@@ -1,20 +1,20 @@
-//! The resource limits of an agent ([`Options::max_message_bytes`](crate::Options),
-//! `max_id_bytes`, `max_pending`): checked before a call reaches the core, so a refused call
+//! The size limits of an agent ([`Options::max_message_bytes`](crate::Options),
+//! `max_id_bytes`): checked on the handle before a call reaches the core, so a refused call
 //! changes nothing and writes nothing. They bound what a caller can make an agent hold; they
-//! are not delivery rules (those are the core's).
+//! are not delivery rules. The pending lists' bound (`max_pending`) is the core's admission
+//! bound (S55), decided by the core on the list a delivery resolves to.
 
 use std::io;
 
-use coxswain_core::{Machine, Message, MessageId, Target};
+use coxswain_core::{Message, MessageId};
 
 use crate::agent::{AgentError, Options};
 
-/// The limits, copied out of the [`Options`] (the handle checks sizes, the driver counts).
+/// The size limits, copied out of the [`Options`] (the handle checks them).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
     max_message_bytes: usize,
     max_id_bytes: usize,
-    max_pending: usize,
 }
 
 impl Limits {
@@ -22,7 +22,6 @@ impl Limits {
         Limits {
             max_message_bytes: options.max_message_bytes,
             max_id_bytes: options.max_id_bytes,
-            max_pending: options.max_pending,
         }
     }
 
@@ -54,31 +53,6 @@ impl Limits {
             });
         }
         Ok(())
-    }
-
-    /// Room in the list a delivery joins: `target`, and for a waking send NT too (after a
-    /// cancel the core routes it there, S18).
-    pub(crate) fn check_room(
-        &self,
-        machine: &Machine,
-        target: Target,
-        wakeup: bool,
-    ) -> Result<(), AgentError> {
-        let full = |target| machine.pending(target).len() >= self.max_pending;
-        let refused = if full(target) {
-            Some(target)
-        } else if wakeup && full(Target::NextTurn) {
-            Some(Target::NextTurn)
-        } else {
-            None
-        };
-        match refused {
-            Some(target) => Err(AgentError::PendingFull {
-                target,
-                max: self.max_pending,
-            }),
-            None => Ok(()),
-        }
     }
 }
 

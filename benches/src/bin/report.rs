@@ -232,15 +232,26 @@ fn main() {
             cell(ratio(send, send0), |r| format!("{r:.2}×"))
         );
     }
-    let refused1k = per_element("delivery_memory", "refused/1000");
-    for w in [1_000u64, 100_000] {
-        let refused = per_element("delivery_memory", &format!("refused/{w}"));
-        println!(
-            "| 9 delivery memory | retry refused `already-delivered`, {w} ids held | {} | {} (1000 held) | {} | flat |",
-            cell(refused, time),
-            cell(refused1k, time),
-            cell(ratio(refused, refused1k), |r| format!("{r:.2}×"))
-        );
+    let refused1k = per_element("delivery_memory", "refused-retry/1000");
+    for (row, what) in [
+        (
+            "refused-retry",
+            "an equal retry refused `already-delivered`",
+        ),
+        (
+            "refused-conflict",
+            "another message under the id refused `conflict` (S56)",
+        ),
+    ] {
+        for w in [1_000u64, 100_000] {
+            let refused = per_element("delivery_memory", &format!("{row}/{w}"));
+            println!(
+                "| 9 delivery memory | {what}, {w} ids held | {} | {} (retry, 1000 held) | {} | flat |",
+                cell(refused, time),
+                cell(refused1k, time),
+                cell(ratio(refused, refused1k), |r| format!("{r:.2}×"))
+            );
+        }
     }
 
     // 7. Many agents.

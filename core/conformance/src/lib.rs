@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 use std::fmt;
+use std::num::NonZeroUsize;
 use std::path::Path;
 
 use coxswain_core::{Config, Input, Machine, Output, Rejected};
@@ -73,7 +74,8 @@ pub struct Replayed {
 pub enum Line {
     /// `{"note": …}`: ignored.
     Note(String),
-    /// `{"given": {"log": […], "seedLength": n, "memory": w}}`: restore from this log first.
+    /// `{"given": {"log": […], "seedLength": n, "memory": w, "maxPending": p}}`: restore from
+    /// this log first.
     Given {
         /// The durable log (empty when omitted).
         log: Vec<Value>,
@@ -81,6 +83,8 @@ pub enum Line {
         seed_length: usize,
         /// The delivery memory's capacity (S51–S53), 0 when omitted.
         memory: usize,
+        /// The admission bound `P ≥ 1` (S55), `None` (unbounded) when omitted.
+        max_pending: Option<NonZeroUsize>,
     },
     /// `{"in": …}`: one input.
     In(Input),
@@ -117,10 +121,23 @@ impl Line {
                         .and_then(|n| usize::try_from(n).ok())
                         .ok_or_else(|| format!("`{key}` is not an integer")),
                 };
+                // S55: `P ≥ 1`; absent (or `null`) is unbounded.
+                let max_pending = match body.get("maxPending") {
+                    None | Some(Value::Null) => None,
+                    Some(n) => Some(
+                        n.as_u64()
+                            .and_then(|n| usize::try_from(n).ok())
+                            .and_then(NonZeroUsize::new)
+                            .ok_or_else(|| {
+                                String::from("`maxPending` is not a positive integer")
+                            })?,
+                    ),
+                };
                 Line::Given {
                     log,
                     seed_length: count("seedLength")?,
                     memory: count("memory")?,
+                    max_pending,
                 }
             }
             "in" => Line::In(
@@ -212,6 +229,7 @@ pub fn replay_on<S: Subject + ?Sized>(
             log,
             seed_length,
             memory,
+            max_pending,
         },
     )) = lines.peek()
     {
@@ -221,6 +239,7 @@ pub fn replay_on<S: Subject + ?Sized>(
             log,
             seed_length: *seed_length,
             memory: *memory,
+            max_pending: *max_pending,
         };
         let restored = subject.begin(Some(&given)).map_err(failed(number))?;
         match (restored, lines.peek()) {
@@ -384,12 +403,19 @@ impl Recorder {
         Recorder::with_config(note, Config::new())
     }
 
-    /// A trace of a fresh machine with `config` (a delivery memory is recorded as the `given`
-    /// line `{"memory": w}`).
+    /// A trace of a fresh machine with `config` (a delivery memory and an admission bound are
+    /// recorded as the `given` line `{"memory": w, "maxPending": p}`, each only when set).
     pub fn with_config(note: &str, config: Config) -> Self {
         let mut recorder = Recorder::from_machine(note, Machine::with_config(config));
+        let mut given = serde_json::Map::new();
         if config.delivery_memory > 0 {
-            recorder.push_line(&json!({"given": {"memory": config.delivery_memory}}));
+            given.insert("memory".into(), json!(config.delivery_memory));
+        }
+        if let Some(limit) = config.max_pending {
+            given.insert("maxPending".into(), json!(limit.get()));
+        }
+        if !given.is_empty() {
+            recorder.push_line(&json!({ "given": given }));
         }
         recorder
     }
@@ -403,10 +429,13 @@ impl Recorder {
     ) -> Result<Self, coxswain_core::InvalidLog> {
         let machine = Machine::restore_with(config, log, seed_length)?;
         let mut recorder = Recorder::from_machine(note, machine);
-        let memory = config.delivery_memory;
-        recorder.push_line(
-            &json!({"given": {"log": log, "seedLength": seed_length, "memory": memory}}),
-        );
+        let given = Given {
+            log,
+            seed_length,
+            memory: config.delivery_memory,
+            max_pending: config.max_pending,
+        };
+        recorder.push_line(&json!({ "given": given.to_json() }));
         recorder.log = log.to_vec();
         Ok(recorder)
     }
@@ -636,6 +665,136 @@ mod tests {
             left: 4,
         };
         assert_eq!(replay_on(&trace, &mut subject).map(|r| r.outputs), Ok(14));
+    }
+
+    /// S55: `given.maxPending` bounds the machine the trace replays on; it is a positive
+    /// integer (FORMAT.md), `null` or absent is unbounded.
+    #[test]
+    fn s55_given_max_pending_bounds_the_replayed_machine() {
+        let inject = |id: &str| {
+            format!(
+                r#"{{"in":{{"inject":{{"id":"{id}","source":{{"kind":"user"}},"content":"x"}}}}}}"#
+            )
+        };
+        let splice = |id: &str, start: u8| {
+            format!(
+                r#"{{"out":{{"event":{{"type":"agent/inbox/spliced","data":{{"target":"next-step","start":{start},"inserted":[{{"id":"{id}","source":{{"kind":"user"}},"content":"x"}}]}}}}}}}}
+{{"out":{{"notify":{{"type":"agent/inbox/inserted","message":{{"id":"{id}","source":{{"kind":"user"}},"content":"x"}}}}}}}}"#
+            )
+        };
+        let bounded = format!(
+            "{{\"given\":{{\"maxPending\":1}}}}\n{}\n{}\n{}\n{{\"rejected\":\"full\"}}\n",
+            inject("a"),
+            splice("a", 0),
+            inject("b")
+        );
+        let trace = Trace::parse(&bounded).unwrap();
+        assert!(matches!(
+            &trace.lines[0].1,
+            Line::Given { max_pending: Some(p), memory: 0, .. } if p.get() == 1
+        ));
+        assert_eq!(
+            replay(&trace),
+            Ok(Replayed {
+                inputs: 2,
+                outputs: 2,
+                rejections: 1
+            })
+        );
+        // Unbounded (absent or null), the second inject is accepted.
+        for given in ["", "{\"given\":{\"maxPending\":null}}\n"] {
+            let text = format!(
+                "{given}{}\n{}\n{}\n{}\n",
+                inject("a"),
+                splice("a", 0),
+                inject("b"),
+                splice("b", 1)
+            );
+            assert_eq!(
+                replay(&Trace::parse(&text).unwrap()).map(|r| r.outputs),
+                Ok(4)
+            );
+        }
+        for bad in ["0", "-1", "1.5", "\"2\"", "true"] {
+            let text = format!("{{\"given\":{{\"maxPending\":{bad}}}}}");
+            assert_eq!(
+                Trace::parse(&text),
+                Err(TraceError::Malformed {
+                    line: 1,
+                    message: "`maxPending` is not a positive integer".into()
+                }),
+                "{bad}"
+            );
+        }
+    }
+
+    /// The recorder writes a bound into the `given` line (only when set, S55), and a guarded
+    /// send with its `expect` (S54); the trace replays.
+    #[test]
+    fn s54_s55_a_bounded_guarded_recording_replays() {
+        let one = NonZeroUsize::MIN;
+        let config = Config::new().with_max_pending(one);
+        let mut recorder = Recorder::with_config("bounded", config);
+        let m = |id: &str| std::sync::Arc::new(coxswain_core::Message::user(id, "hi"));
+        let guarded = |id: &str, expect| Input::Send {
+            message: m(id),
+            target: coxswain_core::Target::NextStep,
+            wakeup: true,
+            expect: Some(expect),
+        };
+        recorder.input(Input::Followup(m("a"))).unwrap();
+        assert_eq!(
+            recorder
+                .input(guarded("s2", coxswain_core::Expect::Turn(2)))
+                .map_err(|r| r.kind()),
+            Err("turn-mismatch")
+        );
+        recorder
+            .input(guarded("s1", coxswain_core::Expect::Turn(1)))
+            .unwrap();
+        assert_eq!(
+            recorder.input(Input::Inject(m("s3"))).map_err(|r| r.kind()),
+            Err("full")
+        );
+        let text = recorder.finish();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], r#"{"given":{"maxPending":1}}"#);
+        let guarded_line = r#"{"in":{"send":{"expect":{"turn":2},"message":{"content":"hi","id":"s2","source":{"kind":"user"}},"target":"next-step","wakeup":true}}}"#;
+        let at = lines.iter().position(|l| *l == guarded_line);
+        assert!(at.is_some(), "{text}");
+        assert_eq!(
+            at.and_then(|at| lines.get(at + 1)).copied(),
+            Some(r#"{"rejected":"turn-mismatch"}"#)
+        );
+        assert_eq!(
+            replay(&Trace::parse(&text).unwrap()).map(|r| (r.inputs, r.rejections)),
+            Ok((4, 2))
+        );
+        // Without a bound or a memory there is no `given` line.
+        let plain = Recorder::with_config("plain", Config::new()).finish();
+        assert_eq!(plain, "{\"note\":\"plain\"}\n");
+    }
+
+    /// PORTS.md's `G`: `log`, `seedLength` and `memory` spelled out, `maxPending` only when set.
+    #[test]
+    fn given_to_json_spells_out_the_bound_only_when_there_is_one() {
+        let mut given = Given {
+            log: &[],
+            seed_length: 0,
+            memory: 2,
+            max_pending: None,
+        };
+        assert_eq!(
+            given.to_json(),
+            json!({"log": [], "seedLength": 0, "memory": 2})
+        );
+        given.max_pending = NonZeroUsize::new(3);
+        assert_eq!(
+            given.to_json(),
+            json!({"log": [], "seedLength": 0, "memory": 2, "maxPending": 3})
+        );
+        assert_eq!(given.config().max_pending, NonZeroUsize::new(3));
+        assert_eq!(given.config().delivery_memory, 2);
     }
 
     #[test]

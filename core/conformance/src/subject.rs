@@ -3,13 +3,15 @@
 //! the comparison; a subject only starts machines and answers inputs.
 
 use std::fmt;
+use std::num::NonZeroUsize;
 
 use coxswain_core::{Config, Input, Machine};
 use serde_json::{json, Value};
 
 use crate::output_json;
 
-/// A trace's `given` line: the log to restore from, its seed boundary and the delivery memory.
+/// A trace's `given` line: the log to restore from, its seed boundary, the delivery memory and
+/// the admission bound.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Given<'a> {
     /// The durable log.
@@ -18,12 +20,29 @@ pub struct Given<'a> {
     pub seed_length: usize,
     /// The delivery memory's capacity (S51).
     pub memory: usize,
+    /// The admission bound `P` (S55); `None` is unbounded.
+    pub max_pending: Option<NonZeroUsize>,
 }
 
 impl Given<'_> {
-    /// The `given` line's value (`PORTS.md`'s `G`), every field spelled out.
+    /// The `given` line's value (`PORTS.md`'s `G`): `log`, `seedLength` and `memory` spelled
+    /// out, `maxPending` only when there is a bound (absent is unbounded, S55).
     pub fn to_json(&self) -> Value {
-        json!({"log": self.log, "seedLength": self.seed_length, "memory": self.memory})
+        let mut given =
+            json!({"log": self.log, "seedLength": self.seed_length, "memory": self.memory});
+        if let (Some(limit), Some(object)) = (self.max_pending, given.as_object_mut()) {
+            object.insert("maxPending".into(), json!(limit.get()));
+        }
+        given
+    }
+
+    /// The host's [`Config`] this line gives the machine: its memory and its bound.
+    pub fn config(&self) -> Config {
+        let config = Config::new().with_delivery_memory(self.memory);
+        match self.max_pending {
+            Some(limit) => config.with_max_pending(limit),
+            None => config,
+        }
     }
 }
 
@@ -85,9 +104,8 @@ impl Subject for CoreSubject {
             self.machine = Machine::new();
             return Ok(Ok(()));
         };
-        let config = Config::new().with_delivery_memory(given.memory);
         Ok(
-            match Machine::restore_with(config, given.log, given.seed_length) {
+            match Machine::restore_with(given.config(), given.log, given.seed_length) {
                 Ok(machine) => {
                     self.machine = machine;
                     Ok(())

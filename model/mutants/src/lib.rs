@@ -305,16 +305,28 @@ impl Runner {
         if mutant.memory > 0 {
             command.args(["--memory".to_owned(), mutant.memory.to_string()]);
         }
+        if mutant.max_pending > 0 {
+            command.args(["--max-pending".to_owned(), mutant.max_pending.to_string()]);
+        }
         let output = command.output();
         let verdict = match output {
             Err(e) => Verdict::Broken(format!("{probe:?}: {e}")),
             Ok(output) => self.judge_model_check(mutant, &output),
         };
-        let bound = match (self.bound, mutant.memory) {
-            (None, 0) => String::new(),
-            (None, w) => format!(" (W={w})"),
-            (Some([m, o, t]), 0) => format!(" (bound {m},{o},{t})"),
-            (Some([m, o, t]), w) => format!(" (bound {m},{o},{t}, W={w})"),
+        let mut settings: Vec<String> = Vec::new();
+        if let Some([m, o, t]) = self.bound {
+            settings.push(format!("bound {m},{o},{t}"));
+        }
+        if mutant.memory > 0 {
+            settings.push(format!("W={}", mutant.memory));
+        }
+        if mutant.max_pending > 0 {
+            settings.push(format!("P={}", mutant.max_pending));
+        }
+        let bound = if settings.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", settings.join(", "))
         };
         Kill {
             killer: format!("model check{bound}: {property}"),
@@ -712,7 +724,7 @@ mod tests {
             let mutated = mutate(&source, &mutant).unwrap_or_else(|e| panic!("{e}"));
             assert_ne!(mutated, source);
         }
-        assert_eq!(MUTANTS.len(), 22);
+        assert_eq!(MUTANTS.len(), 26);
         let source = std::fs::read_to_string(workspace().join(UNCHANGED.file)).unwrap();
         assert_eq!(mutate(&source, &UNCHANGED).as_deref(), Ok(source.as_str()));
     }

@@ -57,10 +57,12 @@ pub struct Mutant {
     /// The delivery memory's capacity the model check runs with (S51; 0 for the rules of
     /// S1–S50).
     pub memory: u8,
+    /// The admission bound `P` the model check runs with (S55; 0 for unbounded).
+    pub max_pending: u8,
 }
 
 /// Every mutant, in the order of the old seeded bugs.
-pub const MUTANTS: [Mutant; 22] = [
+pub const MUTANTS: [Mutant; 26] = [
     Mutant {
         name: "ClaimForgetsStep",
         rule: "S28",
@@ -80,6 +82,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: Some(Invariant::I3Conservation),
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "ClaimTakesTwoTurnItems",
@@ -94,6 +97,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "KeepInboxDropsSteps",
@@ -112,6 +116,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: Some(Invariant::I6Cancel),
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "InjectWakes",
@@ -126,6 +131,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "StatusTwice",
@@ -139,6 +145,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "MaxTokensStopsToolStep",
@@ -153,6 +160,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "SteerJoinsAbortedTurn",
@@ -167,6 +175,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: Some(Invariant::S18Retarget),
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "SpliceStartOffByOne",
@@ -179,18 +188,24 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "DuplicateInNextStep",
         rule: "S13",
         wrong: "the duplicate check ignores ids pending in NS",
         file: "core/src/machine.rs",
-        from: "if self.inbox.contains(id) {",
-        to: "if matches!(self.inbox.locate(id), Some((Target::NextTurn, _))) {",
+        from: "if let Some(pending) = self.inbox.pending_message(id) {",
+        to: "if let Some(pending) = self
+            .inbox
+            .pending_message(id)
+            .filter(|_| matches!(self.inbox.locate(id), Some((Target::NextTurn, _))))
+        {",
         killer: Property::Always(Invariant::I2Identity),
         shows_in_outputs: true,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "FailedStepNeverEnds",
@@ -205,6 +220,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "MaintenanceForgetsWake",
@@ -217,6 +233,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "RejectedReplaceRemoves",
@@ -224,19 +241,20 @@ pub const MUTANTS: [Mutant; 22] = [
         wrong: "a replace rejected `already-pending` still removes the old message",
         file: "core/src/machine.rs",
         from: "if message.id() != id {
-            self.check_new_id(message.id())?;
+            self.check_new_message(&message)?;
         }",
         to: "if message.id() != id && self.inbox.contains(message.id()) {
             self.inbox.remove_at(target, position, &mut Queue::default());
         }
         if message.id() != id {
-            self.check_new_id(message.id())?;
+            self.check_new_message(&message)?;
         }",
         killer: Property::Always(Invariant::S5Rejection),
         // The state behind the rejection changes, but nothing is emitted: its trace replays.
         shows_in_outputs: false,
         proptest: Some(Invariant::S5Rejection),
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "MemoryNeverForgets",
@@ -251,34 +269,39 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: false,
         proptest: None,
         memory: 2,
+        max_pending: 0,
     },
     Mutant {
         name: "PrependIgnoresMemory",
         rule: "S52",
         wrong: "`prepend` checks only that the id is not pending, not the delivery memory",
         file: "core/src/machine.rs",
-        from: "machine.check_new_id(message.id())?;
+        from: "machine.check_new_message(&message)?;
+            machine.check_room(target)?;
             machine.inbox.prepend(",
         to: "if machine.inbox.contains(message.id()) {
                 return Err(Rejected::AlreadyPending(message.id().clone()));
             }
+            machine.check_room(target)?;
             machine.inbox.prepend(",
         killer: Property::Always(Invariant::I11Once),
         shows_in_outputs: true,
         proptest: None,
         memory: 2,
+        max_pending: 0,
     },
     Mutant {
         name: "RestoreForgetsMemory",
         rule: "S53",
         wrong: "restore rebuilds the lists but not the delivery memory",
         file: "core/src/restore.rs",
-        from: "self.memory.left(id);",
-        to: "let _ = id;",
+        from: "self.memory.left(message);",
+        to: "let _ = message;",
         killer: Property::Always(Invariant::I11Once),
         shows_in_outputs: false,
         proptest: None,
         memory: 2,
+        max_pending: 0,
     },
     // The seven one-line changes the invariants alone let pass: each must fail the property
     // that guards its rule — the equivalence to the spec, or (S25) no turn without waking work.
@@ -293,6 +316,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "KeepInboxClearsLatch",
@@ -314,6 +338,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: false,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "EmptyEnterAfterTerminalStep",
@@ -326,6 +351,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "LatchReplaysWithoutWork",
@@ -338,6 +364,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "DisposedCauseLatches",
@@ -350,6 +377,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: false,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "TurnStoppingIgnoresSteers",
@@ -362,6 +390,7 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: None,
         memory: 0,
+        max_pending: 0,
     },
     Mutant {
         name: "MaxTokensNotSticky",
@@ -379,6 +408,81 @@ pub const MUTANTS: [Mutant; 22] = [
         shows_in_outputs: true,
         proptest: None,
         memory: 0,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "GuardBeforeIdentity",
+        rule: "S54",
+        wrong: "the expected-turn guard is checked before the identity checks, so the retry of an \
+                accepted guarded steer after its turn ended is answered turn-mismatch",
+        file: "core/src/machine.rs",
+        from: "        self.check_new_message(&message)?;
+        if let Some(expect) = expect {
+            self.check_guard(expect)?;
+        }",
+        to: "        if let Some(expect) = expect {
+            self.check_guard(expect)?;
+        }
+        self.check_new_message(&message)?;",
+        killer: Property::Equivalence,
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 0,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "GuardIgnoresCancel",
+        rule: "S54",
+        wrong: "a steer guarded by turn n is accepted after turn n's cancellation was requested",
+        file: "core/src/machine.rs",
+        from: "turn == self.last_turn && run.activity.cancel.is_none()",
+        to: "turn == self.last_turn",
+        killer: Property::Always(Invariant::I12Guard),
+        shows_in_outputs: true,
+        proptest: None,
+        memory: 0,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "BoundBeforeRetarget",
+        rule: "S55",
+        wrong: "the admission bound counts the requested list, before S18 retargets a steer after \
+                a cancel to NT",
+        file: "core/src/machine.rs",
+        from: "        // S18: a steer sent after a stop cannot join the aborted turn.
+        let target = if wakeup && self.is_cancel_requested() {
+            Target::NextTurn
+        } else {
+            target
+        };
+        self.check_room(target)?;",
+        to: "        self.check_room(target)?;
+        let target = if wakeup && self.is_cancel_requested() {
+            Target::NextTurn
+        } else {
+            target
+        };",
+        killer: Property::Always(Invariant::I13Bound),
+        shows_in_outputs: true,
+        proptest: None,
+        memory: 0,
+        max_pending: 1,
+    },
+    Mutant {
+        name: "ConflictAnsweredDelivered",
+        rule: "S56",
+        wrong: "a different message under a held id is answered already-delivered (which callers \
+                treat as success: the new message is silently dropped)",
+        file: "core/src/machine.rs",
+        from: "        if known.same_as(message) {
+            Err(retry)",
+        to: "        if known.same_as(message) || self.inbox.memory().holds(id) {
+            Err(retry)",
+        killer: Property::Always(Invariant::I14NoSilentLoss),
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 1,
+        max_pending: 0,
     },
 ];
 
@@ -395,6 +499,7 @@ pub const UNCHANGED: Mutant = Mutant {
     shows_in_outputs: true,
     proptest: Some(Invariant::I1SpliceProjection),
     memory: 0,
+    max_pending: 0,
 };
 
 /// A mutant by name (the table's, or [`UNCHANGED`]); case-insensitive.

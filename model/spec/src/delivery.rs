@@ -1,27 +1,34 @@
 //! Deliveries (`send` and its presets) and queue edits (`remove`, `replace`, `prepend`, `clear`),
-//! S13, S15–S21.
+//! S13, S15–S21, with the checks of §12 in their order: identity (S13, S52, each made `conflict`
+//! by S56), then the guard (S54, `send` only), then the bound (S55, `send` and `prepend`).
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::conflict::reuse_rejection;
 use super::lists::Item;
-use super::wire::{msg_id, Out, Target};
+use super::wire::{msg_id, Expect, Out, Target};
 use super::Spec;
 
 impl Spec {
-    /// S16 `send(message, target, wakeup)`.
+    /// S16 `send(message, target, wakeup)`, with the guard `expect` (S54) if it carries one.
     pub(super) fn on_send(
         &mut self,
         out: &mut Out,
         msg: Value,
         target: Target,
         wakeup: bool,
+        expect: Option<Expect>,
     ) -> Result<(), &'static str> {
         let target = self.resolve_target(target, wakeup);
-        // S13, then S52: validate before emitting anything.
-        self.check_not_pending(msg_id(&msg))?;
-        self.check_not_delivered(msg_id(&msg))?;
+        // Validate before emitting anything (S13), in the order of S54/S55: S13, then S52 (each
+        // `conflict` for a different message, S56), then the guard (S54), then the bound on the
+        // resolved list (S55).
+        self.check_not_pending(&msg)?;
+        self.check_not_delivered(&msg)?;
+        self.check_guard(expect)?;
+        self.check_room(target)?;
         // S17: appended at the end of the resolved list; S10: `wakeup: true` iff the send is waking.
         let start = self.list(target).len();
         self.splice(
@@ -53,12 +60,17 @@ impl Spec {
         }
     }
 
-    /// S13: no id is pending twice across NT and NS; a delivery of a pending id is rejected.
-    fn check_not_pending(&self, id: &str) -> Result<(), &'static str> {
-        if self.is_pending(id) {
-            Err("already-pending")
-        } else {
-            Ok(())
+    /// S13: no id is pending twice across NT and NS; a delivery of a pending id is rejected
+    /// `already-pending`, or `conflict` when `msg` differs from the message pending under that id
+    /// (S56).
+    fn check_not_pending(&self, msg: &Value) -> Result<(), &'static str> {
+        match self.find(msg_id(msg)) {
+            Some((t, i)) => Err(reuse_rejection(
+                "already-pending",
+                &self.list(t)[i].msg,
+                msg,
+            )),
+            None => Ok(()),
         }
     }
 
@@ -81,13 +93,14 @@ impl Spec {
         let Some((t, i)) = self.find(id) else {
             return Ok(());
         };
-        // S13: the new id may equal the replaced one, but not any other pending id.
-        let new_id = msg_id(&msg);
-        if new_id != id {
-            self.check_not_pending(new_id)?;
+        // S13: the new id may equal the replaced one, but not any other pending id (S56:
+        // `conflict` when the message pending under it differs).
+        if msg_id(&msg) != id {
+            self.check_not_pending(&msg)?;
         }
-        // S52: nor an id the delivery memory holds (checked after S13).
-        self.check_not_delivered(new_id)?;
+        // S52: nor an id the delivery memory holds (checked after S13; S56 likewise). S55: a
+        // replace never changes a list's length and is never `full`.
+        self.check_not_delivered(&msg)?;
         let waking = self.list(t)[i].waking;
         // S14: splice, then discarded(old), then inserted(new).
         self.splice(
@@ -112,9 +125,10 @@ impl Spec {
         target: Target,
         msg: Value,
     ) -> Result<(), &'static str> {
-        // S13, then S52.
-        self.check_not_pending(msg_id(&msg))?;
-        self.check_not_delivered(msg_id(&msg))?;
+        // S13, then S52 (S56: `conflict` for a different message), then the bound (S55).
+        self.check_not_pending(&msg)?;
+        self.check_not_delivered(&msg)?;
+        self.check_room(target)?;
         self.splice(
             out,
             target,

@@ -1,6 +1,6 @@
 //! # coxswain-spec
 //!
-//! The executable spec of coxswain: `shared/SPEC.md` (S1–S53, §10–§11) as a plain reference
+//! The executable spec of coxswain: `shared/SPEC.md` (S1–S56, §10–§12) as a plain reference
 //! model, written from the spec alone and sharing no code with `coxswain-core`. The model checker
 //! (`coxswain-model`) runs it beside the real machine on every action and requires identical
 //! outputs, rejections and observable state; the differential property tests and the fuzz targets
@@ -34,8 +34,32 @@
 //!
 //! The rules live one module per SPEC section: `wire` (the FORMAT.md values), `lists`
 //! (S10–S14), `delivery` (S13, S15–S21), `latch` (S24–S26), `turns` (S27–S38), `answers`
-//! (S29–S34), `cancel` (S39–S45), `restore` (S46–S48) and `memory` (S51–S53); `view` answers the
-//! queries ([`Spec::view`]).
+//! (S29–S34), `cancel` (S39–S45), `restore` (S46–S48), `memory` (S51–S53), `guard` (S54),
+//! `admission` (S55) and `conflict` (S56); `view` answers the queries ([`Spec::view`]).
+//!
+//! The host's choices that are not in the log, the delivery memory's capacity `W` (S51) and
+//! the admission bound `maxPending` (S55), are a [`Config`]:
+//!
+//! ```
+//! use coxswain_spec::{Config, Spec};
+//! use std::num::NonZeroUsize;
+//! use serde_json::json;
+//!
+//! let mut spec = Spec::with_config(Config { memory: 0, max_pending: NonZeroUsize::new(1) });
+//! let m = |id: &str| json!({ "id": id, "source": { "kind": "user" }, "content": id });
+//! spec.apply(&json!({ "inject": m("a") }))?;
+//! // S55: NS already holds P = 1 item.
+//! assert_eq!(spec.apply(&json!({ "inject": m("b") })), Err("full"));
+//! // S13 comes first; S56: the same id with a different message is a conflict.
+//! assert_eq!(spec.apply(&json!({ "inject": m("a") })), Err("already-pending"));
+//! let other = json!({ "id": "a", "source": { "kind": "user" }, "content": "changed" });
+//! assert_eq!(spec.apply(&json!({ "inject": other })), Err("conflict"));
+//! // S54: a guard expecting idle after turn 1, while `lastTurn` is 0.
+//! let guarded = json!({ "send": { "message": m("c"), "target": "next-turn", "wakeup": false,
+//!                                 "expect": { "idleAfter": 1 } } });
+//! assert_eq!(spec.apply(&guarded), Err("turn-mismatch"));
+//! # Ok::<(), &'static str>(())
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -46,7 +70,7 @@ mod wire;
 mod lists;
 
 /// Deliveries (`send` and its presets) and queue edits (`remove`, `replace`, `prepend`,
-/// `clear`), S13, S15–S21.
+/// `clear`), S13, S15–S21, with §12's checks in their order (S54–S56).
 mod delivery;
 
 /// Waking, the wake latch and the end of an activity (S24–S26, S35, S45).
@@ -61,11 +85,21 @@ mod answers;
 /// Cancellation, maintenance and disposal (S39–S45).
 mod cancel;
 
-/// Restoring from a durable log (S46–S48, S53).
+/// Restoring from a durable log (S46–S48, S53, S55).
 mod restore;
 
-/// The delivery memory and `already-delivered` (S51–S53, I11).
+/// The delivery memory, each held id with its message, and `already-delivered` (S51–S53, S56,
+/// I11).
 mod memory;
+
+/// The expected-turn guard of a `send` and `turn-mismatch` (S54, I12).
+mod guard;
+
+/// The admission bound `maxPending` and `full` (S55, I13).
+mod admission;
+
+/// Conflicting reuse of an id: S56's message equality and `conflict` (I14).
+mod conflict;
 
 /// The observable state: the queries the differential property compares with the core's.
 mod view;
@@ -81,6 +115,8 @@ mod random_walks;
 /// What no trace can express: state untouched by a rejection, the public projections.
 #[cfg(test)]
 mod tests;
+
+use std::num::NonZeroUsize;
 
 use serde_json::Value;
 
@@ -102,8 +138,20 @@ enum Phase {
     Disposed,
 }
 
+/// The host's choices for a machine that are not written to the log: given when it is created
+/// ([`Spec::with_config`]) or restored ([`Spec::restore_with_config`]), FORMAT.md's
+/// `given.memory` and `given.maxPending`. The default is the core's: no memory, unbounded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Config {
+    /// The delivery memory's capacity `W ≥ 0` (S51); 0 is plain S9.
+    pub memory: usize,
+    /// The admission bound `maxPending = P ≥ 1` (S55); `None`: unbounded.
+    pub max_pending: Option<NonZeroUsize>,
+}
+
 /// The executable spec of one agent session: the state SPEC.md describes, changed only by
-/// [`Spec::apply`] (and created by [`Spec::new`], [`Spec::with_memory`] or [`Spec::restore`]).
+/// [`Spec::apply`] (and created by [`Spec::new`], [`Spec::with_memory`], [`Spec::with_config`],
+/// [`Spec::restore`] or [`Spec::restore_with_config`]).
 ///
 /// `Eq` and `Hash` compare the whole state except what no later input can read (the outcome of
 /// the step before the one the host is running, see `turns::Turn`), so a model checker may keep
@@ -124,8 +172,11 @@ pub struct Spec {
     disposing: bool,
     /// `lastTurn`: the number of the last opened turn (S23, S27, S46).
     last_turn: u64,
-    /// The delivery memory of capacity `W` (S51): the ids that last left the lists.
+    /// The delivery memory of capacity `W` (S51): the ids that last left the lists, each with
+    /// its message (S56).
     memory: Memory,
+    /// The admission bound `maxPending = P` (S55); `None`: unbounded.
+    max_pending: Option<NonZeroUsize>,
 }
 
 impl Default for Spec {
@@ -140,8 +191,17 @@ impl Spec {
         Spec::with_memory(0)
     }
 
-    /// A fresh machine with a delivery memory of capacity `memory` (S51).
+    /// A fresh machine with a delivery memory of capacity `memory` (S51), unbounded (S55).
     pub fn with_memory(memory: usize) -> Self {
+        Spec::with_config(Config {
+            memory,
+            max_pending: None,
+        })
+    }
+
+    /// A fresh machine with the host's [`Config`]: the delivery memory's capacity (S51) and the
+    /// admission bound (S55).
+    pub fn with_config(config: Config) -> Self {
         Spec {
             nt: Vec::new(),
             ns: Vec::new(),
@@ -150,7 +210,16 @@ impl Spec {
             wake_requested: false,
             disposing: false,
             last_turn: 0,
-            memory: Memory::new(memory),
+            memory: Memory::new(config.memory),
+            max_pending: config.max_pending,
+        }
+    }
+
+    /// The host's [`Config`] this machine was created or restored with.
+    pub fn config(&self) -> Config {
+        Config {
+            memory: self.memory.capacity(),
+            max_pending: self.max_pending,
         }
     }
 
@@ -160,9 +229,10 @@ impl Spec {
 
     /// Applies one input, the value of a FORMAT.md `"in"` line. `Ok`: every output in order, as
     /// the values of `"out"` lines; `Err`: the rejection kind (`already-pending`,
-    /// `already-delivered`, `unexpected-completion`, `busy`, `disposed`), and then the spec is
-    /// unchanged (S5). A value that is no FORMAT.md input is rejected [`MALFORMED`], also
-    /// changing nothing.
+    /// `already-delivered`, `conflict`, `turn-mismatch`, `full`, `unexpected-completion`, `busy`,
+    /// `disposed`), and then the spec is unchanged (S5). A value that is no FORMAT.md input
+    /// (a malformed `expect` included, S54) is rejected [`MALFORMED`], also changing nothing;
+    /// once disposed, even that is rejected `disposed` (S45).
     pub fn apply(&mut self, input: &Value) -> Result<Vec<Value>, &'static str> {
         let (key, arg) = wire::one_key(input)?;
         // S45: once disposed, every input is rejected `disposed`, before any other check.
@@ -185,7 +255,8 @@ impl Spec {
                 message,
                 target,
                 wakeup,
-            } => self.on_send(out, message, target, wakeup)?,
+                expect,
+            } => self.on_send(out, message, target, wakeup, expect)?,
             Input::Remove(id) => self.on_remove(out, &id),
             Input::Replace { id, message } => self.on_replace(out, &id, message)?,
             Input::Prepend { target, message } => self.on_prepend(out, target, message)?,

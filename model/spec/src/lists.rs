@@ -48,11 +48,6 @@ impl Spec {
         None
     }
 
-    /// S9/S13: is this id pending in NT or NS?
-    pub(super) fn is_pending(&self, id: &str) -> bool {
-        self.find(id).is_some()
-    }
-
     /// S19: waking work = at least one pending item, in either list, delivered waking.
     pub(super) fn has_waking_work(&self) -> bool {
         self.nt.iter().chain(self.ns.iter()).any(|i| i.waking)

@@ -1,15 +1,24 @@
 //! The delivery memory (S51–S53, I11): the ids of the last `W` items that left the pending lists,
-//! and the `already-delivered` rejection it causes.
+//! each with its message (S56), and the `already-delivered` rejection it causes.
 //!
-//! Written from SPEC §11 alone, for clarity rather than speed: a `VecDeque` of ids, oldest first,
-//! searched linearly. The rules hook in at exactly two places: after every live splice
-//! ([`Spec::splice`](super::Spec)) and after every replayed splice of a restore
+//! Written from SPEC §11 alone, for clarity rather than speed: a `VecDeque` of (id, message),
+//! oldest first, searched linearly. The rules hook in at exactly two places: after every live
+//! splice ([`Spec::splice`](super::Spec)) and after every replayed splice of a restore
 //! (S53), both through [`Spec::memory_after_splice`]; and in the checks of `send`,
-//! `prepend` and `replace` ([`Spec::check_not_delivered`], S52).
+//! `prepend` and `replace` ([`Spec::check_not_delivered`], S52, S56).
+//!
+//! S56 lets the memory keep, for each held id, the message or a digest of its canonical value;
+//! the spec keeps the whole message (shared with the item it left as, S8), so the comparison is
+//! the plain JSON equality of `conflict` and the view can show it.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
+use serde_json::Value;
+
+use super::conflict::reuse_rejection;
 use super::lists::Item;
+use super::wire::msg_id;
 use super::Spec;
 
 /// The delivery memory of one machine (S51).
@@ -17,8 +26,10 @@ use super::Spec;
 pub(super) struct Memory {
     /// `W`, chosen by the host at creation or restore; never written to the log (S51).
     capacity: usize,
-    /// The held ids, oldest first. Never longer than `capacity`.
-    held: VecDeque<String>,
+    /// The held ids with the message each left the lists as (S56), oldest first. Never longer
+    /// than `capacity`; no id twice (an id is held only while not pending, and enters only when
+    /// it leaves the lists).
+    held: VecDeque<(String, Arc<Value>)>,
 }
 
 impl Memory {
@@ -30,20 +41,37 @@ impl Memory {
         }
     }
 
-    /// S52: does the memory hold this id?
-    pub(super) fn holds(&self, id: &str) -> bool {
-        self.held.iter().any(|held| held == id)
+    /// `W` (S51).
+    pub(super) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// S52, S56: the message the memory holds under this id, if it holds the id.
+    pub(super) fn message(&self, id: &str) -> Option<&Value> {
+        self.held
+            .iter()
+            .find(|(held, _)| held == id)
+            .map(|(_, msg)| msg.as_ref())
     }
 
     /// The held ids, oldest first.
     pub(super) fn held(&self) -> Vec<String> {
-        self.held.iter().cloned().collect()
+        self.held.iter().map(|(id, _)| id.clone()).collect()
     }
 
-    /// S51: an id that left the lists enters the memory as the newest; while more than `W` ids
-    /// are held, the oldest are forgotten.
-    fn remember(&mut self, id: &str) {
-        self.held.push_back(id.to_string());
+    /// The held (id, message) pairs, oldest first (S56).
+    pub(super) fn held_messages(&self) -> Vec<(String, Value)> {
+        self.held
+            .iter()
+            .map(|(id, msg)| (id.clone(), msg.as_ref().clone()))
+            .collect()
+    }
+
+    /// S51: an id that left the lists enters the memory as the newest, with the message it left
+    /// as (S56); while more than `W` ids are held, the oldest are forgotten.
+    fn remember(&mut self, item: &Item) {
+        self.held
+            .push_back((item.id().to_string(), Arc::clone(&item.msg)));
         while self.held.len() > self.capacity {
             self.held.pop_front();
         }
@@ -51,9 +79,10 @@ impl Memory {
 
     /// S51 "no id is ever both pending and held": an id that is pending is not held. Live, S52
     /// already refuses every insertion of a held id, so this only acts on a restored log written
-    /// under a smaller capacity (S46 accepts such a log as written; S53 replays it).
+    /// under a smaller capacity: S53 accepts such a log, and the id leaves the memory as it is
+    /// inserted.
     fn release(&mut self, id: &str) {
-        self.held.retain(|held| held != id);
+        self.held.retain(|(held, _)| held != id);
     }
 }
 
@@ -75,19 +104,19 @@ impl Spec {
         }
         for item in removed {
             if !pending.iter().any(|p| p == item.id()) {
-                self.memory.remember(item.id());
+                self.memory.remember(item);
             }
         }
     }
 
     /// S52: a `send`, a `prepend`, or a `replace` of a pending item whose new message's id the
-    /// memory holds is rejected `already-delivered`. Callers run the S13 `already-pending` check
-    /// first, and a `replace` of an absent id never gets here (S15).
-    pub(super) fn check_not_delivered(&self, id: &str) -> Result<(), &'static str> {
-        if self.memory.holds(id) {
-            Err("already-delivered")
-        } else {
-            Ok(())
+    /// memory holds is rejected `already-delivered`, or `conflict` when `msg` differs from the
+    /// message held under that id (S56). Callers run the S13 `already-pending` check first, and
+    /// a `replace` of an absent id never gets here (S15).
+    pub(super) fn check_not_delivered(&self, msg: &Value) -> Result<(), &'static str> {
+        match self.memory.message(msg_id(msg)) {
+            Some(held) => Err(reuse_rejection("already-delivered", held, msg)),
+            None => Ok(()),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Restoring from a durable log (S46–S48), rebuilding the delivery memory (S53).
+//! Restoring from a durable log (S46–S48), rebuilding the delivery memory (S53) and keeping a
+//! restored list longer than the admission bound (S55).
 
 use std::sync::Arc;
 
@@ -6,18 +7,40 @@ use serde_json::Value;
 
 use super::lists::Item;
 use super::wire::Target;
-use super::Spec;
+use super::{Config, Spec};
+
+/// S46: the largest turn a restored `turn/start` may carry, `2^53 − 2`, so that the next turn's
+/// number, `2^53 − 1` at most, stays a JSON-safe integer (JavaScript's `MAX_SAFE_INTEGER`).
+const MAX_RESTORED_TURN: u64 = (1 << 53) - 2;
 
 impl Spec {
     /// Restores from a durable log (S46–S48): `log` is its events as JSON (`{type, data}`),
     /// `seed_length` the host's seed boundary (S46), `memory` the delivery memory's capacity `W`
-    /// (S51), which the replayed splices rebuild (S53). `Err` (naming the offending event)
-    /// exactly when S46/S47 say the log is invalid.
+    /// (S51), which the replayed splices rebuild (S53); unbounded (S55). `Err` (naming the
+    /// offending event) exactly when S46/S47 say the log is invalid.
     pub fn restore(log: &[Value], seed_length: usize, memory: usize) -> Result<Self, String> {
+        Spec::restore_with_config(
+            log,
+            seed_length,
+            Config {
+                memory,
+                max_pending: None,
+            },
+        )
+    }
+
+    /// [`Spec::restore`] with the host's [`Config`]: the memory's capacity (S51, S53) and the
+    /// admission bound (S55), which does not make a log invalid: a restored list longer than
+    /// `maxPending` is kept as written.
+    pub fn restore_with_config(
+        log: &[Value],
+        seed_length: usize,
+        config: Config,
+    ) -> Result<Self, String> {
         // S46: seedLength clamped into [0, len].
         let seed = seed_length.min(log.len());
-        // S48: restoring never wakes: the machine is idle, no latch. S51: the host's capacity.
-        let mut m = Spec::with_memory(memory);
+        // S48: restoring never wakes: the machine is idle, no latch. S51, S55: the host's choices.
+        let mut m = Spec::with_config(config);
         // Whether the log is inside an open turn at this point (S46: may not end inside one).
         let mut open = false;
         for (i, ev) in log.iter().enumerate() {
@@ -28,9 +51,13 @@ impl Spec {
             let data = ev.get("data");
             match ty {
                 "turn/start" => {
-                    // S46: lastTurn = turn of the last turn/start in the whole log.
-                    let Some(t) = data.and_then(|d| d.get("turn")).and_then(Value::as_u64) else {
-                        return Err(format!("event {i}: turn/start lacks an integer turn (S46)"));
+                    // S46: lastTurn = turn of the last turn/start in the whole log, an integer in
+                    // [0, 2^53 − 2] (as written: a negative, fractional or `1.0` turn is not).
+                    let turn = data.and_then(|d| d.get("turn")).and_then(Value::as_u64);
+                    let Some(t) = turn.filter(|t| *t <= MAX_RESTORED_TURN) else {
+                        return Err(format!(
+                            "event {i}: turn/start lacks an integer turn in [0, 2^53 - 2] (S46)"
+                        ));
                     };
                     m.last_turn = t;
                     open = true;
@@ -112,7 +139,9 @@ impl Spec {
             ids.push(item.id());
         }
         *self.list_mut(target) = list;
-        // S53: the memory is rebuilt by the S51 rule, splice by splice in log order.
+        // S53: the memory is rebuilt by the S51 rule, splice by splice in log order, each held id
+        // with the message it left as (S56); an inserted id the memory holds at this point (a
+        // log written under a smaller capacity) is valid and leaves the memory as it is inserted.
         self.memory_after_splice(&removed);
         Ok(())
     }

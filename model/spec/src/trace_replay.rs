@@ -1,9 +1,11 @@
 //! The conformance corpus (`tests/conformance/*.jsonl`) replayed on the spec, which is how
 //! the corpus pins the spec's behaviour, and the replayer's own tests.
 
+use std::num::NonZeroUsize;
+
 use serde_json::Value;
 
-use super::Spec;
+use super::{Config, Spec};
 
 /// Replays one trace file's text; returns the first mismatch as text, if any.
 fn replay_trace(text: &str) -> Result<(), String> {
@@ -29,7 +31,8 @@ fn replay_trace(text: &str) -> Result<(), String> {
     let mut model = Spec::new();
     if let Some((line_no, k, given)) = lines.first() {
         if k == "given" {
-            // FORMAT.md: `log` may be omitted (a fresh machine); `memory` is W (S51), default 0.
+            // FORMAT.md: `log` may be omitted (a fresh machine); `memory` is W (S51), default 0;
+            // `maxPending` is the admission bound P ≥ 1 (S55), omitted: unbounded.
             let log = match given.get("log") {
                 None => &Vec::new(),
                 Some(log) => log
@@ -38,11 +41,25 @@ fn replay_trace(text: &str) -> Result<(), String> {
             };
             let seed = given.get("seedLength").and_then(Value::as_u64).unwrap_or(0) as usize;
             let memory = given.get("memory").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let max_pending = match given.get("maxPending") {
+                None => None,
+                Some(p) => Some(
+                    p.as_u64()
+                        .and_then(|p| NonZeroUsize::new(p as usize))
+                        .ok_or_else(|| {
+                            format!("line {line_no}: given.maxPending is not an integer >= 1")
+                        })?,
+                ),
+            };
+            let config = Config {
+                memory,
+                max_pending,
+            };
             let expect_invalid = matches!(
                 lines.get(1),
                 Some((_, k, v)) if k == "rejected" && v == "invalid-log"
             );
-            match (Spec::restore(log, seed, memory), expect_invalid) {
+            match (Spec::restore_with_config(log, seed, config), expect_invalid) {
                 (Ok(_), true) => {
                     return Err(format!(
                         "line {}: expected invalid-log, model restored the log",

@@ -1,6 +1,6 @@
-//! The observable state (S23, S24–S26, S39, S44, S45, S51): what a host can ask a machine
-//! between inputs, as the spec's own state answers it. The differential property compares it
-//! with the core's after every input.
+//! The observable state (S23, S24–S26, S39, S44, S45, S51, S55, S56): what a host can ask a
+//! machine between inputs, as the spec's own state answers it. The differential property
+//! compares it with the core's after every input.
 
 use std::fmt;
 
@@ -83,6 +83,8 @@ pub struct View {
     pub outstanding: Option<Outstanding>,
     /// The ids the delivery memory holds, oldest first (S51).
     pub delivered: Vec<String>,
+    /// The admission bound `maxPending = P` (S55); `None`: unbounded.
+    pub max_pending: Option<usize>,
 }
 
 impl View {
@@ -112,6 +114,7 @@ impl View {
         field("lastTurn", &self.last_turn, &other.last_turn);
         field("outstanding", &self.outstanding, &other.outstanding);
         field("delivery memory", &self.delivered, &other.delivered);
+        field("maxPending", &self.max_pending, &other.max_pending);
         found
     }
 }
@@ -133,6 +136,7 @@ impl Spec {
             last_turn: self.last_turn(),
             outstanding: self.outstanding(),
             delivered: self.delivered(),
+            max_pending: self.max_pending(),
         }
     }
 
@@ -150,6 +154,18 @@ impl Spec {
     /// The ids the delivery memory holds (S51), oldest first.
     pub fn delivered(&self) -> Vec<String> {
         self.memory.held()
+    }
+
+    /// The held ids with the message each left the lists as (S51, S56), oldest first: what a
+    /// retry of that id is compared with (`already-delivered` or `conflict`). Not part of
+    /// [`View`]: S56 lets a machine keep a digest instead of the message.
+    pub fn delivered_messages(&self) -> Vec<(String, Value)> {
+        self.memory.held_messages()
+    }
+
+    /// The admission bound `maxPending = P` (S55); `None`: unbounded.
+    pub fn max_pending(&self) -> Option<usize> {
+        self.max_pending.map(std::num::NonZeroUsize::get)
     }
 
     /// The public status (S23): `running` when running, otherwise `idle` (also when disposed,

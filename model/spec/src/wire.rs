@@ -73,6 +73,35 @@ pub(super) enum StepAnswer {
     Fail(Value),
 }
 
+/// The expected-turn guard a `send` may carry (S54), as FORMAT.md spells it: `{"turn": n}` or
+/// `{"idleAfter": n}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Expect {
+    /// `{"turn": n}`: only while turn `n` is open and not cancelled.
+    Turn(u64),
+    /// `{"idleAfter": n}`: only while idle with `lastTurn == n`.
+    IdleAfter(u64),
+}
+
+impl Expect {
+    /// `expect` of a `send` (S54): absent is no guard; anything but an object with exactly one
+    /// of the keys `turn` / `idleAfter` whose value is a non-negative integer (a turn number as
+    /// written: `1.0`, `-1` and `"1"` are not) is [`MALFORMED`].
+    fn parse(v: Option<&Value>) -> Result<Option<Expect>, &'static str> {
+        let Some(v) = v else {
+            return Ok(None);
+        };
+        let obj = v.as_object().filter(|o| o.len() == 1).ok_or(MALFORMED)?;
+        let (key, n) = obj.iter().next().ok_or(MALFORMED)?;
+        let n = n.as_u64().ok_or(MALFORMED)?;
+        match key.as_str() {
+            "turn" => Ok(Some(Expect::Turn(n))),
+            "idleAfter" => Ok(Some(Expect::IdleAfter(n))),
+            _ => Err(MALFORMED),
+        }
+    }
+}
+
 /// A host answer to `turnStopping` (S33).
 pub(super) enum TurnStoppingAnswer {
     Done,
@@ -81,11 +110,12 @@ pub(super) enum TurnStoppingAnswer {
 
 /// One input, parsed.
 pub(super) enum Input {
-    /// S16 `send`, and the presets `followup`, `steer`, `inject`.
+    /// S16 `send`, and the presets `followup`, `steer`, `inject` (which carry no guard, S54).
     Send {
         message: Value,
         target: Target,
         wakeup: bool,
+        expect: Option<Expect>,
     },
     /// S15 `remove(id)`.
     Remove(String),
@@ -127,6 +157,7 @@ impl Input {
                 message: message(&arg["message"])?,
                 target: Target::parse(&arg["target"])?,
                 wakeup: arg["wakeup"].as_bool().ok_or(MALFORMED)?,
+                expect: Expect::parse(arg.get("expect"))?,
             },
             // S16 presets.
             "followup" => Input::send(arg, Target::NextTurn, true)?,
@@ -184,12 +215,13 @@ impl Input {
         })
     }
 
-    /// A preset (S16): the message with a fixed target and wakeup.
+    /// A preset (S16): the message with a fixed target and wakeup, and no guard (S54).
     fn send(m: &Value, target: Target, wakeup: bool) -> Result<Input, &'static str> {
         Ok(Input::Send {
             message: message(m)?,
             target,
             wakeup,
+            expect: None,
         })
     }
 }

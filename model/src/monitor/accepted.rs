@@ -32,6 +32,7 @@ impl Monitor {
         after: &Machine,
     ) -> Check {
         self.take_answer(input)?;
+        self.check_admitted(before, input, outputs)?;
         let prior = self.prior(input);
         self.track_activity(before, input);
         let tally = self.observe_outputs(outputs, prior.step_outstanding)?;

@@ -4,15 +4,15 @@
 
 use std::collections::VecDeque;
 
-use coxswain_core::{Machine, MessageId};
+use coxswain_core::{Machine, MessageId, SharedMessage};
 
 use super::properties::{fail, Check, Fact, Invariant};
 use super::Monitor;
 
-/// The ids one splice moved: the removed ones (in list order) and the inserted ones.
+/// The ids one splice moved: the removed messages (in list order) and the inserted ids.
 #[derive(Default)]
 pub(super) struct SpliceIds {
-    left: Vec<MessageId>,
+    left: Vec<SharedMessage>,
     inserted: Vec<MessageId>,
 }
 
@@ -20,8 +20,9 @@ pub(super) struct SpliceIds {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(super) struct Window {
     capacity: usize,
-    /// The last `capacity` ids that left the lists, oldest first.
-    held: VecDeque<MessageId>,
+    /// The last `capacity` messages that left the lists, oldest first (S56 compares a retry
+    /// with the one held under its id).
+    held: VecDeque<SharedMessage>,
     /// The id last forgotten, until it is delivered again (a `sometimes` fact) or another is.
     forgotten: Option<MessageId>,
 }
@@ -35,7 +36,12 @@ impl Window {
     }
 
     pub(super) fn holds(&self, id: &MessageId) -> bool {
-        self.held.contains(id)
+        self.held(id).is_some()
+    }
+
+    /// The message held under `id`, if the window holds it.
+    pub(super) fn held(&self, id: &MessageId) -> Option<&SharedMessage> {
+        self.held.iter().find(|message| message.id() == id)
     }
 
     pub(super) fn forgotten(&self) -> Option<&MessageId> {
@@ -65,8 +71,8 @@ impl Monitor {
     }
 
     /// An id left its list (discarded or claimed).
-    pub(super) fn observe_memory_leave(id: &MessageId, splice: &mut SpliceIds) {
-        splice.left.push(id.clone());
+    pub(super) fn observe_memory_leave(message: &SharedMessage, splice: &mut SpliceIds) {
+        splice.left.push(message.clone());
     }
 
     /// A splice ended (the next one began, or the input's outputs did): S51, its removed ids that
@@ -76,10 +82,10 @@ impl Monitor {
         if self.window.capacity == 0 {
             return;
         }
-        for id in left.into_iter().filter(|id| !inserted.contains(id)) {
-            self.window.held.push_back(id);
+        for message in left.into_iter().filter(|m| !inserted.contains(m.id())) {
+            self.window.held.push_back(message);
             while self.window.held.len() > self.window.capacity {
-                self.window.forgotten = self.window.held.pop_front();
+                self.window.forgotten = self.window.held.pop_front().map(|m| m.id().clone());
             }
         }
     }
@@ -87,15 +93,16 @@ impl Monitor {
 
 /// S51, S53: the machine's memory holds exactly the window, in order (after a restore too).
 pub(super) fn check_memory(monitor: &Monitor, machine: &Machine) -> Check {
-    if machine.delivered().eq(monitor.window.held.iter()) {
+    if machine
+        .delivered()
+        .eq(monitor.window.held.iter().map(|m| m.id()))
+    {
         return Ok(());
     }
     let held: Vec<&MessageId> = machine.delivered().collect();
+    let window: Vec<&MessageId> = monitor.window.held.iter().map(|m| m.id()).collect();
     fail(
         Invariant::I11Once,
-        format!(
-            "the delivery memory holds {held:?}, the last ids that left are {:?}",
-            monitor.window.held
-        ),
+        format!("the delivery memory holds {held:?}, the last ids that left are {window:?}"),
     )
 }

@@ -13,6 +13,7 @@
 //! [`facts`] (what a transition reached); [`properties`] names what is checked.
 
 mod accepted;
+mod admission;
 mod facts;
 mod memory;
 mod outputs;
@@ -23,6 +24,7 @@ mod rejection;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
 
 use coxswain_core::{
     Batch, CancelCause, Config, Input, Machine, MessageId, Output, Rejected, Status, Target,
@@ -82,8 +84,10 @@ pub struct Monitor {
     violation: Option<Violation>,
     /// The ids that last left the lists, as the outputs show them (I11).
     window: memory::Window,
+    /// The admission bound the machine was created with (S55).
+    max_pending: Option<NonZeroUsize>,
     /// Facts of the latest transition.
-    facts: u16,
+    facts: u32,
 }
 
 /// Hashes every field, the map of pending messages in list order (NT, then NS, as the log's
@@ -106,6 +110,7 @@ impl std::hash::Hash for Monitor {
         self.activity.hash(state);
         self.violation.hash(state);
         self.window.hash(state);
+        self.max_pending.hash(state);
         self.facts.hash(state);
     }
 }
@@ -132,6 +137,7 @@ impl Monitor {
             activity: None,
             violation: None,
             window: memory::Window::new(config.delivery_memory),
+            max_pending: config.max_pending,
             facts: 0,
         }
     }
@@ -146,6 +152,14 @@ impl Monitor {
         self.violation
             .as_ref()
             .is_some_and(|v| v.invariant == invariant)
+    }
+
+    /// Whether the latest transition showed a fact of a rejected input
+    /// ([`Fact::of_rejection`]).
+    pub fn saw_rejection_fact(&self) -> bool {
+        Fact::ALL
+            .iter()
+            .any(|fact| fact.of_rejection() && self.saw(*fact))
     }
 
     /// Whether the latest transition showed this fact.
@@ -194,8 +208,8 @@ impl Monitor {
         let checked = match result {
             Err(rejection) => {
                 let checked = self.check_rejection(before, input, rejection, outputs, after);
-                if checked.is_ok() && matches!(rejection, Rejected::AlreadyDelivered(_)) {
-                    self.note(Fact::RetryRefused);
+                if checked.is_ok() {
+                    self.note_rejection_fact(rejection);
                 }
                 checked
             }

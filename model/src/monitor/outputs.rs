@@ -3,7 +3,8 @@
 //! what the later checks need is tallied.
 
 use coxswain_core::{
-    CancelCause, Event, Message, MessageId, Notification, Output, Request, Status, TurnEndReason,
+    CancelCause, Event, MessageId, Notification, Output, Request, SharedMessage, Status,
+    TurnEndReason,
 };
 
 use super::memory::SpliceIds;
@@ -175,7 +176,7 @@ impl Monitor {
     /// says `wakeup`.
     fn observe_inserted(
         &mut self,
-        message: &Message,
+        message: &SharedMessage,
         waking: bool,
         step_outstanding: bool,
     ) -> Check {
@@ -193,7 +194,7 @@ impl Monitor {
     }
 
     /// I3: only a pending message is discarded.
-    fn observe_discarded(&mut self, message: &Message, tally: &mut Tally) -> Check {
+    fn observe_discarded(&mut self, message: &SharedMessage, tally: &mut Tally) -> Check {
         if self.live.remove(message.id()).is_none() {
             return fail(
                 Invariant::I3Conservation,
@@ -201,12 +202,12 @@ impl Monitor {
             );
         }
         tally.discarded.push(message.id().clone());
-        Monitor::observe_memory_leave(message.id(), &mut tally.splice);
+        Monitor::observe_memory_leave(message, &mut tally.splice);
         Ok(())
     }
 
     /// I3: only a pending message is claimed, and only by the open turn.
-    fn observe_claimed(&mut self, message: &Message, turn: u64, tally: &mut Tally) -> Check {
+    fn observe_claimed(&mut self, message: &SharedMessage, turn: u64, tally: &mut Tally) -> Check {
         let Some(tracked) = self.live.remove(message.id()) else {
             return fail(
                 Invariant::I3Conservation,
@@ -226,7 +227,7 @@ impl Monitor {
             self.note(Fact::ToolContextClaimed);
         }
         tally.claimed.push(message.id().clone());
-        Monitor::observe_memory_leave(message.id(), &mut tally.splice);
+        Monitor::observe_memory_leave(message, &mut tally.splice);
         Ok(())
     }
 

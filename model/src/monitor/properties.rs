@@ -46,11 +46,20 @@ pub enum Invariant {
     /// S21, S24, S25, S35: a turn opens only when waking work is pending just before its
     /// `turn/start` (a waking send from idle, a replayed latch, a continuation), never on its own.
     NoSpuriousActivity,
+    /// I12 (S54): every accepted guarded send was accepted while its guard held; a
+    /// `turn-mismatch` only when it did not.
+    I12Guard,
+    /// I13 (S55): no accepted send or prepend inserts into a list already holding `P` items; a
+    /// `full` only when the resolved list holds `P`.
+    I13Bound,
+    /// I14 (S56): no `already-pending` or `already-delivered` for a message that differs from
+    /// the one pending or held under its id; a `conflict` only when it differs.
+    I14NoSilentLoss,
 }
 
 impl Invariant {
     /// Every checked property.
-    pub const ALL: [Invariant; 17] = [
+    pub const ALL: [Invariant; 20] = [
         Invariant::I1SpliceProjection,
         Invariant::I2Identity,
         Invariant::I3Conservation,
@@ -68,6 +77,9 @@ impl Invariant {
         Invariant::S49ReplayEquivalence,
         Invariant::I11Once,
         Invariant::NoSpuriousActivity,
+        Invariant::I12Guard,
+        Invariant::I13Bound,
+        Invariant::I14NoSilentLoss,
     ];
 
     /// The property's name as the model checker reports it.
@@ -90,6 +102,9 @@ impl Invariant {
             Invariant::S49ReplayEquivalence => "S49 replay equivalence",
             Invariant::I11Once => "I11 once",
             Invariant::NoSpuriousActivity => "S21 S24 S25 S35 no turn without waking work",
+            Invariant::I12Guard => "I12 guard",
+            Invariant::I13Bound => "I13 bound",
+            Invariant::I14NoSilentLoss => "I14 no silent loss by reuse",
         }
     }
 
@@ -171,11 +186,19 @@ pub enum Fact {
     RetryRefused,
     /// An id the delivery memory had forgotten was delivered again (S51).
     ForgottenIdDeliveredAgain,
+    /// A guarded send was accepted, its guard holding (S54).
+    GuardHeld,
+    /// A guarded send was refused `turn-mismatch` (S54).
+    TurnMismatchRefused,
+    /// A reused id with a different message was refused `conflict` (S56).
+    ConflictRefused,
+    /// A send or prepend was refused `full` (S55).
+    FullRefused,
 }
 
 impl Fact {
     /// Every fact.
-    pub const ALL: [Fact; 15] = [
+    pub const ALL: [Fact; 19] = [
         Fact::BlockedTurnContinued,
         Fact::CompletedTurnContinued,
         Fact::LatchReplayedAtExit,
@@ -191,6 +214,10 @@ impl Fact {
         Fact::SteerRetargeted,
         Fact::RetryRefused,
         Fact::ForgottenIdDeliveredAgain,
+        Fact::GuardHeld,
+        Fact::TurnMismatchRefused,
+        Fact::ConflictRefused,
+        Fact::FullRefused,
     ];
 
     /// The fact's name as the model checker reports it.
@@ -213,6 +240,10 @@ impl Fact {
             Fact::SteerRetargeted => "reach: steer after cancel retargeted",
             Fact::RetryRefused => "reach: a retry refused already-delivered",
             Fact::ForgottenIdDeliveredAgain => "reach: a forgotten id delivered again",
+            Fact::GuardHeld => "reach: a guarded send accepted",
+            Fact::TurnMismatchRefused => "reach: a guarded send refused turn-mismatch",
+            Fact::ConflictRefused => "reach: a reused id refused conflict",
+            Fact::FullRefused => "reach: a delivery refused full",
         }
     }
 
@@ -221,8 +252,25 @@ impl Fact {
         matches!(self, Fact::RetryRefused | Fact::ForgottenIdDeliveredAgain)
     }
 
+    /// Whether only a machine with an admission bound can show it (S55).
+    pub fn needs_bound(self) -> bool {
+        matches!(self, Fact::FullRefused)
+    }
+
+    /// A fact of a rejected input: the model keeps the state it reaches (a rejection changes
+    /// nothing else, so without it the state would be the one before).
+    pub fn of_rejection(self) -> bool {
+        matches!(
+            self,
+            Fact::RetryRefused
+                | Fact::TurnMismatchRefused
+                | Fact::ConflictRefused
+                | Fact::FullRefused
+        )
+    }
+
     /// The fact's bit in the monitor's set of facts.
-    pub(super) fn bit(self) -> u16 {
-        1 << (self as u16)
+    pub(super) fn bit(self) -> u32 {
+        1 << (self as u32)
     }
 }

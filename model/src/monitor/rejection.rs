@@ -31,6 +31,15 @@ impl Monitor {
                 format!("rejected {} but changed the machine", rejection.kind()),
             );
         }
+        // §12: the guard (I12), the bound (I13) and the comparison of a reused id (I14) have
+        // properties of their own.
+        match rejection {
+            Rejected::TurnMismatch(expect) => {
+                return Monitor::check_turn_mismatch(before, input, *expect)
+            }
+            Rejected::Full { target, .. } => return self.check_full(before, input, *target),
+            _ => self.check_reuse(input, rejection)?,
+        }
         if self.rejection_is_justified(before, input, rejection) {
             Ok(())
         } else {
@@ -44,7 +53,7 @@ impl Monitor {
         }
     }
 
-    /// S4, S13, S43, S45: whether the machine had a reason to reject `input` this way.
+    /// S4, S13, S43, S45, S56: whether the machine had a reason to reject `input` this way.
     fn rejection_is_justified(
         &self,
         before: &Machine,
@@ -55,6 +64,7 @@ impl Monitor {
             Rejected::AfterDisposal => before.is_disposed(),
             Rejected::AlreadyPending(id) => self.live.contains_key(id),
             Rejected::AlreadyDelivered(id) => self.window.holds(id) && !self.live.contains_key(id),
+            Rejected::Conflict(_) => self.conflict_is_justified(rejection),
             Rejected::Busy => !before.is_quiescent(),
             Rejected::UnexpectedCompletion { .. } => self.completion_is_unexpected(before, input),
             _ => false,

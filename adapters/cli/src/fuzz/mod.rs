@@ -3,19 +3,21 @@
 //! core, written to `--out`.
 //!
 //! Sessions draw their inputs as the property tests do (`coxswain_conformance::generate`: the
-//! same weighted choices, message pool and delivery memories), from a deterministic generator
-//! seeded by `--seed` and the session's number. The core decides what each choice means (the
+//! same weighted choices, guarded sends (S54), message pool and delivery memories), and an
+//! admission bound (S55, `generate::MAX_PENDING`), from a deterministic generator seeded by
+//! `--seed` and the session's number. The core decides what each choice means (the
 //! request it answers, the batch it enters); the port gets the same inputs and must answer each
 //! exactly as the core did.
 
 mod shrink;
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use coxswain_conformance::generate::{self, Choice, MEMORY};
+use coxswain_conformance::generate::{self, Choice, MAX_PENDING, MEMORY};
 use coxswain_conformance::{
     output_json, replay, replay_on, Given, Recorder, Subject, Trace, TraceError,
 };
@@ -69,11 +71,11 @@ pub(crate) fn run(args: &FuzzArgs) -> ExitCode {
             Ok(inputs) => total += inputs,
             Err(Divergence { inputs, what }) => {
                 println!(
-                    "session {number} (delivery memory {}): diverged at input {}: {what}",
-                    session.memory,
+                    "session {number} ({}): diverged at input {}: {what}",
+                    describe(session.machine),
                     inputs.len()
                 );
-                return report(&mut exec, session.memory, inputs, args);
+                return report(&mut exec, session.machine, inputs, args);
             }
         }
         if let Some(mismatch) = exec.mismatch() {
@@ -89,20 +91,39 @@ pub(crate) fn run(args: &FuzzArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// "delivery memory W", with ", max pending P" for a bounded machine (S55).
+fn describe(machine: Settings) -> String {
+    match machine.max_pending {
+        Some(limit) => format!("delivery memory {}, max pending {limit}", machine.memory),
+        None => format!("delivery memory {}", machine.memory),
+    }
+}
+
 /// Shrinks a divergence, writes its trace and says how it fails on the port.
-fn report(exec: &mut Exec, memory: usize, inputs: Vec<Input>, args: &FuzzArgs) -> ExitCode {
+fn report(exec: &mut Exec, machine: Settings, inputs: Vec<Input>, args: &FuzzArgs) -> ExitCode {
     let found = inputs.len();
-    let mut fails = |memory: usize, candidate: &[Input]| {
-        let trace = record(memory, candidate, "candidate");
+    let mut fails = |machine: Settings, candidate: &[Input]| {
+        let trace = record(machine, candidate, "candidate");
         Trace::parse(&trace).is_ok_and(|trace| replay_on(&trace, exec).is_err())
     };
-    // The simplest machine first: no delivery memory, if the divergence does not need one.
-    let memory = if memory > 0 && fails(0, &inputs) {
-        0
-    } else {
-        memory
+    // The simplest machine first: no delivery memory, then no bound, if the divergence does
+    // not need them.
+    let mut machine = machine;
+    let simpler = Settings {
+        memory: 0,
+        ..machine
     };
-    let (inputs, tries) = shrink::shrink(inputs, |candidate| fails(memory, candidate));
+    if simpler != machine && fails(simpler, &inputs) {
+        machine = simpler;
+    }
+    let simpler = Settings {
+        max_pending: None,
+        ..machine
+    };
+    if simpler != machine && fails(simpler, &inputs) {
+        machine = simpler;
+    }
+    let (inputs, tries) = shrink::shrink(inputs, |candidate| fails(machine, candidate));
     println!(
         "shrunk {found} inputs to {} ({tries} candidates tried)",
         inputs.len()
@@ -114,7 +135,7 @@ fn report(exec: &mut Exec, memory: usize, inputs: Vec<Input>, args: &FuzzArgs) -
         exec.describe(),
         inputs.len()
     );
-    let text = record(memory, &inputs, &note);
+    let text = record(machine, &inputs, &note);
     if let Err(error) = std::fs::write(&args.out, &text) {
         println!("cannot write {}: {error}", args.out.display());
         return ExitCode::FAILURE;
@@ -138,9 +159,9 @@ fn outcome(result: &Result<coxswain_conformance::Replayed, TraceError>) -> Strin
     }
 }
 
-/// The trace the core records for `inputs` on a fresh machine with delivery memory `memory`.
-fn record(memory: usize, inputs: &[Input], note: &str) -> String {
-    let mut recorder = Recorder::with_config(note, config(memory));
+/// The trace the core records for `inputs` on a fresh machine with these settings.
+fn record(machine: Settings, inputs: &[Input], note: &str) -> String {
+    let mut recorder = Recorder::with_config(note, machine.config());
     for input in inputs {
         // A rejection is recorded as the trace's `rejected` line.
         let _ = recorder.input(input.clone());
@@ -148,14 +169,41 @@ fn record(memory: usize, inputs: &[Input], note: &str) -> String {
     recorder.finish()
 }
 
-fn config(memory: usize) -> Config {
-    Config::new().with_delivery_memory(memory)
+/// The host's choices for a session's machine: its delivery memory (S51) and admission bound
+/// (S55), which the `begin` request's `given` carries to the port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Settings {
+    memory: usize,
+    max_pending: Option<NonZeroUsize>,
 }
 
-/// One random session: its delivery memory and its choices.
+impl Settings {
+    fn config(self) -> Config {
+        let config = Config::new().with_delivery_memory(self.memory);
+        match self.max_pending {
+            Some(limit) => config.with_max_pending(limit),
+            None => config,
+        }
+    }
+}
+
+/// One random session: its machine's settings and its choices.
 struct Session {
-    memory: usize,
+    machine: Settings,
     choices: Vec<Choice>,
+}
+
+/// A weighted pick from a table of `(weight, value)`.
+fn pick<T: Copy + Default>(rng: &mut Rng, table: &[(u32, T)]) -> T {
+    let total: u32 = table.iter().map(|(weight, _)| weight).sum();
+    let mut pick = u32::try_from(rng.below(u64::from(total))).unwrap_or_default();
+    for &(weight, value) in table {
+        if pick < weight {
+            return value;
+        }
+        pick -= weight;
+    }
+    T::default()
 }
 
 /// The inputs up to and including the one the port answered differently, and how.
@@ -166,16 +214,8 @@ struct Divergence {
 
 impl Session {
     fn draw(rng: &mut Rng, max_inputs: u64) -> Session {
-        let total: u32 = MEMORY.iter().map(|(weight, _)| weight).sum();
-        let mut pick = u32::try_from(rng.below(u64::from(total))).unwrap_or_default();
-        let mut memory = 0;
-        for (weight, w) in MEMORY {
-            if pick < weight {
-                memory = w;
-                break;
-            }
-            pick -= weight;
-        }
+        let memory = pick(rng, &MEMORY);
+        let max_pending = pick(rng, &MAX_PENDING);
         let length = 1 + rng.below(max_inputs.max(1));
         let choices = (0..length)
             .map(|_| {
@@ -186,18 +226,30 @@ impl Session {
             // One machine's life: crash and restore checks are not inputs.
             .filter(|choice| !matches!(choice, Choice::CheckRestore | Choice::Crash))
             .collect();
-        Session { memory, choices }
+        Session {
+            machine: Settings {
+                memory,
+                max_pending,
+            },
+            choices,
+        }
     }
 
     /// Runs the session on the core and the port; the number of inputs, or the divergence.
     fn run(&self, exec: &mut Exec) -> Result<usize, Divergence> {
-        // The machine a trace with this memory's `given` line restores (FORMAT.md).
-        let (mut machine, given) = if self.memory == 0 {
+        // The machine a trace with these settings' `given` line restores (FORMAT.md).
+        let settings = self.machine;
+        let config = settings.config();
+        let (mut machine, given) = if settings
+            == (Settings {
+                memory: 0,
+                max_pending: None,
+            }) {
             (Machine::new(), None)
         } else {
-            let machine = Machine::restore_with(config(self.memory), &[], 0)
-                .unwrap_or_else(|_| Machine::with_config(config(self.memory)));
-            (machine, Some(self.memory))
+            let machine = Machine::restore_with(config, &[], 0)
+                .unwrap_or_else(|_| Machine::with_config(config));
+            (machine, Some(settings))
         };
         let mut inputs = Vec::with_capacity(self.choices.len());
         let diverged = |inputs: &Vec<Input>, what: String| Divergence {
@@ -206,10 +258,11 @@ impl Session {
         };
         let started = exec.begin(
             given
-                .map(|memory| Given {
+                .map(|settings| Given {
                     log: &[],
                     seed_length: 0,
-                    memory,
+                    memory: settings.memory,
+                    max_pending: settings.max_pending,
                 })
                 .as_ref(),
         );

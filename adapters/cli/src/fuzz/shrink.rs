@@ -1,6 +1,7 @@
 //! The deterministic shrinker of `coxswain fuzz`: drops inputs (halves, then quarters, … then
-//! one at a time) and simplifies messages (a user source, the content `"hello"`) while the trace
-//! the core records for the candidate still fails on the port, until neither step helps.
+//! one at a time), drops sends' expected-turn guards (S54) and simplifies messages (a user
+//! source, the content `"hello"`) while the trace the core records for the candidate still fails
+//! on the port, until no step helps.
 
 use coxswain_conformance::input_json;
 use coxswain_core::Input;
@@ -32,21 +33,37 @@ pub(crate) fn shrink(
             }
             size /= 2;
         }
-        // Simplify each input's messages.
-        for index in 0..inputs.len() {
-            let Some(simpler) = simplify(&inputs[index]) else {
-                continue;
-            };
-            let mut candidate = inputs.clone();
-            candidate[index] = simpler;
-            tries += 1;
-            if fails(&candidate) {
-                inputs = candidate;
+        // Drop each send's guard, then simplify each input's messages.
+        for simpler_of in [unguard, simplify] {
+            for index in 0..inputs.len() {
+                let Some(simpler) = simpler_of(&inputs[index]) else {
+                    continue;
+                };
+                let mut candidate = inputs.clone();
+                candidate[index] = simpler;
+                tries += 1;
+                if fails(&candidate) {
+                    inputs = candidate;
+                }
             }
         }
         if inputs == before {
             return (inputs, tries);
         }
+    }
+}
+
+/// A guarded send without its guard (S54), spelled as its preset when it is one, or `None` for
+/// any other input.
+pub(crate) fn unguard(input: &Input) -> Option<Input> {
+    match input {
+        Input::Send {
+            message,
+            target,
+            wakeup,
+            expect: Some(_),
+        } => Some(Input::delivery(message.clone(), *target, *wakeup)),
+        _ => None,
     }
 }
 
@@ -105,6 +122,53 @@ mod tests {
         });
         assert_eq!(shrunk, vec![plain_a, plain_b]);
         assert!(tries > 0);
+    }
+
+    #[test]
+    fn s54_a_guard_the_failure_does_not_need_is_dropped() {
+        let guarded = |turn| Input::Send {
+            message: message(1, 0),
+            target: Target::NextStep,
+            wakeup: true,
+            expect: Some(coxswain_core::Expect::Turn(turn)),
+        };
+        let unguarded = Input::Steer(message(1, 0));
+        assert_eq!(unguard(&guarded(3)), Some(unguarded.clone()));
+        assert_eq!(unguard(&unguarded), None);
+        let quiet = Input::Send {
+            message: message(1, 0),
+            target: Target::NextTurn,
+            wakeup: false,
+            expect: Some(coxswain_core::Expect::IdleAfter(0)),
+        };
+        assert_eq!(
+            unguard(&quiet),
+            Some(Input::Send {
+                message: message(1, 0),
+                target: Target::NextTurn,
+                wakeup: false,
+                expect: None,
+            })
+        );
+        assert_eq!(unguard(&Input::Clear {}), None);
+        // Fails whenever m1 is sent: the guard goes. Fails only with a guard: it stays.
+        let (shrunk, _) = shrink(vec![Input::Clear {}, guarded(3)], |c| {
+            c.iter()
+                .any(|i| matches!(i, Input::Send { .. } | Input::Steer(_)))
+        });
+        assert_eq!(shrunk, vec![unguarded]);
+        let (shrunk, _) = shrink(vec![Input::Clear {}, guarded(3)], |c| {
+            c.iter().any(|i| {
+                matches!(
+                    i,
+                    Input::Send {
+                        expect: Some(_),
+                        ..
+                    }
+                )
+            })
+        });
+        assert_eq!(shrunk, vec![guarded(3)]);
     }
 
     #[test]

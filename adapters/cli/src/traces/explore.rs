@@ -226,6 +226,7 @@ mod tests {
             tool_steps: 1,
             crashes: false,
             memory: 0,
+            max_pending: 0,
         }
     }
 
@@ -234,8 +235,9 @@ mod tests {
     /// the search counted, and no path is a prefix of another.
     #[test]
     fn the_paths_cover_every_state_and_transition_and_none_is_a_prefix() {
-        for operations in [1, 2] {
-            let model = DeliveryModel::new(bound(operations));
+        // The last one with an admission bound of one item per list (S55).
+        for (operations, max_pending) in [(1, 0), (2, 0), (2, 1)] {
+            let model = DeliveryModel::new(bound(operations).with_max_pending(max_pending));
             let explored = explore(&model);
             let paths = explored.paths();
             let mut states = HashSet::new();
@@ -254,7 +256,7 @@ mod tests {
             assert_eq!(
                 (states.len(), taken.len()),
                 (explored.states, explored.transitions),
-                "operations {operations}"
+                "operations {operations}, max pending {max_pending}"
             );
             let mut sorted: Vec<Vec<String>> = paths
                 .iter()
@@ -270,8 +272,9 @@ mod tests {
     /// The counts at the smallest bounds, pinned (README, PORTS.md).
     #[test]
     fn counts_at_small_bounds() {
-        let counts = |operations| {
-            let explored = explore(&DeliveryModel::new(bound(operations)));
+        let counts = |operations, max_pending| {
+            let model = DeliveryModel::new(bound(operations).with_max_pending(max_pending));
+            let explored = explore(&model);
             let paths = explored.paths();
             (
                 explored.model_states,
@@ -282,7 +285,9 @@ mod tests {
                 paths.iter().map(Vec::len).sum::<usize>(),
             )
         };
-        assert_eq!(counts(1), (30, 16, 204, 148, 46, 546));
-        assert_eq!(counts(2), (560, 169, 2323, 1457, 706, 15791));
+        assert_eq!(counts(1, 0), (35, 18, 236, 176, 50, 674));
+        assert_eq!(counts(2, 0), (761, 199, 2913, 1869, 852, 26635));
+        // S55: with one item per list, a second delivery to a list is refused `full`.
+        assert_eq!(counts(2, 1), (751, 189, 2803, 1783, 828, 26542));
     }
 }

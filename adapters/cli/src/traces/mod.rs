@@ -2,11 +2,15 @@
 //! bound, exported as a conformance suite (FORMAT.md) a port can be held to.
 //!
 //! [`explore()`] searches breadth-first and keeps the shortest input path to every core state and
-//! to every distinct (state, input) transition; only maximal paths become traces, each recorded
-//! on the real core ([`Recorder`]), so their outputs are the core's. Same arguments, same files.
+//! to every distinct (state, input) transition (the model's actions include guarded sends with
+//! right and stale expectations, S54, and an id reused for a different message, S56); only
+//! maximal paths become traces, each recorded on the real core ([`Recorder`]), so their outputs
+//! are the core's. `--max-pending` gives the machines an admission bound (S55), recorded as the
+//! traces' `given.maxPending`. Same arguments, same files.
 
 mod explore;
 
+use std::num::NonZeroU8;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -32,6 +36,10 @@ pub(crate) struct TracesArgs {
     /// The delivery memory's capacity W (S51; 0 is plain S9).
     #[arg(long, default_value_t = 0)]
     memory: u8,
+    /// The admission bound P (S55): a send or prepend into a list holding P items is refused
+    /// `full`. Omitted: unbounded.
+    #[arg(long, value_name = "P")]
+    max_pending: Option<NonZeroU8>,
     /// The directory to write `trace-NNNN.jsonl` files to (created; its old `trace-*.jsonl`
     /// files are removed first).
     #[arg(long)]
@@ -48,6 +56,7 @@ impl TracesArgs {
             tool_steps: self.tool_steps,
             crashes: false,
             memory: self.memory,
+            max_pending: self.max_pending.map_or(0, NonZeroU8::get),
         }
     }
 }
@@ -56,8 +65,11 @@ pub(crate) fn run(args: &TracesArgs) -> ExitCode {
     let model = DeliveryModel::new(args.bound());
     let explored = explore(&model);
     let paths = explored.paths();
+    let bounded = args
+        .max_pending
+        .map_or_else(String::new, |limit| format!(", max pending {limit}"));
     println!(
-        "bound: {} message ids, {} operations, {} tool steps, delivery memory {}",
+        "bound: {} message ids, {} operations, {} tool steps, delivery memory {}{bounded}",
         args.messages, args.operations, args.tool_steps, args.memory
     );
     println!("explored {} model states", explored.model_states);
@@ -83,8 +95,11 @@ pub(crate) fn run(args: &TracesArgs) -> ExitCode {
 
 /// The command line that makes this suite, for each trace's note.
 fn command(args: &TracesArgs) -> String {
+    let bounded = args
+        .max_pending
+        .map_or_else(String::new, |limit| format!(" --max-pending {limit}"));
     format!(
-        "coxswain traces --messages {} --operations {} --tool-steps {} --memory {}",
+        "coxswain traces --messages {} --operations {} --tool-steps {} --memory {}{bounded}",
         args.messages, args.operations, args.tool_steps, args.memory
     )
 }

@@ -1,18 +1,25 @@
 """The exceptions of coxswain: one class per rejection kind, under one base.
 
 A rejected input changed nothing and emitted nothing (SPEC S5). ``kind`` is the rejection kind of
-the conformance trace format (FORMAT.md).
+the conformance trace format (FORMAT.md). ``was_delivered`` tells a retrying caller it may stop:
+true only for :class:`AlreadyPending` and :class:`AlreadyDelivered` (the same message is pending
+or was delivered); a :class:`Conflict` is a caller bug (S56), never success.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from ._types import Expect, Target
+
 __all__ = [
     "CoxswainError",
     "Rejected",
     "AlreadyPending",
     "AlreadyDelivered",
+    "Conflict",
+    "TurnMismatch",
+    "Full",
     "UnexpectedCompletion",
     "Busy",
     "Disposed",
@@ -36,7 +43,8 @@ class Rejected(CoxswainError):
 
     def __init__(self, message: str, id: str | None = None) -> None:
         super().__init__(message)
-        #: The message id the rejection is about (``AlreadyPending``, ``AlreadyDelivered``).
+        #: The message id the rejection is about (``AlreadyPending``, ``AlreadyDelivered``,
+        #: ``Conflict``).
         self.id = id
 
     @property
@@ -47,7 +55,7 @@ class Rejected(CoxswainError):
 
 
 class AlreadyPending(Rejected):
-    """The id is already pending in NT or NS (S9, S13)."""
+    """The id is already pending in NT or NS, for the same message (S9, S13)."""
 
     kind = "already-pending"
 
@@ -57,13 +65,51 @@ class AlreadyPending(Rejected):
 
 
 class AlreadyDelivered(Rejected):
-    """The delivery memory holds the id: a retry of a delivery already made (S51, S52)."""
+    """The delivery memory holds the id, for the same message: a retry of a delivery already
+    made (S51, S52)."""
 
     kind = "already-delivered"
 
     @property
     def was_delivered(self) -> bool:
         return True
+
+
+class Conflict(Rejected):
+    """The id is pending, or held by the delivery memory, for a *different* message (S56): the
+    caller reused an id. The new message was not delivered; ``was_delivered`` is false."""
+
+    kind = "conflict"
+
+    def __init__(self, message: str, id: str) -> None:
+        super().__init__(message, id)
+        self.id: str = id
+
+
+class TurnMismatch(Rejected):
+    """A guarded send's expected-turn guard does not hold (S54): the turn it named ended or was
+    stopped, or a turn started since the caller looked."""
+
+    kind = "turn-mismatch"
+
+    def __init__(self, message: str, kind: str, turn: int) -> None:
+        super().__init__(message)
+        #: The guard that did not hold.
+        self.expect = Expect.idle_after(turn) if kind == "idleAfter" else Expect.turn(turn)
+
+
+class Full(Rejected):
+    """The list the delivery joins (after S18's retargeting) already holds ``max_pending``
+    items: the machine's admission bound (S55)."""
+
+    kind = "full"
+
+    def __init__(self, message: str, target: Target, max_pending: int) -> None:
+        super().__init__(message)
+        #: The full list.
+        self.target: Target = target
+        #: The bound.
+        self.max_pending = max_pending
 
 
 class UnexpectedCompletion(Rejected):

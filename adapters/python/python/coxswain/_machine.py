@@ -20,6 +20,7 @@ from ._types import (
     CancelCause,
     Effect,
     Event,
+    Expect,
     Message,
     Output,
     PreStepAnswer,
@@ -101,12 +102,15 @@ _KINDS: Mapping[str, Literal["preStep", "step", "turnStopping"]] = {
 
 class Machine:
     """The delivery state machine (sans-IO). ``delivery_memory`` is the capacity of the
-    delivery memory (S51): how many ids that left the lists a retried delivery may not reuse."""
+    delivery memory (S51): how many ids that left the lists a retried delivery may not reuse.
+    ``max_pending`` is the admission bound (S55): a send whose list (after S18) holds that many
+    items, or a prepend into such a list, raises :class:`~coxswain.Full`; ``None`` (the
+    default) is unbounded, and it is at least 1 (else :class:`~coxswain.InvalidInput`)."""
 
     __slots__ = ("_native", "_undrained")
 
-    def __init__(self, delivery_memory: int = 0) -> None:
-        self._native = _native.Machine(delivery_memory)
+    def __init__(self, delivery_memory: int = 0, *, max_pending: int | None = None) -> None:
+        self._native = _native.Machine(delivery_memory, max_pending)
         self._undrained: Transition | None = None
 
     @classmethod
@@ -116,11 +120,16 @@ class Machine:
         *,
         seed_length: int = 0,
         delivery_memory: int = 0,
+        max_pending: int | None = None,
     ) -> "Machine":
         """Restores a machine from a log of ``{type, data}`` records (S46–S48; other keys such
-        as ``seq`` are ignored, host events skipped). Raises :class:`~coxswain.InvalidLog`."""
+        as ``seq`` are ignored, host events skipped). Raises :class:`~coxswain.InvalidLog`.
+        ``delivery_memory`` and ``max_pending`` are not in the log (S51, S55): pass the same
+        at every restore; a restored list longer than ``max_pending`` is kept."""
         machine = cls.__new__(cls)
-        machine._native = _native.Machine.restore(list(log), seed_length, delivery_memory)
+        machine._native = _native.Machine.restore(
+            list(log), seed_length, delivery_memory, max_pending
+        )
         machine._undrained = None
         return machine
 
@@ -152,11 +161,28 @@ class Machine:
         """The transition not settled yet (after one was dropped), or an empty one."""
         return self._undrained if self._undrained is not None else _EMPTY
 
-    def send(self, message: Message, target: Target, wakeup: bool) -> Transition:
-        """``send(message, target, wakeup)`` (S16)."""
-        return self.handle(
-            {"send": {"message": message.to_json(), "target": target, "wakeup": wakeup}}
-        )
+    def send(
+        self, message: Message, target: Target, wakeup: bool, *, expect: Expect | None = None
+    ) -> Transition:
+        """``send(message, target, wakeup, expect)`` (S16, S54): with ``expect`` the send is
+        accepted only while the guard holds, else it raises :class:`~coxswain.TurnMismatch`
+        (after the identity checks: the retry of an accepted guarded send still raises
+        :class:`~coxswain.AlreadyPending` or :class:`~coxswain.AlreadyDelivered`)."""
+        send: dict[str, JSON] = {"message": message.to_json(), "target": target, "wakeup": wakeup}
+        if expect is not None:
+            send["expect"] = expect.to_json()
+        return self.handle({"send": send})
+
+    def steer_expecting(self, turn: int, message: Message) -> Transition:
+        """A steer meant for turn ``turn`` (S54): it joins that turn, or raises
+        :class:`~coxswain.TurnMismatch` once the turn has ended or was stopped (instead of
+        joining the next one, or becoming a turn of its own after a stop, S18)."""
+        return self.send(message, "next-step", True, expect=Expect.turn(turn))
+
+    def followup_if_idle_after(self, turn: int, message: Message) -> Transition:
+        """A follow-up sent only while idle with no turn since ``turn`` (S54); else it raises
+        :class:`~coxswain.TurnMismatch`."""
+        return self.send(message, "next-turn", True, expect=Expect.idle_after(turn))
 
     def followup(self, message: Message) -> Transition:
         """A follow-up: a turn of its own (S22)."""
@@ -265,6 +291,11 @@ class Machine:
     def delivery_memory(self) -> int:
         """The delivery memory's capacity (S51)."""
         return self._native.delivery_memory()
+
+    @property
+    def max_pending(self) -> int | None:
+        """The admission bound (S55), ``None`` when unbounded."""
+        return self._native.max_pending()
 
     def pending(self, target: Target) -> tuple[Pending, ...]:
         """One pending list, in order."""

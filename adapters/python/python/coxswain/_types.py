@@ -51,6 +51,30 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class Expect:
+    """An expected-turn guard on a send (S54): ``Expect.turn(n)`` holds while turn ``n`` runs
+    and was not stopped; ``Expect.idle_after(n)`` while the machine is idle (not in maintenance)
+    and its last turn is ``n``. A send whose guard does not hold raises
+    :class:`~coxswain.TurnMismatch` and changes nothing."""
+
+    kind: Literal["turn", "idleAfter"]
+    number: int
+
+    @staticmethod
+    def turn(number: int) -> "Expect":
+        """``{"turn": number}``: while turn ``number`` runs."""
+        return Expect("turn", number)
+
+    @staticmethod
+    def idle_after(number: int) -> "Expect":
+        """``{"idleAfter": number}``: while idle with no turn since turn ``number``."""
+        return Expect("idleAfter", number)
+
+    def to_json(self) -> dict[str, JSON]:
+        return {self.kind: self.number}
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorInfo:
     """A failure ``{message, code}`` (S38)."""
 

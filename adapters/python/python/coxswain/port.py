@@ -29,6 +29,16 @@ def _count(given: dict[str, Any], key: str) -> int:
     return value
 
 
+def _bound(given: dict[str, Any]) -> int | None:
+    """``given.maxPending`` (S55): a positive integer, or absent/``null`` for unbounded."""
+    value = given.get("maxPending")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(f"`maxPending` is not a positive integer: {value!r}")
+    return value
+
+
 class Port:
     """One port session: answers requests, one at a time."""
 
@@ -69,8 +79,9 @@ class Port:
             return {"error": "`given.log` is not an array"}
         seed_length = _count(given, "seedLength")
         memory = _count(given, "memory")
+        max_pending = _bound(given)
         try:
-            self.machine = _native.Machine.restore(log, seed_length, memory)
+            self.machine = _native.Machine.restore(log, seed_length, memory, max_pending)
         except InvalidLog:
             return {"rejected": "invalid-log"}
         return {"ready": {}}

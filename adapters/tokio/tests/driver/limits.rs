@@ -1,5 +1,7 @@
 //! The limits (`Options::max_message_bytes`, `max_id_bytes`, `max_pending`): each refuses with
 //! its typed error before anything is persisted, and leaves the log and the lists as they were.
+//! `max_pending` is the core's admission bound (S55): the core refuses, on the list the
+//! delivery resolves to (`guards.rs` pins its S18 retargeting and a restored longer list).
 
 use coxswain_tokio::coxswain_core::{Message, Target};
 use coxswain_tokio::{Agent, AgentError, MemoryLog, Options};
@@ -110,7 +112,7 @@ async fn a_full_list_refuses_the_next_item_and_takes_one_again_once_there_is_roo
         .unwrap();
     agent.inject(user("s1")).await.unwrap();
     let before = log.bytes();
-    let full = |target| move |error: &AgentError| matches!(error, AgentError::PendingFull { target: t, max: 2 } if *t == target);
+    let full = |target| move |error: &AgentError| matches!(error, AgentError::Full { target: t, max: 2 } if *t == target);
     let error = agent
         .send(user("t3"), Target::NextTurn, false)
         .await
@@ -125,9 +127,13 @@ async fn a_full_list_refuses_the_next_item_and_takes_one_again_once_there_is_roo
         .await
         .unwrap_err();
     assert!(full(Target::NextTurn)(&error), "{error:?}");
-    // A waking send to NS is refused while NT is full (after a cancel it would join NT, S18).
-    let error = agent.steer(user("s2")).await.unwrap_err();
+    // S55 counts the list the core resolves a send to: a waking NT send is refused too (here
+    // before it could wake), and it is not an identity error (S54's order: identity first).
+    let error = agent.followup(user("t4")).await.unwrap_err();
     assert!(full(Target::NextTurn)(&error), "{error:?}");
+    assert!(!error.was_delivered());
+    let error = agent.followup(user("t1")).await.unwrap_err();
+    assert!(error.was_delivered(), "{error:?}");
     assert_eq!(log.bytes(), before);
     // A quiet NS item still fits; then NS is full too.
     agent.inject(user("s2")).await.unwrap();

@@ -1,6 +1,6 @@
 //! The tokio driver's tests, as one binary: every delivery kind, cancel in every phase, latch
 //! replay, maintenance, dispose, resume after a crash, persistence failure, many agents on one
-//! runtime, concurrency, and a crash at every append point.
+//! runtime, concurrency, a crash at every append point, and §12's guards, bound and conflicts.
 
 mod support;
 
@@ -11,6 +11,7 @@ mod delivery;
 mod dispose;
 mod durability;
 mod group;
+mod guards;
 mod hung;
 mod limits;
 mod maintenance;

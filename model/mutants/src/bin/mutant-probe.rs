@@ -13,24 +13,37 @@ use coxswain_model::stateright::Model;
 use coxswain_model::{check, Action, Bound, DeliveryModel, Verdict};
 use serde_json::json;
 
+/// Takes `FLAG N` out of `args`: `Some(0)` when absent, `None` (after saying why) when `N` is not
+/// a small number.
+fn take_setting(args: &mut Vec<String>, flag: &str) -> Option<u8> {
+    let Some(at) = args.iter().position(|arg| arg == flag) else {
+        return Some(0);
+    };
+    let value = args.get(at + 1).and_then(|n| n.parse().ok());
+    if value.is_none() {
+        eprintln!("mutant-probe: {flag} needs a small number");
+        return None;
+    }
+    args.drain(at..at + 2);
+    value
+}
+
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut memory = 0;
-    if let Some(at) = args.iter().position(|arg| arg == "--memory") {
-        match args.get(at + 1).and_then(|w| w.parse().ok()) {
-            Some(w) => memory = w,
-            None => {
-                eprintln!("mutant-probe: --memory needs a small number");
-                return ExitCode::from(2);
-            }
-        }
-        args.drain(at..at + 2);
-    }
-    let Some(wanted) = args.first() else {
-        eprintln!("usage: mutant-probe PROPERTY [MESSAGES OPERATIONS TOOL_STEPS] [--memory W]");
+    let (Some(memory), Some(max_pending)) = (
+        take_setting(&mut args, "--memory"),
+        take_setting(&mut args, "--max-pending"),
+    ) else {
         return ExitCode::from(2);
     };
-    let mut bound = Bound::CI.with_memory(memory);
+    let Some(wanted) = args.first() else {
+        eprintln!(
+            "usage: mutant-probe PROPERTY [MESSAGES OPERATIONS TOOL_STEPS] [--memory W] \
+             [--max-pending P]"
+        );
+        return ExitCode::from(2);
+    };
+    let mut bound = Bound::CI.with_memory(memory).with_max_pending(max_pending);
     if let [_, messages, operations, tool_steps] = args.as_slice() {
         match (messages.parse(), operations.parse(), tool_steps.parse()) {
             (Ok(m), Ok(o), Ok(t)) => {

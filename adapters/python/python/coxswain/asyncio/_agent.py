@@ -30,6 +30,7 @@ from .._types import (
     Effect,
     Enter,
     ErrorInfo,
+    Expect,
     Fail,
     Message,
     PreStepAnswer,
@@ -124,14 +125,14 @@ def _checked(kind: str, answer: Any) -> Any:
 
 
 def _open_log(
-    path: str | os.PathLike[str], delivery_memory: int
+    path: str | os.PathLike[str], delivery_memory: int, max_pending: int | None
 ) -> tuple[FileLog, ReadBack, Any, list[Any], int | None]:
     """Opens, reads back, restores and (only once all that succeeded) repairs the log: blocking
     file IO, run in a thread."""
     log = FileLog(path)
     try:
         read = log.read_back()
-        native, closers, interrupted = open_log(list(read.records), delivery_memory)
+        native, closers, interrupted = open_log(list(read.records), delivery_memory, max_pending)
         changed = log.repair_tail(read)
         if closers:
             log.append(closers)
@@ -179,6 +180,8 @@ class Agent:
 
     DEFAULT_DELIVERY_MEMORY = 256
     DEFAULT_MAX_BATCH = 64
+    #: The default admission bound (S55), as the tokio adapter's ``Options::max_pending``.
+    DEFAULT_MAX_PENDING = 10_000
 
     def __init__(self, host: Host, log: FileLog, machine: Machine, max_batch: int) -> None:
         self._host = host
@@ -194,6 +197,7 @@ class Agent:
         self._ended = asyncio.Event()
         self._maintenance: tuple[asyncio.Future[Any], asyncio.Future[Any]] | None = None
         self._status = machine.status
+        self._last_turn = machine.last_turn
         self._update_state()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="coxswain-agent")
 
@@ -205,16 +209,22 @@ class Agent:
         *,
         delivery_memory: int = DEFAULT_DELIVERY_MEMORY,
         max_batch: int = DEFAULT_MAX_BATCH,
+        max_pending: int | None = DEFAULT_MAX_PENDING,
     ) -> tuple["Agent", Recovery]:
         """Opens an agent on the log file at ``path``: empty or missing (a new session), or
         holding a session to resume. Reads it back, restores the machine (S46–S48: items
         park, nothing wakes) and only then repairs it (drops a torn tail, closes an interrupted
         turn, S50); a log that is rejected (:class:`~coxswain.CorruptLog`) is left as it was.
-        Pass the same ``delivery_memory`` every time (S51: it is not in the log)."""
+        ``max_pending`` is the machine's admission bound (S55; ``None``: unbounded): a delivery
+        into a list holding that many items raises :class:`~coxswain.Full`. Pass the same
+        ``delivery_memory`` and ``max_pending`` every time (S51, S55: they are not in the
+        log)."""
         if max_batch < 1:
             raise ValueError("max_batch is at least 1")
+        if max_pending is not None and max_pending < 1:
+            raise ValueError("max_pending is at least 1")
         log, read, native, closers, interrupted = await asyncio.to_thread(
-            _open_log, path, delivery_memory
+            _open_log, path, delivery_memory, max_pending
         )
         machine = Machine._wrap(native)
         recovery = Recovery(
@@ -230,11 +240,30 @@ class Agent:
 
     # ----- deliveries -----
 
-    async def send(self, message: Message, target: Target, wakeup: bool) -> None:
-        """``send(message, target, wakeup)`` (S16)."""
-        await self._input(
-            {"send": {"message": _message(message), "target": target, "wakeup": wakeup}}
-        )
+    async def send(
+        self, message: Message, target: Target, wakeup: bool, *, expect: Expect | None = None
+    ) -> None:
+        """``send(message, target, wakeup, expect)`` (S16, S54): with ``expect`` it is accepted
+        only while the guard holds, else it raises :class:`~coxswain.TurnMismatch` (after the
+        identity checks: the retry of an accepted guarded send raises
+        :class:`~coxswain.AlreadyPending` or :class:`~coxswain.AlreadyDelivered`, whose
+        ``was_delivered`` is true)."""
+        send: dict[str, JSON] = {"message": _message(message), "target": target, "wakeup": wakeup}
+        if expect is not None:
+            send["expect"] = expect.to_json()
+        await self._input({"send": send})
+
+    async def steer_expecting(self, turn: int, message: Message) -> None:
+        """A steer meant for turn ``turn`` (S54): it joins that turn at its next step boundary,
+        or raises :class:`~coxswain.TurnMismatch` once the turn has ended or was stopped
+        (instead of joining the next turn, or becoming a turn of its own after a stop, S18).
+        Name the turn the caller saw: :attr:`last_turn` while running, or a host context's."""
+        await self.send(message, "next-step", True, expect=Expect.turn(turn))
+
+    async def followup_if_idle_after(self, turn: int, message: Message) -> None:
+        """A follow-up sent only while the agent is idle with no turn since ``turn`` (S54);
+        else it raises :class:`~coxswain.TurnMismatch`."""
+        await self.send(message, "next-turn", True, expect=Expect.idle_after(turn))
 
     async def followup(self, message: Message) -> None:
         """A follow-up: a turn of its own (S22). Returns once durable."""
@@ -349,6 +378,13 @@ class Agent:
     def status(self) -> str:
         """The public status (S23); ``idle`` once the driver has ended."""
         return "idle" if self._ending is not None else self._status
+
+    @property
+    def last_turn(self) -> int:
+        """The number of the last turn opened (0 before the first, S27), the running one while
+        :attr:`status` is ``running``, as of the last input made durable: what a guarded send
+        names. The machine checks the guard when the send arrives (S54)."""
+        return self._last_turn
 
     @property
     def ending(self) -> Ending | None:
@@ -519,6 +555,8 @@ class Agent:
     def _carry_out(self, effect: Effect, job: _Job | None) -> None:
         if isinstance(effect, Begin):
             self._scope = _Scope()
+            if isinstance(effect.activity, int):
+                self._last_turn = effect.activity
             if effect.activity == "maintenance" and job is not None:
                 scope = self._scope
                 scope.task = asyncio.get_running_loop().create_task(_awaited(job.run(scope.cancelled)))
