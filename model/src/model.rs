@@ -444,14 +444,14 @@ impl DeliveryModel {
     }
 }
 
-/// The turn a guarded send expects: the last one, or (`stale`) the one before it (wrapping
-/// below turn 1 to a number no turn has).
+/// The turn a guarded send expects: the last one, or (`stale`) the one before it; before turn 1,
+/// 2^53 − 1, a JSON-safe number (S46) that no turn of the model reaches.
 fn expected_turn(state: &State, stale: bool) -> u64 {
     let last = state.machine.last_turn();
-    if stale {
-        last.wrapping_sub(1)
-    } else {
-        last
+    match (stale, last.checked_sub(1)) {
+        (false, _) => last,
+        (true, Some(before)) => before,
+        (true, None) => coxswain_core::Restorer::MAX_TURN + 1,
     }
 }
 

@@ -463,7 +463,9 @@ pub const MUTANTS: [Mutant; 26] = [
             target
         };",
         killer: Property::Always(Invariant::I13Bound),
-        shows_in_outputs: true,
+        // When both lists are full the mutant and the core both answer `full`, for different
+        // lists: a trace records only the kind, so the counterexample may replay on the core.
+        shows_in_outputs: false,
         proptest: None,
         memory: 0,
         max_pending: 1,
