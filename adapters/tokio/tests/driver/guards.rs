@@ -11,8 +11,13 @@ use serde_json::json;
 
 use crate::support::*;
 
-fn mismatch(expect: Expect) -> impl Fn(&AgentError) -> bool {
-    move |error| matches!(error, AgentError::TurnMismatch(e) if *e == expect)
+/// S54: the call was refused `turn-mismatch` for exactly this guard; the error, for more checks.
+#[track_caller]
+fn assert_mismatch(result: Result<(), AgentError>, expect: Expect) -> AgentError {
+    match result {
+        Err(error @ AgentError::TurnMismatch(found)) if found == expect => error,
+        other => panic!("expected a turn-mismatch for {expect:?}, got {other:?}"),
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -26,8 +31,7 @@ async fn s54_a_steer_expecting_the_running_turn_joins_it_and_one_for_an_ended_tu
     agent.steer_expecting(1, user("s")).await.unwrap();
     let before = log.bytes();
     // A turn that has not started.
-    let error = agent.steer_expecting(2, user("x")).await.unwrap_err();
-    assert!(mismatch(Expect::Turn(2))(&error), "{error:?}");
+    let error = assert_mismatch(agent.steer_expecting(2, user("x")).await, Expect::Turn(2));
     assert_eq!(
         error.to_string(),
         "rejected: the send expected turn 2 running, which does not hold"
@@ -37,8 +41,10 @@ async fn s54_a_steer_expecting_the_running_turn_joins_it_and_one_for_an_ended_tu
     agent.when_idle().await.unwrap();
     // Turn 1 ended: the steer meant for it is refused instead of opening turn 2 (S54).
     let before = log.bytes();
-    let error = agent.steer_expecting(1, user("late")).await.unwrap_err();
-    assert!(mismatch(Expect::Turn(1))(&error), "{error:?}");
+    assert_mismatch(
+        agent.steer_expecting(1, user("late")).await,
+        Expect::Turn(1),
+    );
     assert_eq!(log.bytes(), before);
     sleep(1_000).await;
     assert_eq!(
@@ -70,8 +76,7 @@ async fn s54_a_steer_expecting_a_stopped_turn_is_refused_where_a_plain_steer_wou
     sleep(50).await;
     agent.cancel(CancelCause::User, true).await.unwrap();
     // The step is still answering its cancel (S40): turn 1 is open, but stopped.
-    let error = agent.steer_expecting(1, user("s")).await.unwrap_err();
-    assert!(mismatch(Expect::Turn(1))(&error), "{error:?}");
+    assert_mismatch(agent.steer_expecting(1, user("s")).await, Expect::Turn(1));
     // Unguarded, the same steer is retargeted to NT: a turn of its own (S18).
     agent.steer(user("s")).await.unwrap();
     agent.when_idle().await.unwrap();
@@ -101,11 +106,10 @@ async fn s54_followup_if_idle_after_opens_the_next_turn_only_if_none_started_sin
     let host = FakeHost::new();
     let (agent, log) = open(host.clone()).await;
     // No turn 1 yet.
-    let error = agent
-        .followup_if_idle_after(1, user("x"))
-        .await
-        .unwrap_err();
-    assert!(mismatch(Expect::IdleAfter(1))(&error), "{error:?}");
+    let error = assert_mismatch(
+        agent.followup_if_idle_after(1, user("x")).await,
+        Expect::IdleAfter(1),
+    );
     assert_eq!(
         error.to_string(),
         "rejected: the send expected idle after turn 1, which does not hold"
@@ -113,19 +117,17 @@ async fn s54_followup_if_idle_after_opens_the_next_turn_only_if_none_started_sin
     agent.followup_if_idle_after(0, user("a")).await.unwrap();
     // Running: not idle, whatever the number.
     for turn in [0, 1] {
-        let error = agent
-            .followup_if_idle_after(turn, user("b"))
-            .await
-            .unwrap_err();
-        assert!(mismatch(Expect::IdleAfter(turn))(&error), "{error:?}");
+        assert_mismatch(
+            agent.followup_if_idle_after(turn, user("b")).await,
+            Expect::IdleAfter(turn),
+        );
     }
     agent.when_idle().await.unwrap();
     // A caller who looked before turn 1 is stale now.
-    let error = agent
-        .followup_if_idle_after(0, user("b"))
-        .await
-        .unwrap_err();
-    assert!(mismatch(Expect::IdleAfter(0))(&error), "{error:?}");
+    assert_mismatch(
+        agent.followup_if_idle_after(0, user("b")).await,
+        Expect::IdleAfter(0),
+    );
     agent.followup_if_idle_after(1, user("b")).await.unwrap();
     agent.when_idle().await.unwrap();
     assert_eq!(agent.last_turn(), 2);
@@ -171,11 +173,12 @@ async fn s54_send_expecting_guards_any_send_and_maintenance_is_not_idle() {
         })
     };
     sleep(10).await;
-    let error = agent
-        .send_expecting(user("d"), Target::NextStep, false, Expect::IdleAfter(0))
-        .await
-        .unwrap_err();
-    assert!(mismatch(Expect::IdleAfter(0))(&error), "{error:?}");
+    assert_mismatch(
+        agent
+            .send_expecting(user("d"), Target::NextStep, false, Expect::IdleAfter(0))
+            .await,
+        Expect::IdleAfter(0),
+    );
     release.send(()).unwrap();
     maintenance.await.unwrap().unwrap();
     assert_eq!(brief(&log), ["NS 0 +[c]"]);
