@@ -14,6 +14,7 @@ use std::hash::{Hash, Hasher};
 
 use smallvec::SmallVec;
 
+use crate::fingerprint::Fingerprint;
 use crate::input::Target;
 use crate::memory::DeliveryMemory;
 use crate::message::{Batch, MessageId, SharedMessage};
@@ -170,10 +171,13 @@ impl Inbox {
         self.index.contains_key(id)
     }
 
-    /// The message pending under `id`, if any (for S56's comparison).
-    pub(crate) fn pending_message(&self, id: &MessageId) -> Option<&SharedMessage> {
-        let (target, position) = self.locate(id)?;
-        self.items(target).get(position).map(Pending::message)
+    /// The fingerprint of the message pending under `id`, if any (for S56's comparison).
+    #[inline]
+    pub(crate) fn pending_fingerprint(&self, id: &MessageId) -> Option<Fingerprint> {
+        let slot = self.index.get(id)?;
+        let list = self.list(slot.target);
+        let position = list.position(slot.key)?;
+        list.items.get(position).map(|item| item.message.fingerprint())
     }
 
     /// Waking work (S19): at least one pending item, in either list, delivered waking.

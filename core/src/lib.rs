@@ -24,6 +24,7 @@
 
 mod config;
 mod error;
+mod fingerprint;
 mod hasher;
 mod inbox;
 mod input;

@@ -8,6 +8,7 @@ use std::num::NonZeroUsize;
 
 use crate::config::Config;
 use crate::error::{Completion, Rejected};
+use crate::fingerprint::Fingerprint;
 use crate::hasher::IdHasher;
 use crate::inbox::{Inbox, Pending};
 use crate::input::{
@@ -907,20 +908,17 @@ impl Machine {
     /// S13 then S52: an id joining a list is neither pending nor held by the delivery memory.
     /// S13 and S52, each turned into `conflict` when the id belongs to a different message
     /// (S56).
+    #[inline(always)]
     fn check_new_message(&self, message: &Message) -> Result<(), Rejected> {
         let id = message.id();
-        let (known, retry) = if let Some(pending) = self.inbox.pending_message(id) {
-            (pending, Rejected::AlreadyPending(id.clone()))
-        } else if let Some(held) = self.inbox.memory().held(id) {
-            (held, Rejected::AlreadyDelivered(id.clone()))
-        } else {
-            return Ok(());
+        let known = match self.inbox.pending_fingerprint(id) {
+            Some(pending) => Known::Pending(pending),
+            None => match self.inbox.memory().held(id) {
+                Some(held) => Known::Held(held),
+                None => return Ok(()),
+            },
         };
-        if known.same_as(message) {
-            Err(retry)
-        } else {
-            Err(Rejected::Conflict(id.clone()))
-        }
+        Err(known.rejection(message))
     }
 
     /// S54: the expected-turn guard holds.
@@ -1150,6 +1148,29 @@ impl Machine {
 
     fn push_status(&mut self, status: Status) {
         self.queue.notify(Notification::Status { status });
+    }
+}
+
+/// What the machine knows under a new message's id (S13, S52).
+enum Known {
+    /// Pending, with this message's fingerprint.
+    Pending(Fingerprint),
+    /// Held by the delivery memory, with this fingerprint.
+    Held(Fingerprint),
+}
+
+impl Known {
+    /// The rejection: `conflict` for another message (S56), else the retry's own kind.
+    #[cold]
+    fn rejection(self, message: &Message) -> Rejected {
+        let id = message.id().clone();
+        match self {
+            Known::Pending(known) | Known::Held(known) if known != message.fingerprint() => {
+                Rejected::Conflict(id)
+            }
+            Known::Pending(_) => Rejected::AlreadyPending(id),
+            Known::Held(_) => Rejected::AlreadyDelivered(id),
+        }
     }
 }
 

@@ -4,15 +4,17 @@
 //! rejected `conflict` instead (S56).
 //!
 //! A ring keeps their order (oldest first, for eviction) and an index answers "is it held, and
-//! with which message" in O(1). The message is the shared value that travelled through the lists
-//! (S8): holding it costs one reference count, and comparing a retry with it is exact (no digest
-//! can collide). Both the live machine (through the inbox) and the restorer feed it through
-//! [`left`](DeliveryMemory::left), so the live rule and the replayed one are the same code (S53).
+//! with which message" in O(1). What it keeps of the message is its [`Fingerprint`] (16 bytes,
+//! §12's "digest of its canonical value"): holding the shared message instead would keep every
+//! delivered message's content alive for as long as its id is held. Both the live machine
+//! (through the inbox) and the restorer feed it through [`left`](DeliveryMemory::left), so the
+//! live rule and the replayed one are the same code (S53).
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use crate::inbox::IdHasher;
+use crate::fingerprint::Fingerprint;
 use crate::message::{MessageId, SharedMessage};
 
 /// The ids of the last `capacity` items that left the lists, oldest first. Boxed, so a machine
@@ -24,13 +26,13 @@ pub(crate) struct DeliveryMemory(Option<Box<Held>>);
 struct Held {
     capacity: usize,
     ring: VecDeque<MessageId>,
-    index: HashMap<MessageId, SharedMessage, IdHasher>,
+    index: HashMap<MessageId, Fingerprint, IdHasher>,
 }
 
 impl Held {
-    /// The held messages, oldest first.
-    fn messages(&self) -> impl Iterator<Item = Option<&SharedMessage>> + '_ {
-        self.ring.iter().map(|id| self.index.get(id))
+    /// The held ids and fingerprints, oldest first.
+    fn messages(&self) -> impl Iterator<Item = (&MessageId, Option<&Fingerprint>)> + '_ {
+        self.ring.iter().map(|id| (id, self.index.get(id)))
     }
 }
 
@@ -80,10 +82,11 @@ impl DeliveryMemory {
             .is_some_and(|held| held.index.contains_key(id))
     }
 
-    /// The message held under `id`, if the memory holds it (S56 compares a retry with it).
+    /// The fingerprint of the message held under `id`, if the memory holds it (S56 compares a
+    /// retry with it).
     #[inline]
-    pub(crate) fn held(&self, id: &MessageId) -> Option<&SharedMessage> {
-        self.0.as_ref().and_then(|held| held.index.get(id))
+    pub(crate) fn held(&self, id: &MessageId) -> Option<Fingerprint> {
+        self.0.as_ref().and_then(|held| held.index.get(id).copied())
     }
 
     /// S51: `message` left the lists and its id is not pending after the splice that removed
@@ -94,7 +97,7 @@ impl DeliveryMemory {
             return;
         };
         let id = message.id();
-        if held.index.insert(id.clone(), message.clone()).is_some() {
+        if held.index.insert(id.clone(), message.fingerprint()).is_some() {
             // Unreachable live (a held id is never inserted, so it cannot leave again while
             // held); kept exact for any caller: it moves to the newest place.
             held.ring.retain(|other| other != id);
@@ -190,14 +193,13 @@ mod tests {
     }
 
     #[test]
-    fn s56_the_memory_holds_each_id_with_the_message_that_left() {
+    fn s56_the_memory_holds_each_id_with_the_fingerprint_of_the_message_that_left() {
         let mut memory = filled(2, &["a"]);
         let b = SharedMessage::new(Message::user("b", "the second"));
         memory.left(&b);
-        assert!(memory
-            .held(&"b".into())
-            .is_some_and(|held| std::sync::Arc::ptr_eq(held, &b)));
-        assert_eq!(memory.held(&"a".into()), Some(&left("a")));
+        assert_eq!(memory.held(&"b".into()), Some(b.fingerprint()));
+        assert_eq!(memory.held(&"a".into()), Some(left("a").fingerprint()));
+        assert_ne!(memory.held(&"a".into()), memory.held(&"b".into()));
         memory.left(&left("c")); // evicts a
         assert_eq!(memory.held(&"a".into()), None);
         // Two memories with the same ids but another message under one of them differ.

@@ -16,6 +16,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use smallvec::SmallVec;
 
+use crate::fingerprint::Fingerprint;
+
 /// A message as the machine shares it (S8): cloning it bumps a reference count.
 ///
 /// ```
@@ -128,9 +130,12 @@ impl<'de> Deserialize<'de> for MessageId {
 /// assert_eq!(Message::from_fields("m3", fields).content(), Some(&json!("again")));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Message {
     id: MessageId,
+    /// S56's digest of `source` and `content`, computed once here (the fields never change).
+    /// Equal fields give equal fingerprints, so the derived equality stays the fields'.
+    fingerprint: Fingerprint,
     fields: Map<String, Value>,
 }
 
@@ -141,10 +146,7 @@ impl Message {
         let mut fields = Map::new();
         fields.insert("source".to_owned(), source);
         fields.insert("content".to_owned(), content);
-        Message {
-            id: id.into(),
-            fields,
-        }
+        Message::with(id.into(), fields)
     }
 
     /// A human prompt: `{ id, source: { kind: "user" }, content }`.
@@ -156,10 +158,7 @@ impl Message {
     /// is ignored: the explicit id wins.
     pub fn from_fields(id: impl Into<MessageId>, mut fields: Map<String, Value>) -> Self {
         fields.remove("id");
-        Message {
-            id: id.into(),
-            fields,
-        }
+        Message::with(id.into(), fields)
     }
 
     /// Parses a message from a JSON value: an object with a string `id`. `None` otherwise.
@@ -168,10 +167,17 @@ impl Message {
         let id = object.get("id")?.as_str()?;
         let mut fields = object.clone();
         fields.remove("id");
-        Some(Message {
-            id: MessageId::new(id),
+        Some(Message::with(MessageId::new(id), fields))
+    }
+
+    /// The one place a message is assembled: its fingerprint is computed here.
+    fn with(id: MessageId, fields: Map<String, Value>) -> Self {
+        let fingerprint = Fingerprint::of(fields.get("source"), fields.get("content"));
+        Message {
+            id,
+            fingerprint,
             fields,
-        })
+        }
     }
 
     /// The caller-minted id.
@@ -199,61 +205,22 @@ impl Message {
         &self.fields
     }
 
-    /// S56: the same message for the purpose of an id's reuse: `source` and `content` are equal
-    /// as JSON values (objects whatever the key order, arrays element by element, numbers by
-    /// mathematical value, strings code point by code point). Other fields do not count.
-    pub(crate) fn same_as(&self, other: &Message) -> bool {
-        // The common retry is an equal copy (or the very value): then every field is equal as
-        // written, which is cheaper to see than the comparison by value.
-        if std::ptr::eq(self, other) || self.fields == other.fields {
-            return true;
-        }
-        let same = |a: Option<&Value>, b: Option<&Value>| match (a, b) {
-            (Some(a), Some(b)) => same_value(a, b),
-            (None, None) => true,
-            _ => false,
-        };
-        same(self.source(), other.source()) && same(self.content(), other.content())
+    /// S56's digest of `source` and `content`: equal exactly when they are the same JSON values
+    /// (objects whatever the key order, arrays element by element, numbers by mathematical
+    /// value, strings code point by code point), up to a 128-bit hash collision. What the
+    /// delivery memory keeps per held id. Other fields do not count.
+    pub(crate) fn fingerprint(&self) -> Fingerprint {
+        self.fingerprint
     }
 }
 
-/// S56's equality of JSON values: numbers by mathematical value (`1` equals `1.0`; an integer
-/// beyond 2^53 equals no float it is not exactly), everything else as JSON.
-fn same_value(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(a), Value::Number(b)) => same_number(a, b),
-        (Value::Array(a), Value::Array(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_value(a, b))
-        }
-        (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len()
-                && a.iter()
-                    .all(|(key, a)| b.get(key).is_some_and(|b| same_value(a, b)))
-        }
-        _ => a == b,
+/// Hashes the id and the fingerprint: equal messages have equal fields, hence equal
+/// fingerprints, and walking the fields again would add nothing but time.
+impl std::hash::Hash for Message {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+        self.fingerprint.hash(state);
     }
-}
-
-/// Two JSON numbers are the same number: exactly, whichever of `u64`, `i64` and `f64` holds them.
-fn same_number(a: &serde_json::Number, b: &serde_json::Number) -> bool {
-    fn integer(n: &serde_json::Number) -> Option<i128> {
-        n.as_u64()
-            .map(i128::from)
-            .or_else(|| n.as_i64().map(i128::from))
-    }
-    match (integer(a), integer(b)) {
-        (Some(a), Some(b)) => a == b,
-        (Some(i), None) => b.as_f64().is_some_and(|f| float_is_integer(f, i)),
-        (None, Some(i)) => a.as_f64().is_some_and(|f| float_is_integer(f, i)),
-        (None, None) => a.as_f64() == b.as_f64(),
-    }
-}
-
-/// The float `f` is exactly the integer `i` (every `u64`/`i64` fits an `i128`; a float that is
-/// whole and below 2^127 in size converts to `i128` exactly).
-fn float_is_integer(f: f64, i: i128) -> bool {
-    const TWO_POW_127: f64 = 170_141_183_460_469_231_731_687_303_715_884_105_728.0;
-    f.fract() == 0.0 && f.abs() < TWO_POW_127 && f as i128 == i
 }
 
 impl fmt::Debug for Message {
@@ -304,7 +271,7 @@ impl<'de> Deserialize<'de> for Message {
                     }
                 }
                 let id = id.ok_or_else(|| de::Error::missing_field("id"))?;
-                Ok(Message { id, fields })
+                Ok(Message::with(id, fields))
             }
         }
 
@@ -427,10 +394,10 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn s56_same_as_compares_source_and_content_as_json_values() {
+    fn s56_fingerprints_compare_source_and_content_as_json_values() {
         let m = |source: Value, content: Value| Message::new("a", source, content);
         let user = || json!({"kind": "user"});
-        let same = |a: &Message, b: &Message| a.same_as(b) && b.same_as(a);
+        let same = |a: &Message, b: &Message| a.fingerprint() == b.fingerprint();
         assert!(same(&m(user(), json!(1)), &m(user(), json!(1.0))));
         assert!(same(&m(user(), json!(-0.0)), &m(user(), json!(0))));
         assert!(same(
