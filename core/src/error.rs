@@ -93,6 +93,23 @@ impl Rejected {
     }
 }
 
+/// Why a batch call was refused ([`Machine::begin_batch`](crate::Machine::begin_batch) and its
+/// two closers). A refused call changed nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BatchError {
+    /// `begin_batch` while a batch is open: close it first.
+    #[error("a batch is already open")]
+    AlreadyOpen,
+    /// `commit_batch` or `roll_back_batch` with no batch open.
+    #[error("no batch is open")]
+    NotOpen,
+    /// `begin_batch` while a dropped transition's outputs wait for
+    /// [`Machine::drain`](crate::Machine::drain): they belong to no batch.
+    #[error("the previous input's outputs were not drained")]
+    Undrained,
+}
+
 /// What an input tried to complete (for [`Rejected::UnexpectedCompletion`];
 /// [example](Rejected#examples)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -37,7 +37,7 @@ mod restore;
 mod transition;
 
 pub use config::Config;
-pub use error::{Completion, InvalidLog, LogViolation, Rejected};
+pub use error::{BatchError, Completion, InvalidLog, LogViolation, Rejected};
 pub use inbox::Pending;
 pub use input::{
     CancelCause, ErrorInfo, Expect, Input, MaintenanceInput, PreStepAnswer, Preset, StepAnswer,

@@ -7,7 +7,7 @@
 use std::num::NonZeroUsize;
 
 use crate::config::Config;
-use crate::error::{Completion, Rejected};
+use crate::error::{BatchError, Completion, Rejected};
 use crate::fingerprint::Fingerprint;
 use crate::hasher::IdHasher;
 use crate::inbox::{Inbox, Pending};
@@ -177,6 +177,32 @@ pub struct Machine {
     max_pending: Option<NonZeroUsize>,
     /// The outputs of the input being applied, until the host drains them.
     queue: Queue,
+    /// While a batch is open: the phase and turn number before it (the inbox journals its own
+    /// changes). Bookkeeping, outside equality and hashing.
+    batch: Unobserved<Option<Box<Before>>>,
+}
+
+/// What [`Machine::roll_back_batch`] puts back besides the inbox.
+#[derive(Clone, Debug)]
+struct Before {
+    phase: Phase,
+    last_turn: u64,
+}
+
+/// Bookkeeping that is not part of the machine's value: every two compare equal and hash alike.
+#[derive(Clone, Debug, Default)]
+struct Unobserved<T>(T);
+
+impl<T> PartialEq for Unobserved<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<T> Eq for Unobserved<T> {}
+
+impl<T> std::hash::Hash for Unobserved<T> {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 /// The activity phase (S23). Disposing is a flag on the activity's cancellation (S45).
@@ -303,6 +329,7 @@ impl Machine {
             last_turn,
             max_pending,
             queue: Queue::default(),
+            batch: Unobserved(None),
         }
     }
 
@@ -310,6 +337,89 @@ impl Machine {
     /// it was drained (inputs are rejected [`Rejected::Undrained`] until then). Empty otherwise.
     pub fn drain(&mut self) -> Transition<'_> {
         Transition::new(self, true)
+    }
+
+    // ----- batches (group commit) -----
+
+    /// Opens a batch: the inputs fed from now on can be taken back together with
+    /// [`roll_back_batch`](Machine::roll_back_batch), as if none had been fed, when the host
+    /// fails to persist their events (a group commit that failed: S5 extended to persistence);
+    /// [`commit_batch`](Machine::commit_batch) keeps them once they are durable. Each input is
+    /// still persisted and drained as usual; a batch only changes what can be undone. The cost
+    /// is proportional to what the batch changes, not to the machine's size.
+    ///
+    /// # Errors
+    ///
+    /// [`BatchError::AlreadyOpen`] while a batch is open; [`BatchError::Undrained`] while a
+    /// dropped transition's outputs wait for [`drain`](Machine::drain).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use coxswain_core::{Machine, Message, Target};
+    ///
+    /// let mut machine = Machine::new();
+    /// let before = machine.clone();
+    /// machine.begin_batch()?;
+    /// let events = machine.followup(Message::user("m1", "hi"))?.events().to_vec();
+    /// machine.drain().persisted().for_each(drop); // the host holds the effects back
+    /// assert_eq!(events.len(), 3);
+    /// // The append of `events` failed: take the batch back.
+    /// machine.roll_back_batch()?;
+    /// assert_eq!(machine, before);
+    /// assert_eq!(machine.last_turn(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn begin_batch(&mut self) -> Result<(), BatchError> {
+        if self.batch.0.is_some() {
+            return Err(BatchError::AlreadyOpen);
+        }
+        if !self.queue.is_empty() {
+            return Err(BatchError::Undrained);
+        }
+        self.batch.0 = Some(Box::new(Before {
+            phase: self.phase.clone(),
+            last_turn: self.last_turn,
+        }));
+        self.inbox.begin_batch();
+        Ok(())
+    }
+
+    /// Closes the open batch and keeps its inputs: their events are durable.
+    ///
+    /// # Errors
+    ///
+    /// [`BatchError::NotOpen`] without an open batch.
+    pub fn commit_batch(&mut self) -> Result<(), BatchError> {
+        if self.batch.0.take().is_none() {
+            return Err(BatchError::NotOpen);
+        }
+        self.inbox.commit_batch();
+        Ok(())
+    }
+
+    /// Closes the open batch and takes back every input accepted since it was opened: the
+    /// machine equals what it was before the batch (lists, delivery memory, phase, turn number),
+    /// and outputs still queued are dropped. The host must not carry out the effects it held for
+    /// the batch; it answers each of its inputs with the persistence failure instead.
+    ///
+    /// # Errors
+    ///
+    /// [`BatchError::NotOpen`] without an open batch.
+    pub fn roll_back_batch(&mut self) -> Result<(), BatchError> {
+        let Some(before) = self.batch.0.take() else {
+            return Err(BatchError::NotOpen);
+        };
+        self.inbox.roll_back_batch();
+        self.phase = before.phase;
+        self.last_turn = before.last_turn;
+        self.queue = Queue::default();
+        Ok(())
+    }
+
+    /// Whether a batch is open ([`begin_batch`](Machine::begin_batch)).
+    pub fn is_batch_open(&self) -> bool {
+        self.batch.0.is_some()
     }
 
     pub(crate) fn queue(&self) -> &Queue {

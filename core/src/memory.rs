@@ -13,8 +13,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 
-use crate::inbox::IdHasher;
 use crate::fingerprint::Fingerprint;
+use crate::inbox::IdHasher;
 use crate::message::{MessageId, SharedMessage};
 
 /// The ids of the last `capacity` items that left the lists, oldest first. Boxed, so a machine
@@ -90,23 +90,48 @@ impl DeliveryMemory {
     }
 
     /// S51: `message` left the lists and its id is not pending after the splice that removed
-    /// it. It enters the memory; past `W` ids, the oldest are forgotten.
+    /// it. It enters the memory; past `W` ids, the oldest are forgotten. Returns what
+    /// [`undo`](DeliveryMemory::undo) needs to take it back out.
     #[inline]
-    pub(crate) fn left(&mut self, message: &SharedMessage) {
+    pub(crate) fn left(&mut self, message: &SharedMessage) -> Forgotten {
         let Some(held) = self.0.as_mut() else {
-            return;
+            return Forgotten::default();
         };
         let id = message.id();
-        if held.index.insert(id.clone(), message.fingerprint()).is_some() {
+        let mut forgotten = Forgotten::default();
+        if let Some(previous) = held.index.insert(id.clone(), message.fingerprint()) {
             // Unreachable live (a held id is never inserted, so it cannot leave again while
             // held); kept exact for any caller: it moves to the newest place.
+            let place = held.ring.iter().position(|other| other == id);
             held.ring.retain(|other| other != id);
+            forgotten.moved = place.map(|place| (place, previous));
         }
         held.ring.push_back(id.clone());
         while held.ring.len() > held.capacity {
             if let Some(oldest) = held.ring.pop_front() {
-                held.index.remove(&oldest);
+                if let Some(print) = held.index.remove(&oldest) {
+                    forgotten.evicted.push((oldest, print));
+                }
             }
+        }
+        forgotten
+    }
+
+    /// Takes back the [`left`](DeliveryMemory::left) of `id` that returned `forgotten`, the
+    /// memory's latest change: the memory is exactly as before it (a failed batch, S5).
+    pub(crate) fn undo(&mut self, id: &MessageId, forgotten: Forgotten) {
+        let Some(held) = self.0.as_mut() else {
+            return;
+        };
+        for (oldest, print) in forgotten.evicted.into_iter().rev() {
+            held.index.insert(oldest.clone(), print);
+            held.ring.push_front(oldest);
+        }
+        held.ring.pop_back();
+        held.index.remove(id);
+        if let Some((place, previous)) = forgotten.moved {
+            held.index.insert(id.clone(), previous);
+            held.ring.insert(place, id.clone());
         }
     }
 
@@ -127,6 +152,14 @@ impl DeliveryMemory {
             None => EMPTY.iter(),
         }
     }
+}
+
+/// What one [`left`](DeliveryMemory::left) changed beyond adding its id, so that it can be
+/// undone: the ids it forgot (oldest first) and, if the id was held already, where.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Forgotten {
+    evicted: smallvec::SmallVec<[(MessageId, Fingerprint); 1]>,
+    moved: Option<(usize, Fingerprint)>,
 }
 
 /// The held ids of a machine without a memory.

@@ -16,4 +16,6 @@ mod proptests;
 #[cfg(test)]
 mod readme;
 #[cfg(test)]
+mod rollback;
+#[cfg(test)]
 mod roundtrip;

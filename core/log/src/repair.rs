@@ -10,7 +10,7 @@
 //! rewritten. Checking a log against every invariant is the [`Auditor`](crate::Auditor)'s job
 //! (`coxswain verify`), not repair's: a resume must not refuse what a restore accepts.
 
-use coxswain_core::{Event, InvalidLog, Machine, Restorer};
+use coxswain_core::{Config, Event, InvalidLog, Machine, Restorer};
 
 use crate::jsonl::Record;
 
@@ -46,6 +46,12 @@ impl RepairError {
 
 /// Restores the machine from `records` (S46–S48), closing an open final turn first (S50).
 pub fn repair(records: &[Record]) -> Result<Repaired, RepairError> {
+    repair_with(records, Config::new())
+}
+
+/// [`repair`] into a machine with the host's `config` (its delivery memory, admission bound and
+/// hash seed; S51, S53, S55).
+pub fn repair_with(records: &[Record], config: Config) -> Result<Repaired, RepairError> {
     let line_of = |index: usize| {
         records
             .get(index)
@@ -55,7 +61,7 @@ pub fn repair(records: &[Record]) -> Result<Repaired, RepairError> {
         line: line_of(error.index),
         error,
     };
-    let mut restorer = Restorer::new(0);
+    let mut restorer = Restorer::with_config(config, 0);
     for record in records {
         restorer.push_json(&record.event).map_err(fail)?;
     }

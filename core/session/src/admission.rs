@@ -1,0 +1,193 @@
+//! What the session admits before the core sees an input: messages and ids within the host's
+//! size limits and within the log's nesting depth, host events only inside their own step. The
+//! admission bound of S55 is the core's ([`Config::with_max_pending`](coxswain_core::Config)).
+
+use coxswain_core::{Input, Message, Outstanding, PreStepAnswer, Rejected};
+use coxswain_log::{check_data, check_message, HostEvent, TooDeep};
+
+/// The host's size limits on what a send may carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The longest id, in UTF-8 bytes.
+    pub max_id_bytes: usize,
+    /// The largest message, in bytes of its JSON encoding.
+    pub max_message_bytes: usize,
+}
+
+impl Limits {
+    /// 256-byte ids and 1 MiB messages.
+    pub const DEFAULT: Limits = Limits {
+        max_id_bytes: 256,
+        max_message_bytes: 1 << 20,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::DEFAULT
+    }
+}
+
+/// Why the session refused an input or a host event. A refused call changed nothing (S5).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refused {
+    /// The core rejected the input.
+    #[error(transparent)]
+    Rejected(#[from] Rejected),
+    /// A message's id is longer than [`Limits::max_id_bytes`].
+    #[error("the id is {bytes} bytes long; at most {max} are admitted")]
+    IdTooLong {
+        /// Its length in bytes.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A message's JSON encoding is larger than [`Limits::max_message_bytes`].
+    #[error("the message is {bytes} bytes as JSON; at most {max} are admitted")]
+    MessageTooLarge {
+        /// Its size in bytes.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A value nests deeper than a log record can hold.
+    #[error(transparent)]
+    TooDeep(#[from] TooDeep),
+    /// Host events for a step that is not the running one: they belong inside their step.
+    #[error("step {step} of turn {turn} is not the running step")]
+    StepClosed {
+        /// The turn the events named.
+        turn: u64,
+        /// The step the events named.
+        step: u64,
+    },
+    /// A batch is being persisted: wait for [`Session::persisted`](crate::Session::persisted)
+    /// or [`Session::failed`](crate::Session::failed).
+    #[error("a batch is being persisted")]
+    Sealed,
+}
+
+/// Checks every message an input carries.
+pub(crate) fn admit(input: &Input, limits: Limits) -> Result<(), Refused> {
+    match input {
+        Input::Send { message, .. }
+        | Input::Followup(message)
+        | Input::Steer(message)
+        | Input::Inject(message)
+        | Input::Replace { message, .. }
+        | Input::Prepend { message, .. } => admit_message(message, limits),
+        Input::PreStep(PreStepAnswer::Enter(batch)) => batch
+            .iter()
+            .try_for_each(|message| check_message(message).map_err(Refused::from)),
+        _ => Ok(()),
+    }
+}
+
+fn admit_message(message: &Message, limits: Limits) -> Result<(), Refused> {
+    let id = message.id().as_str().len();
+    if id > limits.max_id_bytes {
+        return Err(Refused::IdTooLong {
+            bytes: id,
+            max: limits.max_id_bytes,
+        });
+    }
+    let bytes = json_len(message);
+    if bytes > limits.max_message_bytes {
+        return Err(Refused::MessageTooLarge {
+            bytes,
+            max: limits.max_message_bytes,
+        });
+    }
+    check_message(message)?;
+    Ok(())
+}
+
+/// Host events are admitted only inside the step they name, and only if they fit a record.
+pub(crate) fn admit_events(
+    outstanding: Option<Outstanding>,
+    turn: u64,
+    step: u64,
+    events: &[HostEvent],
+) -> Result<(), Refused> {
+    if outstanding != Some(Outstanding::Step { turn, step }) {
+        return Err(Refused::StepClosed { turn, step });
+    }
+    events
+        .iter()
+        .try_for_each(|event| check_data(event.data()).map_err(Refused::from))
+}
+
+/// The length of a value's JSON encoding, counted without keeping it.
+fn json_len(message: &Message) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Counting never fails; a message that cannot be encoded is not written either.
+    let _ = serde_json::to_writer(&mut count, message);
+    count.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ids_and_messages_within_the_limits() {
+        let limits = Limits {
+            max_id_bytes: 4,
+            max_message_bytes: 64,
+        };
+        let ok = Input::Followup(Message::user("m1", "hi").into());
+        assert_eq!(admit(&ok, limits), Ok(()));
+        let long = Input::Steer(Message::user("m12345", "hi").into());
+        assert_eq!(
+            admit(&long, limits),
+            Err(Refused::IdTooLong { bytes: 6, max: 4 })
+        );
+        let big = Input::Inject(Message::user("m1", "x".repeat(64)).into());
+        // {"id":"m1","content":"xx…","source":{"kind":"user"}}
+        let bytes = json_len(&Message::user("m1", "x".repeat(64)));
+        assert_eq!(
+            admit(&big, limits),
+            Err(Refused::MessageTooLarge { bytes, max: 64 })
+        );
+        let mut deep = json!(1);
+        for _ in 0..200 {
+            deep = json!([deep]);
+        }
+        let deep = Input::Followup(Message::user("m1", deep).into());
+        let unbounded = Limits {
+            max_id_bytes: 4,
+            max_message_bytes: usize::MAX,
+        };
+        assert!(matches!(admit(&deep, unbounded), Err(Refused::TooDeep(_))));
+    }
+
+    #[test]
+    fn host_events_only_inside_their_step() {
+        let event = HostEvent::new("model/output", json!({"text": "hi"})).unwrap();
+        let step = Some(Outstanding::Step { turn: 2, step: 1 });
+        assert_eq!(
+            admit_events(step, 2, 1, std::slice::from_ref(&event)),
+            Ok(())
+        );
+        assert_eq!(
+            admit_events(step, 2, 2, std::slice::from_ref(&event)),
+            Err(Refused::StepClosed { turn: 2, step: 2 })
+        );
+        assert_eq!(
+            admit_events(None, 2, 1, &[event]),
+            Err(Refused::StepClosed { turn: 2, step: 1 })
+        );
+    }
+}

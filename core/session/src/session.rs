@@ -1,0 +1,696 @@
+//! [`Session`]: the core's machine plus what every driver used to decide on its own. Inputs are
+//! staged into a numbered batch ([`feed`](Session::feed), [`record`](Session::record)); the
+//! driver appends the batch's entries ([`seal`](Session::seal)) and reports how that went:
+//! [`persisted`](Session::persisted) releases every staged input's effects and
+//! acknowledgement in input order, [`failed`](Session::failed) takes the whole batch back so
+//! the machine is exactly as if none of it had been fed. Time is a number the driver passes:
+//! the abort grace is [`poll_timeout`](Session::poll_timeout) and
+//! [`handle_timeout`](Session::handle_timeout).
+
+use std::time::Duration;
+
+use coxswain_core::{Effect, Input, Machine, Outstanding};
+use coxswain_log::{Entry, HostEvent};
+
+use crate::admission::{admit, admit_events, Limits, Refused};
+use crate::failure::HostFailure;
+
+/// How a session behaves: the abort grace and the admission limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// How long an aborted host call may take to answer before the session answers `fail`
+    /// ([`HostFailure::Abandoned`]) on its behalf, so that the cancel ends the turn (S38, S39).
+    pub abort_grace: Duration,
+    /// The size limits on what sends carry.
+    pub limits: Limits,
+}
+
+impl Options {
+    /// A 5-second abort grace and the default [`Limits`].
+    pub const DEFAULT: Options = Options {
+        abort_grace: Duration::from_secs(5),
+        limits: Limits::DEFAULT,
+    };
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options::DEFAULT
+    }
+}
+
+/// The number of a batch, counting from 1 over the session's life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BatchNo(pub u64);
+
+/// A staged input or host-event group: its batch and its place in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Ticket {
+    /// The batch it joined.
+    pub batch: BatchNo,
+    /// Its place in the batch, from 0, in the order it was staged.
+    pub index: usize,
+}
+
+/// What one staged member turned into once its batch was persisted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ack {
+    /// An input; `found` is [`Transition::found`](coxswain_core::Transition::found) (`false`
+    /// only for a `remove` or `replace` of an id that was not pending).
+    Input {
+        /// Whether the edit found its id.
+        found: bool,
+    },
+    /// Host events, now durable inside their step.
+    Recorded,
+}
+
+/// What a persisted batch releases, in input order: each member's effects, then its
+/// acknowledgement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Release {
+    /// Carry this effect out.
+    Effect(Effect),
+    /// The member is durable: answer its caller.
+    Ack(Ticket, Ack),
+}
+
+/// The entries of a sealed batch: append them as one write, then call
+/// [`persisted`](Session::persisted) or [`failed`](Session::failed) with its number.
+#[derive(Debug)]
+pub struct Append<'s> {
+    /// The batch.
+    pub batch: BatchNo,
+    /// Its records, in order (empty when its inputs emitted no event: nothing to write).
+    pub entries: &'s [Entry],
+}
+
+/// A batch call that does not fit the session's state. It changed nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BatchMismatch {
+    /// No batch is sealed (nothing is being persisted).
+    #[error("no batch is being persisted")]
+    NotSealed,
+    /// Another batch is being persisted.
+    #[error("batch {expected:?} is being persisted, not {given:?}")]
+    Other {
+        /// The sealed batch.
+        expected: BatchNo,
+        /// The batch the call named.
+        given: BatchNo,
+    },
+}
+
+/// What [`handle_timeout`](Session::handle_timeout) did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timeout {
+    /// The aborted call did not answer within the grace: the session staged its `fail` answer
+    /// ([`HostFailure::Abandoned`]) as `ticket`. Drop the host's call; a late answer is rejected.
+    Abandoned {
+        /// The request given up on.
+        request: Outstanding,
+        /// The staged answer.
+        ticket: Ticket,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Member {
+    ack: Ack,
+    /// One past this member's last effect in `effects`.
+    effects_end: usize,
+}
+
+/// The batch being staged, or being persisted once sealed.
+#[derive(Debug, Default)]
+struct Staging {
+    entries: Vec<Entry>,
+    effects: Vec<Effect>,
+    members: Vec<Member>,
+    sealed: bool,
+}
+
+/// The abort grace running for one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Grace {
+    request: Outstanding,
+    deadline: Duration,
+}
+
+/// The session layer over one [`Machine`]: group commit with rollback, the abort deadline, one
+/// host-failure vocabulary and admission. Sans-IO: the driver moves the bytes and the time.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use coxswain_core::{Input, Machine, Message};
+/// use coxswain_session::{Ack, Options, Release, Session};
+///
+/// let mut session = Session::new(Machine::new(), Options::default());
+/// let now = Duration::ZERO;
+/// let first = session.feed(Input::Followup(Message::user("m1", "hi").into()))?;
+/// let second = session.feed(Input::Inject(Message::user("m2", "ctx").into()))?;
+/// let Some(append) = session.seal() else { unreachable!() };
+/// let batch = append.batch;
+/// // m1: its splice, turn/start and the claim's splice; m2: its splice into NS.
+/// assert_eq!(append.entries.len(), 4);
+/// // The write failed: both inputs fail, and the machine is as before them.
+/// let failed = session.failed(batch)?;
+/// assert_eq!(failed, [first, second]);
+/// assert_eq!(session.machine(), &Machine::new());
+///
+/// // Staged again, and this time the write succeeds: effects, then acks, in input order.
+/// let first = session.feed(Input::Followup(Message::user("m1", "hi").into()))?;
+/// let Some(append) = session.seal() else { unreachable!() };
+/// let batch = append.batch;
+/// let released = session.persisted(batch, now)?;
+/// assert_eq!(released.last(), Some(&Release::Ack(first, Ack::Input { found: true })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Session {
+    machine: Machine,
+    options: Options,
+    staging: Staging,
+    /// The number the batch being staged has (or will have once its first member joins).
+    batch: BatchNo,
+    grace: Option<Grace>,
+}
+
+impl Session {
+    /// A session over `machine` (fresh, or a resumed one: [`ResumePlan`](crate::ResumePlan)).
+    pub fn new(machine: Machine, options: Options) -> Self {
+        Session {
+            machine,
+            options,
+            staging: Staging::default(),
+            batch: BatchNo(1),
+            grace: None,
+        }
+    }
+
+    /// The machine, for queries. While a batch is staged it shows the staged inputs applied.
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// The options the session was made with.
+    pub fn options(&self) -> Options {
+        self.options
+    }
+
+    /// Whether members are staged or a batch is being persisted.
+    pub fn has_batch(&self) -> bool {
+        !self.staging.members.is_empty()
+    }
+
+    /// Stages an input into the open batch: admitted (sizes and depth), then applied by the
+    /// core. Its effects wait for the batch to be persisted.
+    ///
+    /// # Errors
+    ///
+    /// [`Refused::Sealed`] while a batch is being persisted; an admission refusal; the core's
+    /// [`Refused::Rejected`]. A refused input changed nothing (S5).
+    pub fn feed(&mut self, input: Input) -> Result<Ticket, Refused> {
+        self.check_open()?;
+        admit(&input, self.options.limits)?;
+        self.open_batch()?;
+        let transition = match self.machine.handle(input) {
+            Ok(transition) => transition,
+            Err(rejected) => {
+                self.close_if_empty();
+                return Err(rejected.into());
+            }
+        };
+        let found = transition.found();
+        self.staging
+            .entries
+            .extend(transition.events().iter().cloned().map(Entry::Machine));
+        self.staging.effects.extend(transition.persisted());
+        Ok(self.join(Ack::Input { found }))
+    }
+
+    /// Stages host events of the running step `step` of turn `turn` (model output, tool calls):
+    /// they are written inside their step, in order with the inputs around them.
+    ///
+    /// # Errors
+    ///
+    /// [`Refused::Sealed`] while a batch is being persisted; [`Refused::StepClosed`] unless
+    /// that step is the outstanding request; [`Refused::TooDeep`] for data a record cannot hold.
+    pub fn record(
+        &mut self,
+        turn: u64,
+        step: u64,
+        events: Vec<HostEvent>,
+    ) -> Result<Ticket, Refused> {
+        self.check_open()?;
+        admit_events(self.machine.outstanding(), turn, step, &events)?;
+        self.open_batch()?;
+        self.staging
+            .entries
+            .extend(events.into_iter().map(Entry::Host));
+        Ok(self.join(Ack::Recorded))
+    }
+
+    /// Answers the outstanding request `fail` with `failure`'s code on the host's behalf: the
+    /// one way a driver reports a host call that panicked, raised, was cancelled or answered
+    /// nonsense.
+    ///
+    /// # Errors
+    ///
+    /// As [`feed`](Session::feed); [`Refused::Rejected`] with
+    /// [`UnexpectedCompletion`](coxswain_core::Rejected::UnexpectedCompletion) when no request
+    /// is outstanding.
+    pub fn host_failed(&mut self, failure: HostFailure, detail: &str) -> Result<Ticket, Refused> {
+        let Some(request) = self.machine.outstanding() else {
+            return Err(coxswain_core::Rejected::UnexpectedCompletion {
+                answered: coxswain_core::Completion::Step,
+                outstanding: None,
+            }
+            .into());
+        };
+        self.feed(failure.answer(request, detail))
+    }
+
+    /// Seals the staged batch for its write: no member joins it until it is persisted or
+    /// failed. `None` with nothing staged. Sealing a sealed batch hands it out again.
+    pub fn seal(&mut self) -> Option<Append<'_>> {
+        if self.staging.members.is_empty() {
+            return None;
+        }
+        self.staging.sealed = true;
+        Some(Append {
+            batch: self.batch,
+            entries: &self.staging.entries,
+        })
+    }
+
+    /// The sealed batch is durable: releases every member's effects, then its acknowledgement,
+    /// in input order. An abort among them starts the abort grace at `now`.
+    ///
+    /// # Errors
+    ///
+    /// [`BatchMismatch`] unless `batch` is the sealed batch; nothing changes then.
+    pub fn persisted(
+        &mut self,
+        batch: BatchNo,
+        now: Duration,
+    ) -> Result<Vec<Release>, BatchMismatch> {
+        self.check_sealed(batch)?;
+        // A batch is open in the machine whenever members are staged.
+        let _ = self.machine.commit_batch();
+        let staging = std::mem::take(&mut self.staging);
+        let mut released = Vec::with_capacity(staging.effects.len() + staging.members.len());
+        let mut aborted = false;
+        let mut effects = staging.effects.into_iter();
+        let mut start = 0;
+        for (index, member) in staging.members.iter().enumerate() {
+            for effect in effects.by_ref().take(member.effects_end - start) {
+                aborted |= matches!(effect, Effect::Abort(_));
+                released.push(Release::Effect(effect));
+            }
+            start = member.effects_end;
+            released.push(Release::Ack(Ticket { batch, index }, member.ack));
+        }
+        self.batch = BatchNo(batch.0 + 1);
+        if aborted {
+            self.start_grace(now);
+        }
+        Ok(released)
+    }
+
+    /// The sealed batch could not be made durable: every member is taken back, the machine is
+    /// exactly as before the batch (S5 extended to a failed persistence), and the held effects
+    /// are dropped. Returns the members' tickets, in order, to answer each with the failure.
+    ///
+    /// # Errors
+    ///
+    /// [`BatchMismatch`] unless `batch` is the sealed batch; nothing changes then.
+    pub fn failed(&mut self, batch: BatchNo) -> Result<Vec<Ticket>, BatchMismatch> {
+        self.check_sealed(batch)?;
+        let _ = self.machine.roll_back_batch();
+        let staging = std::mem::take(&mut self.staging);
+        self.batch = BatchNo(batch.0 + 1);
+        Ok((0..staging.members.len())
+            .map(|index| Ticket { batch, index })
+            .collect())
+    }
+
+    /// When the driver must call [`handle_timeout`](Session::handle_timeout) next: the abort
+    /// grace's deadline, if one runs.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        self.grace.map(|grace| grace.deadline)
+    }
+
+    /// Time has reached `now`. Once the abort grace has run out and the aborted request is
+    /// still outstanding, stages its `fail` answer ([`HostFailure::Abandoned`]); while a batch
+    /// is being persisted it waits for the next call.
+    pub fn handle_timeout(&mut self, now: Duration) -> Option<Timeout> {
+        let grace = self.grace?;
+        if now < grace.deadline || self.staging.sealed {
+            return None;
+        }
+        self.grace = None;
+        if self.machine.outstanding() != Some(grace.request) {
+            return None; // answered meanwhile
+        }
+        let ticket = self
+            .feed(HostFailure::Abandoned.answer(grace.request, ""))
+            .ok()?;
+        Some(Timeout::Abandoned {
+            request: grace.request,
+            ticket,
+        })
+    }
+
+    /// Hands the machine back (a driver closing down).
+    pub fn into_machine(self) -> Machine {
+        self.machine
+    }
+
+    fn check_open(&self) -> Result<(), Refused> {
+        if self.staging.sealed {
+            Err(Refused::Sealed)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn check_sealed(&self, batch: BatchNo) -> Result<(), BatchMismatch> {
+        if !self.staging.sealed {
+            return Err(BatchMismatch::NotSealed);
+        }
+        if batch != self.batch {
+            return Err(BatchMismatch::Other {
+                expected: self.batch,
+                given: batch,
+            });
+        }
+        Ok(())
+    }
+
+    /// Opens the machine's batch for the first member.
+    fn open_batch(&mut self) -> Result<(), Refused> {
+        if self.staging.members.is_empty() && !self.machine.is_batch_open() {
+            self.machine
+                .begin_batch()
+                .map_err(|_| Refused::Rejected(coxswain_core::Rejected::Undrained))?;
+        }
+        Ok(())
+    }
+
+    /// A rejected first member leaves no batch open.
+    fn close_if_empty(&mut self) {
+        if self.staging.members.is_empty() {
+            let _ = self.machine.commit_batch();
+        }
+    }
+
+    fn join(&mut self, ack: Ack) -> Ticket {
+        let index = self.staging.members.len();
+        self.staging.members.push(Member {
+            ack,
+            effects_end: self.staging.effects.len(),
+        });
+        Ticket {
+            batch: self.batch,
+            index,
+        }
+    }
+
+    /// An abort was released: the outstanding request has `abort_grace` to answer.
+    fn start_grace(&mut self, now: Duration) {
+        self.grace = self.machine.outstanding().map(|request| Grace {
+            request,
+            deadline: now.saturating_add(self.options.abort_grace),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coxswain_core::{
+        CancelCause, Event, Message, Notification, PreStepAnswer, Rejected, Request, TurnEndReason,
+    };
+    use serde_json::json;
+
+    fn followup(id: &str) -> Input {
+        Input::Followup(Message::user(id, "hi").into())
+    }
+
+    fn inject(id: &str) -> Input {
+        Input::Inject(Message::user(id, "ctx").into())
+    }
+
+    fn cancel() -> Input {
+        Input::Cancel {
+            cause: CancelCause::User,
+            keep_inbox: false,
+        }
+    }
+
+    /// Seals and persists the staged batch at `now`.
+    fn persist(session: &mut Session, now: Duration) -> Vec<Release> {
+        let Some(append) = session.seal() else {
+            return Vec::new();
+        };
+        let batch = append.batch;
+        session.persisted(batch, now).unwrap()
+    }
+
+    /// What a release list says, one word per release: `ack`, or the effect's kind.
+    fn shape(released: &[Release]) -> Vec<String> {
+        released
+            .iter()
+            .map(|release| match release {
+                Release::Ack(ticket, _) => format!("ack{}", ticket.index),
+                Release::Effect(Effect::Notify(Notification::Inserted { message })) => {
+                    format!("inserted:{}", message.id())
+                }
+                Release::Effect(Effect::Notify(Notification::Claimed { .. })) => "claimed".into(),
+                Release::Effect(Effect::Notify(Notification::Status { .. })) => "status".into(),
+                Release::Effect(Effect::Begin(_)) => "begin".into(),
+                Release::Effect(Effect::Request(Request::PreStep { .. })) => "preStep".into(),
+                Release::Effect(Effect::Abort(_)) => "abort".into(),
+                Release::Effect(other) => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_persisted_batch_releases_each_members_effects_then_its_ack_in_input_order() {
+        let mut session = Session::new(Machine::new(), Options::default());
+        session.feed(followup("m1")).unwrap();
+        session.feed(inject("m2")).unwrap();
+        let released = persist(&mut session, Duration::ZERO);
+        assert_eq!(
+            shape(&released),
+            [
+                "inserted:m1",
+                "status",
+                "begin",
+                "claimed",
+                "preStep",
+                "ack0",
+                "inserted:m2",
+                "ack1"
+            ]
+        );
+        assert!(!session.has_batch() && !session.machine().is_batch_open());
+        // The next batch has the next number.
+        let ticket = session.feed(inject("m3")).unwrap();
+        assert_eq!(
+            ticket,
+            Ticket {
+                batch: BatchNo(2),
+                index: 0
+            }
+        );
+    }
+
+    #[test]
+    fn s5_a_failed_batch_takes_every_member_back() {
+        let mut session = Session::new(Machine::new(), Options::default());
+        session.feed(inject("c")).unwrap();
+        persist(&mut session, Duration::ZERO);
+        let before = session.machine().clone();
+        let first = session.feed(followup("m1")).unwrap();
+        let second = session.feed(inject("m2")).unwrap();
+        assert_eq!(session.machine().last_turn(), 1);
+        let batch = session.seal().map(|append| append.batch).unwrap();
+        assert_eq!(session.failed(batch), Ok(vec![first, second]));
+        assert_eq!(session.machine(), &before);
+        assert!(!session.machine().is_batch_open());
+        // The same inputs are accepted again (the ids are not pending or held), in batch 3.
+        assert_eq!(
+            session.feed(followup("m1")),
+            Ok(Ticket {
+                batch: BatchNo(3),
+                index: 0
+            })
+        );
+    }
+
+    #[test]
+    fn a_sealed_batch_takes_no_member_and_batch_calls_must_name_it() {
+        let mut session = Session::new(Machine::new(), Options::default());
+        assert_eq!(session.seal().map(|append| append.batch), None);
+        assert_eq!(
+            session.persisted(BatchNo(1), Duration::ZERO),
+            Err(BatchMismatch::NotSealed)
+        );
+        session.feed(followup("m1")).unwrap();
+        let batch = session.seal().map(|append| append.batch).unwrap();
+        let before = session.machine().clone();
+        assert_eq!(session.feed(inject("m2")), Err(Refused::Sealed));
+        assert_eq!(session.record(1, 1, Vec::new()), Err(Refused::Sealed));
+        assert_eq!(
+            session.failed(BatchNo(9)),
+            Err(BatchMismatch::Other {
+                expected: batch,
+                given: BatchNo(9)
+            })
+        );
+        assert_eq!(session.machine(), &before);
+        assert!(session.persisted(batch, Duration::ZERO).is_ok());
+    }
+
+    #[test]
+    fn a_rejected_first_member_leaves_no_batch_open() {
+        let mut session = Session::new(Machine::new(), Options::default());
+        session.feed(inject("m1")).unwrap();
+        persist(&mut session, Duration::ZERO);
+        assert_eq!(
+            session.feed(inject("m1")),
+            Err(Refused::Rejected(Rejected::AlreadyPending("m1".into())))
+        );
+        assert!(!session.has_batch() && !session.machine().is_batch_open());
+        assert_eq!(session.seal().map(|append| append.batch), None);
+    }
+
+    #[test]
+    fn host_events_join_the_batch_inside_their_step() {
+        let mut session = Session::new(Machine::new(), Options::default());
+        session.feed(followup("m1")).unwrap();
+        persist(&mut session, Duration::ZERO);
+        let claimed: coxswain_core::Batch = [Message::user("m1", "hi")].into_iter().collect();
+        session
+            .feed(Input::PreStep(PreStepAnswer::Enter(claimed)))
+            .unwrap();
+        let event = HostEvent::new("model/output", json!({"text": "hello"})).unwrap();
+        // The step opened in the staged batch: its events may join the same batch.
+        let ticket = session.record(1, 1, vec![event]).unwrap();
+        assert_eq!(ticket.index, 1);
+        let entries: Vec<&str> = session
+            .seal()
+            .map(|append| append.entries.iter().map(Entry::kind).collect())
+            .unwrap_or_default();
+        assert_eq!(entries.last(), Some(&"model/output"));
+        let released = persist(&mut session, Duration::ZERO);
+        assert_eq!(released.last(), Some(&Release::Ack(ticket, Ack::Recorded)));
+        assert_eq!(
+            session.record(1, 2, Vec::new()),
+            Err(Refused::StepClosed { turn: 1, step: 2 })
+        );
+    }
+
+    #[test]
+    fn an_aborted_call_that_outlives_the_grace_is_answered_abandoned() {
+        let options = Options {
+            abort_grace: Duration::from_secs(5),
+            ..Options::default()
+        };
+        let mut session = Session::new(Machine::new(), options);
+        session.feed(followup("m1")).unwrap();
+        persist(&mut session, Duration::from_secs(1));
+        assert_eq!(session.poll_timeout(), None);
+        session.feed(cancel()).unwrap();
+        // No deadline before the abort is released: the batch may still fail.
+        assert_eq!(session.poll_timeout(), None);
+        let released = persist(&mut session, Duration::from_secs(10));
+        assert!(shape(&released).contains(&"abort".to_owned()));
+        assert_eq!(session.poll_timeout(), Some(Duration::from_secs(15)));
+        assert_eq!(session.handle_timeout(Duration::from_secs(14)), None);
+        let request = Outstanding::PreStep { turn: 1, step: 1 };
+        let Some(Timeout::Abandoned {
+            request: gave_up,
+            ticket,
+        }) = session.handle_timeout(Duration::from_secs(15))
+        else {
+            panic!("the grace ran out");
+        };
+        assert_eq!((gave_up, ticket.index), (request, 0));
+        assert_eq!(session.poll_timeout(), None);
+        let events: Vec<Event> = session
+            .seal()
+            .map(|append| {
+                append
+                    .entries
+                    .iter()
+                    .filter_map(|entry| match entry {
+                        Entry::Machine(event) => Some(event.clone()),
+                        Entry::Host(_) => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // A failure after a cancel ends the turn aborted (S38).
+        assert!(events.contains(&Event::TurnEnd {
+            turn: 1,
+            reason: TurnEndReason::Aborted {
+                reason: CancelCause::User
+            }
+        }));
+        persist(&mut session, Duration::from_secs(15));
+        assert_eq!(session.machine().outstanding(), None);
+    }
+
+    #[test]
+    fn a_call_answered_within_the_grace_is_not_abandoned() {
+        let mut session = Session::new(Machine::new(), Options::default());
+        session.feed(followup("m1")).unwrap();
+        persist(&mut session, Duration::ZERO);
+        session.feed(cancel()).unwrap();
+        persist(&mut session, Duration::ZERO);
+        let deadline = session.poll_timeout().unwrap();
+        session.feed(Input::PreStep(PreStepAnswer::Reject)).unwrap();
+        persist(&mut session, Duration::ZERO);
+        assert_eq!(session.handle_timeout(deadline), None);
+        assert_eq!(session.poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_host_failure_is_answered_with_its_code() {
+        let mut session = Session::new(Machine::new(), Options::default());
+        assert!(matches!(
+            session.host_failed(HostFailure::Raised, "x"),
+            Err(Refused::Rejected(Rejected::UnexpectedCompletion { .. }))
+        ));
+        session.feed(followup("m1")).unwrap();
+        persist(&mut session, Duration::ZERO);
+        session.host_failed(HostFailure::Panicked, "boom").unwrap();
+        let codes: Vec<String> = session
+            .seal()
+            .map(|append| {
+                append
+                    .entries
+                    .iter()
+                    .filter_map(|entry| match entry {
+                        Entry::Machine(Event::TurnEnd {
+                            reason: TurnEndReason::Error { error },
+                            ..
+                        }) => Some(format!("{}: {}", error.code, error.message)),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(
+            codes,
+            ["host-panicked: the host's preStep call panicked: boom"]
+        );
+    }
+}
