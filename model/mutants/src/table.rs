@@ -195,10 +195,10 @@ pub const MUTANTS: [Mutant; 26] = [
         rule: "S13",
         wrong: "the duplicate check ignores ids pending in NS",
         file: "core/src/machine.rs",
-        from: "if let Some(pending) = self.inbox.pending_message(id) {",
-        to: "if let Some(pending) = self
+        from: "let known = match self.inbox.pending_fingerprint(id) {",
+        to: "let known = match self
             .inbox
-            .pending_message(id)
+            .pending_fingerprint(id)
             .filter(|_| matches!(self.inbox.locate(id), Some((Target::NextTurn, _))))
         {",
         killer: Property::Always(Invariant::I2Identity),
@@ -476,10 +476,8 @@ pub const MUTANTS: [Mutant; 26] = [
         wrong: "a different message under a held id is answered already-delivered (which callers \
                 treat as success: the new message is silently dropped)",
         file: "core/src/machine.rs",
-        from: "        if known.same_as(message) {
-            Err(retry)",
-        to: "        if known.same_as(message) || self.inbox.memory().holds(id) {
-            Err(retry)",
+        from: "Known::Pending(known) | Known::Held(known) if known != message.fingerprint() => {",
+        to: "Known::Pending(known) if known != message.fingerprint() => {",
         killer: Property::Always(Invariant::I14NoSilentLoss),
         shows_in_outputs: false,
         proptest: None,
