@@ -68,16 +68,15 @@ pub const MUTANTS: [Mutant; 26] = [
         rule: "S28",
         wrong: "a claim of two or more NS items leaves the last one out of the batch",
         file: "core/src/inbox.rs",
-        from: "for item in items.drain(..) {
-                self.left(&item);
-                batch.push(item.message);
-            }",
-        to: "for (i, item) in items.drain(..).enumerate() {
-                self.left(&item);
-                if ns < 2 || i + 1 < ns {
-                    batch.push(item.message);
+        from: "            for item in items.drain(..) {
+                let forgotten = self.left(&item);
+                match &mut journal {",
+        to: "            for (i, item) in items.drain(..).enumerate() {
+                let forgotten = self.left(&item);
+                if ns >= 2 && i + 1 == ns {
+                    continue;
                 }
-            }",
+                match &mut journal {",
         killer: Property::Always(Invariant::I3Conservation),
         shows_in_outputs: true,
         proptest: Some(Invariant::I3Conservation),
