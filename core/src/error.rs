@@ -94,7 +94,7 @@ impl Rejected {
 }
 
 /// Why a batch call was refused ([`Machine::begin_batch`](crate::Machine::begin_batch) and its
-/// two closers). A refused call changed nothing.
+/// two closers). A refused call changed nothing ([example](crate::Machine::begin_batch)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BatchError {

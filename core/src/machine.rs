@@ -356,11 +356,13 @@ impl Machine {
     /// # Examples
     ///
     /// ```
-    /// use coxswain_core::{Machine, Message, Target};
+    /// use coxswain_core::{BatchError, Machine, Message};
     ///
     /// let mut machine = Machine::new();
     /// let before = machine.clone();
     /// machine.begin_batch()?;
+    /// assert!(machine.is_batch_open());
+    /// assert_eq!(machine.begin_batch(), Err(BatchError::AlreadyOpen));
     /// let events = machine.followup(Message::user("m1", "hi"))?.events().to_vec();
     /// machine.drain().persisted().for_each(drop); // the host holds the effects back
     /// assert_eq!(events.len(), 3);
@@ -368,6 +370,13 @@ impl Machine {
     /// machine.roll_back_batch()?;
     /// assert_eq!(machine, before);
     /// assert_eq!(machine.last_turn(), 0);
+    ///
+    /// // Fed again and appended: keep it.
+    /// machine.begin_batch()?;
+    /// machine.followup(Message::user("m1", "hi"))?.persisted().for_each(drop);
+    /// machine.commit_batch()?;
+    /// assert_eq!((machine.last_turn(), machine.is_batch_open()), (1, false));
+    /// assert_eq!(machine.commit_batch(), Err(BatchError::NotOpen));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn begin_batch(&mut self) -> Result<(), BatchError> {
@@ -385,7 +394,8 @@ impl Machine {
         Ok(())
     }
 
-    /// Closes the open batch and keeps its inputs: their events are durable.
+    /// Closes the open batch and keeps its inputs: their events are durable
+    /// ([example](Machine::begin_batch)).
     ///
     /// # Errors
     ///
@@ -401,7 +411,8 @@ impl Machine {
     /// Closes the open batch and takes back every input accepted since it was opened: the
     /// machine equals what it was before the batch (lists, delivery memory, phase, turn number),
     /// and outputs still queued are dropped. The host must not carry out the effects it held for
-    /// the batch; it answers each of its inputs with the persistence failure instead.
+    /// the batch; it answers each of its inputs with the persistence failure instead
+    /// ([example](Machine::begin_batch)).
     ///
     /// # Errors
     ///
@@ -417,7 +428,7 @@ impl Machine {
         Ok(())
     }
 
-    /// Whether a batch is open ([`begin_batch`](Machine::begin_batch)).
+    /// Whether a batch is open ([example](Machine::begin_batch)).
     pub fn is_batch_open(&self) -> bool {
         self.batch.0.is_some()
     }
