@@ -14,6 +14,7 @@
 // of it is in the log), carries out nothing and stops the agent; its callers are told once the
 // agent has ended (the log synced and released, `ending` set), as in the tokio driver.
 
+const crypto = require('node:crypto');
 const native = require('./native');
 const errors = require('./errors');
 const { capacity, bound, sendInput } = require('./machine');
@@ -78,7 +79,8 @@ class Agent {
       throw new errors.InvalidOptionsError(`maxBatch ${maxBatch} is not within 1..=${MAX_CAPACITY}`);
     }
     try {
-      const inner = new native.NativeMachine(memory, maxPending);
+      // Ids come from callers: key the core's id indexes with a random seed (HashDoS).
+      const inner = new native.NativeMachine(memory, maxPending, crypto.randomBytes(8).toString('hex'));
       const reply = JSON.parse(inner.resume(await log.readAll()));
       if (reply.corrupt) {
         throw new errors.CorruptLogError(`corrupt log: ${reply.corrupt.message}`, reply.corrupt.line);
@@ -376,9 +378,8 @@ class Agent {
     if (command.kind === 'answer' && reply.events === undefined) {
       // A host answer the core cannot take as given fails the call (S38).
       const [kind] = Object.keys(command.input);
-      const code = reply.rejected === 'too-deep' ? 'too-deep' : 'host-invalid-answer';
-      const message = reply.message ?? reply.invalid ?? 'invalid answer';
-      reply = JSON.parse(this._m.handle(JSON.stringify({ [kind]: { fail: { message, code } } })));
+      const fail = hostFailure('invalid-answer', kind, reply.message ?? reply.invalid ?? '');
+      reply = JSON.parse(this._m.handle(JSON.stringify({ [kind]: { fail } })));
       if (reply.events === undefined) {
         // The driver answers only the request the core made (S4): a bug. Close.
         this._end({ kind: 'closed', error: new Error(`the core rejected the host's answer: ${reply.message}`) });
@@ -463,9 +464,7 @@ class Agent {
       .then(() => (typeof hook === 'function' ? hook.call(this._host, cx) : undefined))
       .then(
         (answer) => answer ?? defaultAnswer(kind, body),
-        (error) => ({
-          fail: { message: `the host's ${kind} call failed: ${error?.message ?? error}`, code: 'host-panic' },
-        }),
+        (error) => ({ fail: hostFailure('raised', kind, String(error?.message ?? error)) }),
       )
       .then((answer) => {
         if (this._ending) return; // closed: the answer is ignored
@@ -552,6 +551,14 @@ function settle(command, outcome) {
   else command.resolve(outcome.ok);
 }
 
+/**
+ * The `fail` answer (`{message, code}`) for a host call that `failure`d: what happened is said
+ * here, the code the log gets is the session layer's (`coxswain_session::HostFailure`).
+ */
+function hostFailure(failure, kind, detail) {
+  return JSON.parse(native.hostFailure(failure, kind, detail));
+}
+
 function defaultAnswer(kind, body) {
   switch (kind) {
     case 'preStep':
@@ -559,7 +566,7 @@ function defaultAnswer(kind, body) {
     case 'turnStopping':
       return 'done';
     default:
-      return { fail: { message: 'the host has no step hook or it returned nothing', code: 'host-invalid-answer' } };
+      return { fail: hostFailure('invalid-answer', kind, 'the host has no step hook or it returned nothing') };
   }
 }
 

@@ -206,6 +206,21 @@ class StoppedError extends CoxswainError {
     super('stopped', message);
   }
 }
+/**
+ * A batch call that does not fit the machine's state; nothing changed. `kind` is
+ * `already-open` (`beginBatch` twice), `not-open` (a closer without a batch) or `undrained`
+ * (`beginBatch` while a transition waits to be persisted).
+ */
+class BatchError extends CoxswainError {
+  constructor(kind) {
+    const why = {
+      'already-open': 'a batch is already open',
+      'not-open': 'no batch is open',
+      undrained: "the previous input's outputs were not drained",
+    };
+    super(kind, why[kind] ?? kind);
+  }
+}
 /** The agent was closed. */
 class ClosedError extends CoxswainError {
   constructor(message = 'the agent is closed') { super('closed', message); }
@@ -277,6 +292,7 @@ module.exports = {
   PersistenceError,
   StoppedError,
   ClosedError,
+  BatchError,
   StepClosedError,
   ReservedTypeError,
   FinalSyncError,

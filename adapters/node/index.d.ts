@@ -163,6 +163,8 @@ export class UnexpectedCompletionError extends RejectedError { readonly kind: 'u
 export class BusyError extends RejectedError { readonly kind: 'busy'; }
 export class DisposedError extends RejectedError { readonly kind: 'disposed'; }
 export class UndrainedError extends RejectedError { readonly kind: 'undrained'; }
+/** A batch call that does not fit the machine's state; nothing changed. */
+export class BatchError extends CoxswainError { readonly kind: 'already-open' | 'not-open' | 'undrained'; }
 export class TooDeepError extends RejectedError { readonly kind: 'too-deep'; }
 export class InvalidInputError extends CoxswainError { readonly kind: 'invalid-input'; }
 export class InvalidLogError extends CoxswainError { readonly kind: 'invalid-log'; readonly line?: number; }
@@ -231,6 +233,14 @@ export class Machine {
   answerPreStep(answer: PreStepAnswer): Transition;
   answerStep(answer: StepAnswer): Transition;
   answerTurnStopping(answer: TurnStoppingAnswer): Transition;
+  /** Opens a batch whose inputs `rollBackBatch()` takes back together; `BatchError` if one is open or a transition is undrained. */
+  beginBatch(): void;
+  /** Keeps the batch's inputs (their events are durable); `BatchError` without a batch. */
+  commitBatch(): void;
+  /** Takes back every input of the batch: the machine is as before it; `BatchError` without a batch. */
+  rollBackBatch(): void;
+  /** Whether a batch is open. */
+  readonly batchOpen: boolean;
   state(): MachineState;
   readonly status: Status;
   readonly quiescent: boolean;
@@ -313,7 +323,7 @@ export interface TurnStoppingContext {
   signal: AbortSignal;
   agent: Agent;
 }
-/** The harness's async work. A hook that throws answers `fail` with code `host-panic` (S38). */
+/** The harness's async work. A hook that throws answers `fail` with code `host-raised` (S38; the session layer's host-failure vocabulary). */
 export interface Host {
   /** Default: enter the claimed batch as it is. */
   preStep?(cx: PreStepContext): Promise<PreStepAnswer | void> | PreStepAnswer | void;

@@ -32,6 +32,7 @@ module.exports = {
   BusyError: errors.BusyError,
   DisposedError: errors.DisposedError,
   UndrainedError: errors.UndrainedError,
+  BatchError: errors.BatchError,
   TooDeepError: errors.TooDeepError,
   InvalidInputError: errors.InvalidInputError,
   InvalidLogError: errors.InvalidLogError,

@@ -124,6 +124,24 @@ class Machine {
   /** Answers the outstanding `turnStopping` request (S33). */
   answerTurnStopping(answer) { return this.handle({ turnStopping: answer }); }
 
+  /**
+   * Opens a batch: the inputs fed from now on can be taken back together with
+   * `rollBackBatch()` when the host cannot persist their events (its log refused the append),
+   * leaving the machine as if none had been fed. Persist each transition as usual;
+   * `commitBatch()` keeps them once durable. Throws `BatchError` (`already-open`, `undrained`).
+   */
+  beginBatch() { batchCall(this._inner.beginBatch()); }
+  /** Closes the batch and keeps its inputs. Throws `BatchError` (`not-open`). */
+  commitBatch() { batchCall(this._inner.commitBatch()); }
+  /**
+   * Closes the batch and takes back every input fed since `beginBatch()`: lists, delivery
+   * memory, phase and turn number are as they were; outputs still queued are dropped (their
+   * effects must not be carried out). Throws `BatchError` (`not-open`).
+   */
+  rollBackBatch() { batchCall(this._inner.rollBackBatch()); }
+  /** Whether a batch is open. */
+  get batchOpen() { return this._inner.isBatchOpen(); }
+
   /** The machine's state: status, quiescence, outstanding request, both pending lists. */
   state() { return JSON.parse(this._inner.state()); }
   /** `'running'` or `'idle'` (S23). */
@@ -140,6 +158,11 @@ class Machine {
   get maxPending() { return this._inner.maxPending(); }
   /** The number of the last turn opened (0 before the first), the running one while running: what a guarded send names (S54). */
   get lastTurn() { return this.state().lastTurn; }
+}
+
+/** Throws the `BatchError` a native batch call replied with (`""`: done). */
+function batchCall(reply) {
+  if (reply !== '') throw new errors.BatchError(reply);
 }
 
 /** The `send` input, with its guard when there is one (S54). */

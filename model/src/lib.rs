@@ -19,6 +19,7 @@ mod differential;
 mod explore;
 mod model;
 mod monitor;
+mod session;
 mod symmetry;
 
 pub use check::{
@@ -27,4 +28,8 @@ pub use check::{
 pub use differential::{view, JsonLog, Mismatch, Outcome, EQUIVALENCE};
 pub use model::{Action, Bound, Cause, DeliveryModel, State, LIVENESS};
 pub use monitor::{Fact, Invariant, Monitor, Violation};
+pub use session::{
+    check_session, SessionAction, SessionBound, SessionModel, SessionProperty, SessionReport,
+    SessionState, SessionVerdict,
+};
 pub use stateright;

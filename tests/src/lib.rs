@@ -19,3 +19,5 @@ mod readme;
 mod rollback;
 #[cfg(test)]
 mod roundtrip;
+#[cfg(test)]
+mod session_model;

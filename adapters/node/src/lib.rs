@@ -24,5 +24,5 @@ mod machine;
 mod wire;
 
 pub use lock::FileLock;
-pub use log::{encode_records, parse_log};
+pub use log::{encode_records, host_failure, parse_log};
 pub use machine::NativeMachine;

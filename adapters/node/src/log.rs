@@ -71,3 +71,37 @@ pub fn parse_log(bytes: Buffer) -> String {
     };
     wire::text(&reply)
 }
+
+/// The session layer's host-failure answer (`coxswain_session::HostFailure`): `{message, code}`
+/// of the `fail` for a host call that `failure`d (`panicked`, `raised`, `cancelled`,
+/// `abandoned`, `invalid-answer`); `call` is `preStep`, `step` or `turnStopping`. `{"error":
+/// "why"}` for another name.
+#[napi]
+pub fn host_failure(failure: String, call: String, detail: String) -> String {
+    use coxswain_core::Outstanding;
+    use coxswain_session::HostFailure;
+    let failure = match failure.as_str() {
+        "panicked" => HostFailure::Panicked,
+        "raised" => HostFailure::Raised,
+        "cancelled" => HostFailure::Cancelled,
+        "abandoned" => HostFailure::Abandoned,
+        "invalid-answer" => HostFailure::InvalidAnswer,
+        other => {
+            return crate::wire::text(
+                &serde_json::json!({ "error": format!("no host failure `{other}`") }),
+            )
+        }
+    };
+    // Only the call's kind shows in the message; the numbers do not.
+    let request = match call.as_str() {
+        "preStep" => Outstanding::PreStep { turn: 0, step: 0 },
+        "step" => Outstanding::Step { turn: 0, step: 0 },
+        "turnStopping" => Outstanding::TurnStopping { turn: 0 },
+        other => {
+            return crate::wire::text(
+                &serde_json::json!({ "error": format!("no host call `{other}`") }),
+            )
+        }
+    };
+    crate::wire::to_text(&failure.error(request, &detail))
+}

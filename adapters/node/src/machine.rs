@@ -3,9 +3,10 @@
 use std::num::NonZeroUsize;
 
 use coxswain_core::{
-    Config, Event, Input, Machine, Output, PreStepAnswer, Rejected, Restorer, Target,
+    BatchError, Config, Event, Input, Machine, Output, PreStepAnswer, Rejected, Target,
 };
-use coxswain_log::{check_message, parse, TooDeep};
+use coxswain_log::{check_message, TooDeep};
+use coxswain_session::{ResumeError, ResumePlan};
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 use serde::Serialize;
@@ -30,11 +31,23 @@ impl NativeMachine {
     /// A fresh machine whose delivery memory holds `memory` ids (S51; 0 is plain S9), with the
     /// admission bound `max_pending` (S55; absent, `null` or 0: unbounded — the JavaScript side
     /// refuses 0 before it gets here).
+    ///
+    /// `hash_seed` (16 hex digits; absent: 0) keys the id indexes: the agent draws a random one
+    /// (HashDoS). No output depends on it.
     #[napi(constructor)]
-    pub fn new(memory: u32, max_pending: Option<u32>) -> Self {
+    pub fn new(memory: u32, max_pending: Option<u32>, hash_seed: Option<String>) -> Self {
+        let seed = hash_seed
+            .and_then(|hex| u64::from_str_radix(&hex, 16).ok())
+            .unwrap_or(0);
         NativeMachine {
-            machine: Machine::with_config(config(memory, max_pending)),
+            machine: Machine::with_config(config(memory, max_pending).with_hash_seed(seed)),
         }
+    }
+
+    /// The seed of the id indexes' hasher, as 16 hex digits.
+    #[napi]
+    pub fn hash_seed(&self) -> String {
+        format!("{:016x}", self.machine.config().hash_seed)
     }
 
     /// Replaces this machine with one restored from a conformance trace's `given` value (JSON
@@ -72,47 +85,27 @@ impl NativeMachine {
     /// message}}` / `{"invalidLog": {line, message}}` with the machine unchanged.
     #[napi]
     pub fn resume(&mut self, bytes: Buffer) -> String {
-        let parsed = match parse(&bytes) {
-            Ok(parsed) => parsed,
-            Err(corrupt) => {
-                let reply =
-                    json!({ "corrupt": { "line": corrupt.line, "message": corrupt.to_string() } });
-                return wire::text(&reply);
+        // The session layer's one resume decision (`ResumePlan`).
+        match ResumePlan::from_bytes(&bytes, self.machine.config()) {
+            Err(ResumeError::Corrupt(corrupt)) => wire::text(
+                &json!({ "corrupt": { "line": corrupt.line, "message": corrupt.to_string() } }),
+            ),
+            Err(ResumeError::Invalid(invalid)) => wire::text(&json!({
+                "invalidLog": { "line": invalid.line, "message": invalid.to_string() }
+            })),
+            Err(other) => {
+                wire::text(&json!({ "corrupt": { "line": 0, "message": other.to_string() } }))
             }
-        };
-        let mut restorer = Restorer::with_config(self.machine.config(), 0);
-        // Records are numbered from line 1 with no gaps, so the event at `index` is on line
-        // `index + 1` (a closer's index is one past the last record).
-        let invalid = |error: coxswain_core::InvalidLog| {
-            let line = error.index + 1;
-            wire::text(&json!({
-                "invalidLog": { "line": line, "message": format!("line {line}: {error}") }
-            }))
-        };
-        for record in &parsed.records {
-            if let Err(error) = restorer.push_json(&record.event) {
-                return invalid(error);
-            }
-        }
-        let interrupted = restorer.position().open_turn();
-        let closers = restorer.position().closers();
-        for closer in &closers {
-            if let Err(error) = restorer.push_event(closer) {
-                return invalid(error);
-            }
-        }
-        match restorer.finish() {
-            Err(error) => invalid(error),
-            Ok(machine) => {
-                self.machine = machine;
+            Ok(plan) => {
+                self.machine = plan.machine;
                 wire::text(&json!({ "ok": {
-                    "records": parsed.records.len(),
-                    "completeLen": parsed.complete_len,
-                    "torn": parsed.torn.map(|t| json!({ "line": t.line, "bytes": t.bytes })),
-                    "unterminated": parsed.unterminated,
-                    "nextSeq": parsed.next_seq,
-                    "closers": closers,
-                    "interrupted": interrupted,
+                    "records": plan.records,
+                    "completeLen": plan.cut_to,
+                    "torn": plan.torn.map(|t| json!({ "line": t.line, "bytes": t.bytes })),
+                    "unterminated": plan.terminate,
+                    "nextSeq": plan.next_seq,
+                    "closers": plan.closers,
+                    "interrupted": plan.interrupted,
                 }}))
             }
         }
@@ -188,6 +181,32 @@ impl NativeMachine {
             }
             Err(rejected) => wire::text(&json!({ "rejected": rejected.kind() })),
         }
+    }
+
+    /// Opens a batch ([`Machine::begin_batch`]): `""` when opened, else the refusal's kind
+    /// (`already-open`, `undrained`).
+    #[napi]
+    pub fn begin_batch(&mut self) -> String {
+        batch_reply(self.machine.begin_batch())
+    }
+
+    /// Closes the batch and keeps its inputs: `""`, or `not-open`.
+    #[napi]
+    pub fn commit_batch(&mut self) -> String {
+        batch_reply(self.machine.commit_batch())
+    }
+
+    /// Closes the batch and takes back every input fed since it opened (the machine is as it
+    /// was; queued outputs are dropped): `""`, or `not-open`.
+    #[napi]
+    pub fn roll_back_batch(&mut self) -> String {
+        batch_reply(self.machine.roll_back_batch())
+    }
+
+    /// Whether a batch is open.
+    #[napi]
+    pub fn is_batch_open(&self) -> bool {
+        self.machine.is_batch_open()
     }
 
     /// The machine's state as JSON: `{status, quiescent, disposed, maintenance,
@@ -346,4 +365,14 @@ fn parse_given(text: &str) -> Result<(Vec<Value>, usize, usize, Option<NonZeroUs
         ),
     };
     Ok((log, count("seedLength")?, count("memory")?, max_pending))
+}
+
+/// A batch call's reply: `""` when it was done, else the refusal's kind.
+fn batch_reply(result: Result<(), BatchError>) -> String {
+    match result {
+        Ok(()) => String::new(),
+        Err(BatchError::AlreadyOpen) => "already-open".into(),
+        Err(BatchError::NotOpen) => "not-open".into(),
+        Err(_) => "undrained".into(),
+    }
 }

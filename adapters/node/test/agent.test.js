@@ -335,7 +335,7 @@ test('host events: inside their step only, never a machine type; hooks that thro
       type: 'agent/error',
       turn: 2,
       step: 1,
-      error: { message: "the host's step call failed: model unavailable", code: 'host-panic' },
+      error: { message: "the host's step call raised: model unavailable", code: 'host-raised' },
     },
   ]);
   await agent.dispose();

@@ -1,7 +1,7 @@
 //! Raising the exception classes of `coxswain._errors` (defined in Python, so they carry typed
 //! attributes and `mypy` sees them as ordinary classes).
 
-use coxswain_core::{Expect, InvalidLog, Rejected};
+use coxswain_core::{BatchError, Expect, InvalidLog, Rejected};
 use pyo3::prelude::*;
 
 /// An instance of `coxswain._errors.<class>` built from `args`, as a Python error.
@@ -55,4 +55,15 @@ pub(crate) fn invalid_log(py: Python<'_>, error: &InvalidLog) -> PyErr {
 /// The exception of an input that is not one of FORMAT.md's shapes.
 pub(crate) fn invalid_input(py: Python<'_>, message: String) -> PyErr {
     raise(py, "InvalidInput", (message,))
+}
+
+/// The exception of a batch call that does not fit the machine's state (nothing changed):
+/// `BatchError` with its `kind`, `already-open`, `not-open` or `undrained`.
+pub(crate) fn batch(py: Python<'_>, error: BatchError) -> PyErr {
+    let kind = match error {
+        BatchError::AlreadyOpen => "already-open",
+        BatchError::NotOpen => "not-open",
+        _ => "undrained",
+    };
+    raise(py, "BatchError", (error.to_string(), kind))
 }

@@ -2,12 +2,14 @@
 //!
 //! It translates and decides nothing: [`machine`] feeds the core JSON inputs and hands back its
 //! outputs in wire order, [`log`] exposes `coxswain-log`'s record format (encode, read back,
-//! restore with crash repair). The typed API, the asyncio driver and the port are Python
+//! restore with crash repair through the session layer's `ResumePlan`), [`failure`] the session
+//! layer's host-failure codes. The typed API, the asyncio driver and the port are Python
 //! (`python/coxswain`).
 #![forbid(unsafe_code)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod errors;
+mod failure;
 mod json;
 mod log;
 mod machine;
@@ -23,6 +25,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(log::parse_log, module)?)?;
     module.add_function(wrap_pyfunction!(log::open_log, module)?)?;
     module.add_function(wrap_pyfunction!(log::check_message_json, module)?)?;
+    module.add_function(wrap_pyfunction!(failure::host_failure, module)?)?;
     module.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

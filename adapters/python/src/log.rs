@@ -2,9 +2,10 @@
 //! Python side does the file IO (and the `fsync`) and calls these to encode, read back and
 //! restore, exactly as `adapters/tokio`'s `FileLog` and `Agent::open` do.
 
+use coxswain_core::Event;
 use coxswain_core::Message;
-use coxswain_core::{Event, Restorer};
-use coxswain_log::{check_message, encode, parse, Entry, HostEvent};
+use coxswain_log::{check_message, encode, parse, Entry, HostEvent, Record};
+use coxswain_session::{ResumeError, ResumePlan};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use serde_json::Value;
@@ -91,43 +92,49 @@ pub(crate) fn parse_log<'py>(
 /// (append them before anything else). Raises `CorruptLog` naming the line of the first record
 /// the core refuses (nothing is to be written then).
 #[pyfunction]
-#[pyo3(signature = (records, delivery_memory = 0, max_pending = None))]
+#[pyo3(signature = (records, delivery_memory = 0, max_pending = None, hash_seed = 0))]
 #[allow(clippy::type_complexity)]
 pub(crate) fn open_log<'py>(
     py: Python<'py>,
     records: &Bound<'py, PyAny>,
     delivery_memory: usize,
     max_pending: Option<usize>,
+    hash_seed: u64,
 ) -> PyResult<(NativeMachine, Bound<'py, PyList>, Option<u64>)> {
-    let config = crate::machine::config(py, delivery_memory, max_pending)?;
-    let mut restorer = Restorer::with_config(config, 0);
-    let corrupt = |error: coxswain_core::InvalidLog| {
-        errors::raise(
-            py,
-            "CorruptLog",
-            (
-                format!("line {}: {error}", error.index + 1),
-                error.index + 1,
-            ),
-        )
-    };
-    for record in records.try_iter()? {
-        restorer.push_json(&to_value(&record?)?).map_err(corrupt)?;
+    let config = crate::machine::config(py, delivery_memory, max_pending, hash_seed)?;
+    // The session layer's one resume decision (`ResumePlan`): restore, then the closers.
+    let mut read = Vec::new();
+    for (index, record) in records.try_iter()?.enumerate() {
+        let event = to_value(&record?)?;
+        let seq = event.get("seq").and_then(Value::as_u64);
+        read.push(Record {
+            line: index + 1,
+            seq,
+            event,
+        });
     }
-    let interrupted = restorer.position().open_turn();
-    let closers = restorer.position().closers();
-    for closer in &closers {
-        restorer.push_event(closer).map_err(corrupt)?;
-    }
-    let machine = restorer.finish().map_err(corrupt)?;
+    let plan = ResumePlan::from_records(&read, 0, config).map_err(|error| {
+        let line = match &error {
+            ResumeError::Invalid(invalid) => invalid.line,
+            ResumeError::Corrupt(corrupt) => corrupt.line,
+            _ => 0,
+        };
+        errors::raise(py, "CorruptLog", (error.to_string(), line))
+    })?;
     let list = PyList::empty(py);
-    for closer in &closers {
+    for closer in &plan.closers {
         list.append(to_py(
             py,
             &serde_json::to_value(closer).unwrap_or(Value::Null),
         )?)?;
     }
-    Ok((NativeMachine { machine }, list, interrupted))
+    Ok((
+        NativeMachine {
+            machine: plan.machine,
+        },
+        list,
+        plan.interrupted,
+    ))
 }
 
 /// Raises `EncodeError` if `message` (a message's JSON) is not a message with a string `id`, or

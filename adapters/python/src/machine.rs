@@ -34,14 +34,18 @@ fn target(py: Python<'_>, name: &str) -> PyResult<Target> {
     })
 }
 
-/// The host's [`Config`]: a delivery memory of `delivery_memory` ids (S51) and the admission
-/// bound `max_pending` (S55; `None`: unbounded, 0 raises `InvalidInput`).
+/// The host's [`Config`]: a delivery memory of `delivery_memory` ids (S51), the admission
+/// bound `max_pending` (S55; `None`: unbounded, 0 raises `InvalidInput`) and the id indexes'
+/// `hash_seed` (the agent draws a random one: HashDoS).
 pub(crate) fn config(
     py: Python<'_>,
     delivery_memory: usize,
     max_pending: Option<usize>,
+    hash_seed: u64,
 ) -> PyResult<Config> {
-    let config = Config::new().with_delivery_memory(delivery_memory);
+    let config = Config::new()
+        .with_delivery_memory(delivery_memory)
+        .with_hash_seed(hash_seed);
     match max_pending {
         None => Ok(config),
         Some(limit) => NonZeroUsize::new(limit)
@@ -63,14 +67,24 @@ fn output_value(output: &Output) -> Value {
 
 #[pymethods]
 impl NativeMachine {
-    /// A fresh machine with a delivery memory of `delivery_memory` ids (S51) and the admission
-    /// bound `max_pending` (S55; `None`: unbounded).
+    /// A fresh machine with a delivery memory of `delivery_memory` ids (S51), the admission
+    /// bound `max_pending` (S55; `None`: unbounded) and the id indexes' `hash_seed`.
     #[new]
-    #[pyo3(signature = (delivery_memory = 0, max_pending = None))]
-    fn new(py: Python<'_>, delivery_memory: usize, max_pending: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (delivery_memory = 0, max_pending = None, hash_seed = 0))]
+    fn new(
+        py: Python<'_>,
+        delivery_memory: usize,
+        max_pending: Option<usize>,
+        hash_seed: u64,
+    ) -> PyResult<Self> {
         Ok(NativeMachine {
-            machine: Machine::with_config(config(py, delivery_memory, max_pending)?),
+            machine: Machine::with_config(config(py, delivery_memory, max_pending, hash_seed)?),
         })
+    }
+
+    /// The seed of the id indexes' hasher.
+    fn hash_seed(&self) -> u64 {
+        self.machine.config().hash_seed
     }
 
     /// Restores a machine from a log of `{type, data}` records (S46–S48), with the host's
@@ -84,7 +98,7 @@ impl NativeMachine {
         delivery_memory: usize,
         max_pending: Option<usize>,
     ) -> PyResult<Self> {
-        let config = config(py, delivery_memory, max_pending)?;
+        let config = config(py, delivery_memory, max_pending, 0)?;
         let mut events = Vec::new();
         for record in log.try_iter()? {
             events.push(to_value(&record?)?);
@@ -147,6 +161,34 @@ impl NativeMachine {
             builder.push(&output)?;
         }
         Ok((found, builder.events, builder.effects, builder.outputs))
+    }
+
+    /// Opens a batch: the inputs fed from now on can be taken back together
+    /// ([`Machine::begin_batch`](coxswain_core::Machine::begin_batch)). Raises `BatchError`.
+    fn begin_batch(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.machine
+            .begin_batch()
+            .map_err(|error| errors::batch(py, error))
+    }
+
+    /// Closes the batch and keeps its inputs: their events are durable. Raises `BatchError`.
+    fn commit_batch(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.machine
+            .commit_batch()
+            .map_err(|error| errors::batch(py, error))
+    }
+
+    /// Closes the batch and takes back every input fed since it opened: the machine is as it
+    /// was (S5 for a failed persistence). Raises `BatchError`.
+    fn roll_back_batch(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.machine
+            .roll_back_batch()
+            .map_err(|error| errors::batch(py, error))
+    }
+
+    /// Whether a batch is open.
+    fn is_batch_open(&self) -> bool {
+        self.machine.is_batch_open()
     }
 
     /// The public status (S23): `"idle"` or `"running"`.

@@ -169,7 +169,7 @@ def test_a_host_exception_fails_the_turn(tmp_path: Path) -> None:
 
     run(main)
     reason = records(log)[-1]["data"]["reason"]
-    assert reason["kind"] == "error" and reason["error"]["code"] == "host-exception"
+    assert reason["kind"] == "error" and reason["error"]["code"] == "host-raised"
 
 
 def test_rejections_reach_the_caller_and_change_nothing(tmp_path: Path) -> None:

@@ -485,8 +485,9 @@ impl Options {
     pub const DEFAULT_MAX_PENDING: usize = 10_000;
 
     /// The error code of the `fail` answer the driver gives for a host call dropped after
-    /// [`abort_grace`](Options::abort_grace).
-    pub const ABANDONED: &'static str = "abandoned";
+    /// [`abort_grace`](Options::abort_grace): the session layer's `host-abandoned`
+    /// ([`HostFailure::Abandoned`](coxswain_session::HostFailure::Abandoned)).
+    pub const ABANDONED: &'static str = coxswain_session::HostFailure::Abandoned.code();
 
     /// Checks the bounds: every capacity within `1..=`[`Options::MAX_CAPACITY`].
     pub fn validate(&self) -> Result<(), InvalidOptions> {

@@ -39,10 +39,11 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use coxswain_core::{
-    Abort, Activity, Effect, ErrorInfo, Event, Input, Machine, Notification, Outstanding,
-    PreStepAnswer, Request, Status, StepAnswer, Target, TurnStoppingAnswer,
+    Abort, Activity, Effect, Event, Input, Machine, Notification, Outstanding, PreStepAnswer,
+    Request, Status, Target,
 };
 use coxswain_log::{check_message, Entry, HostEvent};
+use coxswain_session::HostFailure;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinError, JoinHandle};
 use tokio::time::Instant;
@@ -412,14 +413,9 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                 handle.abort();
                 tracing::warn!(parent: &self.span, ?kind, grace = ?self.abort_grace,
                     "the aborted host call did not return within the grace: dropped");
-                let error = ErrorInfo::new(
-                    format!(
-                        "the host's {kind:?} call did not return within {:?} of the abort",
-                        self.abort_grace
-                    ),
-                    Options::ABANDONED,
-                );
-                self.answer(fail(kind, error)).await;
+                let detail = format!("it did not return within {:?}", self.abort_grace);
+                self.answer(failed(kind, HostFailure::Abandoned, &detail))
+                    .await;
             }
             other => self.inflight = other,
         }
@@ -769,10 +765,10 @@ fn host_answer(kind: Kind, result: Result<Input, JoinError>) -> Option<Input> {
             let deep = batch
                 .iter()
                 .find_map(|message| check_message(message).err());
-            Some(Input::PreStep(match deep {
-                None => PreStepAnswer::Enter(batch),
-                Some(deep) => PreStepAnswer::Fail(ErrorInfo::new(deep.to_string(), "too-deep")),
-            }))
+            Some(match deep {
+                None => Input::PreStep(PreStepAnswer::Enter(batch)),
+                Some(deep) => failed(kind, HostFailure::InvalidAnswer, &deep.to_string()),
+            })
         }
         Ok(answer) => Some(answer),
         Err(error) if error.is_cancelled() => None,
@@ -783,24 +779,26 @@ fn host_answer(kind: Kind, result: Result<Input, JoinError>) -> Option<Input> {
 /// A host call that panicked answers `fail` (S38): the turn ends with an error.
 fn panicked(kind: Kind, error: &JoinError) -> Input {
     tracing::error!(?kind, %error, "host call panicked");
-    let error = ErrorInfo::new(format!("the host's {kind:?} call panicked"), "host-panic");
-    fail(kind, error)
+    failed(kind, HostFailure::Panicked, "")
 }
 
-/// The `fail` answer to a request of this kind.
-fn fail(kind: Kind, error: ErrorInfo) -> Input {
-    match kind {
-        Kind::PreStep => Input::PreStep(PreStepAnswer::Fail(error)),
-        Kind::Step => Input::Step(StepAnswer::Fail(error)),
-        Kind::TurnStopping => Input::TurnStopping(TurnStoppingAnswer::Fail(error)),
-    }
+/// The `fail` answer to a request of this kind for `failure`: the code is the session layer's
+/// (one vocabulary for every driver), the message names the call.
+fn failed(kind: Kind, failure: HostFailure, detail: &str) -> Input {
+    // Only the call's kind shows in the answer; the numbers do not.
+    let request = match kind {
+        Kind::PreStep => Outstanding::PreStep { turn: 0, step: 0 },
+        Kind::Step => Outstanding::Step { turn: 0, step: 0 },
+        Kind::TurnStopping => Outstanding::TurnStopping { turn: 0 },
+    };
+    failure.answer(request, detail)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Item 10: a host task cancelled by a runtime shutdown gives no answer, not a `host-panic`.
+    /// Item 10: a host task cancelled by a runtime shutdown gives no answer, not a `host-panicked`.
     #[tokio::test]
     async fn a_cancelled_host_task_is_no_answer_and_no_panic() {
         let task = tokio::spawn(std::future::pending::<Input>());
@@ -812,7 +810,10 @@ mod tests {
         let task = tokio::spawn(async { panic!("boom") });
         let error = task.await.unwrap_err();
         match host_answer(Kind::Step, Err(error)) {
-            Some(Input::Step(StepAnswer::Fail(error))) => assert_eq!(&*error.code, "host-panic"),
+            Some(Input::Step(coxswain_core::StepAnswer::Fail(error))) => {
+                assert_eq!(&*error.code, "host-panicked");
+                assert_eq!(&*error.message, "the host's step call panicked");
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -16,7 +16,8 @@ use crate::agent::{Agent, AgentError};
 /// Every call gets the current activity's [`CancellationToken`] (a fresh one per turn, S42),
 /// which the core's `abort` request trips. Cancellation is cooperative (S40): a call should
 /// return soon after its token trips, but whatever it returns is still awaited, and the turn
-/// closes only then. A call that panics answers `fail` with code `host-panic`.
+/// closes only then. A call that panics answers `fail` with code `host-panicked` (the session
+/// layer's [`HostFailure`](coxswain_session::HostFailure) vocabulary).
 pub trait Host: Send + Sync + 'static {
     /// The pre-step decision (hooks, prompt assembly) for the claimed batch (S29). The default
     /// enters the claimed batch as it is.

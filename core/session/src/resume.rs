@@ -5,7 +5,7 @@
 //! bytes or rows, asks for the plan, then carries it out.
 
 use coxswain_core::{Config, Event, Machine};
-use coxswain_log::{parse, repair_with, CorruptLine, Record, RepairError};
+use coxswain_log::{parse, repair_with, CorruptLine, Record, RepairError, TornTail};
 
 use crate::session::{Options, Session};
 
@@ -19,6 +19,8 @@ pub struct ResumePlan {
     /// Cut the stored log to this many bytes first: it ends in a torn record (S50). `None`:
     /// keep every byte.
     pub cut_to: Option<u64>,
+    /// The torn record that cut drops, if any (its line and length, for the host's report).
+    pub torn: Option<TornTail>,
     /// The last record is whole but lacks its `\n`: write one before the next record.
     pub terminate: bool,
     /// Append these first, as one batch, before any new record (S50: `step/end` if a step was
@@ -68,6 +70,7 @@ impl ResumePlan {
     /// bytes.extend_from_slice(b"{\"seq\":4,\"ty"); // the crash tore the next record
     /// let plan = ResumePlan::from_bytes(&bytes, Config::new().with_hash_seed(7))?;
     /// assert_eq!(plan.cut_to, Some(bytes.len() as u64 - 12));
+    /// assert_eq!(plan.torn.map(|torn| (torn.line, torn.bytes)), Some((4, 12)));
     /// assert_eq!(plan.interrupted, Some(1));
     /// assert_eq!(plan.closers.len(), 1); // turn/end {kind: "interrupted"}
     /// assert_eq!((plan.records, plan.next_seq), (3, 4));
@@ -78,6 +81,7 @@ impl ResumePlan {
         let parsed = parse(bytes)?;
         let mut plan = ResumePlan::from_records(&parsed.records, parsed.next_seq, config)?;
         plan.cut_to = parsed.torn.map(|_| parsed.complete_len as u64);
+        plan.torn = parsed.torn;
         plan.terminate = parsed.unterminated;
         Ok(plan)
     }
@@ -97,6 +101,7 @@ impl ResumePlan {
         Ok(ResumePlan {
             machine: repaired.machine,
             cut_to: None,
+            torn: None,
             terminate: false,
             closers: repaired.closers,
             interrupted: repaired.interrupted,

@@ -123,12 +123,15 @@ struct Member {
 }
 
 /// The batch being staged, or being persisted once sealed.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Staging {
     entries: Vec<Entry>,
     effects: Vec<Effect>,
     members: Vec<Member>,
     sealed: bool,
+    /// The abort grace as it was when the batch opened: a failed batch puts it back (the
+    /// abandoned answer it may hold is taken back too, so the grace must fire again).
+    grace_before: Option<Grace>,
 }
 
 /// The abort grace running for one request.
@@ -169,7 +172,7 @@ struct Grace {
 /// assert_eq!(released.last(), Some(&Release::Ack(first, Ack::Input { found: true })));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Session {
     machine: Machine,
     options: Options,
@@ -204,6 +207,16 @@ impl Session {
     /// Whether members are staged or a batch is being persisted.
     pub fn has_batch(&self) -> bool {
         !self.staging.members.is_empty()
+    }
+
+    /// How many members the open batch holds.
+    pub fn staged(&self) -> usize {
+        self.staging.members.len()
+    }
+
+    /// Whether the batch is sealed: being persisted, taking no member.
+    pub fn is_sealed(&self) -> bool {
+        self.staging.sealed
     }
 
     /// Stages an input into the open batch: admitted (sizes and depth), then applied by the
@@ -332,6 +345,7 @@ impl Session {
         self.check_sealed(batch)?;
         let _ = self.machine.roll_back_batch();
         let staging = std::mem::take(&mut self.staging);
+        self.grace = staging.grace_before;
         self.batch = BatchNo(batch.0 + 1);
         Ok((0..staging.members.len())
             .map(|index| Ticket { batch, index })
@@ -352,16 +366,16 @@ impl Session {
         if now < grace.deadline || self.staging.sealed {
             return None;
         }
-        self.grace = None;
         if self.machine.outstanding() != Some(grace.request) {
+            self.grace = None;
             return None; // answered meanwhile
         }
-        let ticket = self
-            .feed(HostFailure::Abandoned.answer(grace.request, ""))
-            .ok()?;
+        // Fed while the grace still runs, so a batch opened by this answer remembers it.
+        let fed = self.feed(HostFailure::Abandoned.answer(grace.request, ""));
+        self.grace = None;
         Some(Timeout::Abandoned {
             request: grace.request,
-            ticket,
+            ticket: fed.ok()?,
         })
     }
 
@@ -397,6 +411,7 @@ impl Session {
             self.machine
                 .begin_batch()
                 .map_err(|_| Refused::Rejected(coxswain_core::Rejected::Undrained))?;
+            self.staging.grace_before = self.grace;
         }
         Ok(())
     }
@@ -646,6 +661,25 @@ mod tests {
         }));
         persist(&mut session, Duration::from_secs(15));
         assert_eq!(session.machine().outstanding(), None);
+    }
+
+    #[test]
+    fn a_failed_batch_holding_the_abandoned_answer_puts_the_grace_back() {
+        let mut session = Session::new(Machine::new(), Options::default());
+        session.feed(followup("m1")).unwrap();
+        persist(&mut session, Duration::ZERO);
+        session.feed(cancel()).unwrap();
+        persist(&mut session, Duration::ZERO);
+        let deadline = session.poll_timeout().unwrap();
+        assert!(session.handle_timeout(deadline).is_some());
+        let batch = session.seal().map(|append| append.batch).unwrap();
+        session.failed(batch).unwrap();
+        // The answer was taken back: the request is outstanding and the grace fires again.
+        assert_eq!(session.poll_timeout(), Some(deadline));
+        assert!(matches!(
+            session.handle_timeout(deadline),
+            Some(Timeout::Abandoned { .. })
+        ));
     }
 
     #[test]

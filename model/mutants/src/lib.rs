@@ -1,7 +1,7 @@
 //! # coxswain-mutants
 //!
 //! Proof that the checkers bite, without hooks in the shipped core: a hand-written, named list of
-//! **source mutants** of `core/src/` ([`MUTANTS`]), each a deliberately wrong variant of one SPEC
+//! **source mutants** of `core/src/` and `core/session/src/` ([`MUTANTS`]), each a deliberately wrong variant of one SPEC
 //! rule written as an exact text substitution, and a runner that, for each mutant,
 //!
 //! 1. copies the crates the killers need (`core/` with its nested crates, `model/`, `tests/`, the
@@ -34,10 +34,11 @@ mod table;
 pub use table::{find, Mutant, Property, MUTANTS, UNCHANGED};
 
 /// The crates a mutant's workspace holds (and the paths copied for them).
-const MEMBERS: [&str; 7] = [
+const MEMBERS: [&str; 8] = [
     "core",
     "core/conformance",
     "core/log",
+    "core/session",
     "model",
     "model/mutants",
     "model/spec",
@@ -718,13 +719,18 @@ mod tests {
         let mut names = BTreeSet::new();
         for mutant in MUTANTS {
             assert!(names.insert(mutant.name), "{} twice", mutant.name);
-            assert!(mutant.file.starts_with("core/src/"), "{}", mutant.name);
+            assert!(
+                mutant.file.starts_with("core/src/")
+                    || mutant.file.starts_with("core/session/src/"),
+                "{}",
+                mutant.name
+            );
             assert_ne!(mutant.from, mutant.to, "{} changes nothing", mutant.name);
             let source = std::fs::read_to_string(workspace().join(mutant.file)).unwrap();
             let mutated = mutate(&source, &mutant).unwrap_or_else(|e| panic!("{e}"));
             assert_ne!(mutated, source);
         }
-        assert_eq!(MUTANTS.len(), 26);
+        assert_eq!(MUTANTS.len(), 30);
         let source = std::fs::read_to_string(workspace().join(UNCHANGED.file)).unwrap();
         assert_eq!(mutate(&source, &UNCHANGED).as_deref(), Ok(source.as_str()));
     }
@@ -748,7 +754,7 @@ mod tests {
         let manifest = std::fs::read_to_string(workspace().join("Cargo.toml")).unwrap();
         let cut = members_only(&manifest).unwrap();
         assert!(cut.contains(
-            r#"members = ["core", "core/conformance", "core/log", "model", "model/mutants", "model/spec", "tests"]"#
+            r#"members = ["core", "core/conformance", "core/log", "core/session", "model", "model/mutants", "model/spec", "tests"]"#
         ));
         assert!(!cut.contains("\"adapters/cli\",\n"));
         assert!(cut.contains("[profile.dev.package.coxswain-core]"));

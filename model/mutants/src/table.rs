@@ -5,7 +5,7 @@
 //! crate's unit tests check it on every `cargo test`), so a change to the core that moves a
 //! snippet fails loudly instead of leaving a mutant that no longer mutates anything.
 
-use coxswain_model::{Invariant, EQUIVALENCE, LIVENESS};
+use coxswain_model::{Invariant, SessionProperty, EQUIVALENCE, LIVENESS};
 
 /// A model-checker property: an `always` invariant of the monitor, the `always` equivalence to
 /// the executable spec, or the I9 liveness property.
@@ -17,6 +17,8 @@ pub enum Property {
     Equivalence,
     /// `eventually`: I9 liveness ([`LIVENESS`]).
     Liveness,
+    /// `always`: a property of the session layer's model ([`coxswain_model::check_session`]).
+    Session(SessionProperty),
 }
 
 impl Property {
@@ -26,6 +28,7 @@ impl Property {
             Property::Always(invariant) => invariant.name(),
             Property::Equivalence => EQUIVALENCE,
             Property::Liveness => LIVENESS,
+            Property::Session(property) => property.name(),
         }
     }
 }
@@ -62,7 +65,7 @@ pub struct Mutant {
 }
 
 /// Every mutant, in the order of the old seeded bugs.
-pub const MUTANTS: [Mutant; 26] = [
+pub const MUTANTS: [Mutant; 30] = [
     Mutant {
         name: "ClaimForgetsStep",
         rule: "S28",
@@ -481,6 +484,75 @@ pub const MUTANTS: [Mutant; 26] = [
         shows_in_outputs: false,
         proptest: None,
         memory: 1,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "EffectReleasedEarly",
+        rule: "session: group commit",
+        wrong: "an input staged while its batch is being written joins it: its effects are \
+                released though its events were not in the write",
+        file: "core/session/src/session.rs",
+        from: "        self.check_open()?;
+        admit(&input, self.options.limits)?;",
+        to: "        admit(&input, self.options.limits)?;",
+        killer: Property::Session(SessionProperty::DurableBeforeRelease),
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 0,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "RollbackForgetsMemory",
+        rule: "session: rollback (S5, S51)",
+        wrong: "a failed batch's rollback leaves the ids its claims put in the delivery memory",
+        file: "core/src/memory.rs",
+        from: "    pub(crate) fn undo(&mut self, id: &MessageId, forgotten: Forgotten) {
+        let Some(held) = self.0.as_mut() else {",
+        to: "    pub(crate) fn undo(&mut self, id: &MessageId, forgotten: Forgotten) {
+        if !id.as_str().is_empty() {
+            return;
+        }
+        let Some(held) = self.0.as_mut() else {",
+        killer: Property::Session(SessionProperty::RolledBack),
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 0,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "DeadlineNeverFires",
+        rule: "session: abort grace (S38, S39)",
+        wrong: "a released abort starts no grace: a host call that ignores it hangs the turn",
+        file: "core/session/src/session.rs",
+        from: "        if aborted {
+            self.start_grace(now);
+        }",
+        to: "        if aborted && now == Duration::MAX {
+            self.start_grace(now);
+        }",
+        killer: Property::Session(SessionProperty::AbortEndsByDeadline),
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 0,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "AcksReordered",
+        rule: "session: group commit",
+        wrong: "a persisted batch acknowledges its members in reverse order",
+        file: "core/session/src/session.rs",
+        from: "released.push(Release::Ack(Ticket { batch, index }, member.ack));",
+        to: "released.push(Release::Ack(
+                Ticket {
+                    batch,
+                    index: staging.members.len() - 1 - index,
+                },
+                member.ack,
+            ));",
+        killer: Property::Session(SessionProperty::ReleaseOrder),
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 0,
         max_pending: 0,
     },
 ];

@@ -9,6 +9,7 @@ from ._errors import (
     AfterDisposal,
     AlreadyDelivered,
     AlreadyPending,
+    BatchError,
     Busy,
     Conflict,
     CorruptLog,
@@ -59,7 +60,7 @@ from ._types import (
 from ._types import Disposed as DisposedOutput
 
 __all__ = [
-    "Abort", "AfterDisposal", "AlreadyDelivered", "AlreadyPending", "Begin", "Busy",
+    "Abort", "AfterDisposal", "AlreadyDelivered", "AlreadyPending", "BatchError", "Begin", "Busy",
     "CancelCause", "Claimed", "Conflict", "CorruptLog", "CoxswainError", "Discarded", "Disposed",
     "DisposedOutput", "Effect", "EncodeError", "Enter", "ErrorInfo", "Event", "Expect", "Fail",
     "Full", "Inserted", "InvalidInput", "InvalidLog", "JSON", "Machine", "Message",

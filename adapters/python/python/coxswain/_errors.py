@@ -28,6 +28,7 @@ __all__ = [
     "InvalidLog",
     "InvalidInput",
     "CorruptLog",
+    "BatchError",
     "EncodeError",
 ]
 
@@ -139,6 +140,17 @@ class Undrained(Rejected):
     out again). A host error, never part of a conformance trace."""
 
     kind = "undrained"
+
+
+class BatchError(CoxswainError):
+    """A batch call that does not fit the machine's state; nothing changed. ``kind`` says why:
+    ``already-open`` (``begin_batch`` twice), ``not-open`` (a closer without a batch) or
+    ``undrained`` (``begin_batch`` while a transition waits to be persisted or drained)."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        #: ``already-open``, ``not-open`` or ``undrained``.
+        self.kind = kind
 
 
 class InvalidLog(CoxswainError):

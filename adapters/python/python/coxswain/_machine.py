@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Mapping
 
 from . import _native
-from ._errors import Undrained
+from ._errors import BatchError, Undrained
 from ._types import (
     JSON,
     CancelCause,
@@ -109,8 +109,10 @@ class Machine:
 
     __slots__ = ("_native", "_undrained")
 
-    def __init__(self, delivery_memory: int = 0, *, max_pending: int | None = None) -> None:
-        self._native = _native.Machine(delivery_memory, max_pending)
+    def __init__(
+        self, delivery_memory: int = 0, *, max_pending: int | None = None, hash_seed: int = 0
+    ) -> None:
+        self._native = _native.Machine(delivery_memory, max_pending, hash_seed)
         self._undrained: Transition | None = None
 
     @classmethod
@@ -241,6 +243,36 @@ class Machine:
         """Answers the outstanding ``turnStopping`` request (S33)."""
         return self.handle(answer_json("turnStopping", answer))
 
+    # ----- batches (group commit) -----
+
+    def begin_batch(self) -> None:
+        """Opens a batch: the inputs fed from now on can be taken back together with
+        :meth:`roll_back_batch` when the host cannot persist their events (its log refused the
+        append, the disk is full), leaving the machine as if none had been fed. Persist and
+        settle each transition as usual; :meth:`commit_batch` keeps them once they are durable.
+        Raises :class:`~coxswain.BatchError` (``already-open``, ``undrained``)."""
+        if self._undrained is not None:
+            raise BatchError("the previous input's outputs were not drained", "undrained")
+        self._native.begin_batch()
+
+    def commit_batch(self) -> None:
+        """Closes the batch and keeps its inputs. Raises :class:`~coxswain.BatchError`
+        (``not-open``)."""
+        self._native.commit_batch()
+
+    def roll_back_batch(self) -> None:
+        """Closes the batch and takes back every input fed since :meth:`begin_batch`: lists,
+        delivery memory, phase and turn number are as they were, and a transition still waiting
+        to be settled is dropped (its effects must not be carried out). Raises
+        :class:`~coxswain.BatchError` (``not-open``)."""
+        self._native.roll_back_batch()
+        self._undrained = None
+
+    @property
+    def is_batch_open(self) -> bool:
+        """Whether a batch is open."""
+        return self._native.is_batch_open()
+
     # ----- queries -----
 
     @property
@@ -291,6 +323,12 @@ class Machine:
     def delivery_memory(self) -> int:
         """The delivery memory's capacity (S51)."""
         return self._native.delivery_memory()
+
+    @property
+    def hash_seed(self) -> int:
+        """The seed of the id indexes' hasher (``hash_seed``; the agent draws a random one, so
+        ids crafted to collide under known keys do not: HashDoS). No output depends on it."""
+        return self._native.hash_seed()
 
     @property
     def max_pending(self) -> int | None:

@@ -52,8 +52,8 @@ async fn a_panicking_host_fails_the_turn_and_the_agent_goes_on() {
     let mut updates = agent.subscribe();
     agent.followup(user("a")).await.unwrap();
     agent.when_idle().await.unwrap();
-    assert_eq!(brief(&log)[5..], ["/step 1.1", "end 1 error host-panic"]);
-    assert!(notes(&drain_updates(&mut updates)).contains(&"error 1.1 host-panic".to_owned()));
+    assert_eq!(brief(&log)[5..], ["/step 1.1", "end 1 error host-panicked"]);
+    assert!(notes(&drain_updates(&mut updates)).contains(&"error 1.1 host-panicked".to_owned()));
     agent.followup(user("b")).await.unwrap();
     agent.when_idle().await.unwrap();
     assert_eq!(brief(&log).last().unwrap(), "end 2 completed");

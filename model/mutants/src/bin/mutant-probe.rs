@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use coxswain_model::stateright::Model;
-use coxswain_model::{check, Action, Bound, DeliveryModel, Verdict};
+use coxswain_model::{
+    check, check_session, Action, Bound, DeliveryModel, SessionBound, SessionProperty, Verdict,
+};
 use serde_json::json;
 
 /// Takes `FLAG N` out of `args`: `Some(0)` when absent, `None` (after saying why) when `N` is not
@@ -43,6 +45,9 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     };
+    if let Some(session) = SessionProperty::named(wanted) {
+        return probe_session(session);
+    }
     let mut bound = Bound::CI.with_memory(memory).with_max_pending(max_pending);
     if let [_, messages, operations, tool_steps] = args.as_slice() {
         match (messages.parse(), operations.parse(), tool_steps.parse()) {
@@ -94,6 +99,36 @@ fn main() -> ExitCode {
         "crash_restore": counterexample
             .is_some_and(|c| c.actions.contains(&Action::CrashRestore)),
         "trace": counterexample.map(|c| c.trace.clone()),
+    });
+    println!("{out}");
+    ExitCode::SUCCESS
+}
+
+/// The session layer's killer: its model at its CI bound, stopping at the first counterexample
+/// to `property`. Its counterexamples are session paths, not FORMAT.md traces (no `trace`).
+fn probe_session(property: SessionProperty) -> ExitCode {
+    let report = check_session(SessionBound::CI, 2, Some(property.name()));
+    let failing: Vec<&str> = report
+        .properties
+        .iter()
+        .filter(|p| p.counterexample.is_some())
+        .map(|p| p.name)
+        .collect();
+    let detail = report
+        .properties
+        .iter()
+        .find(|p| p.name == property.name())
+        .and_then(|p| p.counterexample.as_ref())
+        .map(|(actions, detail)| format!("{detail} (after {actions:?})"));
+    let out = json!({
+        "property": property.name(),
+        "failing": failing,
+        "exhaustive": report.exhaustive,
+        "unique_states": report.unique_states,
+        "elapsed_ms": 0,
+        "detail": detail,
+        "crash_restore": false,
+        "trace": null,
     });
     println!("{out}");
     ExitCode::SUCCESS

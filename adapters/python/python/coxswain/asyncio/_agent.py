@@ -20,7 +20,7 @@ from .._errors import CoxswainError
 from .._errors import Disposed as DisposedError
 from .._filelog import FileLog, LogError, ReadBack
 from .._machine import Machine, Pending, Transition
-from .._native import check_message_json, open_log
+from .._native import check_message_json, host_failure, open_log
 from .._types import (
     JSON,
     Abort,
@@ -132,7 +132,11 @@ def _open_log(
     log = FileLog(path)
     try:
         read = log.read_back()
-        native, closers, interrupted = open_log(list(read.records), delivery_memory, max_pending)
+        # Ids come from callers: key the core's id indexes with a random seed (HashDoS).
+        seed = int.from_bytes(os.urandom(8), "little")
+        native, closers, interrupted = open_log(
+            list(read.records), delivery_memory, max_pending, seed
+        )
         changed = log.repair_tail(read)
         if closers:
             log.append(closers)
@@ -606,17 +610,17 @@ class Agent:
         """Waits for the host call and feeds its answer (S40: a cancelled call is answered)."""
         answer: PreStepAnswer | StepAnswer | TurnStoppingAnswer
         await asyncio.wait([inner])
+        # What happened is said here; the code the log gets is the session layer's.
         if inner.cancelled():
-            answer = Fail(ErrorInfo("the host call was cancelled", "cancelled"))
+            answer = Fail(ErrorInfo(*host_failure("cancelled", kind, "")))
         elif inner.exception() is not None:
-            error = inner.exception()
-            answer = Fail(ErrorInfo(f"the host's {kind} call raised {error!r}", "host-exception"))
+            answer = Fail(ErrorInfo(*host_failure("raised", kind, repr(inner.exception()))))
         else:
             answer = inner.result()
         try:
             input = answer_json(kind, _checked(kind, answer))
         except (TypeError, ValueError, AttributeError, CoxswainError) as error:
-            invalid = ErrorInfo(f"the host's {kind} answer is invalid: {error}", "host-invalid-answer")
+            invalid = ErrorInfo(*host_failure("invalid-answer", kind, str(error)))
             input = answer_json(kind, Fail(invalid))
         if self._ending is None:
             self._queue.put_nowait(_Input(input, None))

@@ -56,7 +56,8 @@ class Host(Protocol):
     """The embedder's asynchronous work, which the core sequences (S3, S4): at most one call runs
     at a time, in a task of its own. Cancelling the turn (``Agent.cancel``, dispose) cancels
     that task and sets ``cx.cancelled``; the call is then answered ``fail`` (code
-    ``cancelled``), and an exception answers ``fail`` (code ``host-exception``) — the core
+    ``host-cancelled``), and an exception answers ``fail`` (code ``host-raised``; the session
+    layer's vocabulary, ``coxswain_session::HostFailure``) — the core
     decides what the answer means. Subclass it to inherit the defaults of ``pre_step`` (enter
     the claimed batch) and ``turn_stopping`` (done)."""
 

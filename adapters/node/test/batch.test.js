@@ -1,0 +1,94 @@
+'use strict';
+// Machine.beginBatch / commitBatch / rollBackBatch: a harness that owns its log hands a batch
+// whose append failed back to the machine, which is then exactly as before it (S5 extended to
+// a failed persistence), and goes on.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const coxswain = require('..');
+
+const { Machine, userMessage, BatchError, UndrainedError } = coxswain;
+
+/** Everything a host can ask the machine. */
+function view(machine) {
+  return { state: machine.state(), c: machine.remembers('c'), a: machine.remembers('a') };
+}
+
+test('a failed append rolls the batch back and the machine goes on', () => {
+  const machine = new Machine({ memory: 4 });
+  machine.inject(userMessage('c', 'ctx')).persisted();
+  const before = view(machine);
+  machine.beginBatch();
+  assert.equal(machine.batchOpen, true);
+  const first = machine.followup(userMessage('a', 'hello'));
+  const events = [...first.events];
+  first.persisted(); // the harness holds the effects until the append is durable
+  const second = machine.steer(userMessage('b', 'more'));
+  events.push(...second.events);
+  second.persisted();
+  assert.equal(events.length, 5, 'a: splice, turn/start, the claims of c (NS) and a (NT); b: splice');
+  assert.equal(machine.lastTurn, 1);
+  assert.equal(machine.remembers('a'), true);
+  // The append was refused: take the whole batch back.
+  machine.rollBackBatch();
+  assert.equal(machine.batchOpen, false);
+  assert.deepEqual(view(machine), before);
+  assert.equal(machine.lastTurn, 0);
+  // The same input is accepted again, and this time the append works.
+  machine.beginBatch();
+  machine.followup(userMessage('a', 'hello')).persisted();
+  machine.commitBatch();
+  assert.equal(machine.lastTurn, 1);
+  assert.equal(machine.remembers('a'), true);
+});
+
+test('batch calls that do not fit throw BatchError and change nothing', () => {
+  const machine = new Machine();
+  assert.throws(() => machine.commitBatch(), (e) => e instanceof BatchError && e.kind === 'not-open');
+  assert.throws(() => machine.rollBackBatch(), (e) => e instanceof BatchError && e.kind === 'not-open');
+  machine.beginBatch();
+  assert.throws(() => machine.beginBatch(), (e) => e instanceof BatchError && e.kind === 'already-open');
+  machine.commitBatch();
+  const pending = machine.followup(userMessage('a', 'hello')); // not persisted yet
+  assert.throws(() => machine.beginBatch(), (e) => e instanceof BatchError && e.kind === 'undrained');
+  assert.equal(machine.batchOpen, false);
+  pending.persisted();
+  assert.ok(new BatchError('not-open') instanceof coxswain.CoxswainError);
+});
+
+test('a transition left unpersisted goes with the rollback', () => {
+  const machine = new Machine();
+  machine.beginBatch();
+  machine.followup(userMessage('a', 'hello')); // its effects stay queued
+  assert.throws(() => machine.steer(userMessage('b', 'x')), UndrainedError);
+  machine.rollBackBatch();
+  assert.deepEqual(machine.drain().persisted(), []);
+  assert.equal(machine.lastTurn, 0);
+  assert.equal(machine.followup(userMessage('a', 'hello')).found, true);
+});
+
+test('the session layer names host failures and every agent draws its own hash seed', async () => {
+  const native = require('../native');
+  const codes = ['panicked', 'raised', 'cancelled', 'abandoned', 'invalid-answer'].map(
+    (failure) => JSON.parse(native.hostFailure(failure, 'step', '')).code,
+  );
+  assert.deepEqual(codes, ['host-panicked', 'host-raised', 'host-cancelled', 'host-abandoned', 'host-invalid-answer']);
+  assert.deepEqual(JSON.parse(native.hostFailure('raised', 'preStep', 'boom')), {
+    message: "the host's preStep call raised: boom",
+    code: 'host-raised',
+  });
+  assert.ok(JSON.parse(native.hostFailure('exploded', 'step', '')).error);
+  assert.equal(new native.NativeMachine(0, null).hashSeed(), '0000000000000000');
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coxswain-seed-'));
+  const seeds = [];
+  for (const name of ['a', 'b', 'c']) {
+    const log = await coxswain.FileLog.open(path.join(dir, `${name}.jsonl`));
+    const { agent } = await coxswain.Agent.open({}, log);
+    seeds.push(agent._m.hashSeed());
+    await agent.close();
+  }
+  assert.equal(new Set(seeds).size, 3, seeds.join(' '));
+});
