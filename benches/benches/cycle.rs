@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use coxswain_benches::{
     baseline_cycle, baseline_outputs, baseline_shared_cycle, followup_cycle, machine_in_step,
-    message, messages, steer_burst, FakeOutput, CYCLE_OUTPUTS,
+    message, messages, session_cycle, steer_burst, FakeOutput, CYCLE_OUTPUTS,
 };
 use coxswain_core::Machine;
+use coxswain_session::{Options, Session};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 /// Bench 1: one follow-up cycle (14 wire outputs and one `Begin`, settled), and the same pushes and pops on a bare
@@ -23,6 +24,11 @@ fn cycle(c: &mut Criterion) {
     let m = message(0);
     group.bench_function("machine", |b| {
         b.iter(|| followup_cycle(&mut machine, black_box(m.clone())))
+    });
+    // The same cycle through the session layer, one batch per input (feed, seal, persisted).
+    let mut session = Session::new(Machine::new(), Options::default());
+    group.bench_function("session", |b| {
+        b.iter(|| session_cycle(&mut session, black_box(m.clone())))
     });
     let mut queue: VecDeque<FakeOutput> = VecDeque::with_capacity(16);
     group.bench_function("baseline", |b| b.iter(|| baseline_cycle(&mut queue)));

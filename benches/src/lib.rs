@@ -9,11 +9,13 @@
 use std::collections::VecDeque;
 use std::hint::black_box;
 use std::sync::Arc;
+use std::time::Duration;
 
 use coxswain_core::{
-    Batch, Config, Effect, Event, Machine, Message, MessageId, PreStepAnswer, Request, StepAnswer,
-    Target, Transition, TurnStoppingAnswer,
+    Batch, Config, Effect, Event, Input, Machine, Message, MessageId, PreStepAnswer, Request,
+    StepAnswer, Target, Transition, TurnStoppingAnswer,
 };
+use coxswain_session::{Release, Session};
 
 pub mod alloc;
 pub mod hashdos;
@@ -90,6 +92,47 @@ pub fn followup_cycle(machine: &mut Machine, message: Arc<Message>) -> usize {
             .expect("turn-stopping answer accepted"),
     );
     outputs
+}
+
+/// [`followup_cycle`] through the session layer, each input a batch of its own as a driver
+/// with nothing else waiting commits it: feed, seal, persisted (group commit with rollback
+/// armed, S5). Returns the releases (effects and acknowledgements) carried out.
+///
+/// # Panics
+/// Never on a session that is idle between cycles.
+pub fn session_cycle(session: &mut Session, message: Arc<Message>) -> usize {
+    let mut released = 0;
+    let mut commit = |session: &mut Session| {
+        let batch = session.seal().expect("one staged input").batch;
+        let releases = session
+            .persisted(batch, Duration::ZERO)
+            .expect("the sealed batch");
+        released += releases.len();
+        releases
+    };
+    session
+        .feed(Input::Followup(message))
+        .expect("followup accepted");
+    let claimed = commit(session)
+        .into_iter()
+        .find_map(|release| match release {
+            Release::Effect(Effect::Request(Request::PreStep { messages, .. })) => Some(messages),
+            _ => None,
+        })
+        .expect("a pre-step request");
+    session
+        .feed(Input::PreStep(PreStepAnswer::Enter(claimed)))
+        .expect("pre-step answer accepted");
+    commit(session);
+    session
+        .feed(Input::Step(StepAnswer::Completed))
+        .expect("step answer accepted");
+    commit(session);
+    session
+        .feed(Input::TurnStopping(TurnStoppingAnswer::Done))
+        .expect("turn-stopping answer accepted");
+    commit(session);
+    released
 }
 
 /// A machine parked inside a step of a running turn (awaiting the `step` answer), outputs drained:

@@ -5,8 +5,11 @@
 use std::sync::Mutex;
 
 use coxswain_benches::alloc::{Counting, Snapshot};
-use coxswain_benches::{followup_cycle, machine_in_step, messages, steer_burst, CYCLE_OUTPUTS};
+use coxswain_benches::{
+    followup_cycle, machine_in_step, messages, session_cycle, steer_burst, CYCLE_OUTPUTS,
+};
 use coxswain_core::{Machine, BATCH_INLINE};
+use coxswain_session::{Options, Session};
 
 #[global_allocator]
 static ALLOC: Counting = Counting::new();
@@ -42,6 +45,29 @@ fn followup_cycle_allocates_nothing_once_warm() {
     );
     // Nothing was freed either: the machine hands every clone of a message back.
     assert_eq!(counted.deallocations, 0, "{counted:?}");
+}
+
+/// The same cycle through the session layer, each input a batch of its own: what group commit
+/// with rollback armed costs in allocations per cycle (pinned, so a change shows).
+#[test]
+fn session_cycle_allocations_are_pinned() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const CYCLES: usize = 1_000;
+    let pool = messages(CYCLES + 1);
+    let mut session = Session::new(Machine::new(), Options::default());
+    session_cycle(&mut session, pool[CYCLES].clone());
+    let counted = count(|| {
+        for message in &pool[..CYCLES] {
+            std::hint::black_box(session_cycle(&mut session, message.clone()));
+        }
+    });
+    // One per batch, four batches a cycle: the release list `persisted` returns. The journal,
+    // the staged entries and effects reuse their buffers.
+    assert_eq!(
+        (counted.allocations, counted.reallocations),
+        (4 * CYCLES as u64, 0),
+        "{CYCLES} cycles allocated: {counted:?}"
+    );
 }
 
 #[test]

@@ -91,9 +91,17 @@ pub(crate) struct Inbox {
     memory: DeliveryMemory,
     /// While a batch is open ([`Machine::begin_batch`](crate::Machine::begin_batch)): how to
     /// take back every change since, newest last. Bookkeeping, outside equality and hashing.
-    // One pointer, not a `Vec`'s three words: an idle machine stays small (bench 6).
-    #[allow(clippy::box_collection)]
-    undo: Option<Box<Vec<Undo>>>,
+    /// Allocated at the first batch and kept, so later batches reuse its buffer; one pointer
+    /// until then (an idle machine stays small, bench 6).
+    undo: Option<Box<Journal>>,
+}
+
+/// The undo journal of the open batch.
+#[derive(Clone, Debug, Default)]
+struct Journal {
+    open: bool,
+    /// How to take back each change since the batch opened, oldest first.
+    changes: Vec<Undo>,
 }
 
 /// How to take back one change to the lists (and the memory it fed), exactly.
@@ -307,7 +315,7 @@ impl Inbox {
             wakeup: false,
         }));
         let forgotten = self.left(&item);
-        let message = match &mut self.undo {
+        let message = match self.open_journal() {
             Some(journal) => {
                 let message = item.message.clone();
                 journal.push(Undo::Removed {
@@ -384,7 +392,7 @@ impl Inbox {
             wakeup: false,
         }));
         let mut items = std::mem::take(&mut self.list_mut(target).items);
-        let mut journal = self.undo.is_some().then(Vec::new);
+        let mut journal = self.is_journaling().then(Vec::new);
         for item in items.drain(..) {
             let forgotten = self.left(&item);
             let message = match &mut journal {
@@ -413,7 +421,7 @@ impl Inbox {
         list.items = buffer;
         list.front_key = 0;
         list.back_key = 0;
-        if let (Some(undo), Some(items)) = (&mut self.undo, journal) {
+        if let (Some(undo), Some(items)) = (self.open_journal(), journal) {
             undo.push(Undo::Cleared {
                 target,
                 items,
@@ -430,7 +438,7 @@ impl Inbox {
         if ns > 0 {
             out.event(claim_splice(Target::NextStep, ns));
             let mut items = std::mem::take(&mut self.next_step.items);
-            let mut journal = self.undo.is_some().then(Vec::new);
+            let mut journal = self.is_journaling().then(Vec::new);
             for item in items.drain(..) {
                 let forgotten = self.left(&item);
                 match &mut journal {
@@ -447,7 +455,7 @@ impl Inbox {
             if let Some(item) = self.next_turn.items.pop_front() {
                 out.event(claim_splice(Target::NextTurn, 1));
                 let forgotten = self.left(&item);
-                match &mut self.undo {
+                match self.open_journal() {
                     Some(journal) => {
                         batch.push(item.message.clone());
                         journal.push(Undo::Removed {
@@ -475,30 +483,55 @@ impl Inbox {
     /// While a batch is open, remembers how to take back the change just made.
     #[inline]
     fn journal(&mut self, undo: impl FnOnce() -> Undo) {
-        if let Some(journal) = &mut self.undo {
+        if let Some(journal) = self.open_journal() {
             journal.push(undo());
         }
     }
 
+    /// The open batch's journal, if a batch is open.
+    #[inline]
+    fn open_journal(&mut self) -> Option<&mut Vec<Undo>> {
+        self.undo
+            .as_deref_mut()
+            .filter(|journal| journal.open)
+            .map(|journal| &mut journal.changes)
+    }
+
+    #[inline]
+    fn is_journaling(&self) -> bool {
+        self.undo.as_deref().is_some_and(|journal| journal.open)
+    }
+
     /// Opens a batch: from now on every change is journaled (an open batch is restarted).
     pub(crate) fn begin_batch(&mut self) {
-        self.undo = Some(Box::default());
+        let journal = self.undo.get_or_insert_with(Box::default);
+        journal.open = true;
+        journal.changes.clear();
     }
 
     /// Closes the batch, keeping its changes.
     pub(crate) fn commit_batch(&mut self) {
-        self.undo = None;
+        if let Some(journal) = self.undo.as_deref_mut() {
+            journal.open = false;
+            journal.changes.clear();
+        }
     }
 
     /// Closes the batch, taking back every change since it was opened, newest first: the lists,
     /// the index, the waking count and the memory are exactly as they were (S5 for a failed
     /// batch).
     pub(crate) fn roll_back_batch(&mut self) {
-        let Some(journal) = self.undo.take() else {
+        let Some(journal) = self.undo.as_deref_mut().filter(|journal| journal.open) else {
             return;
         };
-        for undo in journal.into_iter().rev() {
+        journal.open = false;
+        let mut changes = std::mem::take(&mut journal.changes);
+        for undo in changes.drain(..).rev() {
             self.undo_one(undo);
+        }
+        // Hand the emptied buffer back so the next batch reuses it.
+        if let Some(journal) = self.undo.as_deref_mut() {
+            journal.changes = changes;
         }
     }
 

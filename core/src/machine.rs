@@ -177,14 +177,15 @@ pub struct Machine {
     max_pending: Option<NonZeroUsize>,
     /// The outputs of the input being applied, until the host drains them.
     queue: Queue,
-    /// While a batch is open: the phase and turn number before it (the inbox journals its own
-    /// changes). Bookkeeping, outside equality and hashing.
+    /// The phase and turn number before the open batch (the inbox journals its own changes);
+    /// allocated at the first batch and kept. Bookkeeping, outside equality and hashing.
     batch: Unobserved<Option<Box<Before>>>,
 }
 
 /// What [`Machine::roll_back_batch`] puts back besides the inbox.
 #[derive(Clone, Debug)]
 struct Before {
+    open: bool,
     phase: Phase,
     last_turn: u64,
 }
@@ -380,16 +381,29 @@ impl Machine {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn begin_batch(&mut self) -> Result<(), BatchError> {
-        if self.batch.0.is_some() {
+        if self.is_batch_open() {
             return Err(BatchError::AlreadyOpen);
         }
         if !self.queue.is_empty() {
             return Err(BatchError::Undrained);
         }
-        self.batch.0 = Some(Box::new(Before {
-            phase: self.phase.clone(),
-            last_turn: self.last_turn,
-        }));
+        let (phase, last_turn) = (self.phase.clone(), self.last_turn);
+        match self.batch.0.as_deref_mut() {
+            Some(before) => {
+                *before = Before {
+                    open: true,
+                    phase,
+                    last_turn,
+                }
+            }
+            None => {
+                self.batch.0 = Some(Box::new(Before {
+                    open: true,
+                    phase,
+                    last_turn,
+                }))
+            }
+        }
         self.inbox.begin_batch();
         Ok(())
     }
@@ -401,9 +415,10 @@ impl Machine {
     ///
     /// [`BatchError::NotOpen`] without an open batch.
     pub fn commit_batch(&mut self) -> Result<(), BatchError> {
-        if self.batch.0.take().is_none() {
+        let Some(before) = self.open_batch() else {
             return Err(BatchError::NotOpen);
-        }
+        };
+        before.open = false;
         self.inbox.commit_batch();
         Ok(())
     }
@@ -418,19 +433,25 @@ impl Machine {
     ///
     /// [`BatchError::NotOpen`] without an open batch.
     pub fn roll_back_batch(&mut self) -> Result<(), BatchError> {
-        let Some(before) = self.batch.0.take() else {
+        let Some(before) = self.open_batch() else {
             return Err(BatchError::NotOpen);
         };
+        before.open = false;
+        let (phase, last_turn) = (before.phase.clone(), before.last_turn);
         self.inbox.roll_back_batch();
-        self.phase = before.phase;
-        self.last_turn = before.last_turn;
-        self.queue = Queue::default();
+        self.phase = phase;
+        self.last_turn = last_turn;
+        self.queue.clear_all();
         Ok(())
     }
 
     /// Whether a batch is open ([example](Machine::begin_batch)).
     pub fn is_batch_open(&self) -> bool {
-        self.batch.0.is_some()
+        self.batch.0.as_deref().is_some_and(|before| before.open)
+    }
+
+    fn open_batch(&mut self) -> Option<&mut Before> {
+        self.batch.0.as_deref_mut().filter(|before| before.open)
     }
 
     pub(crate) fn queue(&self) -> &Queue {

@@ -57,6 +57,13 @@ impl Queue {
         *self = Queue::default();
     }
 
+    /// Drops every queued output, keeping the buffers (a rolled-back batch's outputs).
+    #[inline]
+    pub(crate) fn clear_all(&mut self) {
+        self.events.clear();
+        self.effects.clear();
+    }
+
     /// The events are durable: they leave the queue, the effects stay (their counts of events
     /// before them now point past the end, which the ordered view reads as "none left").
     #[inline]

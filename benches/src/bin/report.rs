@@ -90,6 +90,14 @@ fn main() {
         cell(ratio(cycle, shared), |r| format!("{r:.2}×"))
     );
 
+    let session = per_element("cycle", "session");
+    println!(
+        "| 1 follow-up cycle | through `Session`, one batch per input: feed, seal, persisted | {} / cycle | {} (`cycle/machine`, same run) | {} | — |",
+        cell(session, time),
+        cell(cycle, time),
+        cell(ratio(session, cycle), |r| format!("{r:.2}×"))
+    );
+
     // 2. Steering burst: per message, against burst 1 (and the bare queue of the same outputs).
     let one = per_element("steer_burst", "machine/1");
     for burst in [1, 16, 256] {

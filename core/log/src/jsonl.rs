@@ -62,6 +62,26 @@ pub fn depth_of<T: Serialize + ?Sized>(value: &T) -> usize {
     counter.max
 }
 
+/// The size and nesting of a value's JSON encoding, measured in one pass without keeping it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Measure {
+    /// Bytes of its JSON encoding.
+    pub bytes: usize,
+    /// How many arrays and objects it nests, its own included ([`depth_of`]).
+    pub depth: usize,
+}
+
+/// [`Measure`]s `value` as serialized to JSON.
+pub fn measure<T: Serialize + ?Sized>(value: &T) -> Measure {
+    let mut counter = DepthCounter::default();
+    // The counter never fails; a value that cannot be serialized is not written either.
+    let _ = serde_json::to_writer(&mut counter, value);
+    Measure {
+        bytes: counter.bytes,
+        depth: counter.max,
+    }
+}
+
 /// Checks that `message` fits in every record it can be written to ([`MAX_MESSAGE_DEPTH`]).
 pub fn check_message(message: &Message) -> Result<(), TooDeep> {
     check(depth_of(message), MAX_MESSAGE_DEPTH)
@@ -94,10 +114,13 @@ struct DepthCounter {
     max: usize,
     in_string: bool,
     escaped: bool,
+    /// Every byte seen.
+    bytes: usize,
 }
 
 impl DepthCounter {
     fn scan(&mut self, bytes: &[u8]) {
+        self.bytes += bytes.len();
         for &byte in bytes {
             if self.in_string {
                 if self.escaped {

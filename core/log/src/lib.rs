@@ -23,9 +23,9 @@ mod segment;
 
 pub use audit::{AuditError, Auditor, Rule};
 pub use jsonl::{
-    check_data, check_message, depth_of, encode, encode_in_session, parse, CorruptLine,
-    EncodeError, Entry, HostEvent, Parsed, Problem, Reader, Record, ReservedType, Tail, TooDeep,
-    TornTail, MAX_DATA_DEPTH, MAX_DEPTH, MAX_MESSAGE_DEPTH,
+    check_data, check_message, depth_of, encode, encode_in_session, measure, parse, CorruptLine,
+    EncodeError, Entry, HostEvent, Measure, Parsed, Problem, Reader, Record, ReservedType, Tail,
+    TooDeep, TornTail, MAX_DATA_DEPTH, MAX_DEPTH, MAX_MESSAGE_DEPTH,
 };
 pub use lines::LineBuffer;
 pub use repair::{repair, repair_with, RepairError, Repaired};

@@ -3,7 +3,9 @@
 //! admission bound of S55 is the core's ([`Config::with_max_pending`](coxswain_core::Config)).
 
 use coxswain_core::{Input, Message, Outstanding, PreStepAnswer, Rejected};
-use coxswain_log::{check_data, check_message, HostEvent, TooDeep};
+use coxswain_log::{
+    check_data, check_message, measure, HostEvent, Measure, TooDeep, MAX_MESSAGE_DEPTH,
+};
 
 /// The host's size limits on what a send may carry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,14 +94,21 @@ fn admit_message(message: &Message, limits: Limits) -> Result<(), Refused> {
             max: limits.max_id_bytes,
         });
     }
-    let bytes = json_len(message);
+    // One pass over the encoding gives both the size and the nesting.
+    let Measure { bytes, depth } = measure(message);
     if bytes > limits.max_message_bytes {
         return Err(Refused::MessageTooLarge {
             bytes,
             max: limits.max_message_bytes,
         });
     }
-    check_message(message)?;
+    if depth > MAX_MESSAGE_DEPTH {
+        return Err(TooDeep {
+            depth,
+            max: MAX_MESSAGE_DEPTH,
+        }
+        .into());
+    }
     Ok(())
 }
 
@@ -116,24 +125,6 @@ pub(crate) fn admit_events(
     events
         .iter()
         .try_for_each(|event| check_data(event.data()).map_err(Refused::from))
-}
-
-/// The length of a value's JSON encoding, counted without keeping it.
-fn json_len(message: &Message) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Counting never fails; a message that cannot be encoded is not written either.
-    let _ = serde_json::to_writer(&mut count, message);
-    count.0
 }
 
 #[cfg(test)]
@@ -156,7 +147,13 @@ mod tests {
         );
         let big = Input::Inject(Message::user("m1", "x".repeat(64)).into());
         // {"id":"m1","content":"xx…","source":{"kind":"user"}}
-        let bytes = json_len(&Message::user("m1", "x".repeat(64)));
+        let bytes = measure(&Message::user("m1", "x".repeat(64))).bytes;
+        assert_eq!(
+            bytes,
+            serde_json::to_vec(&Message::user("m1", "x".repeat(64)))
+                .unwrap()
+                .len()
+        );
         assert_eq!(
             admit(&big, limits),
             Err(Refused::MessageTooLarge { bytes, max: 64 })

@@ -314,10 +314,10 @@ impl Session {
         self.check_sealed(batch)?;
         // A batch is open in the machine whenever members are staged.
         let _ = self.machine.commit_batch();
-        let staging = std::mem::take(&mut self.staging);
+        let staging = &mut self.staging;
         let mut released = Vec::with_capacity(staging.effects.len() + staging.members.len());
         let mut aborted = false;
-        let mut effects = staging.effects.into_iter();
+        let mut effects = staging.effects.drain(..);
         let mut start = 0;
         for (index, member) in staging.members.iter().enumerate() {
             for effect in effects.by_ref().take(member.effects_end - start) {
@@ -327,6 +327,11 @@ impl Session {
             start = member.effects_end;
             released.push(Release::Ack(Ticket { batch, index }, member.ack));
         }
+        drop(effects);
+        // The buffers stay for the next batch.
+        staging.members.clear();
+        staging.entries.clear();
+        staging.sealed = false;
         self.batch = BatchNo(batch.0 + 1);
         if aborted {
             self.start_grace(now);
@@ -344,12 +349,15 @@ impl Session {
     pub fn failed(&mut self, batch: BatchNo) -> Result<Vec<Ticket>, BatchMismatch> {
         self.check_sealed(batch)?;
         let _ = self.machine.roll_back_batch();
-        let staging = std::mem::take(&mut self.staging);
+        let staging = &mut self.staging;
+        let members = staging.members.len();
+        staging.members.clear();
+        staging.entries.clear();
+        staging.effects.clear();
+        staging.sealed = false;
         self.grace = staging.grace_before;
         self.batch = BatchNo(batch.0 + 1);
-        Ok((0..staging.members.len())
-            .map(|index| Ticket { batch, index })
-            .collect())
+        Ok((0..members).map(|index| Ticket { batch, index }).collect())
     }
 
     /// When the driver must call [`handle_timeout`](Session::handle_timeout) next: the abort
