@@ -1,0 +1,298 @@
+//! [`Agent`]: one driver thread over a [`Session`], a blocking [`Log`] and a [`Host`]. The
+//! thread moves inputs in, records out and time along; every decision is the session's.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use coxswain_core::{
+    Batch, CancelCause, Effect, Input, Machine, Outstanding, PreStepAnswer, Request, StepAnswer,
+    TurnStoppingAnswer,
+};
+use coxswain_session::{Ack, HostFailure, Options, Refused, Release, Session, Timeout};
+
+use crate::log::{Log, LogError};
+
+/// The embedder's blocking work. Each call runs on a thread of its own; `cancelled` turns true
+/// when the turn is aborted. An `Err` answers `fail` (`host-raised`), a panic `host-panicked`.
+pub trait Host: Send + Sync + 'static {
+    /// Decide the step for the claimed `messages`. Default: enter them.
+    fn pre_step(&self, messages: &Batch, _cancelled: &AtomicBool) -> Result<PreStepAnswer, String> {
+        Ok(PreStepAnswer::Enter(messages.clone()))
+    }
+    /// Run step `step` of turn `turn` (the model call and its tools).
+    fn step(&self, turn: u64, step: u64, cancelled: &AtomicBool) -> Result<StepAnswer, String>;
+    /// Run the turn-stopping hooks. Default: done.
+    fn turn_stopping(&self, _cancelled: &AtomicBool) -> Result<TurnStoppingAnswer, String> {
+        Ok(TurnStoppingAnswer::Done)
+    }
+}
+
+/// Why a call to the agent failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The session refused the input: nothing changed (S5).
+    #[error(transparent)]
+    Rejected(#[from] Refused),
+    /// The append of the input's batch failed: the input is not in the log and the machine is
+    /// as if it had not been fed. The agent goes on; the input may be sent again.
+    #[error("the input's batch was not persisted: {0}")]
+    Persistence(String),
+    /// The agent has stopped (closed, or its log cannot say what it holds).
+    #[error("the agent has stopped")]
+    Stopped,
+}
+
+enum Command {
+    Input(Input, Sender<Result<bool, AgentError>>),
+    /// A host call's answer (or the failure it stands for).
+    Answer(Input),
+    Idle(Sender<()>),
+    Close,
+}
+
+/// A session served by a driver thread.
+#[derive(Debug)]
+pub struct Agent {
+    tx: Sender<Command>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The driver thread's state.
+struct Driver<H, L> {
+    session: Session,
+    log: L,
+    host: Arc<H>,
+    tx: Sender<Command>,
+    start: Instant,
+    cancelled: Arc<AtomicBool>,
+    /// Who waits for each member of the open batch (`None`: the driver's own answer).
+    replies: Vec<Option<Sender<Result<bool, AgentError>>>>,
+    /// The driver's own answers staged in the open batch, fed again if it fails.
+    answers: Vec<Input>,
+    idle: Vec<Sender<()>>,
+    max_batch: usize,
+}
+
+impl Agent {
+    /// Starts the driver thread over `machine` (fresh, or `FileLog::open`'s resumed one).
+    pub fn start<H: Host, L: Log>(host: H, log: L, machine: Machine, options: Options) -> Agent {
+        let (tx, rx) = channel();
+        let mut driver = Driver {
+            session: Session::new(machine, options),
+            log,
+            host: Arc::new(host),
+            tx: tx.clone(),
+            start: Instant::now(),
+            cancelled: Arc::new(AtomicBool::new(false)),
+            replies: Vec::new(),
+            answers: Vec::new(),
+            idle: Vec::new(),
+            max_batch: 64,
+        };
+        let thread = std::thread::spawn(move || {
+            while let Some(first) = driver.next(&rx) {
+                let mut group = vec![first];
+                group.extend(rx.try_iter().take(driver.max_batch));
+                if !driver.commit(group) {
+                    break;
+                }
+            }
+        });
+        Agent {
+            tx,
+            thread: Some(thread),
+        }
+    }
+
+    /// Feeds one input; returns once its batch is durable (`false`: a `remove`/`replace` found
+    /// nothing).
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError`].
+    pub fn input(&self, input: Input) -> Result<bool, AgentError> {
+        let (reply, answer) = channel();
+        self.tx
+            .send(Command::Input(input, reply))
+            .map_err(|_| AgentError::Stopped)?;
+        answer.recv().unwrap_or(Err(AgentError::Stopped))
+    }
+
+    /// `cancel(user)`: the running turn is aborted (S39).
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError`].
+    pub fn cancel(&self) -> Result<bool, AgentError> {
+        self.input(Input::Cancel {
+            cause: CancelCause::User,
+            keep_inbox: false,
+        })
+    }
+
+    /// Waits until no turn runs and nothing is being persisted.
+    pub fn when_idle(&self) {
+        let (reply, idle) = channel();
+        if self.tx.send(Command::Idle(reply)).is_ok() {
+            let _ = idle.recv();
+        }
+    }
+
+    /// Stops the driver thread and waits for it.
+    pub fn close(mut self) {
+        let _ = self.tx.send(Command::Close);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl<H: Host, L: Log> Driver<H, L> {
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    /// The next command, or `None` to stop; an abort grace running out in between stages its
+    /// answer (the session's rule) and commits it.
+    fn next(&mut self, rx: &std::sync::mpsc::Receiver<Command>) -> Option<Command> {
+        loop {
+            let wait = self
+                .session
+                .poll_timeout()
+                .map(|at| at.saturating_sub(self.now()));
+            match wait.map_or_else(
+                || rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                |wait| rx.recv_timeout(wait),
+            ) {
+                Ok(command) => return Some(command),
+                Err(RecvTimeoutError::Disconnected) => return None,
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(Timeout::Abandoned { .. }) = self.session.handle_timeout(self.now())
+                    {
+                        self.replies.push(None);
+                        if !self.commit(Vec::new()) {
+                            return None;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stages `group`, appends the batch, and settles it. `false`: the agent stops.
+    fn commit(&mut self, group: Vec<Command>) -> bool {
+        let mut closing = false;
+        for command in group {
+            match command {
+                Command::Input(input, reply) => match self.session.feed(input) {
+                    Ok(_) => self.replies.push(Some(reply)),
+                    Err(refused) => drop(reply.send(Err(refused.into()))),
+                },
+                // A late or stray answer is refused by the core (S4): nothing to do.
+                Command::Answer(input) => {
+                    if self.session.feed(input.clone()).is_ok() {
+                        self.replies.push(None);
+                        self.answers.push(input);
+                    }
+                }
+                Command::Idle(reply) => self.idle.push(reply),
+                Command::Close => closing = true,
+            }
+        }
+        if let Some(append) = self.session.seal() {
+            let batch = append.batch;
+            match self.log.append(append.entries) {
+                Ok(()) => {
+                    let released = self
+                        .session
+                        .persisted(batch, self.now())
+                        .unwrap_or_default();
+                    self.answers.clear();
+                    released
+                        .into_iter()
+                        .for_each(|release| self.release(release));
+                }
+                Err(error) => {
+                    let _ = self.session.failed(batch);
+                    let stop = matches!(error, LogError::Indeterminate { .. });
+                    for reply in self.replies.drain(..).flatten() {
+                        let _ = reply.send(Err(if stop {
+                            AgentError::Stopped
+                        } else {
+                            AgentError::Persistence(error.to_string())
+                        }));
+                    }
+                    if stop {
+                        return false;
+                    }
+                    // The driver's own answers were taken back with the batch: feed them again.
+                    for answer in self.answers.drain(..) {
+                        let _ = self.tx.send(Command::Answer(answer));
+                    }
+                }
+            }
+        }
+        if self.session.machine().is_quiescent() && !self.session.has_batch() {
+            for reply in self.idle.drain(..) {
+                let _ = reply.send(());
+            }
+        }
+        !closing
+    }
+
+    fn release(&mut self, release: Release) {
+        match release {
+            Release::Ack(ticket, ack) => {
+                let found = matches!(ack, Ack::Input { found: true } | Ack::Recorded);
+                if let Some(Some(reply)) = self.replies.get_mut(ticket.index).map(Option::take) {
+                    let _ = reply.send(Ok(found));
+                }
+                if ticket.index + 1 == self.replies.len() {
+                    self.replies.clear();
+                }
+            }
+            Release::Effect(Effect::Begin(_)) => self.cancelled = Arc::new(AtomicBool::new(false)),
+            Release::Effect(Effect::Abort(_)) => self.cancelled.store(true, Ordering::SeqCst),
+            Release::Effect(Effect::Request(request)) => self.call(request),
+            Release::Effect(_) => {}
+        }
+    }
+
+    /// Runs a host call on a thread of its own; its answer comes back as a command.
+    fn call(&self, request: Request) {
+        let (host, cancelled, tx) = (self.host.clone(), self.cancelled.clone(), self.tx.clone());
+        std::thread::spawn(move || {
+            let outstanding = outstanding(&request);
+            let answer = catch_unwind(AssertUnwindSafe(|| match &request {
+                Request::PreStep { messages, .. } => {
+                    host.pre_step(messages, &cancelled).map(Input::PreStep)
+                }
+                Request::Step { turn, step } => {
+                    host.step(*turn, *step, &cancelled).map(Input::Step)
+                }
+                Request::TurnStopping { .. } => {
+                    host.turn_stopping(&cancelled).map(Input::TurnStopping)
+                }
+            }));
+            let input = match answer {
+                Ok(Ok(input)) => input,
+                Ok(Err(detail)) => HostFailure::Raised.answer(outstanding, &detail),
+                Err(_) => HostFailure::Panicked.answer(outstanding, ""),
+            };
+            let _ = tx.send(Command::Answer(input));
+        });
+    }
+}
+
+fn outstanding(request: &Request) -> Outstanding {
+    match *request {
+        Request::PreStep { turn, step, .. } => Outstanding::PreStep { turn, step },
+        Request::Step { turn, step } => Outstanding::Step { turn, step },
+        Request::TurnStopping { turn } => Outstanding::TurnStopping { turn },
+    }
+}

@@ -1,0 +1,18 @@
+//! # coxswain-threads
+//!
+//! A second driver for the coxswain core, on plain threads with blocking IO: proof that the
+//! sans-IO session layer ([`coxswain_session::Session`]) carries every decision, so a driver
+//! is a loop that moves bytes and time. One driver thread owns the session and the log; host
+//! calls run on threads of their own and come back as answers. Inputs waiting together share
+//! one append (group commit); a failed append fails only its batch (the session rolls the
+//! machine back) and the agent goes on; only a log that cannot say what it holds
+//! ([`LogError::Indeterminate`]) stops it.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod agent;
+mod log;
+
+pub use agent::{Agent, AgentError, Host};
+pub use log::{FileLog, Log, LogError};

@@ -1,0 +1,122 @@
+//! The blocking durable log: one write and one `fdatasync` per batch; a failed append is cut
+//! back to where it began before the error is returned, so the batch is not in the log.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::Path;
+
+use coxswain_core::Config;
+use coxswain_log::{encode, Entry};
+use coxswain_session::{ResumeError, ResumePlan};
+
+/// Why the log failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogError {
+    /// Writing or syncing failed and the write was cut back: the batch is not in the log.
+    #[error("log i/o failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// The write failed and cutting it back failed too: the batch may or may not be in the
+    /// log. Re-open it.
+    #[error("log i/o failed ({error}) and undoing the partial write failed ({undo})")]
+    Indeterminate {
+        /// Why the append failed.
+        error: std::io::Error,
+        /// Why the cut-back failed.
+        undo: std::io::Error,
+    },
+    /// A record could not be encoded (nothing was written).
+    #[error("a record cannot be encoded: {0}")]
+    Encode(#[from] coxswain_log::EncodeError),
+    /// The stored log cannot be resumed (nothing was changed).
+    #[error("the log cannot be resumed: {0}")]
+    Resume(#[from] ResumeError),
+}
+
+/// Where a session's records go: [`append`](Log::append) makes one batch durable, or fails
+/// having left nothing of it ([`LogError::Io`]) or not knowing ([`LogError::Indeterminate`]).
+pub trait Log: Send + 'static {
+    /// Appends `entries` as one batch.
+    ///
+    /// # Errors
+    ///
+    /// As the trait says.
+    fn append(&mut self, entries: &[Entry]) -> Result<(), LogError>;
+}
+
+/// A JSON-lines file log (the format of `coxswain-log`, the tokio adapter's `FileLog`'s).
+#[derive(Debug)]
+pub struct FileLog {
+    file: File,
+    len: u64,
+    next_seq: u64,
+    buffer: Vec<u8>,
+}
+
+impl FileLog {
+    /// Opens (or creates) the log at `path` and plans its resume with `config`: the torn tail
+    /// is cut, the closers appended (S50). Returns the log and the plan (its restored machine).
+    ///
+    /// # Errors
+    ///
+    /// [`LogError::Resume`] for a log the core does not accept (left as it was); I/O errors.
+    pub fn open(path: impl AsRef<Path>, config: Config) -> Result<(FileLog, ResumePlan), LogError> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        let plan = ResumePlan::from_bytes(&bytes, config)?;
+        let mut len = bytes.len() as u64;
+        if let Some(cut) = plan.cut_to {
+            file.set_len(cut)?;
+            len = cut;
+        }
+        let mut log = FileLog {
+            file,
+            len,
+            next_seq: plan.next_seq,
+            buffer: Vec::new(),
+        };
+        if plan.terminate {
+            log.file.write_all(b"\n")?;
+            log.len += 1;
+        }
+        let closers: Vec<Entry> = plan.closers.iter().cloned().map(Entry::Machine).collect();
+        log.append(&closers)?;
+        log.file.sync_data()?;
+        Ok((log, plan))
+    }
+}
+
+impl Log for FileLog {
+    fn append(&mut self, entries: &[Entry]) -> Result<(), LogError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        self.buffer.clear();
+        for (seq, entry) in (self.next_seq..).zip(entries) {
+            encode(seq, entry, &mut self.buffer)?;
+        }
+        let written = self
+            .file
+            .write_all(&self.buffer)
+            .and_then(|()| self.file.sync_data());
+        if let Err(error) = written {
+            // Cut back to where the batch began, and make the cut durable.
+            return match self
+                .file
+                .set_len(self.len)
+                .and_then(|()| self.file.sync_data())
+            {
+                Ok(()) => Err(LogError::Io(error)),
+                Err(undo) => Err(LogError::Indeterminate { error, undo }),
+            };
+        }
+        self.len += self.buffer.len() as u64;
+        self.next_seq += entries.len() as u64;
+        Ok(())
+    }
+}
