@@ -437,6 +437,27 @@ impl Request {
             | Request::TurnStopping { turn } => *turn,
         }
     }
+
+    /// The [`Outstanding`] this request makes (what [`Machine::outstanding`](crate::Machine::outstanding)
+    /// says until it is answered).
+    ///
+    /// ```
+    /// use coxswain_core::{Effect, Machine, Message, Outstanding, Request};
+    ///
+    /// let mut machine = Machine::new();
+    /// let effects: Vec<Effect> = machine.followup(Message::user("m1", "hi"))?.persisted().collect();
+    /// let Some(Effect::Request(request)) = effects.last() else { unreachable!() };
+    /// assert_eq!(request.outstanding(), Outstanding::PreStep { turn: 1, step: 1 });
+    /// assert_eq!(machine.outstanding(), Some(request.outstanding()));
+    /// # Ok::<(), coxswain_core::Rejected>(())
+    /// ```
+    pub fn outstanding(&self) -> Outstanding {
+        match *self {
+            Request::PreStep { turn, step, .. } => Outstanding::PreStep { turn, step },
+            Request::Step { turn, step } => Outstanding::Step { turn, step },
+            Request::TurnStopping { turn } => Outstanding::TurnStopping { turn },
+        }
+    }
 }
 
 /// The request the machine waits on (S4): at most one at a time ([example](Effect#examples)).

@@ -255,8 +255,9 @@ impl SessionModel {
 
     /// The input a staging action stands for, if the environment can give it now.
     fn input(&self, state: &SessionState, action: SessionAction) -> Option<Input> {
-        let answering =
-            |request: &Request| state.session.machine().outstanding() == Some(outstanding(request));
+        let answering = |request: &Request| {
+            state.session.machine().outstanding() == Some(request.outstanding())
+        };
         Some(match action {
             SessionAction::Followup(i) => Input::Followup(self.message(i)?),
             SessionAction::Steer(i) => Input::Steer(self.message(i)?),
@@ -285,7 +286,7 @@ impl SessionModel {
             },
             SessionAction::HostRaised => match &state.released {
                 Some(request) if answering(request) => {
-                    HostFailure::Raised.answer(outstanding(request), "model")
+                    HostFailure::Raised.answer(request.outstanding(), "model")
                 }
                 _ => return None,
             },
@@ -448,20 +449,6 @@ impl SessionModel {
                 next.deadline = None;
             }
         }
-    }
-}
-
-fn outstanding(request: &Request) -> Outstanding {
-    match request {
-        Request::PreStep { turn, step, .. } => Outstanding::PreStep {
-            turn: *turn,
-            step: *step,
-        },
-        Request::Step { turn, step } => Outstanding::Step {
-            turn: *turn,
-            step: *step,
-        },
-        Request::TurnStopping { turn } => Outstanding::TurnStopping { turn: *turn },
     }
 }
 

@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use coxswain_core::{
-    Batch, CancelCause, Effect, Input, Machine, Outstanding, PreStepAnswer, Request, StepAnswer,
+    Batch, CancelCause, Effect, Input, Machine, PreStepAnswer, Request, StepAnswer,
     TurnStoppingAnswer,
 };
 use coxswain_session::{Ack, HostFailure, Options, Refused, Release, Session, Timeout};
@@ -72,8 +72,6 @@ struct Driver<H, L> {
     cancelled: Arc<AtomicBool>,
     /// Who waits for each member of the open batch (`None`: the driver's own answer).
     replies: Vec<Option<Sender<Result<bool, AgentError>>>>,
-    /// The driver's own answers staged in the open batch, fed again if it fails.
-    answers: Vec<Input>,
     idle: Vec<Sender<()>>,
     max_batch: usize,
 }
@@ -90,7 +88,6 @@ impl Agent {
             start: Instant::now(),
             cancelled: Arc::new(AtomicBool::new(false)),
             replies: Vec::new(),
-            answers: Vec::new(),
             idle: Vec::new(),
             max_batch: 64,
         };
@@ -195,9 +192,8 @@ impl<H: Host, L: Log> Driver<H, L> {
                 },
                 // A late or stray answer is refused by the core (S4): nothing to do.
                 Command::Answer(input) => {
-                    if self.session.feed(input.clone()).is_ok() {
+                    if self.session.feed(input).is_ok() {
                         self.replies.push(None);
-                        self.answers.push(input);
                     }
                 }
                 Command::Idle(reply) => self.idle.push(reply),
@@ -212,13 +208,12 @@ impl<H: Host, L: Log> Driver<H, L> {
                         .session
                         .persisted(batch, self.now())
                         .unwrap_or_default();
-                    self.answers.clear();
                     released
                         .into_iter()
                         .for_each(|release| self.release(release));
                 }
                 Err(error) => {
-                    let _ = self.session.failed(batch);
+                    let failed = self.session.failed(batch);
                     let stop = matches!(error, LogError::Indeterminate { .. });
                     for reply in self.replies.drain(..).flatten() {
                         let _ = reply.send(Err(if stop {
@@ -230,8 +225,8 @@ impl<H: Host, L: Log> Driver<H, L> {
                     if stop {
                         return false;
                     }
-                    // The driver's own answers were taken back with the batch: feed them again.
-                    for answer in self.answers.drain(..) {
+                    // The session hands back the host answers the batch took with it.
+                    for answer in failed.map(|failed| failed.answers).unwrap_or_default() {
                         let _ = self.tx.send(Command::Answer(answer));
                     }
                 }
@@ -267,7 +262,7 @@ impl<H: Host, L: Log> Driver<H, L> {
     fn call(&self, request: Request) {
         let (host, cancelled, tx) = (self.host.clone(), self.cancelled.clone(), self.tx.clone());
         std::thread::spawn(move || {
-            let outstanding = outstanding(&request);
+            let outstanding = request.outstanding();
             let answer = catch_unwind(AssertUnwindSafe(|| match &request {
                 Request::PreStep { messages, .. } => {
                     host.pre_step(messages, &cancelled).map(Input::PreStep)
@@ -286,13 +281,5 @@ impl<H: Host, L: Log> Driver<H, L> {
             };
             let _ = tx.send(Command::Answer(input));
         });
-    }
-}
-
-fn outstanding(request: &Request) -> Outstanding {
-    match *request {
-        Request::PreStep { turn, step, .. } => Outstanding::PreStep { turn, step },
-        Request::Step { turn, step } => Outstanding::Step { turn, step },
-        Request::TurnStopping { turn } => Outstanding::TurnStopping { turn },
     }
 }

@@ -33,5 +33,5 @@ pub use admission::{Limits, Refused};
 pub use failure::HostFailure;
 pub use resume::{ResumeError, ResumePlan};
 pub use session::{
-    Ack, Append, BatchMismatch, BatchNo, Options, Release, Session, Ticket, Timeout,
+    Ack, Append, BatchMismatch, BatchNo, Failed, Options, Release, Session, Ticket, Timeout,
 };

@@ -102,6 +102,18 @@ pub enum BatchMismatch {
     },
 }
 
+/// What a failed batch hands back ([`Session::failed`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failed {
+    /// Every member, in order: answer each with the persistence failure.
+    pub members: Vec<Ticket>,
+    /// The host answers the batch held, in order. After the rollback their requests are
+    /// outstanding again and the calls that gave them will not answer twice: feed them again.
+    /// (An answer the session gave on an abandoned call's behalf is not among them: its grace
+    /// fires again instead.)
+    pub answers: Vec<Input>,
+}
+
 /// What [`handle_timeout`](Session::handle_timeout) did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Timeout {
@@ -128,6 +140,8 @@ struct Staging {
     entries: Vec<Entry>,
     effects: Vec<Effect>,
     members: Vec<Member>,
+    /// The host answers staged, in order (what a failed batch hands back to be fed again).
+    answers: Vec<Input>,
     sealed: bool,
     /// The abort grace as it was when the batch opened: a failed batch puts it back (the
     /// abandoned answer it may hold is taken back too, so the grace must fire again).
@@ -161,7 +175,8 @@ struct Grace {
 /// assert_eq!(append.entries.len(), 4);
 /// // The write failed: both inputs fail, and the machine is as before them.
 /// let failed = session.failed(batch)?;
-/// assert_eq!(failed, [first, second]);
+/// assert_eq!(failed.members, [first, second]);
+/// assert!(failed.answers.is_empty()); // no host answer was staged
 /// assert_eq!(session.machine(), &Machine::new());
 ///
 /// // Staged again, and this time the write succeeds: effects, then acks, in input order.
@@ -227,6 +242,17 @@ impl Session {
     /// [`Refused::Sealed`] while a batch is being persisted; an admission refusal; the core's
     /// [`Refused::Rejected`]. A refused input changed nothing (S5).
     pub fn feed(&mut self, input: Input) -> Result<Ticket, Refused> {
+        // A host answer is kept: should its batch fail, the call that gave it will not answer
+        // again, so [`failed`](Session::failed) hands it back to be fed again.
+        let again = matches!(
+            input,
+            Input::PreStep(_) | Input::Step(_) | Input::TurnStopping(_)
+        )
+        .then(|| input.clone());
+        self.stage(input, again)
+    }
+
+    fn stage(&mut self, input: Input, again: Option<Input>) -> Result<Ticket, Refused> {
         self.check_open()?;
         admit(&input, self.options.limits)?;
         self.open_batch()?;
@@ -242,7 +268,9 @@ impl Session {
             .entries
             .extend(transition.events().iter().cloned().map(Entry::Machine));
         self.staging.effects.extend(transition.persisted());
-        Ok(self.join(Ack::Input { found }))
+        let ticket = self.join(Ack::Input { found });
+        self.staging.answers.extend(again);
+        Ok(ticket)
     }
 
     /// Stages host events of the running step `step` of turn `turn` (model output, tool calls):
@@ -331,6 +359,7 @@ impl Session {
         // The buffers stay for the next batch.
         staging.members.clear();
         staging.entries.clear();
+        staging.answers.clear();
         staging.sealed = false;
         self.batch = BatchNo(batch.0 + 1);
         if aborted {
@@ -341,12 +370,13 @@ impl Session {
 
     /// The sealed batch could not be made durable: every member is taken back, the machine is
     /// exactly as before the batch (S5 extended to a failed persistence), and the held effects
-    /// are dropped. Returns the members' tickets, in order, to answer each with the failure.
+    /// are dropped. Answer each of [`Failed::members`] with the failure, and feed
+    /// [`Failed::answers`] again.
     ///
     /// # Errors
     ///
     /// [`BatchMismatch`] unless `batch` is the sealed batch; nothing changes then.
-    pub fn failed(&mut self, batch: BatchNo) -> Result<Vec<Ticket>, BatchMismatch> {
+    pub fn failed(&mut self, batch: BatchNo) -> Result<Failed, BatchMismatch> {
         self.check_sealed(batch)?;
         let _ = self.machine.roll_back_batch();
         let staging = &mut self.staging;
@@ -355,9 +385,13 @@ impl Session {
         staging.entries.clear();
         staging.effects.clear();
         staging.sealed = false;
+        let answers = std::mem::take(&mut staging.answers);
         self.grace = staging.grace_before;
         self.batch = BatchNo(batch.0 + 1);
-        Ok((0..members).map(|index| Ticket { batch, index }).collect())
+        Ok(Failed {
+            members: (0..members).map(|index| Ticket { batch, index }).collect(),
+            answers,
+        })
     }
 
     /// When the driver must call [`handle_timeout`](Session::handle_timeout) next: the abort
@@ -379,7 +413,8 @@ impl Session {
             return None; // answered meanwhile
         }
         // Fed while the grace still runs, so a batch opened by this answer remembers it.
-        let fed = self.feed(HostFailure::Abandoned.answer(grace.request, ""));
+        // Not handed back by a failed batch: the grace is, and fires again.
+        let fed = self.stage(HostFailure::Abandoned.answer(grace.request, ""), None);
         self.grace = None;
         Some(Timeout::Abandoned {
             request: grace.request,
@@ -475,6 +510,23 @@ mod tests {
         }
     }
 
+    /// Seals the staged batch and returns the machine's events in it.
+    fn sealed_events(session: &mut Session) -> Vec<Event> {
+        session
+            .seal()
+            .map(|append| {
+                append
+                    .entries
+                    .iter()
+                    .filter_map(|entry| match entry {
+                        Entry::Machine(event) => Some(event.clone()),
+                        Entry::Host(_) => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Seals and persists the staged batch at `now`.
     fn persist(session: &mut Session, now: Duration) -> Vec<Release> {
         let Some(append) = session.seal() else {
@@ -544,7 +596,9 @@ mod tests {
         let second = session.feed(inject("m2")).unwrap();
         assert_eq!(session.machine().last_turn(), 1);
         let batch = session.seal().map(|append| append.batch).unwrap();
-        assert_eq!(session.failed(batch), Ok(vec![first, second]));
+        let failed = session.failed(batch).unwrap();
+        assert_eq!(failed.members, [first, second]);
+        assert!(failed.answers.is_empty());
         assert_eq!(session.machine(), &before);
         assert!(!session.machine().is_batch_open());
         // The same inputs are accepted again (the ids are not pending or held), in batch 3.
@@ -634,7 +688,7 @@ mod tests {
         // No deadline before the abort is released: the batch may still fail.
         assert_eq!(session.poll_timeout(), None);
         let released = persist(&mut session, Duration::from_secs(10));
-        assert!(shape(&released).contains(&"abort".to_owned()));
+        assert_eq!(shape(&released), ["abort", "ack0"]);
         assert_eq!(session.poll_timeout(), Some(Duration::from_secs(15)));
         assert_eq!(session.handle_timeout(Duration::from_secs(14)), None);
         let request = Outstanding::PreStep { turn: 1, step: 1 };
@@ -647,28 +701,39 @@ mod tests {
         };
         assert_eq!((gave_up, ticket.index), (request, 0));
         assert_eq!(session.poll_timeout(), None);
-        let events: Vec<Event> = session
-            .seal()
-            .map(|append| {
-                append
-                    .entries
-                    .iter()
-                    .filter_map(|entry| match entry {
-                        Entry::Machine(event) => Some(event.clone()),
-                        Entry::Host(_) => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
         // A failure after a cancel ends the turn aborted (S38).
-        assert!(events.contains(&Event::TurnEnd {
-            turn: 1,
-            reason: TurnEndReason::Aborted {
-                reason: CancelCause::User
-            }
-        }));
+        assert_eq!(
+            sealed_events(&mut session),
+            [Event::TurnEnd {
+                turn: 1,
+                reason: TurnEndReason::Aborted {
+                    reason: CancelCause::User
+                }
+            }]
+        );
         persist(&mut session, Duration::from_secs(15));
         assert_eq!(session.machine().outstanding(), None);
+    }
+
+    #[test]
+    fn a_failed_batch_hands_back_the_host_answers_it_held_to_be_fed_again() {
+        let mut session = Session::new(Machine::new(), Options::default());
+        session.feed(followup("m1")).unwrap();
+        persist(&mut session, Duration::ZERO);
+        let claimed: coxswain_core::Batch = [Message::user("m1", "hi")].into_iter().collect();
+        let enter = Input::PreStep(PreStepAnswer::Enter(claimed));
+        session.feed(inject("c")).unwrap();
+        session.feed(enter.clone()).unwrap();
+        let batch = session.seal().map(|append| append.batch).unwrap();
+        let failed = session.failed(batch).unwrap();
+        assert_eq!(failed.members.len(), 2);
+        assert_eq!(failed.answers, std::slice::from_ref(&enter));
+        // Fed again, the answer is accepted: its request was outstanding again.
+        assert_eq!(
+            session.machine().outstanding(),
+            Some(Outstanding::PreStep { turn: 1, step: 1 })
+        );
+        assert_eq!(session.feed(enter).map(|ticket| ticket.index), Ok(0));
     }
 
     #[test]
@@ -681,7 +746,11 @@ mod tests {
         let deadline = session.poll_timeout().unwrap();
         assert!(session.handle_timeout(deadline).is_some());
         let batch = session.seal().map(|append| append.batch).unwrap();
-        session.failed(batch).unwrap();
+        // The session's own answer is not handed back: the grace fires again instead.
+        assert_eq!(
+            session.failed(batch).map(|failed| failed.answers),
+            Ok(Vec::new())
+        );
         // The answer was taken back: the request is outstanding and the grace fires again.
         assert_eq!(session.poll_timeout(), Some(deadline));
         assert!(matches!(
@@ -714,22 +783,16 @@ mod tests {
         session.feed(followup("m1")).unwrap();
         persist(&mut session, Duration::ZERO);
         session.host_failed(HostFailure::Panicked, "boom").unwrap();
-        let codes: Vec<String> = session
-            .seal()
-            .map(|append| {
-                append
-                    .entries
-                    .iter()
-                    .filter_map(|entry| match entry {
-                        Entry::Machine(Event::TurnEnd {
-                            reason: TurnEndReason::Error { error },
-                            ..
-                        }) => Some(format!("{}: {}", error.code, error.message)),
-                        _ => None,
-                    })
-                    .collect()
+        let codes: Vec<String> = sealed_events(&mut session)
+            .into_iter()
+            .filter_map(|event| match event {
+                Event::TurnEnd {
+                    reason: TurnEndReason::Error { error },
+                    ..
+                } => Some(format!("{}: {}", error.code, error.message)),
+                _ => None,
             })
-            .unwrap_or_default();
+            .collect();
         assert_eq!(
             codes,
             ["host-panicked: the host's preStep call panicked: boom"]
