@@ -92,6 +92,26 @@ class UndrainedError extends RejectedError {
 class TooDeepError extends RejectedError {
   constructor(message) { super('too-deep', message); }
 }
+/** A message id is longer than the agent's `maxIdBytes` (the session layer's admission). */
+class IdTooLongError extends RejectedError {
+  constructor(message, details = {}) {
+    super('id-too-long', message);
+    /** Its length in UTF-8 bytes. @type {number | undefined} */
+    this.bytes = details.bytes;
+    /** The limit. @type {number | undefined} */
+    this.max = details.max;
+  }
+}
+/** A message's JSON encoding is larger than the agent's `maxMessageBytes` (the session layer's admission). */
+class MessageTooLargeError extends RejectedError {
+  constructor(message, details = {}) {
+    super('message-too-large', message);
+    /** Its size in bytes. @type {number | undefined} */
+    this.bytes = details.bytes;
+    /** The limit. @type {number | undefined} */
+    this.max = details.max;
+  }
+}
 
 /** An input of a shape the format does not define (FORMAT.md "Inputs"). */
 class InvalidInputError extends CoxswainError {
@@ -191,18 +211,25 @@ class EncodeError extends CoxswainError {
 class LockedError extends CoxswainError {
   constructor(message) { super('locked', message); }
 }
-/** An earlier append failed: the log takes no more appends until re-opened. */
+/**
+ * An earlier append was indeterminate (or the tail repair failed): the log cannot say what it
+ * holds and takes no more appends until re-opened.
+ */
 class LogFailedError extends CoxswainError {
-  constructor(message = 'an earlier append failed; re-open the log') { super('log-failed', message); }
+  constructor(message = 'an earlier append was indeterminate; re-open the log') { super('log-failed', message); }
 }
 
-/** Appending the input's events failed: the input is not in the log; the agent stopped. */
+/**
+ * Appending the batch that held the input failed (`cause`, the log's error): the input is not in
+ * the log and the machine is as if it had not been fed (the session layer rolled the batch back).
+ * The agent goes on; the input may be sent again.
+ */
 class PersistenceError extends CoxswainError {
   constructor(message, options) { super('persistence', message, options); }
 }
-/** The agent stopped after a persistence failure: re-open it from its log. */
+/** The agent stopped: its log cannot say whether a batch is in it (an indeterminate append). Re-open it. */
 class StoppedError extends CoxswainError {
-  constructor(message = 'the agent stopped after a persistence failure; re-open it from the log') {
+  constructor(message = 'the agent stopped after an indeterminate append; re-open it from the log') {
     super('stopped', message);
   }
 }
@@ -257,12 +284,30 @@ const REJECTIONS = {
   disposed: DisposedError,
   undrained: UndrainedError,
   'too-deep': TooDeepError,
+  'id-too-long': IdTooLongError,
+  'message-too-large': MessageTooLargeError,
 };
 
 /** The error of a rejection kind the core (or the depth check) named, with its details (`id`, `expect`, `target`, `maxPending`). */
 function rejection(kind, message, details = {}) {
   const Class = REJECTIONS[kind];
   return Class ? new Class(message, details) : new RejectedError(kind, message);
+}
+
+/** The error of a session layer's refusal (`{rejected: KIND, message, …details}`). */
+function refusal(reply) {
+  switch (reply.rejected) {
+    case 'step-closed':
+      return new StepClosedError();
+    case 'reserved-type':
+      return new ReservedTypeError(reply.type);
+    case 'invalid-input':
+      return new InvalidInputError(reply.message);
+    case 'encode':
+      return new EncodeError(reply.message);
+    default:
+      return rejection(reply.rejected, reply.message, reply);
+  }
 }
 
 module.exports = {
@@ -278,6 +323,8 @@ module.exports = {
   DisposedError,
   UndrainedError,
   TooDeepError,
+  IdTooLongError,
+  MessageTooLargeError,
   InvalidInputError,
   InvalidLogError,
   CorruptLogError,
@@ -298,4 +345,5 @@ module.exports = {
   FinalSyncError,
   InvalidOptionsError,
   rejection,
+  refusal,
 };

@@ -166,6 +166,10 @@ export class UndrainedError extends RejectedError { readonly kind: 'undrained'; 
 /** A batch call that does not fit the machine's state; nothing changed. */
 export class BatchError extends CoxswainError { readonly kind: 'already-open' | 'not-open' | 'undrained'; }
 export class TooDeepError extends RejectedError { readonly kind: 'too-deep'; }
+/** A message id is longer than `maxIdBytes` (the session layer's admission); nothing changed. */
+export class IdTooLongError extends RejectedError { readonly kind: 'id-too-long'; readonly bytes?: number; readonly max?: number; readonly wasDelivered: false; }
+/** A message's JSON encoding is larger than `maxMessageBytes` (the session layer's admission); nothing changed. */
+export class MessageTooLargeError extends RejectedError { readonly kind: 'message-too-large'; readonly bytes?: number; readonly max?: number; readonly wasDelivered: false; }
 export class InvalidInputError extends CoxswainError { readonly kind: 'invalid-input'; }
 export class InvalidLogError extends CoxswainError { readonly kind: 'invalid-log'; readonly line?: number; }
 export class CorruptLogError extends CoxswainError { readonly kind: 'corrupt-log'; readonly line: number; }
@@ -180,9 +184,12 @@ export class LogTamperedError extends LogIoError { readonly kind: 'log-tampered'
 /** An append failed and its cut-back failed too or was not tried (the file was shorter than the log: `undo` is a `LogTruncatedError`); the batch may or may not be in the log. */
 export class IndeterminateError extends CoxswainError { readonly kind: 'indeterminate'; readonly undo?: Error; }
 export class EncodeError extends CoxswainError { readonly kind: 'encode'; }
+/** An earlier append was indeterminate: the log takes no more appends until re-opened. */
 export class LogFailedError extends CoxswainError { readonly kind: 'log-failed'; }
 export class LockedError extends CoxswainError { readonly kind: 'locked'; }
-export class PersistenceError extends CoxswainError { readonly kind: 'persistence'; }
+/** The append of the input's batch failed (`cause`: the log's error): the input is not in the log, the machine is as if it had not been fed, the agent goes on; send it again. */
+export class PersistenceError extends CoxswainError { readonly kind: 'persistence'; readonly cause: unknown; }
+/** The agent stopped after an indeterminate append (the log could not say whether a batch is in it): re-open it from its log. */
 export class StoppedError extends CoxswainError { readonly kind: 'stopped'; }
 export class ClosedError extends CoxswainError { readonly kind: 'closed'; }
 export class StepClosedError extends CoxswainError { readonly kind: 'step-closed'; }
@@ -267,7 +274,12 @@ export interface ParsedLog {
 export interface DurableLog {
   readAll(): Promise<Uint8Array>;
   repairTail(read: { completeLen: number; torn: { line: number; bytes: number } | null; unterminated: boolean; nextSeq: number }): Promise<void>;
-  /** Appends as one unit; resolves with the first record's `seq` once durable. */
+  /**
+   * Appends as one unit; resolves with the first record's `seq` once durable. Rejects with
+   * `IndeterminateError` (or `LogFailedError`) when it cannot say whether the batch is in the log:
+   * the agent stops. Any other rejection means none of the batch is in the log and the log takes
+   * appends again: the agent fails that batch's inputs (`PersistenceError`) and goes on.
+   */
   append(entries: Entry[]): Promise<number>;
   sync(): Promise<void>;
   close(): Promise<void>;
@@ -331,7 +343,16 @@ export interface Host {
   /** Default: `'done'`. */
   turnStopping?(cx: TurnStoppingContext): Promise<TurnStoppingAnswer | void> | TurnStoppingAnswer | void;
 }
-export interface AgentOptions {
+/** The session layer's options (`Session`, `Agent.open`). */
+export interface SessionOptions {
+  /** How long an aborted host call may take to answer before the session answers `fail` (`host-abandoned`) on its behalf, ending the turn (S38, S39); default 5000 ms, `Infinity`: never. */
+  abortGraceMs?: number;
+  /** The longest message id admitted, in UTF-8 bytes (`IdTooLongError`); default 256. */
+  maxIdBytes?: number | null;
+  /** The largest message admitted, in bytes of its JSON encoding (`MessageTooLargeError`); default 1 MiB. */
+  maxMessageBytes?: number | null;
+}
+export interface AgentOptions extends SessionOptions {
   /** The delivery memory's capacity (S51); default 256. Pass the same at every open. */
   memory?: number;
   /** Group commit: the most inputs one append takes; default 64. */
@@ -357,7 +378,11 @@ export type Update =
   | { notified: Notification }
   | { ended: Ending };
 
-/** The Promise-based driver of one session (adapters/tokio's semantics). Deliveries resolve once durable. */
+/**
+ * The Promise-based driver of one session: an IO loop over the session layer (`Session`).
+ * Deliveries resolve once durable. A failed append fails its batch's inputs (`PersistenceError`)
+ * and the agent goes on; an indeterminate one stops it (`StoppedError` from then on).
+ */
 export class Agent {
   static open(host: Host, log: DurableLog, options?: AgentOptions): Promise<{ agent: Agent; recovery: Recovery }>;
   /** With `expect`, accepted only while the guard holds, else `TurnMismatchError` (S54). */
@@ -385,6 +410,68 @@ export class Agent {
   readonly ending: Ending | null;
   /** The last turn opened (0 before the first), as of the last durable input: what a guarded send names (S54). */
   readonly lastTurn: number;
+}
+
+// ---- the session layer ------------------------------------------------------------------------
+
+/** What happened to a host call that gave no valid answer; the session layer writes its code (`host-panicked`, `host-raised`, `host-cancelled`, `host-abandoned`, `host-invalid-answer`). */
+export type HostFailure = 'panicked' | 'raised' | 'cancelled' | 'abandoned' | 'invalid-answer';
+/**
+ * What a persisted batch releases, in input order: each member's effects, then its
+ * acknowledgement (`ack`: its ticket; `found`: S15; or `refused`: its refusal, judged against
+ * the batch's earlier members, which stands now that they are durable); last, while an abort
+ * grace runs, its `deadline` (when to call `handleTimeout`).
+ */
+export type Release = Effect | { ack: number; found: boolean } | { ack: number; refused: CoxswainError } | { deadline: number };
+/** A host call, by the request it answers. */
+export type HostCall = 'preStep' | 'step' | 'turnStopping';
+/** One command of `Session.stage`: the arguments of `feed`, `record`, `handleTimeout`, `answer` or `hostFailed`. */
+export type SessionCommand =
+  | { feed: Input }
+  | { record: [turn: number, step: number, events: HostEvent[]] }
+  | { timeout: number }
+  | { answer: [call: HostCall, turn: number, step: number, input: Input] }
+  | { hostFailed: [call: HostCall, turn: number, step: number, failure: HostFailure, detail: string] };
+
+/**
+ * The session layer (sans-IO, the Rust `coxswain_session::Session`) for a harness that runs its
+ * own IO loop, as `Agent` does. Stage inputs and host events into a numbered batch (each call
+ * returns its ticket, its index in the batch, or throws the typed refusal, having changed
+ * nothing: S5), `seal()` and append the batch's entries as one write, then report it
+ * `persisted` (effects and acknowledgements in input order) or `failed` (the machine is as
+ * before the batch: feed the answers it hands back again). Time is milliseconds of the host's
+ * clock (`performance.now()`).
+ */
+export class Session {
+  /** Takes `machine`'s state (`machine` is left fresh). */
+  constructor(machine?: Machine, options?: SessionOptions);
+  /** Stages `commands` in order and seals the batch, in one crossing: each command's ticket, refusal or `null` (a timeout not due); `batch` and `entries` are `null` when nothing was staged. With `firstSeq` (the `seq` the log's next record takes) the entries carry their log lines already encoded, which `FileLog` and `MemoryLog` write as they are. */
+  stage(commands: SessionCommand[], firstSeq?: number | null): { staged: Array<number | CoxswainError | null>; batch: number | null; entries: Entry[] | null };
+  feed(input: Input): number;
+  /** The answer of `call` to the request of turn `turn`, step `step` (0 for `turnStopping`): a refusal `stale` unless it is outstanding (S4); an answer of the wrong shape fails the call instead (`host-invalid-answer`, S38). */
+  answer(call: HostCall, turn: number, step: number, input: Input): number;
+  /** Answers that request `fail` on the host's behalf, with `failure`'s code. */
+  hostFailed(call: HostCall, turn: number, step: number, failure: HostFailure, detail?: string): number;
+  /** Host events inside step `step` of turn `turn` (`StepClosedError`, `ReservedTypeError`, `EncodeError`). */
+  record(turn: number, step: number, events: HostEvent[]): number;
+  /** Seals the staged batch for its write, or `null` when nothing is staged. */
+  seal(): { batch: number; entries: Entry[] } | null;
+  /** The sealed batch is durable at `nowMs`: an abort among its effects starts the abort grace. */
+  persisted(batch: number, nowMs: number): Release[];
+  /** The sealed batch was not persisted: its `members` tickets failed, but its answers (the host's, a job's end) are to be fed again: their calls will not answer twice. */
+  failed(batch: number): { members: number; answers: Array<{ ticket: number; input: Input }> };
+  /** When to call `handleTimeout` next, or `null`. */
+  pollTimeout(): number | null;
+  /** Stages the `host-abandoned` answer once the abort grace ran out: its ticket (drop that call), or `null`. */
+  handleTimeout(nowMs: number): number | null;
+  /** The machine's state, with the staged inputs applied. */
+  state(): MachineState;
+  pending(): PendingLists;
+  readonly quiescent: boolean;
+  readonly disposed: boolean;
+  readonly outstanding: Outstanding | null;
+  /** The seed of the id indexes' hasher (16 hex digits): `Agent` draws a random one. */
+  readonly hashSeed: string;
 }
 
 /** A human prompt: `{id, source: {kind: 'user'}, content}`. */

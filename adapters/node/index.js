@@ -5,6 +5,7 @@
 const errors = require('./errors');
 const { Machine, Transition } = require('./machine');
 const { Agent } = require('./agent');
+const { Session } = require('./session');
 const { FileLog, MemoryLog, encodeRecords, parseLog } = require('./log');
 
 /** A human prompt: `{id, source: {kind: 'user'}, content}`. */
@@ -16,6 +17,7 @@ module.exports = {
   Machine,
   Transition,
   Agent,
+  Session,
   FileLog,
   MemoryLog,
   encodeRecords,
@@ -34,6 +36,8 @@ module.exports = {
   UndrainedError: errors.UndrainedError,
   BatchError: errors.BatchError,
   TooDeepError: errors.TooDeepError,
+  IdTooLongError: errors.IdTooLongError,
+  MessageTooLargeError: errors.MessageTooLargeError,
   InvalidInputError: errors.InvalidInputError,
   InvalidLogError: errors.InvalidLogError,
   CorruptLogError: errors.CorruptLogError,

@@ -8,11 +8,14 @@
 //
 // As the Rust FileLog does, it checks before every append, and again before acknowledging it
 // (and at every sync), that the file is still the one it writes and still ends as it left it: a
-// file removed, renamed or replaced (`LogReplacedError`), cut in place (`copytruncate`,
-// `: > file`: `LogTruncatedError`), or appended to or overwritten at its end by a writer that
-// ignores the lock (`LogTamperedError`) fails the append instead of acknowledging it. Not
-// detected: bytes overwritten in place before the last 32 the log wrote, and a change undone
-// before the next check.
+// file removed, renamed or replaced (`LogReplacedError`: the path no longer names the open file's
+// device and inode, or the file has no link left), cut in place (`copytruncate`, `: > file`:
+// `LogTruncatedError`), or appended to or overwritten at its end by a writer that ignores the
+// lock (`LogTamperedError`) fails the append instead of acknowledging it. Not detected: bytes
+// overwritten in place before the last 32 the log wrote, and a change undone before the next
+// check. A failed append whose write was cut back leaves the log as it was, and it takes appends
+// again (issue 26: the session layer rolls the batch back and the agent goes on); after an
+// indeterminate one (the cut-back failed too) it refuses every append (`LogFailedError`).
 
 const fs = require('node:fs/promises');
 const path = require('node:path');
@@ -27,6 +30,19 @@ const TAIL = 32;
 function asLogError(error) {
   if (error instanceof errors.LogIoError) return error;
   return new errors.LogIoError(`log i/o failed: ${error.message}`, { cause: error });
+}
+
+/**
+ * Where an entries array may carry its own encoding (`{seq, lines}`: `Session.stage` encodes a
+ * sealed batch in Rust as it seals it): a log whose next record takes `seq` writes `lines` as
+ * they are instead of encoding the entries again.
+ */
+const ENCODED = Symbol('coxswain.encoded');
+
+/** The log lines of `entries` numbered from `firstSeq`: their own encoding when it fits. */
+function linesOf(firstSeq, entries) {
+  const encoded = entries[ENCODED];
+  return encoded !== undefined && encoded.seq === firstSeq ? encoded.lines : encodeRecords(firstSeq, entries);
 }
 
 /** Encodes `entries` (`{type, data}` each) as log lines numbered from `firstSeq`. */
@@ -162,15 +178,15 @@ class FileLog {
    * numbers, synced as the policy says; resolves with the first one's `seq`. Checks first that
    * the file still ends as this log left it (`LogTruncatedError`, `LogTamperedError`: nothing
    * is written), and after the write (and sync) that it is still the log's file
-   * (`LogReplacedError`) and ends in the batch. A failure after the write began is cut back (and
-   * the cut synced) before the error is thrown: the batch is not in the log. If the cut fails
-   * too, or the file is shorter than the log (a cut never extends it): `IndeterminateError`.
-   * After a failure the log takes no more appends.
+   * (`LogReplacedError`, checked before the write too) and ends in the batch. A failure after the
+   * write began is cut back (and the cut synced) before the error is thrown: the batch is not in
+   * the log, which takes appends again. If the cut fails too, or the file is shorter than the log
+   * (a cut never extends it): `IndeterminateError`, and the log takes no more appends.
    */
   async append(entries) {
     if (this._failed) throw new errors.LogFailedError();
     if (entries.length === 0) return this._nextSeq;
-    const bytes = Buffer.from(encodeRecords(this._nextSeq, entries), 'utf8');
+    const bytes = Buffer.from(linesOf(this._nextSeq, entries), 'utf8');
     const sync =
       this._policy === 'every-append' ||
       (this._policy === 'per-turn' && entries.some((entry) => entry.type === 'turn/end'));
@@ -178,17 +194,16 @@ class FileLog {
     const after = Buffer.concat([tail, bytes]);
     const afterTail = after.subarray(Math.max(0, after.length - TAIL));
     try {
-      await this._check(this._len, tail, false);
+      // Still the log's file (its path names it, it is linked) and as the log left it.
+      await this._check(this._len, tail, true);
     } catch (error) {
-      this._failed = true;
-      throw asLogError(error);
+      throw asLogError(error); // nothing written
     }
     try {
       await this._write(bytes);
       if (sync) await this._file.datasync();
       await this._check(this._len + bytes.length, afterTail, true);
     } catch (error) {
-      this._failed = true;
       await this._cutBack(error, tail);
     }
     this._len += bytes.length;
@@ -207,9 +222,11 @@ class FileLog {
       await this._file.datasync();
       await this._check(this._len, tail, false);
     } catch (undo) {
+      // Replaced: the path's file never held the batch, and every later append is refused.
       if (error instanceof errors.LogReplacedError) throw error;
       // This log's own bytes may follow `_len` from now on: a sync checks what precedes them.
       this._longer = true;
+      this._failed = true;
       throw new errors.IndeterminateError(
         `log i/o failed (${error.message}) and undoing the partial write failed too ` +
           `(${undo.message}): the batch may or may not be in the log`,
@@ -289,6 +306,33 @@ class FileLog {
   }
 }
 
+/**
+ * Carries out the session layer's resume plan for `log` (`NativeMachine.resume`: the Rust
+ * `ResumePlan`, which restores `machine`, S46–S48): a log it rejects is left as it was
+ * (`CorruptLogError`, `InvalidLogError`); else its torn tail is dropped or its last record ended,
+ * and the closers of an interrupted turn appended, then synced (S50). Resolves with what it did
+ * and found (`Agent.open`'s `Recovery`) and the `seq` the next record takes.
+ */
+async function resume(log, machine) {
+  const { ok: plan, corrupt, invalidLog: invalid } = JSON.parse(machine.resume(await log.readAll()));
+  if (corrupt) throw new errors.CorruptLogError(`corrupt log: ${corrupt.message}`, corrupt.line);
+  if (invalid) throw new errors.InvalidLogError(`the log cannot be repaired: ${invalid.message}`, invalid.line);
+  await log.repairTail(plan);
+  if (plan.closers.length > 0) await log.append(plan.closers);
+  if (plan.torn || plan.unterminated || plan.closers.length > 0) await log.sync();
+  const { lastTurn, nextTurn, nextStep } = JSON.parse(machine.state());
+  const recovery = {
+    records: plan.records,
+    tornTail: plan.torn,
+    interruptedTurn: plan.interrupted,
+    closers: plan.closers.length,
+    lastTurn,
+    pendingNextTurn: nextTurn.length,
+    pendingNextStep: nextStep.length,
+  };
+  return { recovery, nextSeq: plan.nextSeq + plan.closers.length };
+}
+
 /** A log in memory, in the same record format (for tests and benches): nothing is durable. */
 class MemoryLog {
   constructor(bytes = Buffer.alloc(0)) {
@@ -306,7 +350,7 @@ class MemoryLog {
   }
   async append(entries) {
     if (entries.length === 0) return this._nextSeq;
-    this._chunks.push(Buffer.from(encodeRecords(this._nextSeq, entries), 'utf8'));
+    this._chunks.push(Buffer.from(linesOf(this._nextSeq, entries), 'utf8'));
     const first = this._nextSeq;
     this._nextSeq += entries.length;
     return first;
@@ -315,4 +359,4 @@ class MemoryLog {
   async close() {}
 }
 
-module.exports = { FileLog, MemoryLog, encodeRecords, parseLog };
+module.exports = { FileLog, MemoryLog, encodeRecords, parseLog, resume, ENCODED };

@@ -189,4 +189,24 @@ function capacity(memory) {
   return memory;
 }
 
-module.exports = { Machine, Transition, capacity, bound, sendInput };
+/**
+ * The agent's input methods (index.d.ts has their contracts): each builds its FORMAT.md input
+ * (S15, S16, S20, S22, S39, S54), which the agent stages as it is.
+ */
+const INPUTS = {
+  send: (message, target, wakeup, options = {}) => sendInput(message, target, wakeup, options.expect),
+  steerExpecting: (turn, message) => sendInput(message, 'next-step', true, { turn }),
+  followupIfIdleAfter: (turn, message) => sendInput(message, 'next-turn', true, { idleAfter: turn }),
+  followup: (message) => ({ followup: message }),
+  steer: (message) => ({ steer: message }),
+  inject: (message) => ({ inject: message }),
+  remove: (id) => ({ remove: id }),
+  replace: (id, message) => ({ replace: { id, message } }),
+  prepend: (target, message) => ({ prepend: { target, message } }),
+  clear: () => ({ clear: {} }),
+  cancel: (cause, options = {}) => ({ cancel: { cause, keepInbox: options.keepInbox ?? false } }),
+};
+/** The input methods that resolve with `found` (S15: whether the id was pending); the others with nothing. */
+const FOUND = new Set(['remove', 'replace']);
+
+module.exports = { Machine, Transition, capacity, bound, sendInput, INPUTS, FOUND };

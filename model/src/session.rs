@@ -22,10 +22,10 @@ use std::time::Duration;
 
 use coxswain_core::{
     CancelCause, Config, Effect, Event, Input, Machine, Message, Outstanding, PreStepAnswer,
-    Request, SharedMessage, StepAnswer, TurnStoppingAnswer,
+    Rejected, Request, SharedMessage, StepAnswer, TurnStoppingAnswer,
 };
 use coxswain_log::{Entry, HostEvent};
-use coxswain_session::{Ack, HostFailure, Options, Release, Session, Timeout};
+use coxswain_session::{Ack, HostFailure, Options, Refused, Release, Session, Timeout};
 use stateright::{Checker, Model, Property};
 
 /// The abort grace of the model's sessions, in its time unit (seconds).
@@ -299,11 +299,8 @@ impl SessionModel {
     fn feed_reference(
         next: &mut SessionState,
         input: &Input,
-    ) -> Result<(bool, Vec<Effect>), String> {
-        let transition = next
-            .reference
-            .handle(input.clone())
-            .map_err(|rejected| format!("the reference rejected {input:?}: {rejected}"))?;
+    ) -> Result<(bool, Vec<Effect>), Rejected> {
+        let transition = next.reference.handle(input.clone())?;
         let found = transition.found();
         next.reference_log
             .extend(transition.events().iter().cloned());
@@ -333,9 +330,11 @@ impl SessionModel {
                         expected.extend(effects.into_iter().map(Release::Effect));
                         expected.push(Release::Ack(ticket, Ack::Input { found }));
                     }
-                    Err(why) => {
-                        next.violate(SessionProperty::RolledBack, why);
-                        return;
+                    // A member refused against the staged batch: the reference, fed the batch's
+                    // durable members only, must refuse it the same way.
+                    Err(rejected) => {
+                        let refused = Refused::Rejected(rejected);
+                        expected.push(Release::Ack(ticket, Ack::Refused(refused)));
                     }
                 },
                 None => expected.push(Release::Ack(ticket, Ack::Recorded)),

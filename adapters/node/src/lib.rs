@@ -1,12 +1,16 @@
 //! # coxswain-node
 //!
-//! The Node.js binding of coxswain (napi-rs). It exposes two things to JavaScript and decides
+//! The Node.js binding of coxswain (napi-rs). It exposes three things to JavaScript and decides
 //! nothing itself:
 //!
 //! * [`NativeMachine`]: the core's [`Machine`](coxswain_core::Machine) with its drain contract —
 //!   an input's durable events first ([`NativeMachine::handle`]), its effects only once the host
 //!   says they are persisted ([`NativeMachine::persisted`]), or every output in wire order for
 //!   ports ([`NativeMachine::outputs`], [`NativeMachine::wire`]).
+//! * [`NativeSession`]: the session layer ([`coxswain_session::Session`]) over such a machine,
+//!   for the agent (`agent.js`): group commit with rollback, the abort grace, admission and the
+//!   host-failure vocabulary, decided in the pure layer; the agent only moves bytes, time and
+//!   promises.
 //! * The JSON-lines record format of `coxswain-log` ([`encode_records`], [`parse_log`]), so the
 //!   log written from Node has one owner: the Rust crate that `coxswain verify` and the tokio
 //!   adapter's `FileLog` use — and [`FileLock`], the same `flock` that `FileLog` takes.
@@ -21,8 +25,10 @@
 mod lock;
 mod log;
 mod machine;
+mod session;
 mod wire;
 
 pub use lock::FileLock;
 pub use log::{encode_records, host_failure, parse_log};
 pub use machine::NativeMachine;
+pub use session::NativeSession;

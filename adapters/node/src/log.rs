@@ -5,6 +5,7 @@ use coxswain_core::Event;
 use coxswain_log::{encode, parse, Entry, HostEvent};
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::wire;
@@ -34,7 +35,8 @@ fn entry(value: Value) -> Result<Entry, String> {
         return Err(format!("an entry has no string `type`: {value}"));
     };
     if Event::TYPES.contains(&kind) {
-        let event: Event = serde_json::from_value(value.clone())
+        // Deserialized from the value in place (no copy of it).
+        let event = Event::deserialize(&value)
             .map_err(|e| format!("not a valid `{kind}` event ({e}): {value}"))?;
         return Ok(Entry::Machine(event));
     }
@@ -78,30 +80,12 @@ pub fn parse_log(bytes: Buffer) -> String {
 /// "why"}` for another name.
 #[napi]
 pub fn host_failure(failure: String, call: String, detail: String) -> String {
-    use coxswain_core::Outstanding;
-    use coxswain_session::HostFailure;
-    let failure = match failure.as_str() {
-        "panicked" => HostFailure::Panicked,
-        "raised" => HostFailure::Raised,
-        "cancelled" => HostFailure::Cancelled,
-        "abandoned" => HostFailure::Abandoned,
-        "invalid-answer" => HostFailure::InvalidAnswer,
-        other => {
-            return crate::wire::text(
-                &serde_json::json!({ "error": format!("no host failure `{other}`") }),
-            )
-        }
+    let Some(named) = crate::session::failure_named(&failure) else {
+        return wire::text(&json!({ "error": format!("no host failure `{failure}`") }));
     };
     // Only the call's kind shows in the message; the numbers do not.
-    let request = match call.as_str() {
-        "preStep" => Outstanding::PreStep { turn: 0, step: 0 },
-        "step" => Outstanding::Step { turn: 0, step: 0 },
-        "turnStopping" => Outstanding::TurnStopping { turn: 0 },
-        other => {
-            return crate::wire::text(
-                &serde_json::json!({ "error": format!("no host call `{other}`") }),
-            )
-        }
+    let Some(request) = crate::session::call_named(&call) else {
+        return wire::text(&json!({ "error": format!("no host call `{call}`") }));
     };
-    crate::wire::to_text(&failure.error(request, &detail))
+    wire::to_text(&named.error(request, &detail))
 }

@@ -267,6 +267,15 @@ impl NativeMachine {
     }
 }
 
+impl NativeMachine {
+    /// Takes the machine out (for a [`NativeSession`](crate::NativeSession)), leaving a fresh
+    /// one with the same configuration.
+    pub(crate) fn take(&mut self) -> Machine {
+        let fresh = Machine::with_config(self.machine.config());
+        std::mem::replace(&mut self.machine, fresh)
+    }
+}
+
 /// The reply to an accepted input: its events, to persist before its effects.
 #[derive(Serialize)]
 struct Accepted<'a> {
@@ -293,6 +302,11 @@ fn config(memory: u32, max_pending: Option<u32>) -> Config {
 
 /// A rejection's reply: its kind, its message and its details (S13, S52, S54–S56).
 fn rejection(rejected: &Rejected) -> String {
+    wire::text(&rejection_value(rejected))
+}
+
+/// A rejection as a JSON value: `{rejected: KIND, message, …details}`.
+pub(crate) fn rejection_value(rejected: &Rejected) -> Value {
     let mut reply = json!({ "rejected": rejected.kind(), "message": rejected.to_string() });
     let details = match rejected {
         Rejected::AlreadyPending(id) | Rejected::AlreadyDelivered(id) | Rejected::Conflict(id) => {
@@ -308,7 +322,7 @@ fn rejection(rejected: &Rejected) -> String {
     if let (Some(reply), Value::Object(details)) = (reply.as_object_mut(), details) {
         reply.extend(details);
     }
-    wire::text(&reply)
+    reply
 }
 
 fn parse_input(text: &str) -> Result<Input, String> {

@@ -65,6 +65,14 @@ fn pending<'a>(items: impl Iterator<Item = &'a Pending>) -> Value {
         .collect()
 }
 
+/// The pending lists: `{nextTurn: [PENDING…], nextStep: [PENDING…]}`.
+pub(crate) fn pending_lists(machine: &Machine) -> Value {
+    json!({
+        "nextTurn": pending(machine.pending(Target::NextTurn)),
+        "nextStep": pending(machine.pending(Target::NextStep)),
+    })
+}
+
 /// The machine's queryable state: status, quiescence, lifecycle flags, the outstanding request
 /// and both pending lists.
 pub(crate) fn state(machine: &Machine) -> Value {

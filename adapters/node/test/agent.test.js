@@ -290,24 +290,139 @@ test('group commit: deliveries waiting together share one append, acknowledged i
   await agent.dispose();
 });
 
-test('a failed append fails its inputs and stops the agent (nothing acknowledged that is not durable)', async () => {
+/** A MemoryLog's bytes as a file `coxswain verify` reads. */
+function verifies(t, log) {
+  const file = tempLog(t);
+  fs.writeFileSync(file, log.bytes());
+  const verified = cli('verify', file);
+  assert.equal(verified.status, 0, verified.stdout + verified.stderr);
+  return records(file);
+}
+
+test('a failed append fails only its batch, changing nothing; the agent goes on, the log holds what was acknowledged', async (t) => {
   const log = new CountingLog();
-  const { agent } = await Agent.open(textHost, log);
+  const { agent } = await Agent.open(textHost, log, { memory: 8 });
+  await agent.inject(userMessage('c', 'ctx'));
   const updates = [];
   agent.subscribe((u) => updates.push(u));
+  const before = log.bytes();
   log.fail = true;
+  const failed = await Promise.allSettled([
+    agent.inject(userMessage('a', 'x')),
+    agent.followup(userMessage('b', 'y')),
+    agent.inject(userMessage('a', 'x')), // refused against the staged `a` only: it fails with the batch
+  ]);
+  for (const { reason } of failed) {
+    assert.ok(reason instanceof coxswain.PersistenceError, String(reason));
+    assert.equal(reason.kind, 'persistence');
+    assert.ok(reason.cause instanceof coxswain.LogIoError);
+    assert.equal(reason.cause.message, 'disk full');
+  }
+  assert.deepEqual(log.bytes(), before, 'nothing of the batch is in the log');
+  assert.deepEqual(updates, [], 'nothing published, nothing carried out');
+  assert.equal(agent.ending, null, 'the agent goes on');
+  assert.equal(agent.status, 'idle');
+  assert.equal(agent.lastTurn, 0, 'the turn b would have opened was rolled back');
+  assert.deepEqual((await agent.pending()).nextStep.map((p) => p.message.id), ['c']);
+  await agent.whenIdle();
+  log.fail = false;
+  // Sent again, both are accepted: neither is pending nor remembered (S51), the machine is as before.
+  await agent.inject(userMessage('a', 'x'));
+  await agent.followup(userMessage('b', 'y'));
+  await agent.whenIdle();
+  await agent.dispose();
+  const log2 = verifies(t, log);
+  assert.deepEqual(log2.map((r) => r.seq), log2.map((_, i) => i + 1), 'one contiguous seq');
+  const inserted = log2.filter((r) => r.type === 'agent/inbox/spliced').flatMap((r) => r.data.inserted.map((m) => m.id));
+  assert.deepEqual(inserted, ['c', 'a', 'b'], 'exactly what was acknowledged, once each');
+  assert.deepEqual(log2.filter((r) => r.type === 'turn/start').map((r) => r.data.turn), [1]);
+});
+
+test("a failed append holding the host's answer: the answer is staged again and the turn completes", async (t) => {
+  const log = new CountingLog();
+  let failures = 1;
+  const append = log.append.bind(log);
+  log.append = async (entries) => {
+    if (entries.some((e) => e.type === 'step/end') && failures-- > 0) throw new coxswain.LogIoError('disk full');
+    return append(entries);
+  };
+  const { agent } = await Agent.open(textHost, log);
+  await agent.followup(userMessage('a', 'x'));
+  await agent.whenIdle();
+  await agent.dispose();
+  assert.equal(failures, -1, 'the step answer failed once');
+  const written = verifies(t, log);
+  assert.deepEqual(written.filter((r) => r.type === 'turn/end').map((r) => r.data.reason), [{ kind: 'completed' }]);
+  assert.equal(written.filter((r) => r.type === 'model/output').length, 1);
+});
+
+test('an indeterminate append stops the agent: its callers are told once it has ended', async () => {
+  const log = new CountingLog();
+  const { agent } = await Agent.open(textHost, log);
+  log.append = async () => {
+    throw new coxswain.IndeterminateError('the batch may or may not be in the log');
+  };
   await assert.rejects(agent.inject(userMessage('a', 'x')), (error) => {
-    assert.ok(error instanceof coxswain.PersistenceError);
-    assert.equal(error.kind, 'persistence');
+    assert.ok(error instanceof coxswain.IndeterminateError);
+    assert.equal(agent.ending && agent.ending.kind, 'stopped', 'ended by the time the caller is told');
     return true;
   });
   const ending = await agent.finished();
   assert.equal(ending.kind, 'stopped');
-  assert.ok(ending.error instanceof coxswain.LogIoError);
-  assert.equal(ending.error.message, 'disk full');
-  assert.deepEqual(updates.map((u) => Object.keys(u)[0]), ['ended'], 'nothing published');
+  assert.ok(ending.error instanceof coxswain.IndeterminateError);
   await assert.rejects(agent.followup(userMessage('b', 'y')), coxswain.StoppedError);
   await assert.rejects(agent.whenIdle(), coxswain.StoppedError);
+});
+
+test('S38/S39: an aborted call that ignores its signal is abandoned after the abort grace (host-abandoned)', async (t) => {
+  const file = tempLog(t);
+  let late;
+  let entered;
+  const inStep = new Promise((resolve) => { entered = resolve; });
+  const host = {
+    step(cx) {
+      if (cx.turn > 1) return 'completed';
+      entered();
+      return new Promise((resolve) => { late = () => resolve('completed'); }); // ignores cx.signal
+    },
+  };
+  const { agent } = await Agent.open(host, await FileLog.open(file), { abortGraceMs: 50 });
+  await agent.followup(userMessage('a', 'go'));
+  await inStep;
+  const started = performance.now();
+  await agent.cancel({ kind: 'user' });
+  await agent.whenIdle();
+  assert.ok(performance.now() - started >= 45, 'not before the grace ran out');
+  late(); // the dropped call's late answer is not fed
+  await agent.followup(userMessage('b', 'next'));
+  await agent.whenIdle();
+  await agent.close();
+  const ends = records(file).filter((r) => r.type === 'turn/end').map((r) => r.data);
+  assert.deepEqual(ends, [
+    { turn: 1, reason: { kind: 'aborted', reason: { kind: 'user' } } },
+    { turn: 2, reason: { kind: 'completed' } },
+  ]);
+  assert.equal(cli('verify', file).status, 0);
+  await assert.rejects(Agent.open(host, new MemoryLog(), { abortGraceMs: -1 }), coxswain.InvalidOptionsError);
+});
+
+test('admission is the session layer\'s: ids and messages within maxIdBytes and maxMessageBytes', async () => {
+  const { agent } = await Agent.open(textHost, new MemoryLog(), { maxIdBytes: 4, maxMessageBytes: 64 });
+  await assert.rejects(agent.inject(userMessage('m12345', 'x')), (error) => {
+    assert.ok(error instanceof coxswain.IdTooLongError);
+    assert.deepEqual([error.kind, error.bytes, error.max, error.wasDelivered], ['id-too-long', 6, 4, false]);
+    return true;
+  });
+  await assert.rejects(agent.remove('m12345'), coxswain.IdTooLongError);
+  await assert.rejects(agent.inject(userMessage('m1', 'x'.repeat(64))), (error) => {
+    assert.ok(error instanceof coxswain.MessageTooLargeError);
+    assert.deepEqual([error.kind, error.max], ['message-too-large', 64]);
+    return true;
+  });
+  await agent.inject(userMessage('m1', 'x'));
+  assert.deepEqual((await agent.pending()).nextStep.map((p) => p.message.id), ['m1']);
+  await agent.dispose();
+  await assert.rejects(Agent.open(textHost, new MemoryLog(), { maxIdBytes: 0 }), coxswain.InvalidOptionsError);
 });
 
 test('host events: inside their step only, never a machine type; hooks that throw fail the turn (S38)', async () => {
@@ -540,5 +655,26 @@ test('S56: an id reused for another message rejects with ConflictError, never su
     assert.equal(error.wasDelivered, true);
     return true;
   });
+  await agent.dispose();
+});
+
+test('a value JSON cannot hold is refused alone; its batch goes on (InvalidInputError, host-invalid-answer)', async () => {
+  const host = { step: (cx) => (cx.turn === 1 ? { fail: { message: 'x', code: 1n } } : 'completed') };
+  const { agent } = await Agent.open(host, new MemoryLog());
+  const ends = [];
+  agent.subscribe((u) => u.recorded && u.recorded.entry.type === 'turn/end' && ends.push(u.recorded.entry.data));
+  const results = await Promise.allSettled([
+    agent.inject(userMessage('a', 'ok')),
+    agent.inject(userMessage('b', 10n)),
+    agent.followup(userMessage('c', 'ok')),
+  ]);
+  assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+  assert.ok(results[1].reason instanceof coxswain.InvalidInputError);
+  await agent.whenIdle(); // the step's answer could not be encoded: the call failed (S38)
+  await agent.followup(userMessage('d', 'ok'));
+  await agent.whenIdle();
+  assert.equal(ends.length, 2);
+  assert.equal(ends[0].reason.error.code, 'host-invalid-answer');
+  assert.deepEqual(ends[1], { turn: 2, reason: { kind: 'completed' } });
   await agent.dispose();
 });

@@ -87,8 +87,51 @@ test('the session layer names host failures and every agent draws its own hash s
   for (const name of ['a', 'b', 'c']) {
     const log = await coxswain.FileLog.open(path.join(dir, `${name}.jsonl`));
     const { agent } = await coxswain.Agent.open({}, log);
-    seeds.push(agent._m.hashSeed());
+    seeds.push(agent._s.hashSeed);
     await agent.close();
   }
   assert.equal(new Set(seeds).size, 3, seeds.join(' '));
+});
+
+test('Session: group commit with rollback, typed refusals, the abort grace (the session layer, sans-IO)', () => {
+  const { Session } = coxswain;
+  const session = new Session(new Machine({ memory: 4 }), { abortGraceMs: 1000 });
+  assert.equal(session.seal(), null);
+  assert.equal(session.feed({ followup: userMessage('a', 'hi') }), 0);
+  assert.equal(session.feed({ inject: userMessage('b', 'ctx') }), 1);
+  // Refused against the staged `b`: the refusal joins the batch, standing only once it is durable.
+  assert.equal(session.feed({ inject: userMessage('b', 'ctx') }), 2);
+  const first = session.seal();
+  assert.equal(first.entries.length, 4);
+  assert.throws(() => session.feed({ inject: userMessage('c', 'x') }), (e) => e.kind === 'sealed');
+  // The write failed: every member fails and the machine is as before them.
+  assert.deepEqual(session.failed(first.batch), { members: 3, answers: [] });
+  assert.equal(session.state().lastTurn, 0);
+  assert.deepEqual(session.pending(), { nextTurn: [], nextStep: [] });
+  // Staged again, persisted: each member's effects, then its acknowledgement, in input order.
+  session.feed({ followup: userMessage('a', 'hi') });
+  session.feed({ followup: userMessage('a', 'hi') });
+  const { batch } = session.seal();
+  assert.equal(batch, first.batch + 1);
+  const released = session.persisted(batch, 0);
+  assert.deepEqual(released.filter((r) => r.ack === 0), [{ ack: 0, found: true }]);
+  // The retry was refused against the staged first: it was claimed, so the delivery memory holds it (S52).
+  assert.equal(released.at(-1).ack, 1);
+  assert.ok(released.at(-1).refused instanceof coxswain.AlreadyDeliveredError);
+  const request = released.find((r) => r.request).request.preStep;
+  assert.throws(() => session.answer('preStep', 9, 1, { preStep: 'reject' }), (e) => e.kind === 'stale');
+  assert.equal(session.answer('preStep', 1, 1, { preStep: { enter: request.messages } }), 0);
+  session.persisted(session.seal().batch, 0);
+  assert.deepEqual(session.outstanding, { step: { turn: 1, step: 1 } });
+  assert.throws(() => session.record(1, 2, [{ type: 'model/output', data: {} }]), coxswain.StepClosedError);
+  assert.throws(() => session.record(1, 1, [{ type: 'turn/end', data: {} }]), coxswain.ReservedTypeError);
+  session.feed({ cancel: { cause: { kind: 'user' } } });
+  session.persisted(session.seal().batch, 10);
+  assert.equal(session.pollTimeout(), 1010);
+  assert.equal(session.handleTimeout(1009), null);
+  assert.equal(session.handleTimeout(1010), 0);
+  const ended = session.seal().entries.at(-1);
+  assert.deepEqual(ended, { type: 'turn/end', data: { turn: 1, reason: { kind: 'aborted', reason: { kind: 'user' } } } });
+  assert.match(session.hashSeed, /^[0-9a-f]{16}$/);
+  assert.throws(() => new Session(new Machine(), { maxMessageBytes: 0 }), coxswain.InvalidOptionsError);
 });

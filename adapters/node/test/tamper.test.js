@@ -2,8 +2,10 @@
 // Issue 30: a log file changed behind its writer's back (cut in place as `copytruncate` or
 // `: > session.jsonl` do, appended to or overwritten at its end by a writer that ignores the
 // lock, removed or replaced) is detected before anything more is acknowledged; a cut-back never
-// extends the file and one that finds it shorter is indeterminate; the error that stopped an
-// agent is thrown only once `ending` and `whenIdle()` say it stopped.
+// extends the file and one that finds it shorter is indeterminate. Issue 26: a failed append
+// fails only its batch and the agent goes on (every later append fails as long as the file is
+// not the log's); only an indeterminate one stops it, its error thrown only once `ending` and
+// `whenIdle()` say it stopped, and the log then refuses every append.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -34,6 +36,15 @@ async function history(file) {
   await agent.inject(userMessage('b', 'hi'));
   assert.equal(fs.statSync(file).size, HISTORY);
   return { agent, log };
+}
+
+/** The agent goes on after a failed append: not ended, idle, and the next append fails the same way. */
+async function goesOn(agent, Kind) {
+  assert.equal(agent.ending, null);
+  await agent.whenIdle();
+  const again = refused(await rejection(agent.inject(userMessage('d', 'hi'))));
+  assert.ok(again instanceof Kind, String(again));
+  assert.equal(agent.ending, null);
 }
 
 /** `ending` says stopped, and `whenIdle()` rejects with `StoppedError`, in the same tick. */
@@ -73,8 +84,7 @@ test('truncated to 0 through another handle: nothing more is acknowledged', asyn
   assert.ok(error instanceof coxswain.LogTruncatedError);
   assert.deepEqual([error.kind, error.path, error.expected, error.found], ['log-truncated', file, HISTORY, 0]);
   assert.equal(error.message, `the log file ${file} was truncated: it holds 0 bytes where this log wrote ${HISTORY}`);
-  assert.equal(await stoppedAtOnce(agent), error);
-  await assert.rejects(agent.followup(userMessage('d', 'hi')), coxswain.StoppedError);
+  await goesOn(agent, coxswain.LogTruncatedError);
   const closed = await rejection(agent.close());
   assert.ok(closed instanceof coxswain.FinalSyncError);
   assert.ok(closed.cause instanceof coxswain.LogTruncatedError);
@@ -89,7 +99,7 @@ test('truncated to 300 bytes: the same, and the file keeps its 300 bytes', async
   const error = refused(await rejection(agent.inject(userMessage('c', 'hi'))));
   assert.ok(error instanceof coxswain.LogTruncatedError);
   assert.deepEqual([error.expected, error.found], [HISTORY, 300]);
-  await stoppedAtOnce(agent);
+  await goesOn(agent, coxswain.LogTruncatedError);
   await assert.rejects(agent.close(), coxswain.FinalSyncError);
   assert.equal(fs.statSync(file).size, 300);
 });
@@ -105,7 +115,7 @@ test('appended to by another writer: nothing more is acknowledged, the foreign l
     error.message,
     `the log file ${file} was written by another writer: it holds ${HISTORY + 6} bytes where this log wrote ${HISTORY}`,
   );
-  await stoppedAtOnce(agent);
+  await goesOn(agent, coxswain.LogTamperedError);
   await assert.rejects(agent.close(), coxswain.FinalSyncError);
   assert.equal(fs.statSync(file).size, HISTORY + 6);
 });
@@ -120,21 +130,40 @@ test('overwritten at its end (the same length): found by its last bytes', async 
   assert.ok(error instanceof coxswain.LogTamperedError);
   assert.deepEqual([error.expected, error.found], [HISTORY, HISTORY]);
   assert.match(error.message, /its last bytes are not the ones this log wrote \(736 bytes\)/);
-  await stoppedAtOnce(agent);
+  await goesOn(agent, coxswain.LogTamperedError);
   await assert.rejects(agent.close(), coxswain.FinalSyncError);
 });
 
-test('removed, renamed or replaced: LogReplacedError', async (t) => {
+test('replaced (renamed over): LogReplacedError, nothing written to either file', async (t) => {
   const file = tempLog(t);
-  const { agent } = await history(file);
+  const { agent, log } = await history(file);
+  const old = fs.openSync(file, 'r'); // the log's own inode, unlinked by the rename
   fs.writeFileSync(`${file}.other`, '');
   fs.renameSync(`${file}.other`, file);
+  let wrote = false;
+  const write = log._write.bind(log);
+  log._write = (bytes) => { wrote = true; return write(bytes); };
   const error = refused(await rejection(agent.inject(userMessage('c', 'hi'))));
   assert.ok(error instanceof coxswain.LogReplacedError);
   assert.deepEqual([error.kind, error.path], ['log-replaced', file]);
-  await stoppedAtOnce(agent);
+  assert.equal(error.message, `the log file ${file} was removed or replaced`);
+  assert.equal(wrote, false, 'found before the write');
+  assert.equal(fs.fstatSync(old).size, HISTORY);
+  fs.closeSync(old);
+  await goesOn(agent, coxswain.LogReplacedError);
   await assert.rejects(agent.close(), coxswain.FinalSyncError);
   assert.equal(fs.statSync(file).size, 0);
+});
+
+test('removed (unlinked): LogReplacedError at every append, and the file is not made again', async (t) => {
+  const file = tempLog(t);
+  const { agent } = await history(file);
+  fs.unlinkSync(file);
+  const error = refused(await rejection(agent.inject(userMessage('c', 'hi'))));
+  assert.ok(error instanceof coxswain.LogReplacedError);
+  await goesOn(agent, coxswain.LogReplacedError);
+  await assert.rejects(agent.close(), coxswain.FinalSyncError);
+  assert.equal(fs.existsSync(file), false);
 });
 
 test('an overwrite in the middle is not detected (as the README says): the next open finds it', async (t) => {
@@ -189,7 +218,9 @@ test("the issue's step 5: a failing append after a truncation writes nothing, ne
   assert.deepEqual([error.expected, error.found], [HISTORY, 0]);
   assert.equal(wrote, false);
   assert.equal(fs.statSync(file).size, 0);
-  await assert.rejects(log.append(entries), coxswain.LogFailedError);
+  // Not latched: the next append is checked again, and refused again.
+  await assert.rejects(log.append(entries), coxswain.LogTruncatedError);
+  assert.equal(wrote, false);
   await log.close();
 });
 
@@ -203,6 +234,8 @@ test('a cut-back after a truncation is indeterminate and never extends the file'
   assert.ok(error.undo instanceof coxswain.LogTruncatedError);
   assert.deepEqual([error.undo.expected, error.undo.found], [HISTORY, 10]);
   assert.equal(fs.readFileSync(file, 'utf8'), '{"seq":9,"');
+  // Indeterminate: the log refuses every append from now on.
+  await assert.rejects(log.append(entries), coxswain.LogFailedError);
   await log.close();
 });
 
@@ -231,10 +264,14 @@ test('another writer racing an append is cut back with it: the batch is not in t
   assert.deepEqual([error.expected, error.found], [HISTORY + 47, HISTORY + 52]);
   assert.deepEqual(fs.readFileSync(file), before);
   await log.sync();
+  // Cut back cleanly: the log takes appends again, numbering on from where it was.
+  assert.equal(await log.append(entries), 9);
+  assert.equal(fs.statSync(file).size, HISTORY + 47);
+  assert.deepEqual(coxswain.parseLog(fs.readFileSync(file)).records.at(-1), { seq: 9, ...entries[0] });
   await log.close();
 });
 
-test('ending and whenIdle() say stopped as soon as a persistence error is thrown; the log is released', async (t) => {
+test('a failed sync is cut back: the caller gets the persistence error, the agent goes on, the log holds what was acknowledged', async (t) => {
   const file = tempLog(t);
   const { agent, log } = await history(file);
   const datasync = log._file.datasync.bind(log._file);
@@ -247,9 +284,29 @@ test('ending and whenIdle() say stopped as soon as a persistence error is thrown
   assert.ok(error instanceof coxswain.PersistenceError);
   assert.equal(error.cause.kind, 'log-io');
   assert.equal(error.cause.message, 'log i/o failed: sync failed (injected)');
-  const ending = await stoppedAtOnce(agent);
-  assert.equal(ending, error.cause);
   assert.equal(fs.statSync(file).size, HISTORY, 'cut back');
+  assert.equal(agent.ending, null, 'the agent goes on');
+  assert.deepEqual((await agent.pending()).nextStep.map((p) => p.message.id), ['b'], 'c was rolled back');
+  await agent.inject(userMessage('c', 'hi')); // sent again: acknowledged
+  await agent.followup(userMessage('e', 'hi'));
+  await agent.whenIdle();
+  await agent.close();
+  const written = coxswain.parseLog(fs.readFileSync(file)).records;
+  assert.deepEqual(written.map((r) => r.seq), written.map((_, i) => i + 1));
+  const inserted = written.filter((r) => r.type === 'agent/inbox/spliced').flatMap((r) => r.data.inserted.map((m) => m.id));
+  assert.deepEqual(inserted, ['a', 'b', 'c', 'e'], 'exactly what was acknowledged');
   const again = await FileLog.open(file); // released
   await again.close();
+});
+
+test('an indeterminate append stops the agent once its log is released; the log refuses every append', async (t) => {
+  const file = tempLog(t);
+  const { agent, log } = await history(file);
+  racing(log, file, 0, 10); // another writer cuts the file, the write fails: the cut-back cannot be made
+  const error = await rejection(agent.inject(userMessage('c', 'hi')));
+  assert.ok(error instanceof coxswain.IndeterminateError, String(error));
+  assert.equal(await stoppedAtOnce(agent), error);
+  await assert.rejects(agent.followup(userMessage('d', 'hi')), coxswain.StoppedError);
+  await assert.rejects(log.append(entries), coxswain.LogFailedError);
+  await assert.rejects(agent.close(), coxswain.FinalSyncError);
 });

@@ -9,8 +9,17 @@ pub(crate) fn raise<'py, A>(py: Python<'py>, class: &str, args: A) -> PyErr
 where
     A: pyo3::call::PyCallArgs<'py>,
 {
+    raise_from(py, "coxswain._errors", class, args)
+}
+
+/// An instance of `<module>.<class>` built from `args`, as a Python error (the asyncio agent's
+/// own errors live in `coxswain.asyncio._errors`).
+pub(crate) fn raise_from<'py, A>(py: Python<'py>, module: &str, class: &str, args: A) -> PyErr
+where
+    A: pyo3::call::PyCallArgs<'py>,
+{
     let made = py
-        .import("coxswain._errors")
+        .import(module)
         .and_then(|module| module.getattr(class))
         .and_then(|class| class.call1(args));
     match made {

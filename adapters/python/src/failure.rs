@@ -18,19 +18,7 @@ pub(crate) fn host_failure(
     call: &str,
     detail: &str,
 ) -> PyResult<(String, String)> {
-    let failure = match failure {
-        "panicked" => HostFailure::Panicked,
-        "raised" => HostFailure::Raised,
-        "cancelled" => HostFailure::Cancelled,
-        "abandoned" => HostFailure::Abandoned,
-        "invalid-answer" => HostFailure::InvalidAnswer,
-        other => {
-            return Err(errors::invalid_input(
-                py,
-                format!("no host failure `{other}`"),
-            ))
-        }
-    };
+    let failure = named(py, failure)?;
     // Only the call's kind shows in the message; the numbers do not.
     let request = match call {
         "preStep" => Outstanding::PreStep { turn: 0, step: 0 },
@@ -40,4 +28,20 @@ pub(crate) fn host_failure(
     };
     let error = failure.error(request, detail);
     Ok((error.message.to_string(), error.code.to_string()))
+}
+
+/// The failure named `panicked`, `raised`, `cancelled`, `abandoned` or `invalid-answer` (the
+/// session layer's code without its `host-`). Raises `InvalidInput` for another name.
+pub(crate) fn named(py: Python<'_>, failure: &str) -> PyResult<HostFailure> {
+    match failure {
+        "panicked" => Ok(HostFailure::Panicked),
+        "raised" => Ok(HostFailure::Raised),
+        "cancelled" => Ok(HostFailure::Cancelled),
+        "abandoned" => Ok(HostFailure::Abandoned),
+        "invalid-answer" => Ok(HostFailure::InvalidAnswer),
+        other => Err(errors::invalid_input(
+            py,
+            format!("no host failure `{other}`"),
+        )),
+    }
 }

@@ -1,9 +1,11 @@
 //! `coxswain._native`: the Rust side of the Python binding.
 //!
 //! It translates and decides nothing: [`machine`] feeds the core JSON inputs and hands back its
-//! outputs in wire order, [`log`] exposes `coxswain-log`'s record format (encode, read back,
-//! restore with crash repair through the session layer's `ResumePlan`), [`failure`] the session
-//! layer's host-failure codes. The typed API, the asyncio driver and the port are Python
+//! outputs in wire order, [`session`] is the session layer (`coxswain-session`) the asyncio
+//! agent drives (group commit with rollback, admission, the abort grace, the host-failure codes),
+//! [`log`] exposes `coxswain-log`'s record format (encode, read back, restore with crash repair
+//! //! through the session layer's `ResumePlan`), [`failure`] the session layer's host-failure codes.
+//! The typed API, the asyncio driver (an IO loop over [`session`]) and the port are Python
 //! (`python/coxswain`).
 #![forbid(unsafe_code)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -13,6 +15,7 @@ mod failure;
 mod json;
 mod log;
 mod machine;
+mod session;
 mod typed;
 
 use pyo3::prelude::*;
@@ -21,6 +24,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<machine::NativeMachine>()?;
+    module.add_class::<session::NativeSession>()?;
     module.add_function(wrap_pyfunction!(log::encode_records, module)?)?;
     module.add_function(wrap_pyfunction!(log::parse_log, module)?)?;
     module.add_function(wrap_pyfunction!(log::open_log, module)?)?;

@@ -54,15 +54,48 @@ pub(crate) fn config(
     }
 }
 
-fn status_name(status: Status) -> &'static str {
+fn output_value(output: &Output) -> Value {
+    serde_json::to_value(output).unwrap_or_else(|e| json!({ "unserializable": e.to_string() }))
+}
+
+/// One pending list of `machine` (`"next-turn"` or `"next-step"`): `(message, waking)` in
+/// order.
+pub(crate) fn pending<'py>(
+    py: Python<'py>,
+    machine: &Machine,
+    list: &str,
+) -> PyResult<Bound<'py, PyList>> {
+    let items = PyList::empty(py);
+    for pending in machine.pending(target(py, list)?) {
+        let message = serde_json::to_value(pending.message()).unwrap_or(Value::Null);
+        let item = PyTuple::new(
+            py,
+            [
+                to_py(py, &message)?,
+                to_py(py, &Value::Bool(pending.is_waking()))?,
+            ],
+        )?;
+        items.append(item)?;
+    }
+    Ok(items)
+}
+
+/// A request as `(kind, turn, step)`: `("preStep", turn, step)`, `("step", turn, step)` or
+/// `("turnStopping", turn, 0)`.
+pub(crate) fn outstanding(request: Outstanding) -> (&'static str, u64, u64) {
+    match request {
+        Outstanding::PreStep { turn, step } => ("preStep", turn, step),
+        Outstanding::Step { turn, step } => ("step", turn, step),
+        Outstanding::TurnStopping { turn } => ("turnStopping", turn, 0),
+    }
+}
+
+/// The public status (S23) by name.
+pub(crate) fn status_name(status: Status) -> &'static str {
     match status {
         Status::Idle => "idle",
         Status::Running => "running",
     }
-}
-
-fn output_value(output: &Output) -> Value {
-    serde_json::to_value(output).unwrap_or_else(|e| json!({ "unserializable": e.to_string() }))
 }
 
 #[pymethods]
@@ -251,19 +284,7 @@ impl NativeMachine {
 
     /// One pending list (`"next-turn"` or `"next-step"`): `(message, waking)` in order.
     fn pending<'py>(&self, py: Python<'py>, list: &str) -> PyResult<Bound<'py, PyList>> {
-        let items = PyList::empty(py);
-        for pending in self.machine.pending(target(py, list)?) {
-            let message = serde_json::to_value(pending.message()).unwrap_or(Value::Null);
-            let item = PyTuple::new(
-                py,
-                [
-                    to_py(py, &message)?,
-                    to_py(py, &Value::Bool(pending.is_waking()))?,
-                ],
-            )?;
-            items.append(item)?;
-        }
-        Ok(items)
+        pending(py, &self.machine, list)
     }
 
     /// Whether `id` is pending in either list.
@@ -287,10 +308,6 @@ impl NativeMachine {
     /// The outstanding request (S4): `("preStep", turn, step)`, `("step", turn, step)`,
     /// `("turnStopping", turn, 0)`, or `None`.
     fn outstanding(&self) -> Option<(&'static str, u64, u64)> {
-        match self.machine.outstanding()? {
-            Outstanding::PreStep { turn, step } => Some(("preStep", turn, step)),
-            Outstanding::Step { turn, step } => Some(("step", turn, step)),
-            Outstanding::TurnStopping { turn } => Some(("turnStopping", turn, 0)),
-        }
+        self.machine.outstanding().map(outstanding)
     }
 }

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use coxswain_core::{
-    CancelCause, ErrorInfo, Event, Message, Notification, Output, Request, SharedMessage, Status,
+    Abort, Activity, CancelCause, Effect, ErrorInfo, Event, Message, Notification, Output, Request,
+    SharedMessage, Status,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -110,49 +111,79 @@ impl<'py> Builder<'py> {
                 }
                 return Ok(());
             }
-            Output::Notify(notification) => match notification {
-                Notification::Inserted { message } => {
-                    c.inserted.bind(py).call1((self.message(message)?,))?
-                }
-                Notification::Discarded { message } => {
-                    c.discarded.bind(py).call1((self.message(message)?,))?
-                }
-                Notification::Claimed { message, turn } => {
-                    c.claimed.bind(py).call1((self.message(message)?, *turn))?
-                }
-                Notification::Status { status } => c.status.bind(py).call1((match status {
-                    Status::Idle => "idle",
-                    Status::Running => "running",
-                },))?,
-                Notification::Error { turn, step, error } => {
-                    let error = self.error(error)?;
-                    c.turn_failed.bind(py).call1((*turn, *step, error))?
-                }
-            },
-            Output::Request(request) => match request {
-                Request::PreStep {
-                    turn,
-                    step,
-                    messages,
-                } => {
-                    let mut items = Vec::with_capacity(messages.as_slice().len());
-                    for message in messages.as_slice() {
-                        items.push(self.message(message)?);
-                    }
-                    let batch = PyTuple::new(py, items)?;
-                    c.pre_step.bind(py).call1((*turn, *step, batch))?
-                }
-                Request::Step { turn, step } => c.step.bind(py).call1((*turn, *step))?,
-                Request::TurnStopping { turn } => c.turn_stopping.bind(py).call1((*turn,))?,
-            },
-            Output::Abort(abort) => {
-                let cause = self.cause(&abort.cause)?;
-                c.abort.bind(py).call1((cause,))?
-            }
+            Output::Notify(notification) => self.notification(notification)?,
+            Output::Request(request) => self.request(request)?,
+            Output::Abort(abort) => self.abort(abort)?,
             Output::Disposed => c.disposed.bind(py).call0()?,
         };
         self.outputs.append(&object)?;
         self.effects.append(object)
+    }
+
+    /// The object of one effect released by the session layer (`Begin` included), with no
+    /// list kept: the asyncio agent carries it out at once.
+    pub(crate) fn effect(&mut self, effect: &Effect) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        match effect {
+            Effect::Notify(notification) => self.notification(notification),
+            Effect::Begin(Activity::Turn(turn)) => self.classes.begin.bind(py).call1((*turn,)),
+            Effect::Begin(Activity::Maintenance) => {
+                self.classes.begin.bind(py).call1(("maintenance",))
+            }
+            Effect::Request(request) => self.request(request),
+            Effect::Abort(abort) => self.abort(abort),
+            Effect::Disposed => self.classes.disposed.bind(py).call0(),
+        }
+    }
+
+    fn notification(&mut self, notification: &Notification) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        let c = self.classes;
+        match notification {
+            Notification::Inserted { message } => {
+                c.inserted.bind(py).call1((self.message(message)?,))
+            }
+            Notification::Discarded { message } => {
+                c.discarded.bind(py).call1((self.message(message)?,))
+            }
+            Notification::Claimed { message, turn } => {
+                c.claimed.bind(py).call1((self.message(message)?, *turn))
+            }
+            Notification::Status { status } => c.status.bind(py).call1((match status {
+                Status::Idle => "idle",
+                Status::Running => "running",
+            },)),
+            Notification::Error { turn, step, error } => {
+                let error = self.error(error)?;
+                c.turn_failed.bind(py).call1((*turn, *step, error))
+            }
+        }
+    }
+
+    fn request(&mut self, request: &Request) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        let c = self.classes;
+        match request {
+            Request::PreStep {
+                turn,
+                step,
+                messages,
+            } => {
+                let mut items = Vec::with_capacity(messages.as_slice().len());
+                for message in messages.as_slice() {
+                    items.push(self.message(message)?);
+                }
+                let batch = PyTuple::new(py, items)?;
+                c.pre_step.bind(py).call1((*turn, *step, batch))
+            }
+            Request::Step { turn, step } => c.step.bind(py).call1((*turn, *step)),
+            Request::TurnStopping { turn } => c.turn_stopping.bind(py).call1((*turn,)),
+        }
+    }
+
+    fn abort(&self, abort: &Abort) -> PyResult<Bound<'py, PyAny>> {
+        let cause = self.cause(&abort.cause)?;
+        self.classes.abort.bind(self.py).call1((cause,))
     }
 
     fn message(&mut self, message: &SharedMessage) -> PyResult<Bound<'py, PyAny>> {

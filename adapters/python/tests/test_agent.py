@@ -488,3 +488,147 @@ def test_s56_a_conflict_is_never_success(tmp_path: Path) -> None:
 
     run(main)
     assert types(log).count("turn/start") == 1
+
+
+# ----- issue 26: the session layer decides; the agent moves bytes, time and tasks -----
+
+
+def failing_appends(monkeypatch: pytest.MonkeyPatch, *calls: int) -> list[int]:
+    """The log's appends fail (cut back cleanly, nothing written) at these calls (1 is the next
+    one); returns the list of calls made, for the test to count."""
+    from coxswain.asyncio import FileLog
+
+    real, made = FileLog.append_encoded, []
+
+    def append(self: FileLog, data: bytes, count: int) -> None:
+        made.append(count)
+        if len(made) in calls:
+            raise LogError("append failed: injected")
+        real(self, data, count)
+
+    monkeypatch.setattr(FileLog, "append_encoded", append)
+    return made
+
+
+def test_a_failed_append_of_a_host_answer_is_fed_again_and_the_turn_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch holding the preStep answer fails: the session takes it back and hands the
+    answer back; fed again, the turn runs once, with no record twice."""
+    log = tmp_path / "s.jsonl"
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Model(), log)
+        made = failing_appends(monkeypatch, 2)  # 1: the follow-up; 2: the preStep answer
+        await agent.followup(A)
+        await agent.when_idle()
+        assert made[1] == made[2] == 2  # step/start and user/message, refused, then written
+        await agent.dispose()
+
+    run(main)
+    assert types(log)[:8] == [
+        "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start",
+        "user/message", "model/output", "step/end", "turn/end",
+    ]
+    assert [r["seq"] for r in records(log)] == list(range(1, len(records(log)) + 1))
+
+
+def test_a_refusal_judged_against_a_failed_batch_is_a_persistence_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sends of b in one batch: the second is refused as already pending against the first.
+    The batch fails, so b is not pending: both callers get PersistenceError, and b is accepted
+    when sent again."""
+    from coxswain.asyncio import PersistenceError
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Model(), tmp_path / "s.jsonl")
+        failing_appends(monkeypatch, 1)
+        got = await asyncio.gather(agent.inject(B), agent.inject(B), return_exceptions=True)
+        assert [type(g) for g in got] == [PersistenceError, PersistenceError]
+        await agent.inject(B)
+        with pytest.raises(coxswain.AlreadyPending):  # judged against a durable batch: stands
+            await agent.inject(B)
+        await agent.dispose()
+
+    run(main)
+
+
+def test_a_failed_maintenance_end_is_fed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "s.jsonl"
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Model(), log)
+        made = failing_appends(monkeypatch, 3)  # 1: begin, 2: the follow-up, 3: the end
+
+        async def job(cancelled: asyncio.Event) -> str:
+            await agent.followup(A)  # latched: the turn starts when the maintenance ends (S25)
+            return "compacted"
+
+        assert await agent.run_maintenance(job) == "compacted"
+        await agent.when_idle()
+        # 3: the end, and the latched turn's turn/start and claim, refused; 4: fed again.
+        assert made[:4] == [0, 1, 2, 2]
+        await agent.dispose()
+
+    run(main)
+    assert types(log)[:2] == ["agent/inbox/spliced", "turn/start"]
+    assert types(log).count("turn/end") == 1
+
+
+def test_an_aborted_call_that_outlives_the_abort_grace_is_abandoned(tmp_path: Path) -> None:
+    """S38–S40: a step that swallows its cancellation; after the abort grace the session answers
+    it ``fail`` (``host-abandoned``) and the turn ends aborted; its late answer is dropped."""
+    log = tmp_path / "s.jsonl"
+    release, started = asyncio.Event(), asyncio.Event()
+
+    class Stubborn(Host):
+        async def step(self, cx: StepContext) -> StepAnswer:
+            started.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                pass  # goes on regardless
+            await release.wait()
+            return "completed"
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Stubborn(), log, abort_grace=0.05)
+        await agent.followup(A)
+        await started.wait()
+        await agent.cancel()
+        await asyncio.wait_for(agent.when_idle(), 5)
+        release.set()
+        await asyncio.sleep(0.01)  # the late answer arrives, and is dropped
+        assert agent.ending is None and agent.status == "idle"
+        await agent.dispose()
+
+    run(main)
+    end = [r["data"] for r in records(log) if r["type"] == "turn/end"]
+    assert end == [{"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}]
+
+
+def test_ids_and_messages_beyond_the_limits_are_refused(tmp_path: Path) -> None:
+    from coxswain.asyncio import IdTooLong, MessageTooLarge
+
+    log = tmp_path / "s.jsonl"
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Model(), log, max_id_bytes=4, max_message_bytes=64)
+        with pytest.raises(IdTooLong) as long:
+            await agent.inject(Message("abcde", "x"))
+        assert (long.value.bytes, long.value.max) == (5, 4)
+        with pytest.raises(MessageTooLarge) as large:
+            await agent.inject(Message("a", "x" * 64))
+        assert large.value.max == 64 and large.value.bytes > 64
+        with pytest.raises(IdTooLong):  # the id a remove names, too
+            await agent.remove("abcde")
+        await agent.inject(Message("a", "x"))
+        await agent.close()
+        with pytest.raises(ValueError):
+            await Agent.open(Model(), tmp_path / "other.jsonl", abort_grace=-1)
+
+    run(main)
+    assert types(log) == ["agent/inbox/spliced"]

@@ -1,15 +1,17 @@
 """What the asyncio agent takes from the session layer (``coxswain-session``) instead of deciding
-itself: the host-failure codes, the resume, and a random seed for the id indexes."""
+itself: the host-failure codes, the resume, a random seed for the id indexes, and through
+``coxswain._native.Session`` group commit with rollback, admission and the abort grace."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from coxswain import InvalidInput, Machine, StepAnswer
-from coxswain._native import host_failure
+from coxswain import BatchError, EncodeError, InvalidInput, Machine, Message, StepAnswer, _native
+from coxswain._native import Session, host_failure
 from coxswain.asyncio import Agent, Host, StepContext
 
 
@@ -45,9 +47,151 @@ def test_a_machine_keeps_its_seed_and_every_agent_draws_its_own(tmp_path: Path) 
 
     async def seed(name: str) -> int:
         agent, _ = await Agent.open(Defaults(), tmp_path / name)
-        seed: int = agent._machine.hash_seed
+        seed = agent._session.hash_seed()
         await agent.close()
         return seed
 
     seeds = [asyncio.run(seed(f"s{i}.jsonl")) for i in range(3)]
     assert len(set(seeds)) == 3, seeds
+
+
+# ----- coxswain._native.Session: the session layer as the asyncio agent drives it -----
+
+A = Message("a", "hi")
+B = Message("b", "more")
+
+
+def persist(session: Session, now: float = 0.0) -> list[Any]:
+    batch = session.seal()
+    assert batch is not None
+    return session.persisted(batch, now)
+
+
+def shape(released: list[Any]) -> list[Any]:
+    return [r if isinstance(r, tuple) else type(r).__name__ for r in released]
+
+
+def test_a_batch_is_staged_encoded_and_released_in_input_order() -> None:
+    session = Session(_native.Machine(), 5.0)
+    assert session.seal() is None and session.encode(1) == (b"", 0)
+    assert session.feed({"followup": A.to_json()}) == 0
+    assert session.feed({"inject": B.to_json()}) == 1
+    batch = session.seal()
+    assert batch == 1 and session.seal() == 1  # sealed: handed out again
+    with pytest.raises(BatchError) as sealed:
+        session.feed({"inject": Message("c", 1).to_json()})
+    assert sealed.value.kind == "sealed"
+    data, count = session.encode(7)
+    assert count == 4 and data.count(b"\n") == 4 and data.startswith(b'{"seq":7,')
+    assert [r["type"] for r in session.records()] == [
+        "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "agent/inbox/spliced"
+    ]
+    with pytest.raises(BatchError) as other:
+        session.persisted(2, 0.0)
+    assert other.value.kind == "other-batch"
+    # a's effects, then its acknowledgement (place 0, found); then b's.
+    assert shape(session.persisted(1, 0.0)) == [
+        "Inserted", "StatusChanged", "Begin", "Claimed", "PreStepRequest", (0, True),
+        "Inserted", (1, True),
+    ]
+    assert session.outstanding() == ("preStep", 1, 1) and session.last_turn() == 1
+    with pytest.raises(BatchError) as not_sealed:
+        session.failed(1)
+    assert not_sealed.value.kind == "not-sealed"
+
+
+def test_a_failed_batch_is_taken_back_and_hands_back_what_to_feed_again() -> None:
+    session = Session(_native.Machine(), 5.0)
+    session.feed({"followup": A.to_json()})
+    persist(session)
+    # A host answer and a caller's inject, in one batch that fails.
+    assert session.answer(("preStep", 1, 1), {"preStep": {"enter": [A.to_json()]}}) == 0
+    assert session.feed({"inject": B.to_json()}) == 1
+    batch = session.seal()
+    assert batch is not None
+    members, answers, again = session.failed(batch)
+    assert (members, answers, again) == ([0, 1], [{"preStep": {"enter": [A.to_json()]}}], [])
+    assert session.pending("next-step") == [] and session.outstanding() == ("preStep", 1, 1)
+    assert session.feed(answers[0]) == 0  # fed again: its request is outstanding again
+
+
+def test_a_failed_maintenance_end_is_named_to_be_fed_again() -> None:
+    session = Session(_native.Machine(), 5.0)
+    session.feed({"maintenance": "begin"})
+    persist(session)
+    session.feed({"inject": B.to_json()})
+    assert session.feed({"maintenance": "end"}) == 1
+    batch = session.seal()
+    assert batch is not None
+    assert session.failed(batch) == ([0, 1], [], [1])
+    assert not session.is_quiescent()  # still in maintenance: the end must be fed again
+
+
+def test_a_host_answer_is_checked_against_its_request() -> None:
+    session = Session(_native.Machine(), 5.0)
+    session.feed({"followup": A.to_json()})
+    persist(session)
+    # Not the outstanding request: a late answer, dropped (S4).
+    assert session.answer(("step", 1, 1), {"step": "completed"}) is None
+    assert session.host_failed(("preStep", 1, 2), "raised", "x") is None
+    # Not an answer of that request: the session answers `fail` (host-invalid-answer).
+    assert session.answer(("preStep", 1, 1), {"preStep": "completed"}) == 0
+    assert session.answer(("preStep", 1, 1), object()) is None  # answered already
+    ended = session.records()[-1]
+    assert ended["type"] == "turn/end"
+    assert ended["data"]["reason"]["error"]["code"] == "host-invalid-answer"
+    with pytest.raises(InvalidInput):
+        session.host_failed(("preStep", 1, 1), "exploded", "")
+
+
+def test_an_entered_batch_too_deep_for_the_log_fails_the_step_instead() -> None:
+    """S38: the host's answer cannot be written, so the session answers ``fail`` for it."""
+    session = Session(_native.Machine(), 5.0)
+    session.feed({"followup": A.to_json()})
+    persist(session)
+    deep: object = 1
+    for _ in range(200):
+        deep = [deep]
+    enter = {"preStep": {"enter": [Message("a", deep).to_json()]}}
+    assert session.answer(("preStep", 1, 1), enter) == 0
+    ended = session.records()[-1]
+    assert ended["data"]["reason"]["error"]["code"] == "host-invalid-answer"
+
+
+def test_the_abort_grace_is_a_deadline_the_driver_polls() -> None:
+    session = Session(_native.Machine(), 1.5)
+    session.feed({"followup": A.to_json()})
+    persist(session, 1.0)
+    assert session.poll_timeout() is None
+    session.feed({"cancel": {"cause": {"kind": "user"}, "keepInbox": False}})
+    assert session.poll_timeout() is None  # not before the abort is released
+    assert shape(persist(session, 10.0)) == ["Abort", (0, True)]
+    assert session.poll_timeout() == 11.5
+    assert session.handle_timeout(11.0) is None
+    assert session.handle_timeout(11.5) == 0  # staged: fail, code host-abandoned
+    assert session.poll_timeout() is None
+    assert [r["data"]["reason"]["kind"] for r in session.records()] == ["aborted"]
+    persist(session, 11.5)
+    assert session.is_quiescent() and session.outstanding() is None
+
+
+def test_admission_refusals_are_typed_and_change_nothing() -> None:
+    from coxswain.asyncio import IdTooLong, MessageTooLarge, StepClosed
+
+    session = Session(_native.Machine(), 5.0, 4, 64)
+    with pytest.raises(IdTooLong) as long:
+        session.feed({"inject": Message("abcde", 1).to_json()})
+    assert (long.value.bytes, long.value.max) == (5, 4)
+    with pytest.raises(MessageTooLarge):
+        session.feed({"inject": Message("a", "x" * 64).to_json()})
+    with pytest.raises(StepClosed):
+        session.record(1, 1, [{"type": "model/output", "data": {}}])
+    with pytest.raises(EncodeError):
+        session.record(1, 1, [{"type": "turn/end", "data": {}}])
+    with pytest.raises(InvalidInput):
+        session.feed({"nonsense": 1})
+    with pytest.raises(TypeError):
+        session.feed({"inject": {"id": "a", "content": object()}})
+    assert not session.has_batch() and session.seal() is None
+    with pytest.raises(InvalidInput):
+        Session(_native.Machine(), -1.0)

@@ -1,8 +1,13 @@
 """Issue 30: a log file changed behind its writer's back (cut in place as ``copytruncate`` or
 ``: > session.jsonl`` do, appended to or overwritten at its end by a writer that ignores the
-lock, removed or replaced) is detected before anything more is acknowledged; a cut-back never
-extends the file and one that finds it shorter is indeterminate; the error that stopped an agent
-is raised only once ``ending`` and ``when_idle`` say it stopped."""
+lock, removed or replaced) is detected before anything more is acknowledged, and nothing is
+written to a file that is no longer the log's; a cut-back never extends the file and one that
+finds it shorter is indeterminate.
+
+Issue 26: a failed append fails only the inputs of its batch (``PersistenceError``), the session
+takes the batch back and the agent goes on (the log takes appends again once the failed one was
+cut back); only an append that could not be cut back stops the agent, and the error is raised
+only once ``ending`` and ``when_idle`` say it stopped."""
 
 from __future__ import annotations
 
@@ -53,6 +58,17 @@ async def history(path: Path) -> Agent:
     return agent
 
 
+async def goes_on(agent: Agent, kind: type[LogError]) -> None:
+    """The agent did not stop: the failed inject is not pending (the session took it back) and
+    every further append fails the same way (the file is still not as the log left it)."""
+    assert agent.ending is None
+    await agent.when_idle()
+    assert [p.message.id for p in (await agent.pending())[1]] == ["b"]
+    with pytest.raises(PersistenceError) as again:
+        await agent.followup(D)
+    assert isinstance(refused(again.value), kind)
+
+
 def stopped_at_once(agent: Agent) -> None:
     """``ending`` says ``stopped`` and ``when_idle`` raises ``Stopped`` without waiting."""
     assert agent.ending == "stopped"
@@ -82,9 +98,7 @@ def test_a_log_truncated_to_0_acknowledges_nothing_more(tmp_path: Path) -> None:
         assert str(caught.value) == (
             f"the log file {path} was truncated: it holds 0 bytes where this log wrote {HISTORY}"
         )
-        stopped_at_once(agent)
-        with pytest.raises(Stopped):
-            await agent.followup(D)
+        await goes_on(agent, LogTruncated)
         with pytest.raises(LogTruncated) as closed:
             await agent.close()
         assert (closed.value.expected, closed.value.found) == (HISTORY, 0)
@@ -103,7 +117,7 @@ def test_a_log_truncated_to_300_bytes_acknowledges_nothing_more(tmp_path: Path) 
             await agent.inject(C)
         error = refused(caught.value)
         assert isinstance(error, LogTruncated) and (error.expected, error.found) == (HISTORY, 300)
-        stopped_at_once(agent)
+        await goes_on(agent, LogTruncated)
         with pytest.raises(LogTruncated):
             await agent.close()
 
@@ -127,7 +141,7 @@ def test_a_log_appended_to_by_another_writer_acknowledges_nothing_more(tmp_path:
             f"the log file {path} was written by another writer: it holds {HISTORY + 6} bytes "
             f"where this log wrote {HISTORY}"
         )
-        stopped_at_once(agent)
+        await goes_on(agent, LogTampered)
         with pytest.raises(LogTampered):
             await agent.close()
 
@@ -148,7 +162,7 @@ def test_a_log_overwritten_at_its_end_acknowledges_nothing_more(tmp_path: Path) 
         error = refused(caught.value)
         assert isinstance(error, LogTampered) and (error.expected, error.found) == (HISTORY, HISTORY)
         assert "its last bytes are not the ones this log wrote" in str(error)
-        stopped_at_once(agent)
+        await goes_on(agent, LogTampered)
         with pytest.raises(LogTampered):
             await agent.close()
 
@@ -167,7 +181,7 @@ def test_a_replaced_log_acknowledges_nothing_more(tmp_path: Path) -> None:
             await agent.inject(C)
         error = refused(caught.value)
         assert isinstance(error, LogReplaced) and error.path == str(path)
-        stopped_at_once(agent)
+        await goes_on(agent, LogReplaced)
         with pytest.raises(LogReplaced):
             await agent.close()
 
@@ -294,30 +308,117 @@ def test_another_writer_racing_an_append_is_cut_back_with_it(
     file.close()
 
 
-def test_ending_and_when_idle_say_stopped_as_soon_as_the_error_is_raised(
+def test_a_removed_log_is_refused_before_anything_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After an ordinary persistence failure (a sync failing once, cut back): stopped at once,
-    and the log released, so it re-opens at once."""
+    """Removed (``rm session.jsonl``) or replaced: the append is refused (``LogReplaced``) before a
+    byte is written to the ghost file the log still holds open."""
     path = tmp_path / "s.jsonl"
-    real = filelog._sync
-    failures = [OSError("sync failed (injected)")]
+    file = opened(path)
+    writes: list[bytes] = []
+    real = FileLog._write_all
+    monkeypatch.setattr(FileLog, "_write_all", staticmethod(lambda fd, data: writes.append(data)))
+    os.link(path, tmp_path / "kept")  # the log's file, still reachable under another name
+    os.unlink(path)
+    with pytest.raises(LogReplaced):
+        file.append(records(1))
+    (tmp_path / "other").write_bytes(b"")
+    os.rename(tmp_path / "other", path)
+    with pytest.raises(LogReplaced):
+        file.append(records(1))
+    assert writes == [] and (tmp_path / "kept").stat().st_size == HISTORY
+    monkeypatch.setattr(FileLog, "_write_all", staticmethod(real))
+    os.replace(tmp_path / "kept", path)  # put back: the log is its file again and takes appends
+    assert file.append(records(1)) == [9]
+    file.close()
+
+
+def failing_sync(monkeypatch: pytest.MonkeyPatch, *calls: int) -> None:
+    """The log's ``fdatasync`` fails at these calls (1 is the next one), then works."""
+    real, count = filelog._sync, [0]
 
     def sync(fd: int) -> None:
-        if failures:
-            raise failures.pop()
+        count[0] += 1
+        if count[0] in calls:
+            raise OSError("sync failed (injected)")
         real(fd)
+
+    monkeypatch.setattr(filelog, "_sync", sync)
+
+
+def test_a_log_takes_appends_again_after_a_failed_append_was_cut_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    file = opened(path)
+    failing_sync(monkeypatch, 1)
+    with pytest.raises(LogError) as caught:
+        file.append(records(2))
+    assert not caught.value.indeterminate and path.stat().st_size == HISTORY
+    assert file.append(records(1)) == [9]  # the seq the failed append would have taken
+    file.close()
+    assert [r["seq"] for r in log.parse(path.read_bytes()).records] == list(range(1, 10))
+
+
+def test_a_log_refuses_every_append_after_an_indeterminate_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    file = opened(path)
+    racing(monkeypatch, 0, 10)
+    with pytest.raises(LogError) as first:
+        file.append(records(1))
+    assert first.value.indeterminate
+    with pytest.raises(LogError) as again:
+        file.append(records(1))
+    assert again.value.indeterminate and "re-open it" in str(again.value)
+    assert path.read_bytes() == b'{"seq":9,"'
+
+
+def test_a_failed_append_fails_its_batch_and_the_agent_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync failing once, cut back: the caller gets PersistenceError, the agent goes on, the
+    next send succeeds, and the log holds exactly what was acknowledged."""
+    path = tmp_path / "s.jsonl"
 
     async def main() -> None:
         agent = await history(path)
-        monkeypatch.setattr(filelog, "_sync", sync)
+        failing_sync(monkeypatch, 1)
         with pytest.raises(PersistenceError) as caught:
             await agent.inject(C)
-        assert not caught.value.indeterminate
+        assert not caught.value.indeterminate and caught.value.log_error is not None
         assert str(caught.value) == "append failed: sync failed (injected)"
-        stopped_at_once(agent)
-        FileLog(path).close()
+        assert agent.ending is None and path.stat().st_size == HISTORY
+        assert [p.message.id for p in (await agent.pending())[1]] == ["b"]  # taken back (S5)
+        await agent.inject(C)  # sent again: accepted (not AlreadyPending), and durable
         await agent.close()
 
     run(main)
-    assert path.stat().st_size == HISTORY
+    written = log.parse(path.read_bytes()).records
+    assert [r["seq"] for r in written] == list(range(1, 10))
+    assert written[-1]["data"]["inserted"][0]["id"] == "c"
+
+
+def test_an_append_that_cannot_be_cut_back_stops_the_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Indeterminate (the file was cut under the write, so the cut-back finds it shorter): the
+    caller gets PersistenceError(indeterminate), the agent has stopped by then and released its
+    log, and every later call raises Stopped."""
+    path = tmp_path / "s.jsonl"
+
+    async def main() -> None:
+        agent = await history(path)
+        racing(monkeypatch, 0, 10)
+        with pytest.raises(PersistenceError) as caught:
+            await agent.inject(C)
+        assert caught.value.indeterminate and isinstance(caught.value.log_error, LogError)
+        stopped_at_once(agent)
+        with pytest.raises(Stopped):
+            await agent.followup(D)
+        assert await agent.finished() == "stopped"
+        FileLog(path).close()  # released: it opens at once
+        await agent.close()
+
+    run(main)

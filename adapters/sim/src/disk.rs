@@ -73,7 +73,8 @@ struct State {
     log: LogBytes,
     /// How much of it is on the platter.
     synced: usize,
-    /// A write failed: no more appends until re-opened.
+    /// A write failed and its cut-back too (indeterminate): no more appends until re-opened.
+    /// A failed write that was cut back leaves the log taking appends, as a `FileLog` does.
     failed: bool,
     /// The machine crashed: every IO from now on hangs (the runtime is about to be dropped).
     crashed: bool,
@@ -239,7 +240,6 @@ impl DurableLog for SimLog {
             if disk.roll(rates.write_eio) {
                 disk.tally.note("write-eio");
                 let mut state = disk.lock();
-                state.failed = true;
                 if rates.sabotage == Sabotage::KeepFailedWrite {
                     state.log.bytes_mut().extend_from_slice(&lines);
                 }
@@ -247,7 +247,6 @@ impl DurableLog for SimLog {
             }
             if disk.roll(rates.write_enospc) {
                 disk.tally.note("write-enospc");
-                disk.lock().failed = true;
                 return Err(LogError::Io(enospc()));
             }
             if disk.roll(rates.short_write) {
@@ -255,7 +254,6 @@ impl DurableLog for SimLog {
                 // succeeds and is synced: the batch is not in the log.
                 disk.tally.note("short-write");
                 let mut state = disk.lock();
-                state.failed = true;
                 let before = state.log.as_bytes().len();
                 let part = disk.rng.with(|rng| rng.below(lines.len() as u64)) as usize;
                 state.log.bytes_mut().extend_from_slice(&lines[..part]);
@@ -286,12 +284,12 @@ impl DurableLog for SimLog {
         if armed && disk.roll(rates.sync_append) {
             disk.tally.note("sync-eio-append");
             let mut state = disk.lock();
-            state.failed = true;
             // Either the cut-back works (not in the log) or it fails too (indeterminate).
             if disk.rng.with(|rng| rng.chance(500)) {
                 state.log.bytes_mut().truncate(before);
                 return Err(LogError::Io(eio("fdatasync")));
             }
+            state.failed = true;
             return Err(LogError::Indeterminate {
                 error: eio("fdatasync"),
                 undo: eio("truncate"),

@@ -28,6 +28,11 @@ struct State {
     trace: Vec<String>,
     /// Failed and unknown deliveries by error variant.
     reasons: BTreeMap<String, u64>,
+    /// Deliveries failed by a failed append ([`AgentError::Persistence`]) in this life that no
+    /// later delivery of the same life has been acknowledged after yet.
+    unsurvived: u64,
+    /// Failed appends the agent survived: a later delivery of the same life was acknowledged.
+    survived: u64,
 }
 
 /// The ledger of one seed, shared by its clients and its host.
@@ -76,6 +81,11 @@ impl Ledger {
 
     fn set(&self, id: &str, outcome: Outcome, error: Option<&AgentError>) {
         let mut state = self.lock();
+        if matches!(error, Some(AgentError::Persistence(_))) {
+            state.unsurvived += 1;
+        } else if outcome == Outcome::Acked {
+            state.survived += std::mem::take(&mut state.unsurvived);
+        }
         if let Some(error) = error {
             *state.reasons.entry(variant(error)).or_default() += 1;
         } else if outcome == Outcome::Failed {
@@ -90,6 +100,17 @@ impl Ledger {
         };
         state.trace.push(line);
         state.outcomes.insert(id.to_owned(), outcome);
+    }
+
+    /// A new life of the agent begins (a failure of the last one was not survived by it).
+    pub fn new_life(&self) {
+        self.lock().unsurvived = 0;
+    }
+
+    /// Failed appends the agent survived: deliveries failed [`AgentError::Persistence`] after
+    /// which a later delivery of the same life was acknowledged.
+    pub fn survived(&self) -> u64 {
+        self.lock().survived
     }
 
     /// Notes the answer of a call that delivers nothing (for the digest).

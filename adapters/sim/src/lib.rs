@@ -54,6 +54,8 @@ pub struct Totals {
     pub unknown: u64,
     /// Failed and unknown deliveries by error variant.
     pub reasons: std::collections::BTreeMap<String, u64>,
+    /// Failed appends the agent survived (a later delivery of the same life acknowledged).
+    pub survived: u64,
     /// Acknowledged deliveries lost: must be 0.
     pub lost: u64,
     /// Failed deliveries found in a log: must be 0.
@@ -73,6 +75,7 @@ impl Totals {
         self.acked += report.acked;
         self.failed += report.failed;
         self.unknown += report.unknown;
+        self.survived += report.survived;
         for (reason, n) in &report.reasons {
             *self.reasons.entry(reason.clone()).or_default() += n;
         }
@@ -122,6 +125,11 @@ impl fmt::Display for Totals {
             .map(|(reason, n)| format!("{reason}={n}"))
             .collect();
         writeln!(f, "errors by kind: {}", reasons.join(" "))?;
+        writeln!(
+            f,
+            "failed appends survived: {} (a later delivery of the same life acknowledged)",
+            self.survived
+        )?;
         writeln!(f, "acknowledged inputs lost: {}", self.lost)?;
         writeln!(f, "failed inputs found in the log: {}", self.phantom)?;
         write!(f, "other violations: {}", self.violations)?;

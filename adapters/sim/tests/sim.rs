@@ -29,6 +29,8 @@ fn the_honest_adapter_passes_every_check() {
     let totals = run_range(0..=299, &Settings::default(), |_| {});
     assert!(totals.passed(), "{totals}");
     assert_eq!((totals.seeds, totals.lost, totals.phantom), (300, 0, 0));
+    // Issue 26: a failed append fails its batch, and the agent goes on to acknowledge more.
+    assert!(totals.survived > 0, "{totals}");
     // The seeds do inject every kind of fault.
     for kind in coxswain_sim::faults::KINDS {
         assert!(

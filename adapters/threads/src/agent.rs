@@ -9,12 +9,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use coxswain_core::{
-    Batch, CancelCause, Effect, Input, Machine, PreStepAnswer, Request, StepAnswer,
+    Batch, CancelCause, Effect, Input, Machine, Outstanding, PreStepAnswer, Request, StepAnswer,
     TurnStoppingAnswer,
 };
 use coxswain_session::{Ack, HostFailure, Options, Refused, Release, Session, Timeout};
 
 use crate::log::{Log, LogError};
+
+/// How long what a failed append handed back waits before it is written again.
+const RETRY_AFTER: Duration = Duration::from_millis(100);
 
 /// The embedder's blocking work. Each call runs on a thread of its own; `cancelled` turns true
 /// when the turn is aborted. An `Err` answers `fail` (`host-raised`), a panic `host-panicked`.
@@ -32,7 +35,7 @@ pub trait Host: Send + Sync + 'static {
 }
 
 /// Why a call to the agent failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AgentError {
     /// The session refused the input: nothing changed (S5).
@@ -42,6 +45,10 @@ pub enum AgentError {
     /// as if it had not been fed. The agent goes on; the input may be sent again.
     #[error("the input's batch was not persisted: {0}")]
     Persistence(String),
+    /// The append failed and its cut-back too: the input may or may not be in the log, and the
+    /// agent stopped. Re-open the log and look before sending it again.
+    #[error("the input may or may not be in the log: {0}")]
+    Indeterminate(String),
     /// The agent has stopped (closed, or its log cannot say what it holds).
     #[error("the agent has stopped")]
     Stopped,
@@ -49,8 +56,8 @@ pub enum AgentError {
 
 enum Command {
     Input(Input, Sender<Result<bool, AgentError>>),
-    /// A host call's answer (or the failure it stands for).
-    Answer(Input),
+    /// A host call's answer to its request (or the failure it stands for).
+    Answer(Outstanding, Result<Input, (HostFailure, String)>),
     Idle(Sender<()>),
     Close,
 }
@@ -69,6 +76,9 @@ struct Driver<H, L> {
     host: Arc<H>,
     tx: Sender<Command>,
     start: Instant,
+    /// After a failed append: when what it handed back is written again (not at once, so a
+    /// failing log is not hammered; a grace that ran out meanwhile fires with it).
+    retry_at: Option<Duration>,
     cancelled: Arc<AtomicBool>,
     /// Who waits for each member of the open batch (`None`: the driver's own answer).
     replies: Vec<Option<Sender<Result<bool, AgentError>>>>,
@@ -86,6 +96,7 @@ impl Agent {
             host: Arc::new(host),
             tx: tx.clone(),
             start: Instant::now(),
+            retry_at: None,
             cancelled: Arc::new(AtomicBool::new(false)),
             replies: Vec::new(),
             idle: Vec::new(),
@@ -150,18 +161,12 @@ impl Agent {
 }
 
 impl<H: Host, L: Log> Driver<H, L> {
-    fn now(&self) -> Duration {
-        self.start.elapsed()
-    }
-
     /// The next command, or `None` to stop; an abort grace running out in between stages its
     /// answer (the session's rule) and commits it.
     fn next(&mut self, rx: &std::sync::mpsc::Receiver<Command>) -> Option<Command> {
         loop {
-            let wait = self
-                .session
-                .poll_timeout()
-                .map(|at| at.saturating_sub(self.now()));
+            let at = self.retry_at.or(self.session.poll_timeout());
+            let wait = at.map(|at| at.saturating_sub(self.start.elapsed()));
             match wait.map_or_else(
                 || rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
                 |wait| rx.recv_timeout(wait),
@@ -169,12 +174,14 @@ impl<H: Host, L: Log> Driver<H, L> {
                 Ok(command) => return Some(command),
                 Err(RecvTimeoutError::Disconnected) => return None,
                 Err(RecvTimeoutError::Timeout) => {
-                    if let Some(Timeout::Abandoned { .. }) = self.session.handle_timeout(self.now())
+                    self.retry_at = None;
+                    if let Some(Timeout::Abandoned { .. }) =
+                        self.session.handle_timeout(self.start.elapsed())
                     {
                         self.replies.push(None);
-                        if !self.commit(Vec::new()) {
-                            return None;
-                        }
+                    }
+                    if !self.commit(Vec::new()) {
+                        return None;
                     }
                 }
             }
@@ -190,11 +197,13 @@ impl<H: Host, L: Log> Driver<H, L> {
                     Ok(_) => self.replies.push(Some(reply)),
                     Err(refused) => drop(reply.send(Err(refused.into()))),
                 },
-                // A late or stray answer is refused by the core (S4): nothing to do.
-                Command::Answer(input) => {
-                    if self.session.feed(input).is_ok() {
-                        self.replies.push(None);
-                    }
+                // A late answer of an abandoned call is refused as stale (S4): nothing to do.
+                Command::Answer(request, answer) => {
+                    let fed = match answer {
+                        Ok(input) => self.session.answer(request, input),
+                        Err((failure, why)) => self.session.host_failed(request, failure, &why),
+                    };
+                    self.replies.extend(fed.ok().map(|_| None));
                 }
                 Command::Idle(reply) => self.idle.push(reply),
                 Command::Close => closing = true,
@@ -206,7 +215,7 @@ impl<H: Host, L: Log> Driver<H, L> {
                 Ok(()) => {
                     let released = self
                         .session
-                        .persisted(batch, self.now())
+                        .persisted(batch, self.start.elapsed())
                         .unwrap_or_default();
                     released
                         .into_iter()
@@ -215,20 +224,22 @@ impl<H: Host, L: Log> Driver<H, L> {
                 Err(error) => {
                     let failed = self.session.failed(batch);
                     let stop = matches!(error, LogError::Indeterminate { .. });
+                    let why = match stop {
+                        true => AgentError::Indeterminate(error.to_string()),
+                        false => AgentError::Persistence(error.to_string()),
+                    };
                     for reply in self.replies.drain(..).flatten() {
-                        let _ = reply.send(Err(if stop {
-                            AgentError::Stopped
-                        } else {
-                            AgentError::Persistence(error.to_string())
-                        }));
+                        let _ = reply.send(Err(why.clone()));
                     }
                     if stop {
                         return false;
                     }
-                    // The session hands back the host answers the batch took with it.
-                    for answer in failed.map(|failed| failed.answers).unwrap_or_default() {
-                        let _ = self.tx.send(Command::Answer(answer));
+                    // The session hands back the answers the batch took with it: staged again.
+                    for (_, answer) in failed.map(|failed| failed.answers).unwrap_or_default() {
+                        self.replies
+                            .extend(self.session.feed(answer).ok().map(|_| None));
                     }
+                    self.retry_at = Some(self.start.elapsed() + RETRY_AFTER);
                 }
             }
         }
@@ -243,9 +254,12 @@ impl<H: Host, L: Log> Driver<H, L> {
     fn release(&mut self, release: Release) {
         match release {
             Release::Ack(ticket, ack) => {
-                let found = matches!(ack, Ack::Input { found: true } | Ack::Recorded);
+                let answer = match ack {
+                    Ack::Refused(refused) => Err(refused.into()),
+                    ack => Ok(matches!(ack, Ack::Input { found: true } | Ack::Recorded)),
+                };
                 if let Some(Some(reply)) = self.replies.get_mut(ticket.index).map(Option::take) {
-                    let _ = reply.send(Ok(found));
+                    let _ = reply.send(answer);
                 }
                 if ticket.index + 1 == self.replies.len() {
                     self.replies.clear();
@@ -274,12 +288,12 @@ impl<H: Host, L: Log> Driver<H, L> {
                     host.turn_stopping(&cancelled).map(Input::TurnStopping)
                 }
             }));
-            let input = match answer {
-                Ok(Ok(input)) => input,
-                Ok(Err(detail)) => HostFailure::Raised.answer(outstanding, &detail),
-                Err(_) => HostFailure::Panicked.answer(outstanding, ""),
+            let answer = match answer {
+                Ok(Ok(input)) => Ok(input),
+                Ok(Err(detail)) => Err((HostFailure::Raised, detail)),
+                Err(_) => Err((HostFailure::Panicked, String::new())),
             };
-            let _ = tx.send(Command::Answer(input));
+            let _ = tx.send(Command::Answer(outstanding, answer));
         });
     }
 }

@@ -1,13 +1,15 @@
 //! The embedder's side: the [`Host`] trait and the contexts its calls receive.
 
 use std::future::Future;
+use std::sync::Arc;
 
-use coxswain_core::{Batch, PreStepAnswer, StepAnswer, TurnStoppingAnswer};
+use coxswain_core::{Batch, Input, PreStepAnswer, Request, StepAnswer, TurnStoppingAnswer};
 use coxswain_log::HostEvent;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, AgentError};
+use crate::agent::Agent;
+use crate::error::AgentError;
 
 /// The embedder's asynchronous work, which the core sequences (S3): the pre-step decision, the
 /// step, and the turn-stopping hooks. At most one call runs at a time per agent (S4), in a task
@@ -96,4 +98,46 @@ pub struct TurnStoppingContext {
     pub cancel: CancellationToken,
     /// The agent, to deliver to (hooks may steer or inject).
     pub agent: Agent,
+}
+
+/// The host call a request stands for, with its context; it resolves to the answer.
+pub(crate) async fn call<H: Host>(
+    host: Arc<H>,
+    request: Request,
+    cancel: CancellationToken,
+    agent: Agent,
+) -> Input {
+    match request {
+        Request::PreStep {
+            turn,
+            step,
+            messages,
+        } => {
+            let cx = PreStepContext {
+                turn,
+                step,
+                messages,
+                cancel,
+                agent,
+            };
+            Input::PreStep(host.pre_step(cx).await)
+        }
+        Request::Step { turn, step } => {
+            let cx = StepContext {
+                turn,
+                step,
+                cancel,
+                agent,
+            };
+            Input::Step(host.step(cx).await)
+        }
+        Request::TurnStopping { turn } => {
+            let cx = TurnStoppingContext {
+                turn,
+                cancel,
+                agent,
+            };
+            Input::TurnStopping(host.turn_stopping(cx).await)
+        }
+    }
 }

@@ -44,23 +44,27 @@
 
 mod agent;
 mod driver;
+mod error;
 mod file;
 mod host;
-mod limits;
 #[doc(hidden)]
 pub mod load;
 mod log;
+mod options;
+mod resume;
 mod segment;
+mod updates;
 
-pub use agent::{
-    Agent, AgentError, Ending, InvalidOptions, OpenError, Options, PendingSnapshot, Recovery,
-    Update,
-};
+pub use agent::Agent;
+pub use error::{AgentError, Ending, OpenError};
 pub use host::{Host, PreStepContext, StepContext, TurnStoppingContext};
 #[doc(hidden)]
 pub use log::Faults;
 pub use log::{DurableLog, FileLog, LogBytes, LogError, MemoryLog, ReadBack, SyncPolicy};
+pub use options::{InvalidOptions, Options};
+pub use resume::Recovery;
 pub use segment::{SegmentLog, SessionLog};
+pub use updates::{PendingSnapshot, Update};
 
 pub use coxswain_core;
 pub use coxswain_log;

@@ -64,7 +64,8 @@ pub trait DurableLog: Send + 'static {
     /// Appends `batch` in order, the records taking the next `seq` numbers, and returns the
     /// first one's `seq`. `Ok`: the batch is as durable as the log's policy makes it. `Err`: the
     /// batch is not in the log, except after [`LogError::Indeterminate`] (unknown). After a
-    /// write failed the log takes no more appends ([`LogError::Failed`]).
+    /// failed append that was cut back the log takes appends again (the next one checks the
+    /// file afresh); after an indeterminate one it takes no more ([`LogError::Failed`]).
     fn append(&mut self, batch: &[Entry]) -> impl Future<Output = Result<u64, LogError>> + Send;
 
     /// Makes everything appended so far durable (fsync), whatever the policy.
@@ -128,8 +129,9 @@ pub enum LogError {
     /// written).
     #[error("the log's `seq` is exhausted: no record may take u64::MAX")]
     SeqExhausted,
-    /// An earlier append failed; the log takes no more appends until it is re-opened.
-    #[error("an earlier append failed; re-open the log")]
+    /// An earlier append failed indeterminately; the log takes no more appends until it is
+    /// re-opened.
+    #[error("an earlier append may or may not be in the log; re-open the log")]
     Failed,
     /// Another writer holds the log (another `FileLog`, here or in another process, or an agent
     /// whose driver has not finished: await [`Agent::close`](crate::Agent::close) or
@@ -292,8 +294,8 @@ const READ_CHUNK: usize = 1 << 20;
 /// file (one `stat` more); every [`sync`](DurableLog::sync) checks it too. So a file removed,
 /// renamed or replaced ([`LogError::Replaced`]), cut in place (`logrotate`'s `copytruncate`,
 /// `: > file`: [`LogError::Truncated`]), or appended to or overwritten at its end by a writer
-/// that ignores the lock ([`LogError::Tampered`]) fails the append instead of acknowledging it,
-/// and every append after it (the log takes no more). An append refused before its write wrote
+/// that ignores the lock ([`LogError::Tampered`]) fails the append instead of acknowledging it
+/// (and every append after it, each checking afresh). An append refused before its write wrote
 /// nothing; one whose write the check after it refused is cut back, to the acknowledged length
 /// and only if the file is at least that long and ends as the log left it there
 /// ([`LogError::Indeterminate`] otherwise). A [`SegmentLog`](crate::SegmentLog)'s committer
@@ -531,6 +533,8 @@ impl DurableLog for FileLog {
                 self.next_seq = next;
                 Ok(first)
             }
+            // Cut back cleanly: the file ends where it did, and the next append may go on.
+            Ok(Err(error)) if !error.is_indeterminate() => Err(error),
             Ok(Err(error)) | Err(error) => {
                 self.failed = true;
                 Err(error)

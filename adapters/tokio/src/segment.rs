@@ -20,8 +20,8 @@
 //!   names the file and that the file ends in what it wrote, and only then answers each batch.
 //!   If the write or the sync fails, the file is cut back to its last durable length (the cut
 //!   synced, and never extending the file) and **every** batch of that commit fails
-//!   ([`LogError::Io`]; each failed session takes no more appends, as a
-//!   [`FileLog`](crate::FileLog) after a failure); if the cut-back fails too (or the file is
+//!   ([`LogError::Io`]; each session takes appends again, as a [`FileLog`](crate::FileLog)
+//!   after a failed append that was cut back); if the cut-back fails too (or the file is
 //!   shorter than the durable length), every batch of the commit is
 //!   [`LogError::Indeterminate`] and the writer stops ([`LogError::WriterStopped`] from then
 //!   on). A file removed, renamed or replaced ([`LogError::Replaced`]), cut in place
@@ -386,7 +386,9 @@ impl DurableLog for SessionLog {
                 Ok(first)
             }
             Err(error) => {
-                self.failed = true;
+                // A session's batch that was cut back leaves it writable; one that may or may
+                // not be in the file, or a committer that stopped, does not.
+                self.failed = error.is_indeterminate() || matches!(error, LogError::WriterStopped);
                 Err(error)
             }
         }

@@ -28,7 +28,7 @@ pub use jsonl::{
     TooDeep, TornTail, MAX_DATA_DEPTH, MAX_DEPTH, MAX_MESSAGE_DEPTH,
 };
 pub use lines::LineBuffer;
-pub use repair::{repair, repair_with, RepairError, Repaired};
+pub use repair::{repair, repair_with, RepairError, Repaired, Repairer};
 pub use segment::{
     is_segment, split_segment, SegmentParsed, SegmentReader, SegmentRecord, SegmentTail,
     SESSION_KEY,

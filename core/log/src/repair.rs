@@ -52,31 +52,72 @@ pub fn repair(records: &[Record]) -> Result<Repaired, RepairError> {
 /// [`repair`] into a machine with the host's `config` (its delivery memory, admission bound and
 /// hash seed; S51, S53, S55).
 pub fn repair_with(records: &[Record], config: Config) -> Result<Repaired, RepairError> {
-    let line_of = |index: usize| {
-        records
-            .get(index)
-            .map_or_else(|| records.last().map_or(0, |r| r.line) + 1, |r| r.line)
-    };
-    let fail = |error: InvalidLog| RepairError {
-        line: line_of(error.index),
-        error,
-    };
-    let mut restorer = Restorer::with_config(config, 0);
-    for record in records {
-        restorer.push_json(&record.event).map_err(fail)?;
+    let mut repairer = Repairer::new(config);
+    records
+        .iter()
+        .try_for_each(|record| repairer.push(record))?;
+    repairer.finish()
+}
+
+/// [`repair_with`] one record at a time, for a log read as a stream (its memory does not grow
+/// with the log).
+#[derive(Debug)]
+pub struct Repairer {
+    restorer: Restorer,
+    records: usize,
+    /// The line of the last record pushed (0 before the first).
+    last_line: usize,
+}
+
+impl Repairer {
+    /// A repair into a machine with `config`.
+    pub fn new(config: Config) -> Self {
+        Repairer {
+            restorer: Restorer::with_config(config, 0),
+            records: 0,
+            last_line: 0,
+        }
     }
-    let interrupted = restorer.position().open_turn();
-    let closers = restorer.position().closers();
-    for closer in &closers {
-        restorer.push_event(closer).map_err(fail)?;
+
+    /// Restores the next record.
+    ///
+    /// # Errors
+    ///
+    /// [`RepairError`] naming the record's line when the core does not accept it.
+    pub fn push(&mut self, record: &Record) -> Result<(), RepairError> {
+        self.restorer
+            .push_json(&record.event)
+            .map_err(|error| RepairError {
+                line: record.line,
+                error,
+            })?;
+        self.records += 1;
+        self.last_line = record.line;
+        Ok(())
     }
-    let machine = restorer.finish().map_err(fail)?;
-    Ok(Repaired {
-        machine,
-        closers,
-        interrupted,
-        records: records.len(),
-    })
+
+    /// Closes an open final turn (S50) and finishes the restore.
+    ///
+    /// # Errors
+    ///
+    /// [`RepairError`] when the log cannot end where it does; a closer's line is one past the
+    /// last record's.
+    pub fn finish(mut self) -> Result<Repaired, RepairError> {
+        let line = self.last_line + 1;
+        let fail = |error: InvalidLog| RepairError { line, error };
+        let interrupted = self.restorer.position().open_turn();
+        let closers = self.restorer.position().closers();
+        for closer in &closers {
+            self.restorer.push_event(closer).map_err(fail)?;
+        }
+        let machine = self.restorer.finish().map_err(fail)?;
+        Ok(Repaired {
+            machine,
+            closers,
+            interrupted,
+            records: self.records,
+        })
+    }
 }
 
 #[cfg(test)]

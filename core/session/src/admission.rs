@@ -2,7 +2,7 @@
 //! size limits and within the log's nesting depth, host events only inside their own step. The
 //! admission bound of S55 is the core's ([`Config::with_max_pending`](coxswain_core::Config)).
 
-use coxswain_core::{Input, Message, Outstanding, PreStepAnswer, Rejected};
+use coxswain_core::{Input, Message, MessageId, Outstanding, PreStepAnswer, Rejected};
 use coxswain_log::{
     check_data, check_message, measure, HostEvent, Measure, TooDeep, MAX_MESSAGE_DEPTH,
 };
@@ -46,8 +46,10 @@ pub enum Refused {
         max: usize,
     },
     /// A message's JSON encoding is larger than [`Limits::max_message_bytes`].
-    #[error("the message is {bytes} bytes as JSON; at most {max} are admitted")]
+    #[error("message `{id}` is {bytes} bytes as JSON; at most {max} are admitted")]
     MessageTooLarge {
+        /// The message.
+        id: MessageId,
         /// Its size in bytes.
         bytes: usize,
         /// The limit.
@@ -64,6 +66,13 @@ pub enum Refused {
         /// The step the events named.
         step: u64,
     },
+    /// An answer to a request that is not the outstanding one (a late answer of a call the
+    /// session abandoned, or of a turn that moved on: S4).
+    #[error("{request:?} is not the outstanding request")]
+    Stale {
+        /// The request the answer was for.
+        request: Outstanding,
+    },
     /// A batch is being persisted: wait for [`Session::persisted`](crate::Session::persisted)
     /// or [`Session::failed`](crate::Session::failed).
     #[error("a batch is being persisted")]
@@ -77,8 +86,13 @@ pub(crate) fn admit(input: &Input, limits: Limits) -> Result<(), Refused> {
         | Input::Followup(message)
         | Input::Steer(message)
         | Input::Inject(message)
-        | Input::Replace { message, .. }
         | Input::Prepend { message, .. } => admit_message(message, limits),
+        // Both ids of a replace, and the id a remove names, are held to the limit.
+        Input::Replace { id, message } => {
+            admit_id(id, limits)?;
+            admit_message(message, limits)
+        }
+        Input::Remove(id) => admit_id(id, limits),
         Input::PreStep(PreStepAnswer::Enter(batch)) => batch
             .iter()
             .try_for_each(|message| check_message(message).map_err(Refused::from)),
@@ -86,18 +100,24 @@ pub(crate) fn admit(input: &Input, limits: Limits) -> Result<(), Refused> {
     }
 }
 
-fn admit_message(message: &Message, limits: Limits) -> Result<(), Refused> {
-    let id = message.id().as_str().len();
-    if id > limits.max_id_bytes {
+fn admit_id(id: &MessageId, limits: Limits) -> Result<(), Refused> {
+    let bytes = id.as_str().len();
+    if bytes > limits.max_id_bytes {
         return Err(Refused::IdTooLong {
-            bytes: id,
+            bytes,
             max: limits.max_id_bytes,
         });
     }
+    Ok(())
+}
+
+fn admit_message(message: &Message, limits: Limits) -> Result<(), Refused> {
+    admit_id(message.id(), limits)?;
     // One pass over the encoding gives both the size and the nesting.
     let Measure { bytes, depth } = measure(message);
     if bytes > limits.max_message_bytes {
         return Err(Refused::MessageTooLarge {
+            id: message.id().clone(),
             bytes,
             max: limits.max_message_bytes,
         });
@@ -156,7 +176,11 @@ mod tests {
         );
         assert_eq!(
             admit(&big, limits),
-            Err(Refused::MessageTooLarge { bytes, max: 64 })
+            Err(Refused::MessageTooLarge {
+                id: "m1".into(),
+                bytes,
+                max: 64
+            })
         );
         let mut deep = json!(1);
         for _ in 0..200 {
@@ -168,6 +192,21 @@ mod tests {
             max_message_bytes: usize::MAX,
         };
         assert!(matches!(admit(&deep, unbounded), Err(Refused::TooDeep(_))));
+        // The ids a remove or a replace names are held to the limit too.
+        let remove = Input::Remove("m12345".into());
+        assert_eq!(
+            admit(&remove, limits),
+            Err(Refused::IdTooLong { bytes: 6, max: 4 })
+        );
+        let replace = Input::Replace {
+            id: "m12345".into(),
+            message: Message::user("m1", "hi").into(),
+        };
+        assert_eq!(
+            admit(&replace, limits),
+            Err(Refused::IdTooLong { bytes: 6, max: 4 })
+        );
+        assert_eq!(admit(&Input::Remove("m1".into()), limits), Ok(()));
     }
 
     #[test]

@@ -31,7 +31,7 @@ mod session;
 
 pub use admission::{Limits, Refused};
 pub use failure::HostFailure;
-pub use resume::{ResumeError, ResumePlan};
+pub use resume::{ResumeError, ResumePlan, Resuming};
 pub use session::{
     Ack, Append, BatchMismatch, BatchNo, Failed, Options, Release, Session, Ticket, Timeout,
 };

@@ -5,7 +5,7 @@
 //! bytes or rows, asks for the plan, then carries it out.
 
 use coxswain_core::{Config, Event, Machine};
-use coxswain_log::{parse, repair_with, CorruptLine, Record, RepairError, TornTail};
+use coxswain_log::{parse, CorruptLine, Record, RepairError, Repairer, TornTail};
 
 use crate::session::{Options, Session};
 
@@ -97,7 +97,49 @@ impl ResumePlan {
         next_seq: u64,
         config: Config,
     ) -> Result<ResumePlan, ResumeError> {
-        let repaired = repair_with(records, config)?;
+        let mut resuming = Resuming::new(config);
+        records
+            .iter()
+            .try_for_each(|record| resuming.push(record))?;
+        Ok(resuming.finish(next_seq)?)
+    }
+
+    /// A session over the resumed machine whose first batch is the closers: seal it, append it,
+    /// and report it [`persisted`](Session::persisted) before anything else. `None` closers:
+    /// the session starts empty.
+    pub fn into_session(self, options: Options) -> (Session, Vec<Event>) {
+        (Session::new(self.machine, options), self.closers)
+    }
+}
+
+/// A [`ResumePlan`] built from records handed over one at a time, for a log that streams its
+/// records back (its memory does not grow with the log).
+#[derive(Debug)]
+pub struct Resuming(Repairer);
+
+impl Resuming {
+    /// A plan restoring into a machine with `config`.
+    pub fn new(config: Config) -> Self {
+        Resuming(Repairer::new(config))
+    }
+
+    /// Restores the next record read back.
+    ///
+    /// # Errors
+    ///
+    /// [`RepairError`] naming its line when the core does not accept it.
+    pub fn push(&mut self, record: &Record) -> Result<(), RepairError> {
+        self.0.push(record)
+    }
+
+    /// The plan, once every record was pushed; `next_seq` is the `seq` after the last one.
+    /// Nothing to cut: a log that streams its records cuts its own torn tail.
+    ///
+    /// # Errors
+    ///
+    /// [`RepairError`] when the log cannot end where it does.
+    pub fn finish(self, next_seq: u64) -> Result<ResumePlan, RepairError> {
+        let repaired = self.0.finish()?;
         Ok(ResumePlan {
             machine: repaired.machine,
             cut_to: None,
@@ -108,12 +150,5 @@ impl ResumePlan {
             records: repaired.records,
             next_seq,
         })
-    }
-
-    /// A session over the resumed machine whose first batch is the closers: seal it, append it,
-    /// and report it [`persisted`](Session::persisted) before anything else. `None` closers:
-    /// the session starts empty.
-    pub fn into_session(self, options: Options) -> (Session, Vec<Event>) {
-        (Session::new(self.machine, options), self.closers)
     }
 }

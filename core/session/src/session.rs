@@ -53,7 +53,7 @@ pub struct Ticket {
 }
 
 /// What one staged member turned into once its batch was persisted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ack {
     /// An input; `found` is [`Transition::found`](coxswain_core::Transition::found) (`false`
     /// only for a `remove` or `replace` of an id that was not pending).
@@ -63,6 +63,10 @@ pub enum Ack {
     },
     /// Host events, now durable inside their step.
     Recorded,
+    /// Refused, changing nothing (S5), against a state that held the batch's earlier members:
+    /// the refusal stands only once they are durable (if the batch fails, so does this member,
+    /// and it may be sent again).
+    Refused(Refused),
 }
 
 /// What a persisted batch releases, in input order: each member's effects, then its
@@ -107,11 +111,12 @@ pub enum BatchMismatch {
 pub struct Failed {
     /// Every member, in order: answer each with the persistence failure.
     pub members: Vec<Ticket>,
-    /// The host answers the batch held, in order. After the rollback their requests are
-    /// outstanding again and the calls that gave them will not answer twice: feed them again.
-    /// (An answer the session gave on an abandoned call's behalf is not among them: its grace
-    /// fires again instead.)
-    pub answers: Vec<Input>,
+    /// The answers the batch held, each with its member's ticket, in order: the host's answers
+    /// and the end of a maintenance job. After the rollback their requests are outstanding
+    /// again (the job is running again) and the calls that gave them will not answer twice:
+    /// feed them again. (An answer the session gave on an abandoned call's behalf is not among
+    /// them: its grace fires again instead.)
+    pub answers: Vec<(Ticket, Input)>,
 }
 
 /// What [`handle_timeout`](Session::handle_timeout) did.
@@ -127,7 +132,7 @@ pub enum Timeout {
     },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Member {
     ack: Ack,
     /// One past this member's last effect in `effects`.
@@ -140,8 +145,8 @@ struct Staging {
     entries: Vec<Entry>,
     effects: Vec<Effect>,
     members: Vec<Member>,
-    /// The host answers staged, in order (what a failed batch hands back to be fed again).
-    answers: Vec<Input>,
+    /// The answers staged, with their members' places (what a failed batch hands back).
+    answers: Vec<(usize, Input)>,
     sealed: bool,
     /// The abort grace as it was when the batch opened: a failed batch puts it back (the
     /// abandoned answer it may hold is taken back too, so the grace must fire again).
@@ -242,11 +247,14 @@ impl Session {
     /// [`Refused::Sealed`] while a batch is being persisted; an admission refusal; the core's
     /// [`Refused::Rejected`]. A refused input changed nothing (S5).
     pub fn feed(&mut self, input: Input) -> Result<Ticket, Refused> {
-        // A host answer is kept: should its batch fail, the call that gave it will not answer
-        // again, so [`failed`](Session::failed) hands it back to be fed again.
+        // An answer is kept: should its batch fail, the call (or the job) that gave it will not
+        // answer again, so [`failed`](Session::failed) hands it back to be fed again.
         let again = matches!(
             input,
-            Input::PreStep(_) | Input::Step(_) | Input::TurnStopping(_)
+            Input::PreStep(_)
+                | Input::Step(_)
+                | Input::TurnStopping(_)
+                | Input::Maintenance(coxswain_core::MaintenanceInput::End)
         )
         .then(|| input.clone());
         self.stage(input, again)
@@ -258,10 +266,7 @@ impl Session {
         self.open_batch()?;
         let transition = match self.machine.handle(input) {
             Ok(transition) => transition,
-            Err(rejected) => {
-                self.close_if_empty();
-                return Err(rejected.into());
-            }
+            Err(rejected) => return self.refuse(rejected.into()),
         };
         let found = transition.found();
         self.staging
@@ -269,7 +274,9 @@ impl Session {
             .extend(transition.events().iter().cloned().map(Entry::Machine));
         self.staging.effects.extend(transition.persisted());
         let ticket = self.join(Ack::Input { found });
-        self.staging.answers.extend(again);
+        self.staging
+            .answers
+            .extend(again.map(|input| (ticket.index, input)));
         Ok(ticket)
     }
 
@@ -279,7 +286,8 @@ impl Session {
     /// # Errors
     ///
     /// [`Refused::Sealed`] while a batch is being persisted; [`Refused::StepClosed`] unless
-    /// that step is the outstanding request; [`Refused::TooDeep`] for data a record cannot hold.
+    /// that step is the outstanding request (with members staged, as the member
+    /// [`Ack::Refused`]); [`Refused::TooDeep`] for data a record cannot hold.
     pub fn record(
         &mut self,
         turn: u64,
@@ -287,7 +295,10 @@ impl Session {
         events: Vec<HostEvent>,
     ) -> Result<Ticket, Refused> {
         self.check_open()?;
-        admit_events(self.machine.outstanding(), turn, step, &events)?;
+        match admit_events(self.machine.outstanding(), turn, step, &events) {
+            Err(closed @ Refused::StepClosed { .. }) => return self.refuse(closed),
+            admitted => admitted?,
+        }
         self.open_batch()?;
         self.staging
             .entries
@@ -295,24 +306,47 @@ impl Session {
         Ok(self.join(Ack::Recorded))
     }
 
-    /// Answers the outstanding request `fail` with `failure`'s code on the host's behalf: the
-    /// one way a driver reports a host call that panicked, raised, was cancelled or answered
-    /// nonsense.
+    /// Stages the host's answer to `request`. An answer the session cannot admit (a message in
+    /// an entered batch nests deeper than a record holds) is no answer: the session answers
+    /// `fail` with [`HostFailure::InvalidAnswer`] for it instead (S38), so the turn goes on to
+    /// its end.
     ///
     /// # Errors
     ///
-    /// As [`feed`](Session::feed); [`Refused::Rejected`] with
-    /// [`UnexpectedCompletion`](coxswain_core::Rejected::UnexpectedCompletion) when no request
-    /// is outstanding.
-    pub fn host_failed(&mut self, failure: HostFailure, detail: &str) -> Result<Ticket, Refused> {
-        let Some(request) = self.machine.outstanding() else {
-            return Err(coxswain_core::Rejected::UnexpectedCompletion {
-                answered: coxswain_core::Completion::Step,
-                outstanding: None,
+    /// [`Refused::Stale`] when `request` is not the outstanding request (a late answer of an
+    /// abandoned call: S4); otherwise as [`feed`](Session::feed).
+    pub fn answer(&mut self, request: Outstanding, answer: Input) -> Result<Ticket, Refused> {
+        self.check_outstanding(request)?;
+        match self.feed(answer) {
+            Err(Refused::TooDeep(deep)) => {
+                self.host_failed(request, HostFailure::InvalidAnswer, &deep.to_string())
             }
-            .into());
-        };
+            fed => fed,
+        }
+    }
+
+    /// Answers `request` `fail` with `failure`'s code on the host's behalf: the one way a
+    /// driver reports a host call that panicked, raised, was cancelled or answered nonsense.
+    ///
+    /// # Errors
+    ///
+    /// [`Refused::Stale`] when `request` is not the outstanding request; otherwise as
+    /// [`feed`](Session::feed).
+    pub fn host_failed(
+        &mut self,
+        request: Outstanding,
+        failure: HostFailure,
+        detail: &str,
+    ) -> Result<Ticket, Refused> {
+        self.check_outstanding(request)?;
         self.feed(failure.answer(request, detail))
+    }
+
+    fn check_outstanding(&self, request: Outstanding) -> Result<(), Refused> {
+        match self.machine.outstanding() {
+            Some(outstanding) if outstanding == request => Ok(()),
+            _ => Err(Refused::Stale { request }),
+        }
     }
 
     /// Seals the staged batch for its write: no member joins it until it is persisted or
@@ -347,7 +381,7 @@ impl Session {
         let mut aborted = false;
         let mut effects = staging.effects.drain(..);
         let mut start = 0;
-        for (index, member) in staging.members.iter().enumerate() {
+        for (index, member) in staging.members.drain(..).enumerate() {
             for effect in effects.by_ref().take(member.effects_end - start) {
                 aborted |= matches!(effect, Effect::Abort(_));
                 released.push(Release::Effect(effect));
@@ -385,7 +419,11 @@ impl Session {
         staging.entries.clear();
         staging.effects.clear();
         staging.sealed = false;
-        let answers = std::mem::take(&mut staging.answers);
+        let answers = staging
+            .answers
+            .drain(..)
+            .map(|(index, input)| (Ticket { batch, index }, input))
+            .collect();
         self.grace = staging.grace_before;
         self.batch = BatchNo(batch.0 + 1);
         Ok(Failed {
@@ -459,11 +497,15 @@ impl Session {
         Ok(())
     }
 
-    /// A rejected first member leaves no batch open.
-    fn close_if_empty(&mut self) {
+    /// A refusal against the durable state is the caller's at once (a first member leaves no
+    /// batch open); one against a state holding staged members joins the batch as
+    /// [`Ack::Refused`], since it stands only once they are durable.
+    fn refuse(&mut self, refused: Refused) -> Result<Ticket, Refused> {
         if self.staging.members.is_empty() {
             let _ = self.machine.commit_batch();
+            return Err(refused);
         }
+        Ok(self.join(Ack::Refused(refused)))
     }
 
     fn join(&mut self, ack: Ack) -> Ticket {
@@ -508,6 +550,90 @@ mod tests {
             cause: CancelCause::User,
             keep_inbox: false,
         }
+    }
+
+    /// S38: an entered batch too deep for a record is answered `fail` (`host-invalid-answer`).
+    #[test]
+    fn an_answer_too_deep_for_the_log_fails_the_step_instead() {
+        let mut session = Session::new(Machine::new(), Options::default());
+        session.feed(followup("m1")).unwrap();
+        sealed_events(&mut session);
+        session.persisted(BatchNo(1), Duration::ZERO).unwrap();
+        let mut deep = json!(1);
+        for _ in 0..200 {
+            deep = json!([deep]);
+        }
+        let batch = [Message::user("m1", deep)].into_iter().collect();
+        let request = Outstanding::PreStep { turn: 1, step: 1 };
+        let answer = Input::PreStep(PreStepAnswer::Enter(batch));
+        session.answer(request, answer).unwrap();
+        let codes: Vec<String> = sealed_events(&mut session)
+            .into_iter()
+            .filter_map(|event| match event {
+                Event::TurnEnd {
+                    reason: TurnEndReason::Error { error },
+                    ..
+                } => Some(error.code.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(codes, ["host-invalid-answer"]);
+    }
+
+    /// S4: the late answer of a call the session gave up on is not taken for the next one's.
+    #[test]
+    fn a_stale_answer_is_refused_and_changes_nothing() {
+        let mut session = Session::new(Machine::new(), Options::default());
+        session.feed(followup("m1")).unwrap();
+        persist(&mut session, Duration::ZERO);
+        let stale = Outstanding::PreStep { turn: 7, step: 1 };
+        let before = session.machine().clone();
+        assert_eq!(
+            session.answer(stale, Input::PreStep(PreStepAnswer::Reject)),
+            Err(Refused::Stale { request: stale })
+        );
+        assert_eq!(
+            session.host_failed(stale, HostFailure::Panicked, ""),
+            Err(Refused::Stale { request: stale })
+        );
+        assert_eq!(session.machine(), &before);
+        assert!(!session.has_batch());
+    }
+
+    /// A refusal judged against staged members stands only once they are durable.
+    #[test]
+    fn a_refusal_against_staged_members_waits_for_their_batch() {
+        let mut session = Session::new(Machine::new(), Options::default());
+        let first = session.feed(inject("c")).unwrap();
+        // `c` is pending only in the staged batch: the retry's refusal joins it.
+        let second = session.feed(inject("c")).unwrap();
+        let refused = Refused::Rejected(Rejected::AlreadyPending("c".into()));
+        let batch = session.seal().map(|append| append.batch).unwrap();
+        let failed = session.failed(batch).unwrap();
+        assert_eq!(failed.members, [first, second]);
+        // Fed again after the failure, the first is accepted and the second refused at once.
+        let first = session.feed(inject("c")).unwrap();
+        let batch = session.seal().map(|append| append.batch).unwrap();
+        session.persisted(batch, Duration::ZERO).unwrap();
+        assert_eq!(session.feed(inject("c")), Err(refused.clone()));
+        // Staged behind another member, the refusal is released in its place.
+        let other = session.feed(inject("d")).unwrap();
+        let again = session.feed(inject("c")).unwrap();
+        let batch = session.seal().map(|append| append.batch).unwrap();
+        let acks: Vec<Release> = session
+            .persisted(batch, Duration::ZERO)
+            .unwrap()
+            .into_iter()
+            .filter(|release| matches!(release, Release::Ack(..)))
+            .collect();
+        assert_eq!(
+            acks,
+            [
+                Release::Ack(other, Ack::Input { found: true }),
+                Release::Ack(again, Ack::Refused(refused)),
+            ]
+        );
+        assert_eq!(first.index, 0);
     }
 
     /// Seals the staged batch and returns the machine's events in it.
@@ -727,7 +853,10 @@ mod tests {
         let batch = session.seal().map(|append| append.batch).unwrap();
         let failed = session.failed(batch).unwrap();
         assert_eq!(failed.members.len(), 2);
-        assert_eq!(failed.answers, std::slice::from_ref(&enter));
+        assert_eq!(
+            failed.answers,
+            [(Ticket { batch, index: 1 }, enter.clone())]
+        );
         // Fed again, the answer is accepted: its request was outstanding again.
         assert_eq!(
             session.machine().outstanding(),
@@ -776,13 +905,16 @@ mod tests {
     #[test]
     fn a_host_failure_is_answered_with_its_code() {
         let mut session = Session::new(Machine::new(), Options::default());
-        assert!(matches!(
-            session.host_failed(HostFailure::Raised, "x"),
-            Err(Refused::Rejected(Rejected::UnexpectedCompletion { .. }))
-        ));
+        let request = Outstanding::PreStep { turn: 1, step: 1 };
+        assert_eq!(
+            session.host_failed(request, HostFailure::Raised, "x"),
+            Err(Refused::Stale { request })
+        );
         session.feed(followup("m1")).unwrap();
         persist(&mut session, Duration::ZERO);
-        session.host_failed(HostFailure::Panicked, "boom").unwrap();
+        session
+            .host_failed(request, HostFailure::Panicked, "boom")
+            .unwrap();
         let codes: Vec<String> = sealed_events(&mut session)
             .into_iter()
             .filter_map(|event| match event {

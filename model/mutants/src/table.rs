@@ -539,16 +539,10 @@ pub const MUTANTS: [Mutant; 30] = [
     Mutant {
         name: "AcksReordered",
         rule: "session: group commit",
-        wrong: "a persisted batch acknowledges its members in reverse order",
+        wrong: "a persisted batch swaps each pair of its members' acknowledgements",
         file: "core/session/src/session.rs",
         from: "released.push(Release::Ack(Ticket { batch, index }, member.ack));",
-        to: "released.push(Release::Ack(
-                Ticket {
-                    batch,
-                    index: staging.members.len() - 1 - index,
-                },
-                member.ack,
-            ));",
+        to: "released.push(Release::Ack(Ticket { batch, index: index ^ 1 }, member.ack));",
         killer: Property::Session(SessionProperty::ReleaseOrder),
         shows_in_outputs: false,
         proptest: None,

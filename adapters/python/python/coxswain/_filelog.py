@@ -4,10 +4,14 @@ The record format (``{"seq": N, "type": T, "data": D}`` per line) is ``coxswain-
 through ``coxswain._native``: this module only does the file IO. The file is locked (``flock``,
 the same lock the Rust FileLog takes, so a Rust and a Python writer exclude each other), every
 append is written in full and made durable (``os.fdatasync``) before it returns, and a failed
-append is cut back to where it started (never extending the file).
+append is cut back to where it started (never extending the file): the log then takes appends
+again. One whose cut-back failed too (``indeterminate``) leaves the log refusing every append
+until it is re-opened.
 
-As the Rust FileLog does, it checks before every append and again before acknowledging it (and
-at every sync and close) that the file is still the one it writes and still ends as it left it:
+As the Rust FileLog does, it checks before every append (so nothing is written to a file that is
+no longer the log's) and again before acknowledging it (and at every sync and close) that the
+path still names the file it writes (same ``st_dev`` and ``st_ino``, still linked) and that the
+file still ends as it left it:
 a file removed, renamed or replaced (:class:`LogReplaced`), cut in place (``copytruncate``,
 ``: > file``: :class:`LogTruncated`), or appended to or overwritten at its end by a writer that
 ignores the lock (:class:`LogTampered`) fails the append instead of acknowledging it. Not
@@ -25,7 +29,9 @@ from typing import Any, Mapping, Sequence
 from . import _native
 from ._errors import CoxswainError
 
-__all__ = ["FileLog", "LogError", "LogReplaced", "LogTampered", "LogTruncated", "ReadBack"]
+__all__ = [
+    "FileLog", "LogError", "LogReplaced", "LogTampered", "LogTruncated", "ReadBack", "Resumed",
+]
 
 #: How many of the last bytes it wrote the log compares with the file's own.
 _TAIL = 32
@@ -103,6 +109,18 @@ class ReadBack:
     next_seq: int
 
 
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """What :meth:`FileLog.open` read back and did: the records, the machine the session layer
+    restored from them (S46–S48: items parked, nothing wakes), how many closers it appended
+    (S50) and the turn the log ended inside, if any."""
+
+    read: ReadBack
+    machine: _native.Machine
+    closers: int
+    interrupted: int | None
+
+
 def _sync(fd: int) -> None:
     if hasattr(os, "fdatasync"):
         os.fdatasync(fd)
@@ -132,11 +150,40 @@ class FileLog:
         self._read_len = stat.st_size
         self._tail: bytes | None = None
         self._next_seq = 1
+        #: Why the log takes no more appends once its file is released.
+        self._shut = LogError(f"{self.path} is closed")
         directory = os.open(os.path.dirname(os.path.abspath(self.path)), os.O_RDONLY)
         try:
             os.fsync(directory)
         finally:
             os.close(directory)
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str], delivery_memory: int, max_pending: int | None,
+        hash_seed: int,
+    ) -> tuple["FileLog", Resumed]:
+        """Opens the log at ``path``, reads it back and resumes it through the session layer's
+        plan (``coxswain_session::ResumePlan``: the machine restored with the host's delivery
+        memory, S51, admission bound, S55, and hash seed; the closers of a turn it ended inside),
+        and only once all that succeeded repairs it (drops a torn tail, ends an unterminated
+        record, appends the closers, S50), as the Rust FileLog's ``open``. A log that is refused
+        (:class:`~coxswain.CorruptLog`) is left as it was and released. Blocking."""
+        log = cls(path)
+        try:
+            read = log.read_back()
+            machine, closers, interrupted = _native.open_log(
+                list(read.records), delivery_memory, max_pending, hash_seed
+            )
+            changed = log.repair_tail(read)
+            if closers:
+                log.append(closers)
+            elif changed:
+                log.sync()
+        except BaseException:
+            log.close()
+            raise
+        return log, Resumed(read, machine, len(closers), interrupted)
 
     @property
     def next_seq(self) -> int:
@@ -145,7 +192,8 @@ class FileLog:
 
     def _file(self) -> int:
         if self._fd is None:
-            raise LogError(f"{self.path} is closed")
+            shut = self._shut
+            raise LogError(str(shut), indeterminate=shut.indeterminate, undo=shut.undo)
         return self._fd
 
     def read_back(self) -> ReadBack:
@@ -190,16 +238,17 @@ class FileLog:
         return _native.encode_records(first_seq, records)
 
     def append_encoded(self, data: bytes, count: int) -> None:
-        """Appends ``count`` encoded records and makes them durable. Checks first that the file
-        still ends as this log left it (:class:`LogTruncated`, :class:`LogTampered`: nothing is
-        written), and after the sync that it is still the log's file and ends in ``data``; a
-        failure after the write began is cut back (never extending the file)."""
+        """Appends ``count`` encoded records and makes them durable. Checks first that the path
+        still names the log's file (:class:`LogReplaced`) and that it still ends as this log left
+        it (:class:`LogTruncated`, :class:`LogTampered`): nothing is written then. After the
+        sync it checks both again; a failure after the write began is cut back (never extending
+        the file), and the log takes appends again unless the cut-back failed too."""
         if not data:
             return
         fd = self._file()
         start = self._size
         tail = self._tail if self._tail is not None else b""
-        self._check(fd, start, tail, named=False)
+        self._check(fd, start, tail, named=True)
         after = (tail + data)[-_TAIL:]
         try:
             self._write_all(fd, data)
@@ -226,11 +275,13 @@ class FileLog:
                 raise error from None
             self._fd = None
             os.close(fd)
-            raise LogError(
-                f"append failed ({error}) and cutting it back failed ({undo})",
+            message = f"append failed ({error}) and cutting it back failed ({undo})"
+            self._shut = LogError(
+                f"{self.path} may or may not hold a failed append ({message}): re-open it",
                 indeterminate=True,
                 undo=undo,
-            ) from error
+            )
+            raise LogError(message, indeterminate=True, undo=undo) from error
         if isinstance(error, LogError):
             raise error
         raise LogError(f"append failed: {error}") from error

@@ -158,9 +158,10 @@ async fn item2_a_second_writer_is_locked_out_until_the_first_has_finished() {
 // Item 3 ------------------------------------------------------------------------------------
 
 /// Item 3: a write that fails part-way is cut back before the error is returned: the failed
-/// input is not in the log, and a retry after reopening delivers it exactly once.
+/// input is not in the log, the agent goes on as if it had never been sent (S5), and the retry
+/// delivers it exactly once, in the same agent and after reopening.
 #[tokio::test(start_paused = true)]
-async fn item3_a_write_failing_mid_batch_leaves_nothing_and_a_retry_delivers_once() {
+async fn item3_a_write_failing_mid_batch_leaves_nothing_and_the_retry_delivers_once() {
     let (_dir, path) = log_path();
     let (agent, faults) = open_file(recording_host(), &path, SyncPolicy::EveryAppend).await;
     agent.inject(user("c")).await.unwrap();
@@ -170,30 +171,57 @@ async fn item3_a_write_failing_mid_batch_leaves_nothing_and_a_retry_delivers_onc
         agent.followup(user("a")).await,
         Err(AgentError::Persistence(LogError::Io(_)))
     ));
-    assert!(matches!(
-        agent.finished().await,
-        Ending::Stopped(LogError::Io(_))
-    ));
     assert_eq!(
         std::fs::read(&path).unwrap(),
         before,
         "cut back to the acknowledged length"
     );
+    // Not stopped, and rolled back: no turn opened, `c` still pending alone.
+    assert!(agent.ending().is_none());
+    agent.when_idle().await.unwrap();
+    assert_eq!(agent.last_turn(), 0);
+    assert_eq!(
+        pending(&agent).await,
+        (vec![], vec![("c".to_owned(), false)])
+    );
+    // The disk works again: the retry is delivered, once.
+    faults.fail_writes_after(u64::MAX);
+    agent.followup(user("a")).await.unwrap();
+    agent.when_idle().await.unwrap();
+    assert!(agent.ending().is_none());
     agent.close().await.unwrap();
 
     let (agent, recovery) = Agent::open(recording_host(), FileLog::open(&path).await.unwrap())
         .await
         .unwrap();
     assert_eq!(
-        (recovery.pending_next_turn, recovery.pending_next_step),
-        (0, 1)
+        (
+            recovery.pending_next_turn,
+            recovery.pending_next_step,
+            recovery.last_turn
+        ),
+        (0, 0, 1)
     );
-    agent.followup(user("a")).await.unwrap();
-    agent.when_idle().await.unwrap();
     agent.close().await.unwrap();
     let log = brief_file(&path);
     assert_eq!(log.iter().filter(|r| r.as_str() == "msg a").count(), 1);
     assert_eq!(log.iter().filter(|r| r.starts_with("turn ")).count(), 1);
+    assert_eq!(
+        log,
+        [
+            "NS 0 +[c]",
+            "NT 0 +[a] wakeup",
+            "turn 1",
+            "NS 0 -1",
+            "NT 0 -1",
+            "step 1.1",
+            "msg c",
+            "msg a",
+            "host model/output",
+            "/step 1.1",
+            "end 1 completed"
+        ]
+    );
 }
 
 /// Item 3: the same after a failed sync: the batch is cut back and the cut synced, so the input
@@ -265,7 +293,9 @@ async fn item4_a_removed_file_acknowledges_nothing_more() {
     assert!(!path.exists());
 }
 
-/// Item 4: a file renamed over the log is detected the same way, under every policy.
+/// Item 4: a file renamed over the log is detected the same way, under every policy; the agent
+/// goes on (only an indeterminate append stops it), and every append after it checks the file
+/// afresh and fails the same way, the dispose's too.
 #[tokio::test]
 async fn item4_a_replaced_file_acknowledges_nothing_more() {
     for policy in [
@@ -281,9 +311,24 @@ async fn item4_a_replaced_file_acknowledges_nothing_more() {
         std::fs::rename(&other, &path).unwrap();
         assert!(matches!(
             agent.followup(user("b")).await,
+            Err(AgentError::Persistence(LogError::Replaced { path: p })) if p == path
+        ));
+        assert!(agent.ending().is_none());
+        assert!(matches!(
+            agent.inject(user("c")).await,
             Err(AgentError::Persistence(LogError::Replaced { .. }))
         ));
-        assert!(matches!(agent.dispose().await, Err(AgentError::Stopped)));
+        // S5: nothing of the failed inputs stayed.
+        assert_eq!(
+            pending(&agent).await,
+            (vec![], vec![("a".to_owned(), false)])
+        );
+        assert_eq!(agent.last_turn(), 0);
+        assert!(matches!(
+            agent.dispose().await,
+            Err(AgentError::Persistence(LogError::Replaced { .. }))
+        ));
+        assert!(agent.ending().is_none());
         assert!(matches!(
             agent.close().await,
             Err(AgentError::FinalSync(LogError::Replaced { .. }))
@@ -361,8 +406,8 @@ async fn item7_close_and_dispose_report_a_failed_final_sync() {
     assert!(matches!(agent.close().await, Err(AgentError::FinalSync(_))));
 }
 
-/// Item 7: after a failed append the final sync still runs, so what was acknowledged before
-/// under a lazy policy is made durable.
+/// Item 7: after a failed append the agent goes on and the final sync still runs when it ends,
+/// so what was acknowledged under a lazy policy (before the failure and after it) is made durable.
 #[tokio::test(start_paused = true)]
 async fn item7_the_final_sync_runs_after_a_failed_append() {
     let (_dir, path) = log_path();
@@ -374,11 +419,21 @@ async fn item7_the_final_sync_runs_after_a_failed_append() {
         agent.inject(user("b")).await,
         Err(AgentError::Persistence(LogError::Io(_)))
     ));
-    assert!(matches!(agent.finished().await, Ending::Stopped(_)));
-    // One sync for the cut-back, one final sync.
-    assert_eq!(faults.syncs(), syncs + 2);
+    assert!(agent.ending().is_none());
+    // One sync for the cut-back.
+    assert_eq!(faults.syncs(), syncs + 1);
+    faults.fail_writes_after(u64::MAX);
+    agent.inject(user("c")).await.unwrap();
+    assert_eq!(
+        faults.syncs(),
+        syncs + 1,
+        "the policy syncs nothing on append"
+    );
     agent.close().await.unwrap();
-    assert_eq!(brief_file(&path), ["NS 0 +[a]"]);
+    // And one final sync.
+    assert_eq!(faults.syncs(), syncs + 2);
+    assert!(matches!(agent.ending(), Some(Ending::Closed)));
+    assert_eq!(brief_file(&path), ["NS 0 +[a]", "NS 1 +[c]"]);
 }
 
 // Item 8 ------------------------------------------------------------------------------------
@@ -491,18 +546,27 @@ async fn item9_a_whole_last_record_without_newline_is_kept() {
 
 // Item 10 -----------------------------------------------------------------------------------
 
-/// Item 10: once an agent stopped mid-turn, its status is `Idle`: nothing runs any more.
+/// Item 10: once an agent stopped mid-turn, its status is `Idle`: nothing runs any more. Only an
+/// indeterminate append stops it (the batch may or may not be in the log): here the pre-step
+/// answer's.
 #[tokio::test(start_paused = true)]
 async fn item10_status_is_idle_once_the_agent_stopped_mid_turn() {
     let memory = open_memory();
-    let (agent, _) = Agent::open(FakeHost::new(), FailingLog::new(memory.clone(), 1))
-        .await
-        .unwrap();
+    let log = FailingLog::new(memory.clone(), 1).indeterminate();
+    let (agent, _) = Agent::open(FakeHost::new(), log).await.unwrap();
     agent.followup(user("a")).await.unwrap();
     assert!(matches!(agent.when_idle().await, Err(AgentError::Stopped)));
+    assert!(matches!(
+        agent.ending(),
+        Some(Ending::Stopped(LogError::Indeterminate { .. }))
+    ));
     // The log ends inside turn 1: the core was mid-turn when the append failed.
     assert_eq!(brief(&memory), ["NT 0 +[a] wakeup", "turn 1", "NT 0 -1"]);
     assert_eq!(agent.status(), Status::Idle);
+    assert!(matches!(
+        agent.followup(user("b")).await,
+        Err(AgentError::Stopped)
+    ));
 }
 
 /// Item 10: capacities out of bounds are a typed error, not a tokio panic.

@@ -1,6 +1,7 @@
 //! Group commit: every input already waiting is fed in arrival order and appended as one batch;
-//! nothing is acknowledged, published or started before that batch is durable; a failed batch
-//! fails every input in it and stops the agent.
+//! nothing is acknowledged, published or started before that batch is durable (its records
+//! first, then its notifications); a failed batch fails every input in it, is rolled back (S5),
+//! and the agent goes on.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -8,19 +9,19 @@ use std::sync::{Arc, Mutex};
 use coxswain_tokio::coxswain_core::{Rejected, StepAnswer};
 use coxswain_tokio::coxswain_log::{Entry, Record};
 use coxswain_tokio::{
-    Agent, AgentError, DurableLog, Ending, LogError, MemoryLog, Options, ReadBack, Update,
+    Agent, AgentError, DurableLog, LogError, MemoryLog, Options, ReadBack, Update,
 };
 use tokio::sync::oneshot;
 
 use crate::support::*;
 
 /// A log that records the size of every append, holds its first append until a gate opens, and
-/// fails the append with index `fail_at` (and every later one).
+/// fails the appends whose indices are in `fails` (writing nothing).
 pub(crate) struct GroupLog {
     pub(crate) inner: MemoryLog,
     pub(crate) sizes: Arc<Mutex<Vec<usize>>>,
     gate: Option<oneshot::Receiver<()>>,
-    fail_at: usize,
+    fails: std::ops::Range<usize>,
 }
 
 impl GroupLog {
@@ -29,7 +30,7 @@ impl GroupLog {
             inner,
             sizes: Arc::default(),
             gate: None,
-            fail_at: usize::MAX,
+            fails: 0..0,
         }
     }
 
@@ -64,7 +65,7 @@ impl DurableLog for GroupLog {
             sizes.push(batch.len());
             sizes.len() - 1
         };
-        if index >= self.fail_at {
+        if self.fails.contains(&index) {
             return Err(std::io::Error::other("disk full (injected)").into());
         }
         self.inner.append(batch).await
@@ -80,7 +81,7 @@ impl DurableLog for GroupLog {
 /// sizes once the gate opened.
 async fn burst(
     max_batch: usize,
-    fail_at: usize,
+    fails: std::ops::Range<usize>,
 ) -> (
     Vec<(String, Result<(), AgentError>)>,
     Vec<usize>,
@@ -89,7 +90,7 @@ async fn burst(
 ) {
     let memory = MemoryLog::new();
     let (mut log, open) = GroupLog::gated(memory.clone());
-    log.fail_at = fail_at;
+    log.fails = fails;
     let sizes = Arc::clone(&log.sizes);
     let mut options = Options::default();
     options.max_batch = max_batch;
@@ -131,7 +132,7 @@ async fn burst(
 
 #[tokio::test(start_paused = true)]
 async fn every_waiting_input_is_one_append_in_arrival_order() {
-    let (told, sizes, memory, agent) = burst(64, usize::MAX).await;
+    let (told, sizes, memory, agent) = burst(64, 0..0).await;
     assert!(told.iter().all(|(_, t)| t.is_ok()), "{told:?}");
     assert_eq!(sizes, [1, 10]);
     let expected: Vec<String> = (0..11)
@@ -147,22 +148,25 @@ async fn every_waiting_input_is_one_append_in_arrival_order() {
 
 #[tokio::test(start_paused = true)]
 async fn max_batch_bounds_a_group_and_1_appends_once_per_input() {
-    let (told, sizes, memory, agent) = burst(4, usize::MAX).await;
+    let (told, sizes, memory, agent) = burst(4, 0..0).await;
     assert!(told.iter().all(|(_, t)| t.is_ok()));
     assert_eq!(sizes, [1, 4, 4, 2]);
     assert_eq!(memory.records().unwrap().len(), 11);
     agent.close().await.unwrap();
 
-    let (told, sizes, memory, agent) = burst(1, usize::MAX).await;
+    let (told, sizes, memory, agent) = burst(1, 0..0).await;
     assert!(told.iter().all(|(_, t)| t.is_ok()));
     assert_eq!(sizes, [1; 11]);
     assert_eq!(brief(&memory)[10], "NS 10 +[b10]");
     agent.close().await.unwrap();
 }
 
+/// The second append (ten injects) fails: each of the ten gets `Persistence`, the machine is
+/// rolled back to its state before the batch (S5: none is pending or remembered), and the agent
+/// goes on: the next input and the ten sent again are appended.
 #[tokio::test(start_paused = true)]
-async fn a_failed_group_fails_every_input_in_it_and_stops_the_agent() {
-    let (told, sizes, memory, agent) = burst(64, 1).await;
+async fn a_failed_group_fails_every_input_in_it_and_the_agent_goes_on() {
+    let (told, sizes, memory, agent) = burst(64, 1..2).await;
     assert_eq!(sizes, [1, 10]);
     assert!(told[0].1.is_ok());
     for (id, outcome) in &told[1..] {
@@ -172,14 +176,66 @@ async fn a_failed_group_fails_every_input_in_it_and_stops_the_agent() {
         );
     }
     assert_eq!(brief(&memory), ["NS 0 +[a]"]);
-    assert!(matches!(agent.ending(), Some(Ending::Stopped(_))));
-    assert!(matches!(
-        agent.inject(user("c")).await,
-        Err(AgentError::Stopped)
-    ));
+    assert!(agent.ending().is_none());
+    assert_eq!(
+        pending(&agent).await,
+        (vec![], vec![("a".to_owned(), false)])
+    );
+    agent.inject(user("c")).await.unwrap();
+    for i in 1..=10 {
+        agent.inject(user(&format!("b{i:02}"))).await.unwrap();
+    }
+    assert!(agent.ending().is_none());
+    let mut expected = vec!["NS 0 +[a]".to_owned(), "NS 1 +[c]".to_owned()];
+    expected.extend((1..=10).map(|i| format!("NS {} +[b{i:02}]", i + 1)));
+    assert_eq!(brief(&memory), expected);
+    agent.close().await.unwrap();
     // Re-opened: exactly what was acknowledged.
     let (agent, _, recovery) = reopen(FakeHost::new(), memory.bytes()).await;
-    assert_eq!(recovery.pending_next_step, 1);
+    assert_eq!(recovery.pending_next_step, 12);
+    agent.close().await.unwrap();
+}
+
+/// A refusal judged against a state holding an earlier member of the same batch (the second
+/// `x`: `AlreadyPending` only because the first `x` is staged) stands only if that batch is
+/// durable: when the batch fails, it fails with it (`Persistence`), and both may be sent again.
+#[tokio::test(start_paused = true)]
+async fn a_refusal_against_a_failed_batch_fails_with_the_batch() {
+    let memory = MemoryLog::new();
+    let (mut log, open) = GroupLog::gated(memory.clone());
+    log.fails = 1..2;
+    let sizes = Arc::clone(&log.sizes);
+    let (agent, _) = Agent::open(FakeHost::new(), log).await.unwrap();
+    let first = tokio::spawn({
+        let agent = agent.clone();
+        async move { agent.inject(user("a")).await }
+    });
+    sleep(10).await;
+    let mut tasks = Vec::new();
+    for id in ["x", "x"] {
+        let agent = agent.clone();
+        tasks.push(tokio::spawn(async move { agent.inject(user(id)).await }));
+        sleep(1).await;
+    }
+    open.send(()).unwrap();
+    first.await.unwrap().unwrap();
+    let told: Vec<_> = futures_all(tasks).await;
+    for outcome in &told {
+        assert!(
+            matches!(outcome, Err(AgentError::Persistence(LogError::Io(_)))),
+            "{outcome:?}"
+        );
+    }
+    assert_eq!(*sizes.lock().unwrap(), [1, 1]);
+    assert_eq!(brief(&memory), ["NS 0 +[a]"]);
+    assert!(agent.ending().is_none());
+    // Sent again, the first is appended and the second refused against the durable state.
+    agent.inject(user("x")).await.unwrap();
+    assert!(matches!(
+        agent.inject(user("x")).await,
+        Err(AgentError::Rejected(Rejected::AlreadyPending(id))) if id.as_str() == "x"
+    ));
+    assert_eq!(brief(&memory), ["NS 0 +[a]", "NS 1 +[x]"]);
     agent.close().await.unwrap();
 }
 
@@ -216,8 +272,11 @@ async fn a_refused_input_inside_a_group_is_told_its_refusal() {
     assert!(told[2].is_ok());
     assert_eq!(*sizes.lock().unwrap(), [1, 2]);
     assert_eq!(brief(&memory), ["NS 0 +[a]", "NS 1 +[x]", "NS 2 +[y]"]);
-    // Each member's record, then its notification, in order.
-    let seen: Vec<String> = drain_updates(&mut updates)
+    // Each batch's records, then its notifications, in order: `a`'s batch, then `x`, `x`
+    // (refused: no record, no notification) and `y`'s.
+    let all = drain_updates(&mut updates);
+    assert_eq!(notes(&all), ["inserted a", "inserted x", "inserted y"]);
+    let seen: Vec<String> = all
         .iter()
         .filter_map(|update| match update {
             Update::Recorded { seq, .. } => Some(format!("record {seq}")),
@@ -227,7 +286,7 @@ async fn a_refused_input_inside_a_group_is_told_its_refusal() {
         .collect();
     assert_eq!(
         seen,
-        ["record 1", "note", "record 2", "note", "record 3", "note"]
+        ["record 1", "note", "record 2", "record 3", "note", "note"]
     );
     agent.close().await.unwrap();
 }

@@ -189,3 +189,106 @@ async fn a_deaf_call_left_running_by_close_is_dropped_after_the_grace() {
         ["NT 0 +[a] wakeup", "turn 1", "NT 0 -1", "step 1.1", "msg a"]
     );
 }
+
+/// A log whose appends fail while `failing` is set (writing nothing: a clean cut-back), counting
+/// the attempts; each append yields once, as a real log's write does.
+struct SwitchedLog {
+    inner: MemoryLog,
+    failing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    attempts: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl coxswain_tokio::DurableLog for SwitchedLog {
+    async fn read_back(
+        &mut self,
+        visit: &mut (dyn FnMut(coxswain_tokio::coxswain_log::Record) -> std::ops::ControlFlow<()>
+                  + Send),
+    ) -> Result<coxswain_tokio::ReadBack, coxswain_tokio::LogError> {
+        self.inner.read_back(visit).await
+    }
+
+    async fn repair_tail(&mut self) -> Result<(), coxswain_tokio::LogError> {
+        self.inner.repair_tail().await
+    }
+
+    async fn append(
+        &mut self,
+        batch: &[coxswain_tokio::coxswain_log::Entry],
+    ) -> Result<u64, coxswain_tokio::LogError> {
+        use std::sync::atomic::Ordering;
+        tokio::task::yield_now().await;
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(std::io::Error::other("disk full (injected)").into());
+        }
+        self.inner.append(batch).await
+    }
+
+    async fn sync(&mut self) -> Result<(), coxswain_tokio::LogError> {
+        self.inner.sync().await
+    }
+}
+
+/// The session's own `fail` for a call that outlived its grace (S38) is in a batch whose append
+/// fails (the disk is full for a while): like a host's answer in a failed batch, it is committed
+/// again at the driver's pace (`RETRY_AFTER`, 100 ms), not in a loop, and the agent answers its
+/// callers meanwhile (an input fails `Persistence` at once). Once the disk works again the turn
+/// ends aborted. Real time on two workers: a driver that spins would starve a paused clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s38_an_abandoned_answer_whose_append_fails_is_retried_at_the_drivers_pace() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let (failing, attempts) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let memory = MemoryLog::new();
+    let log = SwitchedLog {
+        inner: memory.clone(),
+        failing: Arc::clone(&failing),
+        attempts: Arc::clone(&attempts),
+    };
+    let mut options = Options::default();
+    options.abort_grace = Duration::from_millis(200);
+    let (agent, _) = Agent::open_with(options, deaf(), log).await.unwrap();
+    agent.followup(user("a")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    failing.store(true, Ordering::SeqCst);
+    let before = attempts.load(Ordering::SeqCst);
+    // No durable event: nothing to write.
+    agent.cancel(CancelCause::User, false).await.unwrap();
+    // The grace runs out 200 ms after the cancel; 300 ms more is about three retries.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let retried = attempts.load(Ordering::SeqCst) - before;
+    assert!(
+        (1..=6).contains(&retried),
+        "{retried} appends in the 300 ms after the grace"
+    );
+    let answered = tokio::time::timeout(Duration::from_secs(1), agent.inject(user("c"))).await;
+    assert!(
+        matches!(
+            answered,
+            Ok(Err(coxswain_tokio::AgentError::Persistence(_)))
+        ),
+        "{answered:?}"
+    );
+    assert!(agent.ending().is_none());
+    failing.store(false, Ordering::SeqCst);
+    tokio::time::timeout(Duration::from_secs(1), agent.when_idle())
+        .await
+        .expect("the abandoned answer was committed once the disk worked")
+        .unwrap();
+    assert_eq!(
+        brief(&memory),
+        [
+            "NT 0 +[a] wakeup",
+            "turn 1",
+            "NT 0 -1",
+            "step 1.1",
+            "msg a",
+            "/step 1.1",
+            "end 1 aborted user"
+        ]
+    );
+    agent.close().await.unwrap();
+}

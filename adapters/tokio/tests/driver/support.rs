@@ -346,21 +346,37 @@ pub(crate) fn notes(updates: &[Update]) -> Vec<String> {
         .collect()
 }
 
-/// A log that fails the append with this 0-based index (counting appends after open), and
-/// every one after it.
+/// A log that fails the appends with these 0-based indices (counting appends after open):
+/// `fail_at` and every one after it ([`new`](FailingLog::new)), or a range of them, after which
+/// the log takes appends again ([`failing`](FailingLog::failing)), as a disk that filled up and
+/// was freed. A failed append writes nothing: a clean cut-back (`LogError::Io`), or, made
+/// [`indeterminate`](FailingLog::indeterminate), one whose cut-back failed
+/// (`LogError::Indeterminate`).
 pub(crate) struct FailingLog {
     pub(crate) inner: MemoryLog,
-    pub(crate) fail_at: usize,
+    fails: std::ops::Range<usize>,
+    indeterminate: bool,
     appends: usize,
 }
 
 impl FailingLog {
     pub(crate) fn new(inner: MemoryLog, fail_at: usize) -> Self {
+        FailingLog::failing(inner, fail_at..usize::MAX)
+    }
+
+    pub(crate) fn failing(inner: MemoryLog, fails: std::ops::Range<usize>) -> Self {
         FailingLog {
             inner,
-            fail_at,
+            fails,
+            indeterminate: false,
             appends: 0,
         }
+    }
+
+    /// Its failures are `LogError::Indeterminate`: the batch may or may not be in the log.
+    pub(crate) fn indeterminate(mut self) -> Self {
+        self.indeterminate = true;
+        self
     }
 }
 
@@ -379,10 +395,58 @@ impl DurableLog for FailingLog {
     async fn append(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
         let index = self.appends;
         self.appends += 1;
-        if index >= self.fail_at {
-            return Err(std::io::Error::other("disk full (injected)").into());
+        if self.fails.contains(&index) {
+            let error = std::io::Error::other("disk full (injected)");
+            return Err(match self.indeterminate {
+                false => error.into(),
+                true => LogError::Indeterminate {
+                    error: Arc::new(error),
+                    undo: Arc::new(std::io::Error::other("truncate failed (injected)")),
+                },
+            });
         }
         self.inner.append(batch).await
+    }
+
+    async fn sync(&mut self) -> Result<(), LogError> {
+        self.inner.sync().await
+    }
+}
+
+/// A log that hands every failed append to `on_failure` before returning the error (to end an
+/// injected fault once it fired, as a disk that recovers, and to note where the log stood).
+pub(crate) struct Watched<L> {
+    inner: L,
+    on_failure: Box<dyn FnMut(&LogError) + Send>,
+}
+
+impl<L: DurableLog> Watched<L> {
+    pub(crate) fn new(inner: L, on_failure: impl FnMut(&LogError) + Send + 'static) -> Self {
+        Watched {
+            inner,
+            on_failure: Box::new(on_failure),
+        }
+    }
+}
+
+impl<L: DurableLog> DurableLog for Watched<L> {
+    async fn read_back(
+        &mut self,
+        visit: &mut (dyn FnMut(Record) -> std::ops::ControlFlow<()> + Send),
+    ) -> Result<ReadBack, LogError> {
+        self.inner.read_back(visit).await
+    }
+
+    async fn repair_tail(&mut self) -> Result<(), LogError> {
+        self.inner.repair_tail().await
+    }
+
+    async fn append(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
+        let appended = self.inner.append(batch).await;
+        if let Err(error) = &appended {
+            (self.on_failure)(error);
+        }
+        appended
     }
 
     async fn sync(&mut self) -> Result<(), LogError> {

@@ -1,9 +1,11 @@
 //! Issue 30: a log file changed behind its writer's back (cut in place as `logrotate`'s
 //! `copytruncate` or `: > session.jsonl` do, appended to or overwritten at its end by a writer
 //! that ignores the lock) is detected before anything more is acknowledged; a cut-back never
-//! extends the file and one that finds it shorter is `Indeterminate`; and the error that stopped
-//! an agent is returned only once `ending()` and `when_idle()` say `Stopped` (and the log is
-//! released).
+//! extends the file and one that finds it shorter is `Indeterminate`. An append that failed and was
+//! cut back fails only its batch (`Persistence`): the agent goes on, and each later append checks
+//! the file afresh (a changed file keeps failing them). Only an `Indeterminate` append stops the
+//! agent, and its error is returned only once `ending()` and `when_idle()` say `Stopped` (and the
+//! log is released).
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -61,6 +63,14 @@ fn append_foreign(path: &Path, bytes: &[u8]) {
         .unwrap();
 }
 
+/// After an append that failed but was cut back: the agent did not stop (`ending()` is `None`) and
+/// is idle at once (`when_idle()` answers without waiting).
+async fn going_on_at_once(agent: &Agent) {
+    assert!(agent.ending().is_none(), "{:?}", agent.ending());
+    let idle = tokio::time::timeout(Duration::ZERO, agent.when_idle()).await;
+    assert!(matches!(idle, Ok(Ok(()))), "{idle:?}");
+}
+
 /// The error that stopped `agent`, which `ending()` says at once, as `when_idle()` does.
 async fn stopped_at_once(agent: &Agent) -> LogError {
     let idle = tokio::time::timeout(Duration::ZERO, agent.when_idle()).await;
@@ -89,8 +99,9 @@ fn tampered(error: &LogError, path: &Path, expected: u64, found: u64) -> bool {
 // The agent on a FileLog ------------------------------------------------------------------------
 
 /// Truncated to 0 bytes through another handle: `inject(c)` is refused before anything is
-/// written, the agent is stopped at once, `followup(d)` is refused, and `close()` reports that the
-/// log lost what was acknowledged; the file is left as the truncation left it.
+/// written, the agent goes on but `followup(d)` is refused the same way (the file is checked
+/// afresh), and `close()` reports that the log lost what was acknowledged; the file is left as
+/// the truncation left it.
 #[tokio::test(start_paused = true)]
 async fn issue30_a_log_truncated_to_0_acknowledges_nothing_more() {
     let (_dir, path) = log_path();
@@ -105,15 +116,23 @@ async fn issue30_a_log_truncated_to_0_acknowledges_nothing_more() {
         error.to_string(),
         format!(
             "the input is not durable: the log file {} was truncated: it holds 0 bytes where \
-             this log wrote 733; the agent stopped, re-open it from the log",
+             this log wrote 733",
             path.display()
         )
     );
-    assert!(truncated(&stopped_at_once(&agent).await, &path, len, 0));
-    assert!(matches!(
-        agent.followup(user("d")).await,
-        Err(AgentError::Stopped)
-    ));
+    going_on_at_once(&agent).await;
+    let error = agent.followup(user("d")).await.unwrap_err();
+    assert!(
+        matches!(&error, AgentError::Persistence(e) if truncated(e, &path, len, 0)),
+        "{error:?}"
+    );
+    // S5: neither failed input stayed: `b` is pending alone, no turn opened.
+    assert_eq!(
+        pending(&agent).await,
+        (vec![], vec![("b".to_owned(), false)])
+    );
+    assert_eq!(agent.last_turn(), 1);
+    going_on_at_once(&agent).await;
     let closed = agent.close().await;
     assert!(
         matches!(&closed, Err(AgentError::FinalSync(e)) if truncated(e, &path, len, 0)),
@@ -122,7 +141,8 @@ async fn issue30_a_log_truncated_to_0_acknowledges_nothing_more() {
     assert_eq!(std::fs::read(&path).unwrap(), b"");
 }
 
-/// Truncated to 300 bytes (inside the third record): the same, and the file keeps its 300 bytes;
+/// Truncated to 300 bytes (inside the third record): the same (each append fails `Truncated`,
+/// the agent going on), and the file keeps its 300 bytes;
 /// re-opened, the torn third line is dropped (S50), which is all that is left of the history.
 #[tokio::test(start_paused = true)]
 async fn issue30_a_log_truncated_to_300_bytes_acknowledges_nothing_more() {
@@ -135,11 +155,13 @@ async fn issue30_a_log_truncated_to_300_bytes_acknowledges_nothing_more() {
         matches!(&error, AgentError::Persistence(e) if truncated(e, &path, len, 300)),
         "{error:?}"
     );
-    assert!(truncated(&stopped_at_once(&agent).await, &path, len, 300));
-    assert!(matches!(
-        agent.followup(user("d")).await,
-        Err(AgentError::Stopped)
-    ));
+    going_on_at_once(&agent).await;
+    let error = agent.followup(user("d")).await.unwrap_err();
+    assert!(
+        matches!(&error, AgentError::Persistence(e) if truncated(e, &path, len, 300)),
+        "{error:?}"
+    );
+    going_on_at_once(&agent).await;
     let closed = agent.close().await;
     assert!(
         matches!(&closed, Err(AgentError::FinalSync(e)) if truncated(e, &path, len, 300)),
@@ -160,7 +182,8 @@ async fn issue30_a_log_truncated_to_300_bytes_acknowledges_nothing_more() {
 }
 
 /// A writer that ignores the lock appends a line (`echo hello >> session.jsonl`): `inject(c)` is
-/// refused before anything is written (the foreign line is left for the operator to see).
+/// refused before anything is written (the foreign line is left for the operator to see), and so
+/// is every append after it, the agent going on.
 #[tokio::test(start_paused = true)]
 async fn issue30_a_log_appended_to_by_another_writer_acknowledges_nothing_more() {
     let (_dir, path) = log_path();
@@ -176,16 +199,17 @@ async fn issue30_a_log_appended_to_by_another_writer_acknowledges_nothing_more()
         error.to_string(),
         format!(
             "the input is not durable: the log file {} was written by another writer: it holds \
-             739 bytes where this log wrote 733; the agent stopped, re-open it from the log",
+             739 bytes where this log wrote 733",
             path.display()
         )
     );
-    assert!(tampered(
-        &stopped_at_once(&agent).await,
-        &path,
-        len,
-        len + 6
-    ));
+    going_on_at_once(&agent).await;
+    let error = agent.followup(user("d")).await.unwrap_err();
+    assert!(
+        matches!(&error, AgentError::Persistence(e) if tampered(e, &path, len, len + 6)),
+        "{error:?}"
+    );
+    going_on_at_once(&agent).await;
     let closed = agent.close().await;
     assert!(
         matches!(&closed, Err(AgentError::FinalSync(e)) if tampered(e, &path, len, len + 6)),
@@ -195,7 +219,7 @@ async fn issue30_a_log_appended_to_by_another_writer_acknowledges_nothing_more()
 }
 
 /// The last bytes the log wrote are overwritten in place (the same length): found by comparing
-/// them, `Tampered` at the same length.
+/// them, `Tampered` at the same length, for this append and the next (the agent going on).
 #[tokio::test(start_paused = true)]
 async fn issue30_a_log_overwritten_at_its_end_acknowledges_nothing_more() {
     let (_dir, path) = log_path();
@@ -210,8 +234,18 @@ async fn issue30_a_log_overwritten_at_its_end_acknowledges_nothing_more() {
     assert!(error
         .to_string()
         .contains("its last bytes are not the ones this log wrote (733 bytes)"));
-    assert!(tampered(&stopped_at_once(&agent).await, &path, len, len));
-    agent.close().await.unwrap_err();
+    going_on_at_once(&agent).await;
+    let error = agent.followup(user("d")).await.unwrap_err();
+    assert!(
+        matches!(&error, AgentError::Persistence(e) if tampered(e, &path, len, len)),
+        "{error:?}"
+    );
+    going_on_at_once(&agent).await;
+    let closed = agent.close().await;
+    assert!(
+        matches!(&closed, Err(AgentError::FinalSync(e)) if tampered(e, &path, len, len)),
+        "{closed:?}"
+    );
 }
 
 /// What the check does not see, as the README says: bytes overwritten in place before the last
@@ -241,7 +275,8 @@ async fn issue30_an_overwrite_in_the_middle_is_not_detected_until_the_next_open(
 
 /// The issue's step 5 as reported: truncated to 0, then an append whose write would fail after
 /// 10 bytes. The truncation is found before the write, so nothing is written and nothing is cut
-/// back: the file is not extended (it was extended to 733 bytes, 723 of them NUL, before).
+/// back: the file is not extended (it was extended to 733 bytes, 723 of them NUL, before). The
+/// agent goes on; the next append finds the truncation again and writes nothing either.
 #[tokio::test(start_paused = true)]
 async fn issue30_a_failing_append_after_a_truncation_writes_nothing_and_never_extends_the_file() {
     let (_dir, path) = log_path();
@@ -253,8 +288,17 @@ async fn issue30_a_failing_append_after_a_truncation_writes_nothing_and_never_ex
         matches!(&error, AgentError::Persistence(e) if truncated(e, &path, len, 0)),
         "{error:?}"
     );
-    assert!(truncated(&stopped_at_once(&agent).await, &path, len, 0));
-    agent.close().await.unwrap_err();
+    going_on_at_once(&agent).await;
+    let error = agent.followup(user("d")).await.unwrap_err();
+    assert!(
+        matches!(&error, AgentError::Persistence(e) if truncated(e, &path, len, 0)),
+        "{error:?}"
+    );
+    let closed = agent.close().await;
+    assert!(
+        matches!(&closed, Err(AgentError::FinalSync(e)) if truncated(e, &path, len, 0)),
+        "{closed:?}"
+    );
     assert_eq!(std::fs::read(&path).unwrap(), b"");
 }
 
@@ -318,7 +362,8 @@ async fn issue30_a_truncation_during_an_append_is_found_before_it_is_acknowledge
 /// Another writer's bytes landing between the check and the write (5 NUL bytes, injected): the
 /// check after the sync finds the file longer than what the log wrote; the cut-back takes it back
 /// to the acknowledged length and finds it ending in the log's last bytes, so the batch is not in
-/// the log (`Persistence(Tampered)`), and the log re-opens as it was acknowledged.
+/// the log (`Persistence(Tampered)`). The file is as acknowledged again: the agent goes on and the
+/// retry of `c` is appended, once; the log re-opens as it was acknowledged.
 #[tokio::test(start_paused = true)]
 async fn issue30_another_writer_racing_an_append_is_cut_back_with_it() {
     let (_dir, path) = log_path();
@@ -330,48 +375,86 @@ async fn issue30_another_writer_racing_an_append_is_cut_back_with_it() {
         matches!(&error, AgentError::Persistence(e) if tampered(e, &path, len + 142, len + 147)),
         "{error:?}"
     );
-    stopped_at_once(&agent).await;
-    agent.close().await.unwrap();
+    going_on_at_once(&agent).await;
     assert_eq!(std::fs::read(&path).unwrap(), before);
+    assert_eq!(
+        pending(&agent).await,
+        (vec![], vec![("b".to_owned(), false)])
+    );
+    agent.inject(user("c")).await.unwrap();
+    agent.close().await.unwrap();
+    let after = std::fs::read(&path).unwrap();
+    assert!(after.starts_with(&before));
+    let records = parse(&after).unwrap().records;
+    check_seq(&records);
+    assert_eq!(
+        records
+            .iter()
+            .map(|r| brief_event(&r.event))
+            .skip(7)
+            .collect::<Vec<_>>(),
+        ["NS 0 +[b]", "NS 1 +[c]"]
+    );
     let (agent, recovery) = Agent::open(FakeHost::new(), FileLog::open(&path).await.unwrap())
         .await
         .unwrap();
     assert_eq!(
         (recovery.records, recovery.pending_next_step),
-        (8, 1),
-        "b pending, c not in the log"
+        (9, 2),
+        "b and c pending, c once"
     );
     agent.close().await.unwrap();
 }
 
 /// Right after an ordinary `Persistence` error (a write failing part-way, cut back): `ending()`
-/// says `Stopped` and `when_idle()` fails at once (they said `None` and `Ok` for about 50 ms
-/// before), and the log is released, so it re-opens at once.
+/// says `None` and `when_idle()` succeeds at once (the agent goes on), the log is still held
+/// (`Locked`), and the next input is appended. Right after an `Indeterminate` one (the cut-back
+/// fails too), `ending()` says `Stopped` and `when_idle()` fails at once, and the log is
+/// released, so it re-opens at once.
 #[tokio::test]
-async fn issue30_ending_and_when_idle_say_stopped_as_soon_as_the_error_is_returned() {
+async fn issue30_ending_and_when_idle_say_whether_the_agent_stopped_as_soon_as_the_error_is_returned(
+) {
     let (_dir, path) = log_path();
     let (agent, faults, _) = agent_with_history(&path).await;
+    let before = std::fs::read(&path).unwrap();
     faults.fail_writes_after(10);
     let error = agent.inject(user("c")).await.unwrap_err();
     assert!(
-        matches!(&error, AgentError::Persistence(LogError::Io(_))),
+        matches!(&error, AgentError::Persistence(LogError::Io(e)) if e.to_string() == "write failed (injected)"),
         "{error:?}"
     );
+    going_on_at_once(&agent).await;
     assert!(matches!(
-        agent.ending(),
-        Some(Ending::Stopped(LogError::Io(_)))
+        FileLog::open(&path).await,
+        Err(LogError::Locked { .. })
     ));
-    assert!(matches!(
-        stopped_at_once(&agent).await,
-        LogError::Io(e) if e.to_string() == "write failed (injected)"
-    ));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    faults.fail_writes_after(u64::MAX);
+    agent.inject(user("c")).await.unwrap();
+    assert!(agent.ending().is_none());
+
+    faults.fail_writes_after(10);
+    faults.fail_truncates(true);
+    let error = agent.inject(user("d")).await.unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            AgentError::Indeterminate(LogError::Indeterminate { .. })
+        ),
+        "{error:?}"
+    );
+    assert!(stopped_at_once(&agent).await.is_indeterminate());
     let log = FileLog::open(&path).await.unwrap();
     drop(log);
+    assert!(matches!(
+        agent.inject(user("e")).await,
+        Err(AgentError::Stopped)
+    ));
     agent.close().await.unwrap();
 }
 
-/// The same for a maintenance job running when the agent stops (a delivery made meanwhile
-/// fails to append): its caller learns of the stop once `ending()` says it.
+/// A maintenance job running when a delivery made meanwhile fails to append indeterminately: the
+/// agent stops, and the job's caller learns of the stop once `ending()` says it.
 #[tokio::test]
 async fn issue30_a_maintenance_running_when_the_agent_stops_returns_once_it_stopped() {
     let (_dir, path) = log_path();
@@ -380,6 +463,7 @@ async fn issue30_a_maintenance_running_when_the_agent_stops_returns_once_it_stop
         let agent = agent.clone();
         move |cancel: tokio_util::sync::CancellationToken| async move {
             faults.fail_writes_after(0);
+            faults.fail_truncates(true);
             let delivered = agent.followup(user("x")).await;
             cancel.cancelled().await;
             delivered
@@ -389,9 +473,88 @@ async fn issue30_a_maintenance_running_when_the_agent_stops_returns_once_it_stop
     assert!(matches!(&error, AgentError::Stopped), "{error:?}");
     assert!(matches!(
         stopped_at_once(&agent).await,
-        LogError::Io(e) if e.to_string() == "write failed (injected)"
+        LogError::Indeterminate { error, .. } if error.to_string() == "write failed (injected)"
     ));
     agent.close().await.unwrap();
+}
+
+/// A delivery made during a maintenance job that fails to append (cut back) fails alone: the job
+/// goes on and returns what it was told. The job's end (which replays the latch `y` set, S25,
+/// opening turn 1) fails to append too: it is staged again and committed after `RETRY_AFTER`
+/// (100 ms), once the disk works again, and only then does the job's caller get its value. The
+/// agent goes on.
+#[tokio::test(start_paused = true)]
+async fn issue30_a_delivery_failing_during_a_maintenance_fails_alone_and_the_end_is_committed_again(
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let (_dir, path) = log_path();
+    let log = FileLog::open(&path).await.unwrap();
+    let faults = log.faults();
+    let heal = faults.clone();
+    let failures = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&failures);
+    // The disk recovers once the second append (the end's) failed.
+    let log = Watched::new(log, move |error| {
+        if matches!(error, LogError::Io(_)) && counted.fetch_add(1, Ordering::SeqCst) == 1 {
+            heal.fail_writes_after(u64::MAX);
+        }
+    });
+    let (agent, _) = Agent::open(FakeHost::new(), log).await.unwrap();
+    agent.inject(user("b")).await.unwrap();
+    let job = {
+        let agent = agent.clone();
+        move |_cancel: tokio_util::sync::CancellationToken| async move {
+            agent.followup(user("y")).await.unwrap();
+            faults.fail_writes_after(0);
+            let delivered = agent.followup(user("x")).await;
+            (delivered, agent.ending().is_none(), agent.last_turn())
+        }
+    };
+    let start = tokio::time::Instant::now();
+    let (delivered, going_on, last_turn) = agent.run_maintenance(job).await.unwrap();
+    assert!(
+        matches!(&delivered, Err(AgentError::Persistence(LogError::Io(_)))),
+        "{delivered:?}"
+    );
+    assert!(going_on);
+    assert_eq!(last_turn, 0);
+    assert_eq!(failures.load(Ordering::SeqCst), 2);
+    assert_eq!(start.elapsed(), Duration::from_millis(100));
+    assert!(agent.ending().is_none());
+    agent.when_idle().await.unwrap();
+    // `x` is not in the log; the agent takes it now.
+    agent.followup(user("x")).await.unwrap();
+    agent.when_idle().await.unwrap();
+    agent.close().await.unwrap();
+    let records = parse(&std::fs::read(&path).unwrap()).unwrap().records;
+    check_seq(&records);
+    audit(&records);
+    assert_eq!(
+        records
+            .iter()
+            .map(|r| brief_event(&r.event))
+            .collect::<Vec<_>>(),
+        [
+            "NS 0 +[b]",
+            "NT 0 +[y] wakeup",
+            "turn 1",
+            "NS 0 -1",
+            "NT 0 -1",
+            "step 1.1",
+            "msg b",
+            "msg y",
+            "/step 1.1",
+            "end 1 completed",
+            "NT 0 +[x] wakeup",
+            "turn 2",
+            "NT 0 -1",
+            "step 2.1",
+            "msg x",
+            "/step 2.1",
+            "end 2 completed"
+        ]
+    );
 }
 
 // The segment log -------------------------------------------------------------------------------
@@ -474,9 +637,11 @@ async fn issue30_a_segment_cut_back_after_a_truncation_is_indeterminate_and_neve
     assert_eq!(std::fs::read(&path).unwrap(), b"{\"seq\":2,\"");
 }
 
-/// An agent on a session: stopped at once, as on a `FileLog`.
+/// An agent on a session: the truncation fails the append (`Truncated`) and stops the segment's
+/// writer (not the agent, which goes on): the next append gets `WriterStopped`, and the session
+/// log takes no more (`Failed`); nothing more is acknowledged.
 #[tokio::test]
-async fn issue30_an_agent_on_a_truncated_segment_log_is_stopped_at_once() {
+async fn issue30_an_agent_on_a_truncated_segment_log_acknowledges_nothing_more() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("segment.jsonl");
     let segment = SegmentLog::open(&path).await.unwrap();
@@ -491,9 +656,23 @@ async fn issue30_an_agent_on_a_truncated_segment_log_is_stopped_at_once() {
         matches!(&error, AgentError::Persistence(e) if truncated(e, &path, len, 0)),
         "{error:?}"
     );
-    assert!(truncated(&stopped_at_once(&agent).await, &path, len, 0));
+    going_on_at_once(&agent).await;
+    assert!(matches!(
+        agent.inject(user("c")).await,
+        Err(AgentError::Persistence(LogError::WriterStopped))
+    ));
+    assert!(matches!(
+        agent.followup(user("d")).await,
+        Err(AgentError::Persistence(LogError::Failed))
+    ));
+    going_on_at_once(&agent).await;
+    assert_eq!(
+        pending(&agent).await,
+        (vec![], vec![("a".to_owned(), false)])
+    );
     assert!(matches!(
         agent.close().await,
         Err(AgentError::FinalSync(LogError::WriterStopped))
     ));
+    assert_eq!(std::fs::read(&path).unwrap(), b"");
 }

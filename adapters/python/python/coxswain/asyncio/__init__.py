@@ -8,7 +8,9 @@ from ._agent import (
     Closed,
     Ended,
     Ending,
+    IdTooLong,
     Lagged,
+    MessageTooLarge,
     Notified,
     PersistenceError,
     Recorded,
@@ -20,8 +22,9 @@ from ._agent import (
 from ._host import Host, PreStepContext, StepContext, TurnStoppingContext
 
 __all__ = [
-    "Agent", "AgentError", "Closed", "Ended", "Ending", "FileLog", "Host", "Lagged", "LogError",
-    "LogReplaced", "LogTampered", "LogTruncated", "Notified", "PersistenceError",
+    "Agent", "AgentError", "Closed", "Ended", "Ending", "FileLog", "Host", "IdTooLong", "Lagged",
+    "LogError", "LogReplaced", "LogTampered", "LogTruncated", "MessageTooLarge", "Notified",
+    "PersistenceError",
     "PreStepContext", "ReadBack", "Recorded", "Recovery", "StepClosed", "StepContext", "Stopped",
     "TurnStoppingContext", "Update",
 ]

@@ -11,7 +11,21 @@ from .._types import Enter, Message, PreStepAnswer, StepAnswer, TurnStoppingAnsw
 if TYPE_CHECKING:
     from ._agent import Agent
 
-__all__ = ["Host", "PreStepContext", "StepContext", "TurnStoppingContext"]
+__all__ = ["Host", "PreStepContext", "StepContext", "TurnStoppingContext", "Scope"]
+
+
+class Scope:
+    """One activity's cancellation (S42): the event its host calls see (``cx.cancelled``) and the
+    task of the call (or maintenance job) running in it, cancelled with it."""
+
+    def __init__(self) -> None:
+        self.cancelled = asyncio.Event()
+        self.task: asyncio.Task[Any] | None = None
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+        if self.task is not None:
+            self.task.cancel()
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +70,12 @@ class Host(Protocol):
     """The embedder's asynchronous work, which the core sequences (S3, S4): at most one call runs
     at a time, in a task of its own. Cancelling the turn (``Agent.cancel``, dispose) cancels
     that task and sets ``cx.cancelled``; the call is then answered ``fail`` (code
-    ``host-cancelled``), and an exception answers ``fail`` (code ``host-raised``; the session
-    layer's vocabulary, ``coxswain_session::HostFailure``) — the core
-    decides what the answer means. Subclass it to inherit the defaults of ``pre_step`` (enter
-    the claimed batch) and ``turn_stopping`` (done)."""
+    ``host-cancelled``), or, if it has not returned within the agent's ``abort_grace``, the
+    session answers it ``fail`` (``host-abandoned``) and drops its late answer (S38–S40). An
+    exception answers ``fail`` (``host-raised``), an answer that is not one ``fail``
+    (``host-invalid-answer``): the session layer's vocabulary (``coxswain_session::HostFailure``);
+    the core decides what the answer means. Subclass it to inherit the defaults of ``pre_step``
+    (enter the claimed batch) and ``turn_stopping`` (done)."""
 
     async def pre_step(self, cx: PreStepContext) -> PreStepAnswer:
         """The pre-step decision (S29)."""

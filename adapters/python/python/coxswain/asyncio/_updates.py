@@ -1,5 +1,5 @@
 """What an :class:`~coxswain.asyncio.Agent` publishes and reports: updates, the subscriber's
-buffer, how it ended, what opening it found."""
+buffer, how it ended, what opening it found, and the calls that read them (:class:`Reports`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from typing import AsyncIterator, Literal, Mapping, Union
 
 from .._types import JSON, Notification
 
-__all__ = ["Ending", "Recovery", "Recorded", "Notified", "Ended", "Lagged", "Update"]
+__all__ = ["Ending", "Recovery", "Recorded", "Notified", "Ended", "Lagged", "Update", "Reports"]
 
 Ending = Literal["disposed", "closed", "stopped"]
-"""How a driver ended: the core emitted ``disposed``, ``close`` was called, or an append failed."""
+"""How a driver ended: the core emitted ``disposed``, ``close`` was called, or an append failed and
+could not be cut back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,3 +93,68 @@ class _Subscriber:
             yield update
             if isinstance(update, Ended):
                 return
+
+
+class Reports:
+    """The calls of an agent that read what its driver reports (the driver sets these)."""
+
+    _status: str
+    _last_turn: int
+    _ending: Ending | None
+    _idle: asyncio.Event
+    _ended: asyncio.Event
+    _subscribers: list[_Subscriber]
+    _final_sync: Exception | None
+
+    def _ended_error(self) -> Exception:
+        raise NotImplementedError
+
+    async def _released(self) -> None:
+        """Waits for the driver to end and release its log; raises that last sync's error."""
+        await self._ended.wait()
+        if self._final_sync is not None:
+            raise self._final_sync
+
+    @property
+    def status(self) -> str:
+        """The public status (S23) as of the last durable batch; ``idle`` once ended."""
+        return "idle" if self._ending is not None else self._status
+
+    @property
+    def last_turn(self) -> int:
+        """The number of the last turn opened (0 before the first, S27), the running one while
+        :attr:`status` is ``running``, as of the last durable batch: what a guarded send names.
+        The machine checks the guard when the send arrives (S54)."""
+        return self._last_turn
+
+    @property
+    def ending(self) -> Ending | None:
+        """How the driver ended, if it did."""
+        return self._ending
+
+    async def finished(self) -> Ending:
+        """How the driver ended, once it has ended and released its log."""
+        await self._ended.wait()
+        assert self._ending is not None
+        return self._ending
+
+    async def when_idle(self) -> None:
+        """Returns once the agent is quiescent (S44): no turn and no maintenance running. Raises
+        if the agent stopped or was closed first; returns if it was disposed. Never await it
+        inside a host call: the activity it waits for includes that call."""
+        await self._idle.wait()
+        if self._ending not in (None, "disposed"):
+            raise self._ended_error()
+
+    def subscribe(self, capacity: int = 1024) -> AsyncIterator[Update]:
+        """Live updates from now on: every durable record as it is appended and every
+        notification, in the core's order, then :class:`Ended`. A subscriber that falls more
+        than ``capacity`` behind lags: it gets :class:`Lagged` and skips the oldest."""
+        if capacity < 1:
+            raise ValueError("capacity is at least 1")
+        subscriber = _Subscriber(capacity)
+        if self._ending is not None:
+            subscriber.put(Ended(self._ending))
+        else:
+            self._subscribers.append(subscriber)
+        return subscriber.updates()

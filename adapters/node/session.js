@@ -1,0 +1,177 @@
+'use strict';
+// `Session`: the session layer (the Rust `coxswain_session::Session`, sans-IO) for a harness that
+// runs its own IO loop, as `Agent` does. Inputs and host events are staged into a numbered batch
+// (`feed`, `answer`, `record`, `hostFailed`: each returns its ticket, its index in the batch, or
+// throws the typed refusal, having changed nothing, S5); `seal()` hands out the batch's entries
+// to append as one write; `persisted(batch, now)` then releases every member's effects and
+// acknowledgement in input order, or `failed(batch)` takes the whole batch back (S5 extended to
+// a failed persistence). Time is a number the host passes, in milliseconds (`performance.now()`):
+// the abort grace is `pollTimeout()` and `handleTimeout(now)` (S38, S39). Every decision is the
+// Rust session's; this class only converts.
+
+const native = require('./native');
+const errors = require('./errors');
+const { Machine, capacity, bound } = require('./machine');
+const { ENCODED } = require('./log');
+
+const MAX_CAPACITY = 1 << 20;
+/** The default admission bound (S55), as the tokio adapter's `Options::max_pending`. */
+const DEFAULT_MAX_PENDING = 10_000;
+
+/** A staged member's ticket, or its refusal thrown as the typed error. */
+function staged(reply) {
+  if (typeof reply === 'number') return reply;
+  throw errors.refusal(JSON.parse(reply));
+}
+
+class Session {
+  /**
+   * A session over `machine` (a `Machine`, fresh or restored), whose state it takes: `machine`
+   * is left fresh. Options (checked, `InvalidOptionsError`): `abortGraceMs` (default 5000,
+   * `Infinity`: never), `maxIdBytes` (default 256) and `maxMessageBytes` (default 1 MiB).
+   */
+  constructor(machine = new Machine(), options = {}) {
+    const o = sessionOptions(options);
+    const inner = machine instanceof Machine ? machine._inner : machine;
+    this._inner = new native.NativeSession(inner, o.abortGraceMs, o.maxIdBytes, o.maxMessageBytes);
+  }
+
+  /**
+   * Stages `commands` in order and seals the batch, in one crossing: `{staged, batch, entries}`,
+   * `staged[i]` the i-th command's ticket, its refusal (the typed error, as the methods below
+   * throw it) or `null` (a timeout not due); `batch` and `entries` are `null` when nothing was
+   * staged. A command is `{feed: input}`, `{record: [turn, step, events]}`, `{timeout: nowMs}`,
+   * `{answer: [call, turn, step, input]}` or `{hostFailed: [call, turn, step, failure, detail]}`
+   * (the arguments of the methods below). With `firstSeq` (the `seq` the log's next record
+   * takes), `entries` carry their log lines already encoded (`entries[ENCODED]`), which
+   * `FileLog` and `MemoryLog` write as they are.
+   */
+  stage(commands, firstSeq = null) {
+    let text;
+    try {
+      text = JSON.stringify(commands);
+    } catch {
+      return this._stageEach(commands); // a value JSON cannot hold (a cycle, a BigInt): one at a time
+    }
+    const [reply, lines] = this._inner.stage(text, firstSeq);
+    const { staged = [], batch = null, entries = null } = JSON.parse(reply);
+    if (lines !== undefined) entries[ENCODED] = { seq: firstSeq, lines };
+    for (let i = 0; i < staged.length; i++) {
+      if (staged[i] !== null && typeof staged[i] === 'object') staged[i] = errors.refusal(staged[i]);
+    }
+    return { staged, batch, entries };
+  }
+
+  /** `stage`, one command at a time: one JSON cannot hold is refused alone (an answer fails its call, S38). */
+  _stageEach(commands) {
+    const staged = commands.map((command) => {
+      try {
+        if (command.feed) return this.feed(command.feed);
+        if (command.record) return this.record(...command.record);
+        if (command.hostFailed) return this.hostFailed(...command.hostFailed);
+        if (command.timeout !== undefined) return this.handleTimeout(command.timeout);
+        const [call, turn, step, input] = command.answer;
+        let text;
+        try {
+          text = JSON.stringify(input);
+        } catch (error) {
+          return this.hostFailed(call, turn, step, 'invalid-answer', `not JSON: ${error.message}`);
+        }
+        return staged(this._inner.answer(call, turn, step, text));
+      } catch (error) {
+        if (error instanceof errors.CoxswainError) return error;
+        return new errors.InvalidInputError(`not JSON: ${error.message}`);
+      }
+    });
+    const sealed = this.seal();
+    return { staged, batch: sealed ? sealed.batch : null, entries: sealed ? sealed.entries : null };
+  }
+  /** Stages an input (FORMAT.md "Inputs"); throws its refusal (`RejectedError`, `InvalidInputError`…). */
+  feed(input) { return staged(this._inner.feed(JSON.stringify(input))); }
+  /**
+   * Stages the answer (`{preStep: …}`, `{step: …}`, `{turnStopping: …}`) of the host call `call`
+   * to the request of turn `turn`, step `step`: a refusal `stale` unless that request is
+   * outstanding (the late answer of an abandoned call, S4); an answer of the wrong shape, or
+   * too deep for the log, fails the call instead (`host-invalid-answer`, S38).
+   */
+  answer(call, turn, step, input) {
+    return staged(this._inner.answer(call, turn, step ?? 0, JSON.stringify(input)));
+  }
+  /**
+   * Answers that request `fail` on the host's behalf: `failure` is what happened (`'panicked' |
+   * 'raised' | 'cancelled' | 'abandoned' | 'invalid-answer'`), the code is the session layer's.
+   */
+  hostFailed(call, turn, step, failure, detail = '') {
+    return staged(this._inner.hostFailed(call, turn, step ?? 0, failure, detail));
+  }
+  /** Stages host events inside step `step` of turn `turn` (`StepClosedError` otherwise, `ReservedTypeError`). */
+  record(turn, step, events) { return staged(this._inner.record(turn, step, JSON.stringify(events))); }
+  /** Seals the staged batch: `{batch, entries}` (append the entries as one write), or `null` if none is staged. */
+  seal() {
+    const sealed = this._inner.seal();
+    return sealed === null ? null : JSON.parse(sealed);
+  }
+  /**
+   * The sealed batch is durable at `nowMs`: its releases in input order, each member's effects
+   * then `{ack, found}` (or `{ack, refused}`: its refusal, judged against the batch's earlier
+   * members, stands now), and last `{deadline}` while an abort grace runs.
+   */
+  persisted(batch, nowMs) {
+    const releases = JSON.parse(this._inner.persisted(batch, nowMs));
+    for (const release of releases) if (release.refused) release.refused = errors.refusal(release.refused);
+    return releases;
+  }
+  /** The sealed batch was not made durable: `{members, answers: [{ticket, input}]}` (feed the answers again). */
+  failed(batch) { return JSON.parse(this._inner.failed(batch)); }
+  /** When to call `handleTimeout` next (milliseconds of the host's clock), or `null`. */
+  pollTimeout() { return this._inner.pollTimeout(); }
+  /** Time has reached `nowMs`: the ticket of the `host-abandoned` answer it staged (drop that call), or `null`. */
+  handleTimeout(nowMs) { return this._inner.handleTimeout(nowMs); }
+
+  /** The machine's state, with the staged inputs applied. */
+  state() { return JSON.parse(this._inner.state()); }
+  /** The pending lists (NT and NS, in order). */
+  pending() { return JSON.parse(this._inner.pending()); }
+  /** No turn and no maintenance runs (S44). */
+  get quiescent() { return this._inner.isQuiescent(); }
+  /** Disposed (S45). */
+  get disposed() { return this._inner.isDisposed(); }
+  /** The request the machine waits on, or `null`. */
+  get outstanding() { return JSON.parse(this._inner.outstanding()); }
+  /** The seed of the id indexes' hasher, as 16 hex digits. */
+  get hashSeed() { return this._inner.hashSeed(); }
+}
+
+/** `Agent.open`'s options, checked (`InvalidOptionsError`), with their defaults. */
+function agentOptions(options) {
+  const memory = capacity(options.memory ?? 256);
+  const maxBatch = options.maxBatch ?? 64;
+  const maxPending = bound(options.maxPending === undefined ? DEFAULT_MAX_PENDING : options.maxPending);
+  if (memory > MAX_CAPACITY) throw new errors.InvalidOptionsError(`memory ${memory} is above ${MAX_CAPACITY}`);
+  if (!Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > MAX_CAPACITY) {
+    throw new errors.InvalidOptionsError(`maxBatch ${maxBatch} is not within 1..=${MAX_CAPACITY}`);
+  }
+  return { memory, maxBatch, maxPending, ...sessionOptions(options) };
+}
+
+/** The session's options, checked; `null`: the session layer's default. */
+function sessionOptions(options) {
+  const grace = options.abortGraceMs ?? null;
+  if (grace !== null && !(typeof grace === 'number' && grace >= 0)) {
+    throw new errors.InvalidOptionsError(`abortGraceMs ${grace} is not a number >= 0 (Infinity: never)`);
+  }
+  const [maxIdBytes, maxMessageBytes] = [size(options, 'maxIdBytes'), size(options, 'maxMessageBytes')];
+  return { abortGraceMs: grace, maxIdBytes, maxMessageBytes };
+}
+
+/** A size limit: absent, or an integer within 1..=2^32-1. */
+function size(options, name) {
+  const value = options[name];
+  if (value === undefined || value === null) return null;
+  if (!Number.isInteger(value) || value < 1 || value > 0xffffffff) {
+    throw new errors.InvalidOptionsError(`${name} ${value} is not an integer within 1..=2^32-1`);
+  }
+  return value;
+}
+
+module.exports = { Session, agentOptions };

@@ -1,0 +1,567 @@
+//! [`NativeSession`]: the session layer ([`coxswain_session::Session`]) behind N-API, for the
+//! agent (`agent.js`), which only moves bytes, time and promises. Every delivery, admission,
+//! host-failure and abort-grace decision is the session's: group commit with rollback (S5
+//! extended to a failed persistence), the abort grace (S38, S39), admission (id and message
+//! sizes, the log's depth, host events inside their step; the S55 bound is the core's), one
+//! host-failure vocabulary.
+//!
+//! Values cross as JSON text in FORMAT.md's shapes (inputs as `"in"` values, entries as log
+//! records, effects as `NativeMachine::persisted` gives them); a ticket is its index in the
+//! staged batch, a number; a refusal is `{"rejected": KIND, "message": …, details}`.
+//! [`stage`](NativeSession::stage) stages a whole batch and seals it in one crossing, which is
+//! what the agent's loop calls; the per-member methods are the same steps one at a time.
+
+use std::time::Duration;
+
+use coxswain_core::{Input, Outstanding};
+use coxswain_log::{Entry, HostEvent};
+use coxswain_session::{
+    Ack, BatchNo, HostFailure, Limits, Options, Refused, Release, Session, Ticket, Timeout,
+};
+use napi::bindgen_prelude::Either;
+use napi_derive::napi;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::machine::{rejection_value, NativeMachine};
+use crate::wire::{self, EffectJson};
+
+/// A staged member's ticket (its index in the batch), or why it was refused (JSON text).
+type Staged = Either<u32, String>;
+
+/// The session layer over a machine, driven from JavaScript: stage inputs and host events
+/// ([`stage`](NativeSession::stage), or [`feed`](NativeSession::feed),
+/// [`answer`](NativeSession::answer), [`record`](NativeSession::record),
+/// [`host_failed`](NativeSession::host_failed) and [`seal`](NativeSession::seal)), append the
+/// sealed batch, then report it [`persisted`](NativeSession::persisted) or
+/// [`failed`](NativeSession::failed).
+#[napi]
+pub struct NativeSession {
+    session: Session,
+}
+
+/// One command of [`NativeSession::stage`], as JSON: `{"feed": INPUT}`, `{"answer": [CALL,
+/// TURN, STEP, INPUT]}` (the answer of the call `CALL` — `preStep`, `step`, `turnStopping` — to
+/// the request of turn `TURN`, step `STEP`), `{"hostFailed": [CALL, TURN, STEP, FAILURE,
+/// DETAIL]}`, `{"record": [TURN, STEP, [{type, data}…]]}` or `{"timeout": NOW_MS}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Command {
+    Feed(Input),
+    Answer(String, i64, i64, Input),
+    HostFailed(String, i64, i64, String, String),
+    Record(i64, i64, Vec<Value>),
+    Timeout(f64),
+}
+
+#[napi]
+impl NativeSession {
+    /// A session over `machine`'s machine (fresh, or resumed by
+    /// [`NativeMachine::resume`], the session layer's `ResumePlan`), which is taken: `machine`
+    /// is left fresh, with the same configuration. `abort_grace_ms` is how long an aborted
+    /// host call may take to answer before the session answers `fail` (`host-abandoned`) on
+    /// its behalf (S38, S39; infinite: never); `max_id_bytes` and `max_message_bytes` are the
+    /// admission limits (absent: the session's defaults, 256 bytes and 1 MiB).
+    #[napi(constructor)]
+    pub fn new(
+        machine: &mut NativeMachine,
+        abort_grace_ms: Option<f64>,
+        max_id_bytes: Option<u32>,
+        max_message_bytes: Option<u32>,
+    ) -> Self {
+        let size = |limit: Option<u32>, default: usize| {
+            limit.map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
+        };
+        let options = Options {
+            abort_grace: abort_grace_ms.map_or(Options::DEFAULT.abort_grace, millis),
+            limits: Limits {
+                max_id_bytes: size(max_id_bytes, Limits::DEFAULT.max_id_bytes),
+                max_message_bytes: size(max_message_bytes, Limits::DEFAULT.max_message_bytes),
+            },
+        };
+        NativeSession {
+            session: Session::new(machine.take(), options),
+        }
+    }
+
+    /// Stages `commands` (JSON text: an array of [`Command`]s) in order, then seals the batch:
+    /// `[REPLY, LINES?]`. `REPLY` is `{"staged": [TICKET | REFUSAL | null…], "batch": n,
+    /// "entries": [ENTRY…]}`, one result per command (`null`: nothing staged, a timeout not due),
+    /// `batch` and `entries` only when something was staged (append the entries as one write,
+    /// then report the batch). With `first_seq`, `LINES` is the entries already encoded as log
+    /// lines numbered from it (`coxswain-log`'s encoder, as `encodeRecords`), for a log whose
+    /// next record has that `seq`; absent when one cannot be encoded. A command of unknown
+    /// shape is refused (`invalid-input`) alone; an answer of unknown shape fails its call
+    /// (`host-invalid-answer`, S38).
+    #[napi]
+    pub fn stage(&mut self, commands: String, first_seq: Option<i64>) -> Vec<String> {
+        let staged: Vec<Value> = match serde_json::from_str::<Vec<Command>>(&commands) {
+            Ok(commands) => commands
+                .into_iter()
+                .map(|command| self.command(command))
+                .collect(),
+            // Some command is of unknown shape: each on its own (the slow path).
+            Err(_) => match serde_json::from_str::<Vec<Value>>(&commands) {
+                Ok(values) => values.into_iter().map(|value| self.value(value)).collect(),
+                Err(error) => vec![refusal_value("invalid-input", &error.to_string())],
+            },
+        };
+        let Some(append) = self.session.seal() else {
+            return vec![wire::to_text(&StagedBatch {
+                staged,
+                batch: None,
+                entries: None,
+            })];
+        };
+        let reply = wire::to_text(&StagedBatch {
+            staged,
+            batch: Some(append.batch.0),
+            entries: Some(append.entries),
+        });
+        let first = first_seq.and_then(|seq| u64::try_from(seq).ok());
+        match first.and_then(|first| lines(first, append.entries)) {
+            Some(lines) => vec![reply, lines],
+            None => vec![reply],
+        }
+    }
+
+    /// Stages one input (JSON text of a trace's `"in"` value): its ticket, or the refusal
+    /// (admission, the core's rejection, S5: it changed nothing; `invalid-input` for an input
+    /// of unknown shape).
+    #[napi]
+    pub fn feed(&mut self, input: String) -> Staged {
+        match serde_json::from_str(&input) {
+            Ok(input) => staged(self.session.feed(input)),
+            Err(error) => Either::B(wire::text(&invalid_input(&error))),
+        }
+    }
+
+    /// Stages the answer (JSON text of the `"in"` value) of the host call `call` (`preStep`,
+    /// `step`, `turnStopping`) to the request of turn `turn`, step `step`: `stale` unless that
+    /// request is outstanding (the late answer of an abandoned call, S4). An answer of the
+    /// wrong shape fails the call instead (`host-invalid-answer`, S38).
+    #[napi]
+    pub fn answer(&mut self, call: String, turn: i64, step: i64, input: String) -> Staged {
+        either(self.answer_parsed(&call, turn, step, serde_json::from_str(&input)))
+    }
+
+    /// Answers the request of the host call `call` (turn `turn`, step `step`) `fail` on the
+    /// host's behalf, with the code of `failure` (`panicked`, `raised`, `cancelled`,
+    /// `abandoned`, `invalid-answer`: the session layer's vocabulary) and `detail` in its
+    /// message; `stale` unless that request is outstanding.
+    #[napi]
+    pub fn host_failed(
+        &mut self,
+        call: String,
+        turn: i64,
+        step: i64,
+        failure: String,
+        detail: String,
+    ) -> Staged {
+        either(self.host_failed_named(&call, turn, step, &failure, &detail))
+    }
+
+    /// Stages host events (JSON text: an array of `{type, data}`) inside step `step` of turn
+    /// `turn`: refused unless that step is the outstanding request (`step-closed`), for a type
+    /// of the machine's own (`reserved-type`), for data a record cannot hold (`encode`).
+    #[napi]
+    pub fn record(&mut self, turn: i64, step: i64, events: String) -> Staged {
+        match serde_json::from_str::<Vec<Value>>(&events) {
+            Ok(events) => either(self.record_values(turn, step, events)),
+            Err(error) => Either::B(refusal_text(
+                "invalid-input",
+                &format!("host events: {error}"),
+            )),
+        }
+    }
+
+    /// Seals the staged batch for its write: JSON text `{"batch": n, "entries": [ENTRY…]}`
+    /// (append the entries as one write; empty: nothing to write), or `null` when nothing is
+    /// staged.
+    #[napi]
+    pub fn seal(&mut self) -> Option<String> {
+        self.session.seal().map(|append| {
+            wire::to_text(&StagedBatch {
+                staged: Vec::new(),
+                batch: Some(append.batch.0),
+                entries: Some(append.entries),
+            })
+        })
+    }
+
+    /// Batch `batch` is durable, at time `now_ms` (the host's clock, in milliseconds): every
+    /// member's effects, then its acknowledgement, in input order, as a JSON array of effects
+    /// (`NativeMachine::persisted`'s shapes) and `{"ack": index, "found": bool}`; last,
+    /// `{"deadline": ms}` while an abort grace runs ([`poll_timeout`](NativeSession::poll_timeout),
+    /// so that a driver needs no second call to learn it).
+    ///
+    /// # Errors
+    ///
+    /// When `batch` is not the sealed batch (nothing changed).
+    #[napi]
+    pub fn persisted(&mut self, batch: i64, now_ms: f64) -> napi::Result<String> {
+        let released = self
+            .session
+            .persisted(batch_no(batch), millis(now_ms))
+            .map_err(mismatch)?;
+        let mut released: Vec<ReleaseJson> = released.into_iter().map(ReleaseJson::from).collect();
+        released.extend(
+            self.poll_timeout()
+                .map(|deadline| ReleaseJson::Deadline { deadline }),
+        );
+        Ok(wire::to_text(&released))
+    }
+
+    /// Batch `batch` could not be made durable: the machine is as before it (S5 extended to a
+    /// failed persistence). JSON text `{"members": n, "answers": [{"ticket": i, "input":
+    /// INPUT}…]}`: its `n` members (tickets `0..n`) failed, but the answers it held (the host's,
+    /// a maintenance job's end) are to be fed again: the calls that gave them will not answer
+    /// twice.
+    ///
+    /// # Errors
+    ///
+    /// When `batch` is not the sealed batch (nothing changed).
+    #[napi]
+    pub fn failed(&mut self, batch: i64) -> napi::Result<String> {
+        let failed = self.session.failed(batch_no(batch)).map_err(mismatch)?;
+        let answers: Vec<Value> = failed
+            .answers
+            .iter()
+            .map(|(ticket, input)| json!({ "ticket": index(*ticket), "input": input }))
+            .collect();
+        Ok(wire::text(&json!({
+            "members": failed.members.len(),
+            "answers": answers,
+        })))
+    }
+
+    /// When to call [`handle_timeout`](NativeSession::handle_timeout) next, in milliseconds of
+    /// the host's clock (the abort grace's deadline), or `null`. `null` too while no request is
+    /// outstanding: the aborted call has answered and the grace has nothing left to time (the
+    /// session forgets it only at its next `handle_timeout`, and a timer on it would keep the
+    /// host's process alive for nothing).
+    #[napi]
+    pub fn poll_timeout(&self) -> Option<f64> {
+        self.session.machine().outstanding()?;
+        self.session
+            .poll_timeout()
+            .map(|deadline| deadline.as_secs_f64() * 1000.0)
+    }
+
+    /// Time has reached `now_ms`: once the abort grace ran out, the session stages the
+    /// aborted call's `fail` answer (`host-abandoned`) and this returns its ticket (drop the
+    /// call: its late answer is not fed); else `null`.
+    #[napi]
+    pub fn handle_timeout(&mut self, now_ms: f64) -> Option<u32> {
+        match self.session.handle_timeout(millis(now_ms)) {
+            Some(Timeout::Abandoned { ticket, .. }) => Some(index(ticket)),
+            _ => None,
+        }
+    }
+
+    /// The machine's state as JSON (as `NativeMachine::state`); while a batch is staged, with
+    /// the staged inputs applied.
+    #[napi]
+    pub fn state(&self) -> String {
+        wire::text(&wire::state(self.session.machine()))
+    }
+
+    /// The pending lists as JSON: `{nextTurn, nextStep}` (each `[{message, wakeup}…]`, in order).
+    #[napi]
+    pub fn pending(&self) -> String {
+        wire::text(&wire::pending_lists(self.session.machine()))
+    }
+
+    /// Whether no turn and no maintenance runs (S44).
+    #[napi]
+    pub fn is_quiescent(&self) -> bool {
+        self.session.machine().is_quiescent()
+    }
+
+    /// Whether the machine is disposed (S45).
+    #[napi]
+    pub fn is_disposed(&self) -> bool {
+        self.session.machine().is_disposed()
+    }
+
+    /// The outstanding request as JSON (`{"step": {turn, step}}`, …) or `null`.
+    #[napi]
+    pub fn outstanding(&self) -> String {
+        wire::text(&wire::outstanding(self.session.machine().outstanding()))
+    }
+
+    /// The seed of the id indexes' hasher, as 16 hex digits.
+    #[napi]
+    pub fn hash_seed(&self) -> String {
+        format!("{:016x}", self.session.machine().config().hash_seed)
+    }
+}
+
+impl NativeSession {
+    /// One command of a [`stage`](NativeSession::stage): its ticket, refusal or `null`.
+    fn command(&mut self, command: Command) -> Value {
+        let result = match command {
+            Command::Feed(input) => self.session.feed(input).map_err(|r| refused_value(&r)),
+            Command::Answer(call, turn, step, input) => {
+                self.answer_parsed(&call, turn, step, Ok(input))
+            }
+            Command::HostFailed(call, turn, step, failure, detail) => {
+                self.host_failed_named(&call, turn, step, &failure, &detail)
+            }
+            Command::Record(turn, step, events) => self.record_values(turn, step, events),
+            Command::Timeout(now) => match self.session.handle_timeout(millis(now)) {
+                Some(Timeout::Abandoned { ticket, .. }) => Ok(ticket),
+                _ => return Value::Null,
+            },
+        };
+        match result {
+            Ok(ticket) => Value::from(index(ticket)),
+            Err(refusal) => refusal,
+        }
+    }
+
+    /// One command given as a JSON value (the slow path, for a batch holding one of unknown
+    /// shape).
+    fn value(&mut self, value: Value) -> Value {
+        if let Some(Value::Array(answer)) = value.get("answer") {
+            if let [Value::String(call), turn, step, input] = answer.as_slice() {
+                let number = |n: &Value| n.as_i64().unwrap_or(-1);
+                let parsed = Input::deserialize(input);
+                return match self.answer_parsed(call, number(turn), number(step), parsed) {
+                    Ok(ticket) => Value::from(index(ticket)),
+                    Err(refusal) => refusal,
+                };
+            }
+        }
+        match Command::deserialize(&value) {
+            Ok(command) => self.command(command),
+            Err(error) => invalid_input(&error),
+        }
+    }
+
+    /// The answer of call `call` to its request, or, for one of the wrong shape, its failure
+    /// (`host-invalid-answer`, S38: what the host gave is not an answer).
+    fn answer_parsed(
+        &mut self,
+        call: &str,
+        turn: i64,
+        step: i64,
+        input: Result<Input, serde_json::Error>,
+    ) -> Result<Ticket, Value> {
+        let request = request_named(call, turn, step)?;
+        let result = match input {
+            Ok(input) => self.session.answer(request, input),
+            Err(error) => {
+                let why = format!("not an answer: {error}");
+                self.session
+                    .host_failed(request, HostFailure::InvalidAnswer, &why)
+            }
+        };
+        result.map_err(|refused| refused_value(&refused))
+    }
+
+    fn host_failed_named(
+        &mut self,
+        call: &str,
+        turn: i64,
+        step: i64,
+        failure: &str,
+        detail: &str,
+    ) -> Result<Ticket, Value> {
+        let request = request_named(call, turn, step)?;
+        let Some(failure) = failure_named(failure) else {
+            let why = format!("no host failure `{failure}`");
+            return Err(refusal_value("invalid-input", &why));
+        };
+        self.session
+            .host_failed(request, failure, detail)
+            .map_err(|refused| refused_value(&refused))
+    }
+
+    fn record_values(&mut self, turn: i64, step: i64, events: Vec<Value>) -> Result<Ticket, Value> {
+        let events = host_events(events)?;
+        let number = |n: i64| u64::try_from(n).unwrap_or(u64::MAX);
+        match self.session.record(number(turn), number(step), events) {
+            Err(Refused::TooDeep(deep)) => Err(refusal_value("encode", &deep.to_string())),
+            other => other.map_err(|r| refused_value(&r)),
+        }
+    }
+}
+
+/// `entries` as log lines numbered from `first` (`None` if one cannot be encoded: the log's own
+/// encoder then says why).
+fn lines(first: u64, entries: &[Entry]) -> Option<String> {
+    let mut bytes = Vec::new();
+    for (seq, entry) in (first..).zip(entries) {
+        coxswain_log::encode(seq, entry, &mut bytes).ok()?;
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// A staged (and sealed) batch's reply.
+#[derive(Serialize)]
+struct StagedBatch<'a> {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    staged: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    batch: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    entries: Option<&'a [Entry]>,
+}
+
+/// A release as JSON: an effect, a member's acknowledgement (`refused`: its refusal, judged
+/// against the batch's earlier members, stands now that they are durable), or the abort
+/// grace's deadline.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ReleaseJson {
+    Ack { ack: u32, found: bool },
+    Refused { ack: u32, refused: Value },
+    Deadline { deadline: f64 },
+    Effect(EffectJson),
+}
+
+impl From<Release> for ReleaseJson {
+    fn from(release: Release) -> Self {
+        match release {
+            Release::Effect(effect) => ReleaseJson::Effect(EffectJson::from(effect)),
+            Release::Ack(ticket, Ack::Refused(refused)) => ReleaseJson::Refused {
+                ack: index(ticket),
+                refused: refused_value(&refused),
+            },
+            Release::Ack(ticket, ack) => ReleaseJson::Ack {
+                ack: index(ticket),
+                found: !matches!(ack, Ack::Input { found: false }),
+            },
+        }
+    }
+}
+
+/// The host-failure a name (the vocabulary's, without its `host-` prefix) names.
+pub(crate) fn failure_named(name: &str) -> Option<HostFailure> {
+    match name {
+        "panicked" => Some(HostFailure::Panicked),
+        "raised" => Some(HostFailure::Raised),
+        "cancelled" => Some(HostFailure::Cancelled),
+        "abandoned" => Some(HostFailure::Abandoned),
+        "invalid-answer" => Some(HostFailure::InvalidAnswer),
+        _ => None,
+    }
+}
+
+/// What a request is, for a message naming the call (only its kind shows).
+pub(crate) fn call_named(call: &str) -> Option<Outstanding> {
+    request_named(call, 0, 0).ok()
+}
+
+/// The request a host call answers: its kind (`preStep`, `step`, `turnStopping`), turn and step.
+fn request_named(call: &str, turn: i64, step: i64) -> Result<Outstanding, Value> {
+    let (turn, step) = (
+        u64::try_from(turn).unwrap_or(u64::MAX),
+        u64::try_from(step).unwrap_or(u64::MAX),
+    );
+    match call {
+        "preStep" => Ok(Outstanding::PreStep { turn, step }),
+        "step" => Ok(Outstanding::Step { turn, step }),
+        "turnStopping" => Ok(Outstanding::TurnStopping { turn }),
+        _ => Err(refusal_value(
+            "invalid-input",
+            &format!("no host call `{call}`"),
+        )),
+    }
+}
+
+fn staged(result: Result<Ticket, Refused>) -> Staged {
+    either(result.map_err(|refused| refused_value(&refused)))
+}
+
+fn either(result: Result<Ticket, Value>) -> Staged {
+    match result {
+        Ok(ticket) => Either::A(index(ticket)),
+        Err(refusal) => Either::B(wire::text(&refusal)),
+    }
+}
+
+fn index(ticket: Ticket) -> u32 {
+    u32::try_from(ticket.index).unwrap_or(u32::MAX)
+}
+
+fn batch_no(batch: i64) -> BatchNo {
+    BatchNo(u64::try_from(batch).unwrap_or(u64::MAX))
+}
+
+/// Milliseconds of the host's clock as a `Duration`: negative or NaN is 0, too large or
+/// infinite saturates.
+fn millis(ms: f64) -> Duration {
+    if ms.is_nan() || ms <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX)
+}
+
+fn mismatch(error: coxswain_session::BatchMismatch) -> napi::Error {
+    napi::Error::new(napi::Status::InvalidArg, error.to_string())
+}
+
+fn invalid_input(error: &serde_json::Error) -> Value {
+    refusal_value("invalid-input", &format!("unknown input: {error}"))
+}
+
+/// `[{type, data}…]` as host events: `invalid-input` for an entry without a string `type`,
+/// `reserved-type` for a type of the machine's own.
+fn host_events(values: Vec<Value>) -> Result<Vec<HostEvent>, Value> {
+    values
+        .into_iter()
+        .map(|value| {
+            let Value::Object(mut object) = value else {
+                return Err(refusal_value(
+                    "invalid-input",
+                    "a host event is not an object",
+                ));
+            };
+            let Some(Value::String(kind)) = object.remove("type") else {
+                return Err(refusal_value(
+                    "invalid-input",
+                    "a host event needs a string `type`",
+                ));
+            };
+            let data = object.remove("data").unwrap_or(Value::Null);
+            HostEvent::new(kind, data).map_err(|reserved| {
+                json!({
+                    "rejected": "reserved-type",
+                    "message": reserved.to_string(),
+                    "type": reserved.0,
+                })
+            })
+        })
+        .collect()
+}
+
+/// A refusal as JSON: its kind, its message and its details.
+fn refused_value(refused: &Refused) -> Value {
+    let message = refused.to_string();
+    match refused {
+        Refused::Rejected(rejected) => rejection_value(rejected),
+        Refused::IdTooLong { bytes, max, .. } => json!({
+            "rejected": "id-too-long", "message": message, "bytes": bytes, "max": max,
+        }),
+        Refused::MessageTooLarge { bytes, max, .. } => json!({
+            "rejected": "message-too-large", "message": message, "bytes": bytes, "max": max,
+        }),
+        Refused::TooDeep(_) => refusal_value("too-deep", &message),
+        Refused::StepClosed { turn, step } => json!({
+            "rejected": "step-closed", "message": message, "turn": turn, "step": step,
+        }),
+        Refused::Sealed => refusal_value("sealed", &message),
+        Refused::Stale { .. } => refusal_value("stale", &message),
+        _ => refusal_value("refused", &message),
+    }
+}
+
+fn refusal_value(kind: &str, message: &str) -> Value {
+    json!({ "rejected": kind, "message": message })
+}
+
+fn refusal_text(kind: &str, message: &str) -> String {
+    wire::text(&refusal_value(kind, message))
+}

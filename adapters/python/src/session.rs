@@ -1,0 +1,380 @@
+//! `coxswain._native.Session`: the session layer ([`coxswain_session::Session`]) for the asyncio
+//! agent, which only moves bytes, time and tasks. Every decision is the session's: what is
+//! admitted (id and message sizes, the log's nesting depth, host events only inside their step),
+//! how inputs are staged into a numbered batch, what a persisted batch releases (each member's
+//! effects, then its acknowledgement, in input order), how a failed batch is taken back (S5
+//! extended to a failed persistence) and what of it is fed again, when an aborted call is
+//! abandoned (the abort grace, S38–S40), and the code a host failure is written with.
+//!
+//! Inputs are trace `"in"` values (FORMAT.md), effects the classes of `coxswain._types` (as
+//! `Machine.handle_typed` builds them), acknowledgements `(index, found)` tuples, times seconds
+//! on any monotonic clock (the agent passes `loop.time()`).
+
+use std::time::Duration;
+
+use coxswain_core::{Input, MaintenanceInput, Outstanding};
+use coxswain_log::{encode, HostEvent};
+use coxswain_session::{
+    Ack, BatchMismatch, BatchNo, HostFailure, Limits, Options, Refused, Release, Session, Timeout,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+use serde_json::Value;
+
+use crate::errors;
+use crate::json::{to_py, to_value};
+use crate::machine::{outstanding, pending, status_name, NativeMachine};
+use crate::typed::Builder;
+
+/// Where the agent's own error classes live.
+const AGENT_ERRORS: &str = "coxswain.asyncio._errors";
+
+/// A session over a machine (see the module docs).
+#[pyclass(module = "coxswain._native", name = "Session")]
+pub(crate) struct NativeSession {
+    session: Session,
+    /// The sealed batch's lines (its buffer kept between batches).
+    buffer: Vec<u8>,
+}
+
+/// Seconds as a [`Duration`]: negative or NaN is 0, too large is the largest.
+fn duration(seconds: f64) -> Duration {
+    if seconds.is_nan() || seconds <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
+}
+
+/// The exception of a refused input or host event: nothing changed (S5).
+fn refused(py: Python<'_>, refused: &Refused) -> PyErr {
+    let message = refused.to_string();
+    match refused {
+        Refused::Rejected(rejection) => errors::rejected(py, rejection),
+        Refused::IdTooLong { bytes, max, .. } => {
+            errors::raise_from(py, AGENT_ERRORS, "IdTooLong", (message, *bytes, *max))
+        }
+        Refused::MessageTooLarge { bytes, max, .. } => {
+            errors::raise_from(py, AGENT_ERRORS, "MessageTooLarge", (message, *bytes, *max))
+        }
+        Refused::TooDeep(_) => errors::raise(py, "EncodeError", (message,)),
+        Refused::StepClosed { .. } => {
+            errors::raise_from(py, AGENT_ERRORS, "StepClosed", (message,))
+        }
+        Refused::Sealed => errors::raise(py, "BatchError", (message, "sealed")),
+        _ => errors::raise(py, "Rejected", (message,)),
+    }
+}
+
+/// The exception of a batch call naming a batch that is not being persisted (nothing changed).
+fn mismatch(py: Python<'_>, error: BatchMismatch) -> PyErr {
+    let kind = match error {
+        BatchMismatch::NotSealed => "not-sealed",
+        _ => "other-batch",
+    };
+    errors::raise(py, "BatchError", (error.to_string(), kind))
+}
+
+fn encode_error(py: Python<'_>, message: String) -> PyErr {
+    errors::raise(py, "EncodeError", (message,))
+}
+
+#[pymethods]
+impl NativeSession {
+    /// A session over a copy of `machine` (fresh, or restored by `open_log`), with an abort
+    /// grace of `abort_grace` seconds and the admission limits `max_id_bytes` (an id's UTF-8
+    /// bytes) and `max_message_bytes` (a message's JSON). Raises `InvalidInput` for a negative
+    /// or infinite grace.
+    #[new]
+    #[pyo3(signature = (machine, abort_grace = 5.0, max_id_bytes = 256, max_message_bytes = 1 << 20))]
+    fn new(
+        py: Python<'_>,
+        machine: PyRef<'_, NativeMachine>,
+        abort_grace: f64,
+        max_id_bytes: usize,
+        max_message_bytes: usize,
+    ) -> PyResult<Self> {
+        let Ok(abort_grace) = Duration::try_from_secs_f64(abort_grace) else {
+            return Err(errors::invalid_input(
+                py,
+                format!("abort_grace is a number of seconds, at least 0: {abort_grace}"),
+            ));
+        };
+        let options = Options {
+            abort_grace,
+            limits: Limits {
+                max_id_bytes,
+                max_message_bytes,
+            },
+        };
+        Ok(NativeSession {
+            session: Session::new(machine.machine.clone(), options),
+            buffer: Vec::new(),
+        })
+    }
+
+    /// Stages an input (a trace `"in"` value) into the open batch; returns its place in it.
+    /// Raises the rejection's class (S5), `IdTooLong`, `MessageTooLarge`, `EncodeError` (too
+    /// deep for a log record), `InvalidInput` (not an input) or `TypeError` (not JSON).
+    fn feed(&mut self, py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let input: Input = serde_json::from_value(to_value(input)?)
+            .map_err(|e| errors::invalid_input(py, format!("not an input: {e}")))?;
+        let ticket = self.session.feed(input).map_err(|e| refused(py, &e))?;
+        Ok(ticket.index)
+    }
+
+    /// Stages the answer (a trace `"in"` value) of the host call made for `request` (`(kind,
+    /// turn, step)`, as `outstanding` says it), through `Session::host_answered` (an entered
+    /// batch too deep for a record is answered `fail`, `host-invalid-answer`, S38). `None`: that
+    /// request is not outstanding, the answer is late (an abandoned call's) and dropped (S4).
+    /// A value that is not an answer, or one the session still refuses, is answered `fail`
+    /// (`host-invalid-answer`) too: else the request would stay outstanding for ever.
+    fn answer(
+        &mut self,
+        py: Python<'_>,
+        request: (String, u64, u64),
+        answer: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<usize>> {
+        let Some(request) = self.named(&request) else {
+            return Ok(None);
+        };
+        let parsed = to_value(answer)
+            .map_err(|e| e.to_string())
+            .and_then(|value| {
+                serde_json::from_value::<Input>(value).map_err(|e| format!("not an answer: {e}"))
+            });
+        let detail = match parsed.map(|input| self.session.answer(request, input)) {
+            Ok(Ok(ticket)) => return Ok(Some(ticket.index)),
+            Ok(Err(refusal)) => refusal.to_string(),
+            Err(detail) => detail,
+        };
+        self.fail(py, request, HostFailure::InvalidAnswer, &detail)
+    }
+
+    /// Stages `fail` for the host call made for `request`, which `failure`d (`panicked`,
+    /// `raised`, `cancelled`, `abandoned`, `invalid-answer`): the session's code and message
+    /// with `detail`. `None`: that request is not outstanding (a late failure, dropped).
+    fn host_failed(
+        &mut self,
+        py: Python<'_>,
+        request: (String, u64, u64),
+        failure: &str,
+        detail: &str,
+    ) -> PyResult<Option<usize>> {
+        let failure = crate::failure::named(py, failure)?;
+        let Some(request) = self.named(&request) else {
+            return Ok(None);
+        };
+        self.fail(py, request, failure, detail)
+    }
+
+    /// Stages host events (`{type, data}` records) of step `step` of turn `turn`; returns the
+    /// member's place. Raises `StepClosed` unless that step is running, `EncodeError` for a type
+    /// of the machine's own or data too deep for a record.
+    fn record(
+        &mut self,
+        py: Python<'_>,
+        turn: u64,
+        step: u64,
+        records: &Bound<'_, PyAny>,
+    ) -> PyResult<usize> {
+        let mut events = Vec::new();
+        for record in records.try_iter()? {
+            let Value::Object(mut record) = to_value(&record?)? else {
+                return Err(encode_error(
+                    py,
+                    "a record is a `{type, data}` object".into(),
+                ));
+            };
+            let Some(Value::String(kind)) = record.remove("type") else {
+                return Err(encode_error(py, "a record has a string `type`".into()));
+            };
+            let data = record.remove("data").unwrap_or(Value::Null);
+            events.push(HostEvent::new(kind, data).map_err(|e| encode_error(py, e.to_string()))?);
+        }
+        self.session
+            .record(turn, step, events)
+            .map(|ticket| ticket.index)
+            .map_err(|e| refused(py, &e))
+    }
+
+    /// Seals the staged batch for its write; returns its number, or `None` with nothing staged.
+    /// No member joins it until it is `persisted` or `failed`.
+    fn seal(&mut self) -> Option<u64> {
+        self.session.seal().map(|append| append.batch.0)
+    }
+
+    /// The sealed batch's lines (sealing it if `seal` was not called), numbered from
+    /// `first_seq`, and how many: append them as one write (`b""`, 0 when its inputs emitted no
+    /// event, or nothing is staged). Raises `EncodeError`: then report the batch `failed`.
+    fn encode<'py>(
+        &mut self,
+        py: Python<'py>,
+        first_seq: u64,
+    ) -> PyResult<(Bound<'py, PyBytes>, usize)> {
+        self.buffer.clear();
+        let Some(append) = self.session.seal() else {
+            return Ok((PyBytes::new(py, b""), 0));
+        };
+        let mut seq = first_seq;
+        for entry in append.entries {
+            encode(seq, entry, &mut self.buffer).map_err(|e| encode_error(py, e.to_string()))?;
+            seq = seq.saturating_add(1);
+        }
+        Ok((PyBytes::new(py, &self.buffer), append.entries.len()))
+    }
+
+    /// The sealed batch's records as `{type, data}` values, in order (for subscribers; it seals
+    /// the batch as `seal` does).
+    fn records<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let records = PyList::empty(py);
+        if let Some(append) = self.session.seal() {
+            for entry in append.entries {
+                records.append(to_py(
+                    py,
+                    &serde_json::to_value(entry).unwrap_or(Value::Null),
+                )?)?;
+            }
+        }
+        Ok(records)
+    }
+
+    /// Batch `batch` is durable: what it releases, in input order: each member's effects, then
+    /// its acknowledgement `(index, found)` (`found` is false only for a `remove`/`replace` of
+    /// an id not pending, S15). An abort among them starts the abort grace at `now`. Raises
+    /// `BatchError` (`not-sealed`, `other-batch`; nothing changed).
+    fn persisted<'py>(
+        &mut self,
+        py: Python<'py>,
+        batch: u64,
+        now: f64,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let released = self
+            .session
+            .persisted(BatchNo(batch), duration(now))
+            .map_err(|e| mismatch(py, e))?;
+        let mut builder = Builder::new(py)?;
+        let out = PyList::empty(py);
+        for release in &released {
+            match release {
+                Release::Effect(effect) => out.append(builder.effect(effect)?)?,
+                // Refused against the batch's earlier members: it stands now they are durable.
+                Release::Ack(ticket, Ack::Refused(why)) => {
+                    out.append((ticket.index, refused(py, why).value(py).clone()))?;
+                }
+                Release::Ack(ticket, ack) => {
+                    let found = matches!(ack, Ack::Input { found: true } | Ack::Recorded);
+                    out.append((ticket.index, found))?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Batch `batch` was not persisted: the machine is taken back to before it (S5). Returns
+    /// `(members, answers, again)`: every member's place (answer each with the failure, except
+    /// those in `again`), the host answers it held (trace `"in"` values: feed them again, their
+    /// calls will not answer twice) and the members to feed again as they were (a maintenance
+    /// end), their callers still waiting. Raises `BatchError` as `persisted` does.
+    #[allow(clippy::type_complexity)]
+    fn failed<'py>(
+        &mut self,
+        py: Python<'py>,
+        batch: u64,
+    ) -> PyResult<(Vec<usize>, Bound<'py, PyList>, Vec<usize>)> {
+        let failed = self
+            .session
+            .failed(BatchNo(batch))
+            .map_err(|e| mismatch(py, e))?;
+        let (answers, mut again) = (PyList::empty(py), Vec::new());
+        for (ticket, answer) in &failed.answers {
+            // A maintenance end is fed again as it was, its caller still waiting.
+            if matches!(answer, Input::Maintenance(MaintenanceInput::End)) {
+                again.push(ticket.index);
+                continue;
+            }
+            answers.append(to_py(
+                py,
+                &serde_json::to_value(answer).unwrap_or(Value::Null),
+            )?)?;
+        }
+        let members = failed.members.iter().map(|ticket| ticket.index).collect();
+        Ok((members, answers, again))
+    }
+
+    /// When to call `handle_timeout` next (the abort grace's deadline), if ever.
+    fn poll_timeout(&self) -> Option<f64> {
+        self.session.poll_timeout().map(|at| at.as_secs_f64())
+    }
+
+    /// Time has reached `now`: once an aborted call has outlived the abort grace, the session
+    /// stages its `fail` answer (code `host-abandoned`, S38–S40) and this returns its place;
+    /// its call is dropped (a late answer is refused).
+    fn handle_timeout(&mut self, now: f64) -> Option<usize> {
+        match self.session.handle_timeout(duration(now))? {
+            Timeout::Abandoned { ticket, .. } => Some(ticket.index),
+        }
+    }
+
+    /// Whether members are staged or a batch is sealed.
+    fn has_batch(&self) -> bool {
+        self.session.has_batch()
+    }
+
+    /// The public status (S23): `"idle"` or `"running"`. The queries show a staged batch
+    /// applied.
+    fn status(&self) -> &'static str {
+        status_name(self.session.machine().status())
+    }
+
+    /// The last turn number (0 before the first, S27).
+    fn last_turn(&self) -> u64 {
+        self.session.machine().last_turn()
+    }
+
+    /// No turn and no maintenance is running (S44).
+    fn is_quiescent(&self) -> bool {
+        self.session.machine().is_quiescent()
+    }
+
+    /// The machine is disposed (S45).
+    fn is_disposed(&self) -> bool {
+        self.session.machine().is_disposed()
+    }
+
+    /// The seed of the id indexes' hasher.
+    fn hash_seed(&self) -> u64 {
+        self.session.machine().config().hash_seed
+    }
+
+    /// One pending list (`"next-turn"` or `"next-step"`): `(message, waking)` in order.
+    fn pending<'py>(&self, py: Python<'py>, list: &str) -> PyResult<Bound<'py, PyList>> {
+        pending(py, self.session.machine(), list)
+    }
+
+    /// The outstanding request (S4) as `(kind, turn, step)`, or `None`.
+    fn outstanding(&self) -> Option<(&'static str, u64, u64)> {
+        self.session.machine().outstanding().map(outstanding)
+    }
+}
+
+impl NativeSession {
+    /// The outstanding request, if `request` names it (else the answer is late: S4).
+    fn named(&self, request: &(String, u64, u64)) -> Option<Outstanding> {
+        let now = self.session.machine().outstanding()?;
+        let (kind, turn, step) = outstanding(now);
+        ((kind, turn, step) == (request.0.as_str(), request.1, request.2)).then_some(now)
+    }
+
+    fn fail(
+        &mut self,
+        py: Python<'_>,
+        request: Outstanding,
+        failure: HostFailure,
+        detail: &str,
+    ) -> PyResult<Option<usize>> {
+        self.session
+            .host_failed(request, failure, detail)
+            .map(|ticket| Some(ticket.index))
+            .map_err(|e| refused(py, &e))
+    }
+}

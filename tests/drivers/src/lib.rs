@@ -1,0 +1,1 @@
+//! One test suite, run against every Rust driver (see `tests/suite.rs`).
