@@ -15,6 +15,10 @@ pub(crate) struct SimArgs {
     /// Print one line per seed (its digest, deliveries and faults).
     #[arg(long)]
     verbose: bool,
+    /// Run the seeds on the threads driver (`coxswain-threads`) instead of the tokio one:
+    /// seeded faults and calls, on OS threads and the wall clock (not schedule-deterministic).
+    #[arg(long)]
+    threads: bool,
 }
 
 pub(crate) fn run(args: &SimArgs) -> ExitCode {
@@ -25,9 +29,18 @@ pub(crate) fn run(args: &SimArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    println!("coxswain sim: seeds {}-{}", seeds.start(), seeds.end());
+    let driver = if args.threads {
+        " (threads driver)"
+    } else {
+        ""
+    };
+    println!(
+        "coxswain sim: seeds {}-{}{driver}",
+        seeds.start(),
+        seeds.end()
+    );
     let started = std::time::Instant::now();
-    let totals = run_range(seeds, &Settings::default(), |report| {
+    let each = |report: &coxswain_sim::SeedReport| {
         if args.verbose || !report.passed() {
             println!(
                 "seed {} digest {:016x} lives {} records {} acked {} failed {} unknown {} faults {}{}",
@@ -56,7 +69,19 @@ pub(crate) fn run(args: &SimArgs) -> ExitCode {
                 println!("  {finding}");
             }
         }
-    });
+    };
+    let totals = if args.threads {
+        coxswain_sim::quiet_injected_panics();
+        let mut totals = coxswain_sim::Totals::default();
+        for seed in seeds {
+            let report = coxswain_sim::threads::run_threads_seed(seed);
+            each(&report);
+            totals.add(&report);
+        }
+        totals
+    } else {
+        run_range(seeds, &Settings::default(), each)
+    };
     println!("{totals}");
     println!("wall time: {:.1}s", started.elapsed().as_secs_f64());
     if totals.passed() {

@@ -84,7 +84,7 @@ impl NativeSession {
         }
     }
 
-    /// Stages `commands` (JSON text: an array of [`Command`]s) in order, then seals the batch:
+    /// Stages `commands` (JSON text: an array of `Command`s) in order, then seals the batch:
     /// `[REPLY, LINES?]`. `REPLY` is `{"staged": [TICKET | REFUSAL | null…], "batch": n,
     /// "entries": [ENTRY…]}`, one result per command (`null`: nothing staged, a timeout not due),
     /// `batch` and `entries` only when something was staged (append the entries as one write,

@@ -80,14 +80,35 @@ impl Ledger {
     }
 
     fn set(&self, id: &str, outcome: Outcome, error: Option<&AgentError>) {
+        let persistence = matches!(error, Some(AgentError::Persistence(_)));
+        let error = error.map(|error| (variant(error), error.to_string()));
+        self.record(id, outcome, error, persistence);
+    }
+
+    /// Records the answer to the delivery of `id` in another driver's words: its outcome, and
+    /// for an error its kind (`Persistence`, `Rejected`…) and text.
+    pub fn set_outcome(&self, id: &str, outcome: Outcome, error: Option<(String, String)>) {
+        let persistence = error
+            .as_ref()
+            .is_some_and(|(kind, _)| kind == "Persistence");
+        self.record(id, outcome, error, persistence);
+    }
+
+    fn record(
+        &self,
+        id: &str,
+        outcome: Outcome,
+        error: Option<(String, String)>,
+        persistence: bool,
+    ) {
         let mut state = self.lock();
-        if matches!(error, Some(AgentError::Persistence(_))) {
+        if persistence {
             state.unsurvived += 1;
         } else if outcome == Outcome::Acked {
             state.survived += std::mem::take(&mut state.unsurvived);
         }
-        if let Some(error) = error {
-            *state.reasons.entry(variant(error)).or_default() += 1;
+        if let Some((kind, _)) = &error {
+            *state.reasons.entry(kind.clone()).or_default() += 1;
         } else if outcome == Outcome::Failed {
             *state
                 .reasons
@@ -95,7 +116,7 @@ impl Ledger {
                 .or_default() += 1;
         }
         let line = match error {
-            Some(error) => format!("{id} {outcome:?} {error}"),
+            Some((_, text)) => format!("{id} {outcome:?} {text}"),
             None => format!("{id} {outcome:?}"),
         };
         state.trace.push(line);

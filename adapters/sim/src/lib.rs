@@ -28,6 +28,7 @@ pub mod ledger;
 pub mod rng;
 mod run;
 pub mod schedule;
+pub mod threads;
 
 use std::fmt;
 use std::ops::RangeInclusive;

@@ -85,3 +85,30 @@ fn without_an_abort_grace_a_deaf_host_deadlocks_and_the_checker_says_so() {
         "{totals}"
     );
 }
+
+/// Issue 26: the session layer's fault handling on the threads driver too (seeded, on OS
+/// threads and the wall clock): nothing acknowledged is lost, nothing failed is in the log,
+/// and failed appends are survived.
+#[test]
+fn the_threads_driver_passes_every_check() {
+    coxswain_sim::quiet_injected_panics();
+    let mut totals = coxswain_sim::Totals::default();
+    for seed in 0..200 {
+        totals.add(&coxswain_sim::threads::run_threads_seed(seed));
+    }
+    assert!(totals.passed(), "{totals}");
+    assert_eq!((totals.seeds, totals.lost, totals.phantom), (200, 0, 0));
+    assert!(totals.acked > 0 && totals.survived > 0, "{totals}");
+    for kind in [
+        "write-eio",
+        "short-write",
+        "torn-write",
+        "host-panic",
+        "host-hang",
+    ] {
+        assert!(
+            totals.faults.get(kind) > 0,
+            "{kind} never injected: {totals}"
+        );
+    }
+}

@@ -3,7 +3,8 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::path::Path;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
 use coxswain_core::Config;
 use coxswain_log::{encode, Entry};
@@ -31,6 +32,10 @@ pub enum LogError {
     /// The stored log cannot be resumed (nothing was changed).
     #[error("the log cannot be resumed: {0}")]
     Resume(#[from] ResumeError),
+    /// The path no longer names the log's file (removed, renamed or replaced): nothing was
+    /// written, and every append fails so until the log is looked at.
+    #[error("the log file was removed or replaced; nothing was written")]
+    Replaced,
 }
 
 /// Where a session's records go: [`append`](Log::append) makes one batch durable, or fails
@@ -48,6 +53,7 @@ pub trait Log: Send + 'static {
 #[derive(Debug)]
 pub struct FileLog {
     file: File,
+    path: PathBuf,
     len: u64,
     next_seq: u64,
     buffer: Vec<u8>,
@@ -65,7 +71,7 @@ impl FileLog {
             .read(true)
             .append(true)
             .create(true)
-            .open(path)?;
+            .open(path.as_ref())?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
         let plan = ResumePlan::from_bytes(&bytes, config)?;
@@ -76,6 +82,7 @@ impl FileLog {
         }
         let mut log = FileLog {
             file,
+            path: path.as_ref().to_path_buf(),
             len,
             next_seq: plan.next_seq,
             buffer: Vec::new(),
@@ -95,6 +102,13 @@ impl Log for FileLog {
     fn append(&mut self, entries: &[Entry]) -> Result<(), LogError> {
         if entries.is_empty() {
             return Ok(());
+        }
+        // The path still names the open file, and the file is still linked: else nothing.
+        let (open, named) = (self.file.metadata()?, std::fs::metadata(&self.path));
+        if !named.is_ok_and(|named| (named.dev(), named.ino()) == (open.dev(), open.ino()))
+            || open.nlink() == 0
+        {
+            return Err(LogError::Replaced);
         }
         self.buffer.clear();
         for (seq, entry) in (self.next_seq..).zip(entries) {

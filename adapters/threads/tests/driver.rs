@@ -175,3 +175,32 @@ fn a_log_that_cannot_say_what_it_holds_stops_the_agent() {
     assert!(matches!(agent.input(inject("b")), Err(AgentError::Stopped)));
     agent.close();
 }
+
+/// Every file log detects a removed or replaced file (issue 26): nothing more is written, each
+/// append fails, and the agent goes on.
+#[test]
+fn a_removed_or_replaced_file_log_writes_nothing_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    let (log, plan) = FileLog::open(&path, Config::new()).unwrap();
+    let agent = Agent::start(model(), log, plan.machine, Options::default());
+    assert!(agent.input(inject("a")).unwrap());
+    let written = std::fs::read(&path).unwrap();
+    std::fs::rename(&path, dir.path().join("moved.jsonl")).unwrap();
+    std::fs::write(&path, b"").unwrap(); // another file under the name
+    let refused = agent.input(inject("b"));
+    assert!(
+        matches!(&refused, Err(AgentError::Persistence(why)) if why.contains("removed or replaced")),
+        "{refused:?}"
+    );
+    std::fs::remove_file(&path).unwrap();
+    assert!(matches!(
+        agent.input(inject("c")),
+        Err(AgentError::Persistence(_))
+    ));
+    agent.close();
+    assert_eq!(
+        std::fs::read(dir.path().join("moved.jsonl")).unwrap(),
+        written
+    );
+}

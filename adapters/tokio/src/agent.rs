@@ -78,9 +78,7 @@ pub(crate) enum Command {
     Pending {
         reply: oneshot::Sender<PendingSnapshot>,
     },
-    Close {
-        reply: oneshot::Sender<()>,
-    },
+    Close,
 }
 
 impl Agent {
@@ -286,7 +284,7 @@ impl Agent {
             .map(drop)
     }
 
-    /// Runs a maintenance job (S43): only while idle (else [`Rejected::Busy`]). The job runs in
+    /// Runs a maintenance job (S43): only while idle (else [`Rejected::Busy`](coxswain_core::Rejected::Busy)). The job runs in
     /// a task of its own with a fresh cancellation token (a `cancel` trips it); when it returns
     /// the maintenance ends and a wake latched meanwhile replays (S25). Resolves with the job's
     /// value once the end is durable. Dropping this future does not stop the job.
@@ -327,10 +325,7 @@ impl Agent {
     /// Resolves once the driver has ended; fails with [`AgentError::FinalSync`] if the final sync
     /// failed (also when the driver had ended before, for another reason).
     pub async fn close(&self) -> Result<(), AgentError> {
-        let (reply, done) = oneshot::channel();
-        if self.inner.tx.send(Command::Close { reply }).await.is_ok() {
-            let _ = done.await;
-        }
+        let _ = self.inner.tx.send(Command::Close).await;
         match self.wait_ended().await {
             (_, Some(error)) => Err(AgentError::FinalSync(error)),
             (_, None) => Ok(()),

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use coxswain_core::{Effect, Input, Machine, MaintenanceInput, Outstanding, Status};
 use coxswain_session::{Ack, HostFailure, Refused, Release, Session, Ticket, Timeout};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinError, JoinHandle};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -94,7 +94,6 @@ pub(crate) struct Driver<H, L> {
     deferred: Option<Command>,
     inflight: Option<Inflight>,
     ending: Option<Ending>,
-    close_replies: Vec<oneshot::Sender<()>>,
     /// Answers held until the ending is published (the calls an indeterminate append failed).
     after_end: Vec<(Waiting, AgentError)>,
 }
@@ -115,7 +114,6 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             deferred: None,
             inflight: None,
             ending: None,
-            close_replies: Vec::new(),
             after_end: Vec::new(),
         }
     }
@@ -168,10 +166,8 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                 self.commit().await; // what waits for a retry, first
                 let _ = reply.send(PendingSnapshot::of(self.session.machine()));
             }
-            Command::Close { reply } => {
-                self.close_replies.push(reply);
-                self.end(Ending::Closed);
-            }
+            // Its caller waits for the ending, published once the log is released.
+            Command::Close => self.end(Ending::Closed),
             grouped => self.group(grouped).await,
         }
     }
@@ -283,6 +279,8 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             }
         }
         let released = self.session.persisted(batch, self.start.elapsed());
+        // The state first: a caller answered below must find it (`status`, `when_idle`).
+        self.publish_state();
         let mut members = std::mem::take(&mut self.waiting).into_iter();
         for release in released.unwrap_or_default() {
             match release {
@@ -410,27 +408,13 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         });
         self.links.updates.send(Update::Ended(ending.clone()));
         self.links.updates.end();
+        // What still waits (queued commands, staged members) is dropped: its caller reads the
+        // ending just published. The answers held for after the ending are sent.
         self.links.rx.close();
-        while let Ok(command) = self.links.rx.try_recv() {
-            match command {
-                Command::Input { reply, .. } => drop(reply.send(Err(ending.error()))),
-                Command::Maintenance { reply, .. } | Command::Record { reply, .. } => {
-                    drop(reply.send(Err(ending.error())))
-                }
-                Command::Pending { .. } => {}
-                Command::Close { reply } => self.close_replies.push(reply),
-            }
-        }
-        // Staged members never written, then the answers held for after the ending.
-        let held = self
-            .waiting
-            .drain(..)
-            .map(|member| (member, ending.error()));
-        for (member, error) in held.chain(self.after_end.drain(..)) {
+        while self.links.rx.try_recv().is_ok() {}
+        self.waiting.clear();
+        for (member, error) in self.after_end.drain(..) {
             member.answer(Err(error));
-        }
-        for reply in self.close_replies.drain(..) {
-            let _ = reply.send(());
         }
     }
 }

@@ -385,3 +385,21 @@ async fn s38_a_failed_step_ends_the_turn_with_an_error() {
         ]
     );
 }
+
+/// S23, S44: a caller answered finds the state its input made: the driver publishes the state
+/// of a persisted batch before it answers the batch's callers. On a multi-threaded runtime the
+/// caller runs the instant it is answered, so the other order shows as a follow-up acknowledged
+/// while `status` still says idle (and a `when_idle` right after it resolving at once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s23_a_caller_answered_finds_the_state_its_input_made() {
+    for round in 0..200 {
+        let host = FakeHost::new().on_step(|cx| async move {
+            cx.cancel.cancelled().await;
+            StepAnswer::Completed
+        });
+        let (agent, _log) = open(host).await;
+        agent.followup(user("a")).await.unwrap();
+        assert_eq!(agent.status(), Status::Running, "round {round}");
+        agent.dispose().await.unwrap();
+    }
+}

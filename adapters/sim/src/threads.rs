@@ -1,0 +1,265 @@
+//! The session layer's fault handling on the second Rust driver, `coxswain-threads`: seeded
+//! clients, a seeded fault-injecting blocking log and a seeded host, over 1–3 lives of one
+//! session, each resumed from the log through `ResumePlan`, with the same checker as the tokio
+//! runs ([`check_image`]): every acknowledged delivery is in the log after every life, none
+//! reported failed is, the Auditor passes. The driver runs on OS threads and the wall clock, so
+//! a seed fixes the faults and the calls but not how host answers interleave with them: the run
+//! is seeded, not schedule-deterministic (the tokio runs are both).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use coxswain_core::{
+    CancelCause, Config, Input, Message, PreStepAnswer, Target, TurnStoppingAnswer,
+};
+use coxswain_log::{encode, Entry};
+use coxswain_session::{Options, ResumePlan};
+use coxswain_threads::{Agent, AgentError, Host, Log, LogError};
+
+use crate::check::check_image;
+use crate::faults::Tally;
+use crate::ledger::{Ledger, Outcome};
+use crate::rng::{Rng, SharedRng};
+use crate::SeedReport;
+
+/// The abort grace of the threads runs.
+const GRACE: Duration = Duration::from_millis(20);
+
+/// The disk of one seed: the log's bytes, which survive the lives.
+#[derive(Clone, Default)]
+struct Disk(Arc<Mutex<Vec<u8>>>);
+
+impl Disk {
+    fn bytes(&self) -> Vec<u8> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// A blocking log on the disk whose appends fail as the seed says: EIO or ENOSPC before the
+/// write, a short write cut back (both: the batch is not in the log), or a torn write whose
+/// cut-back fails (a prefix stays: indeterminate).
+struct SimLog {
+    disk: Disk,
+    next_seq: u64,
+    rng: SharedRng,
+    tally: Tally,
+}
+
+impl Log for SimLog {
+    fn append(&mut self, entries: &[Entry]) -> Result<(), LogError> {
+        let mut lines = Vec::new();
+        for (seq, entry) in (self.next_seq..).zip(entries) {
+            encode(seq, entry, &mut lines)?;
+        }
+        let roll = self.rng.with(|rng| rng.below(1000));
+        let eio = |what: &str| std::io::Error::other(format!("{what} (injected)"));
+        match roll {
+            0..=29 => {
+                self.tally.note("write-eio");
+                return Err(eio("write").into());
+            }
+            30..=49 => {
+                self.tally.note("short-write");
+                return Err(eio("short write").into()); // written in part, then cut back
+            }
+            50..=64 if !lines.is_empty() => {
+                self.tally.note("torn-write");
+                let part = self.rng.with(|rng| rng.range(1, lines.len() as u64)) as usize;
+                self.disk
+                    .with(|bytes| bytes.extend_from_slice(&lines[..part]));
+                return Err(LogError::Indeterminate {
+                    error: eio("torn write"),
+                    undo: eio("truncate"),
+                });
+            }
+            _ => {}
+        }
+        self.disk.with(|bytes| bytes.extend_from_slice(&lines));
+        self.next_seq += entries.len() as u64;
+        Ok(())
+    }
+}
+
+/// A host whose calls complete, panic, fail, run slow, or ignore their cancellation past the
+/// grace, as the seed says.
+struct SimHost {
+    rng: SharedRng,
+    tally: Tally,
+}
+
+impl SimHost {
+    /// Runs one call's fault; `Err` fails it (`host-raised`).
+    #[allow(clippy::panic)] // the injected host panic is the point (the driver must survive it)
+    fn call(&self) -> Result<(), String> {
+        match self.rng.with(|rng| rng.below(100)) {
+            0..=5 => {
+                self.tally.note("host-panic");
+                std::panic::panic_any(crate::host::INJECTED_PANIC)
+            }
+            6..=11 => {
+                self.tally.note("host-fail");
+                Err("the model call failed (injected)".to_owned())
+            }
+            12..=17 => {
+                self.tally.note("host-slow");
+                std::thread::sleep(Duration::from_millis(self.rng.with(|rng| rng.range(1, 10))));
+                Ok(())
+            }
+            18..=21 => {
+                self.tally.note("host-hang");
+                std::thread::sleep(GRACE * 3); // ignores its cancellation
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Host for SimHost {
+    fn pre_step(
+        &self,
+        messages: &coxswain_core::Batch,
+        _cancelled: &AtomicBool,
+    ) -> Result<PreStepAnswer, String> {
+        self.call().map(|()| PreStepAnswer::Enter(messages.clone()))
+    }
+
+    fn step(
+        &self,
+        _turn: u64,
+        _step: u64,
+        _cancelled: &AtomicBool,
+    ) -> Result<coxswain_core::StepAnswer, String> {
+        self.call().map(|()| coxswain_core::StepAnswer::Completed)
+    }
+
+    fn turn_stopping(&self, _cancelled: &AtomicBool) -> Result<TurnStoppingAnswer, String> {
+        self.call().map(|()| TurnStoppingAnswer::Done)
+    }
+}
+
+fn outcome(result: &Result<bool, AgentError>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Acked,
+        Err(AgentError::Indeterminate(_)) => Outcome::Unknown,
+        Err(_) => Outcome::Failed,
+    }
+}
+
+/// The name of an error's kind, as the tokio runs name theirs.
+fn kind(error: &AgentError) -> String {
+    let debug = format!("{error:?}");
+    debug.chars().take_while(|c| c.is_alphanumeric()).collect()
+}
+
+/// Runs seed `seed` on the threads driver.
+pub fn run_threads_seed(seed: u64) -> SeedReport {
+    let (tally, disk, ledger) = (Tally::default(), Disk::default(), Ledger::default());
+    let mut schedule = Rng::new(seed, 3);
+    let (log_rng, host_rng) = (
+        SharedRng::new(Rng::new(seed, 1)),
+        SharedRng::new(Rng::new(seed, 2)),
+    );
+    let mut report = SeedReport {
+        seed,
+        ..SeedReport::default()
+    };
+    let lives = schedule.range(1, 4);
+    for life in 0..lives {
+        ledger.new_life();
+        let plan = match ResumePlan::from_bytes(&disk.bytes(), Config::new().with_hash_seed(seed)) {
+            Ok(plan) => plan,
+            Err(error) => {
+                report
+                    .violations
+                    .push(format!("life {life}: the log does not resume: {error}"));
+                break;
+            }
+        };
+        // Carry the plan out: cut the torn tail, end the last line, write the closers (S50).
+        disk.with(|bytes| {
+            if let Some(cut) = plan.cut_to {
+                bytes.truncate(cut as usize);
+            }
+            if plan.terminate {
+                bytes.push(b'\n');
+            }
+            for (seq, closer) in (plan.next_seq..).zip(&plan.closers) {
+                let _ = encode(seq, &Entry::Machine(closer.clone()), bytes);
+            }
+        });
+        let log = SimLog {
+            disk: disk.clone(),
+            next_seq: plan.next_seq + plan.closers.len() as u64,
+            rng: log_rng.clone(),
+            tally: tally.clone(),
+        };
+        let host = SimHost {
+            rng: host_rng.clone(),
+            tally: tally.clone(),
+        };
+        let options = Options {
+            abort_grace: GRACE,
+            ..Options::default()
+        };
+        let agent = Agent::start(host, log, plan.machine, options);
+        report.lives += 1;
+        for _ in 0..schedule.range(5, 25) {
+            let id = ledger.mint(&format!("t{life}"));
+            let message = || Message::user(id.as_str(), "hi").into();
+            let input = match schedule.below(10) {
+                0..=3 => Input::Followup(message()),
+                4..=5 => Input::Steer(message()),
+                6..=7 => Input::Inject(message()),
+                8 => Input::Send {
+                    message: message(),
+                    target: Target::NextTurn,
+                    wakeup: false,
+                    expect: None,
+                },
+                _ => {
+                    let result = agent.input(Input::Cancel {
+                        cause: CancelCause::User,
+                        keep_inbox: schedule.chance(500),
+                    });
+                    ledger.note(format!("cancel {}", result.is_ok()));
+                    continue;
+                }
+            };
+            let result = agent.input(input);
+            let error = result
+                .as_ref()
+                .err()
+                .map(|error| (kind(error), error.to_string()));
+            ledger.set_outcome(&id, outcome(&result), error);
+            if schedule.chance(200) {
+                std::thread::sleep(Duration::from_millis(schedule.range(1, 5)));
+            }
+        }
+        agent.close();
+        let findings = check_image(&disk.bytes(), &ledger, 0, &format!("life {life}"));
+        report.lost.extend(findings.lost);
+        report.phantom.extend(findings.phantom);
+        report.violations.extend(findings.violations);
+    }
+    for outcome in ledger.outcomes().values() {
+        match outcome {
+            Outcome::Acked => report.acked += 1,
+            Outcome::Failed => report.failed += 1,
+            Outcome::Unknown | Outcome::InFlight => report.unknown += 1,
+        }
+    }
+    report.reasons = ledger.reasons();
+    report.survived = ledger.survived();
+    report.faults = tally.counts();
+    report.records = disk.bytes().iter().filter(|&&b| b == b'\n').count() as u64;
+    report
+}
