@@ -290,8 +290,11 @@ impl DurableLog for PgLog {
                 Err(self.fenced(epoch))
             }
             Err(error) => {
-                self.failed = true;
-                Err(append_error(&error))
+                // An `ERROR` answer rolled the transaction back: nothing of it is in the log, and
+                // the next append is tried afresh; a commit of unknown outcome takes no more.
+                let error = append_error(&error);
+                self.failed = error.is_indeterminate();
+                Err(error)
             }
         }
     }

@@ -267,7 +267,7 @@ async fn a_taken_over_writer_is_fenced_and_its_agent_stops(cluster: &TempCluster
     assert_eq!((session.as_str(), *epoch), ("fenced", 1));
     assert_eq!(
         error.to_string(),
-        "the input is not durable: session fenced: fenced, epoch 1 was taken over by a newer writer; nothing more is appended by this writer; the agent stopped, re-open it from the log"
+        "the input is not durable: session fenced: fenced, epoch 1 was taken over by a newer writer; nothing more is appended by this writer"
     );
     let ending = agent.finished().await;
     assert!(

@@ -9,8 +9,9 @@
 //! callers answered, in order. A failed append fails every member of the batch
 //! ([`AgentError::Persistence`]), the session takes the batch back, and the agent goes on: the
 //! answers the batch held are staged again and committed after [`RETRY_AFTER`] (or with the
-//! next input). Only an append that may or may not be in the log ([`LogError::Indeterminate`])
-//! stops the agent; its callers are told once the ending is published and the log released.
+//! next input). Only an append that may or may not be in the log ([`LogError::Indeterminate`]),
+//! or one refused because another writer owns the session ([`LogError::Fenced`]), stops the
+//! agent; its callers are told once the ending is published and the log released.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -303,13 +304,14 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
 
     fn fail(&mut self, batch: coxswain_session::BatchNo, error: LogError) {
         let answers = self.session.failed(batch).map(|failed| failed.answers);
-        let stop = error.is_indeterminate();
+        let stop = error.stops_the_agent();
         tracing::error!(parent: &self.span, %error, stop, "append failed");
-        let why = if stop {
+        if stop {
             self.end(Ending::Stopped(error.clone()));
-            AgentError::Indeterminate(error)
-        } else {
-            AgentError::Persistence(error)
+        }
+        let why = match error.is_indeterminate() {
+            true => AgentError::Indeterminate(error),
+            false => AgentError::Persistence(error), // not in the log (fenced: the agent stops)
         };
         self.publish_state(); // the state before the batch, not the one staged again below
         self.retry_at = Instant::now().checked_add(RETRY_AFTER);

@@ -47,7 +47,8 @@ pub enum AgentError {
     /// log, and the agent is exactly as if it had never been sent (the session layer rolled the
     /// whole batch back). The agent goes on: send it again to deliver it once. After
     /// [`LogError::Replaced`], [`LogError::Truncated`] or [`LogError::Tampered`] the file was
-    /// changed behind the agent's back, and every append fails until it is looked at.
+    /// changed behind the agent's back, and every append fails until it is looked at. After
+    /// [`LogError::Fenced`] the agent stopped: another writer owns the session.
     #[error("the input is not durable: {0}")]
     Persistence(LogError),
     /// Appending this input's durable events failed and undoing the partial write failed too
@@ -156,7 +157,8 @@ pub enum Ending {
     Disposed,
     /// [`Agent::close`] was called, or every handle was dropped.
     Closed,
-    /// An append failed and could not be cut back: the log may hold more than the agent knows.
+    /// An append failed and could not be cut back (the log may hold more than the agent knows),
+    /// or another writer took the session over ([`LogError::Fenced`]).
     Stopped(LogError),
 }
 

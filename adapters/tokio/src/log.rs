@@ -211,6 +211,13 @@ impl LogError {
     pub fn is_fenced(&self) -> bool {
         matches!(self, LogError::Fenced { .. })
     }
+
+    /// True when the agent writing this log must stop: the batch may or may not be in the log
+    /// ([`LogError::Indeterminate`]), or another writer owns the session now
+    /// ([`LogError::Fenced`]). After any other failed append the agent goes on.
+    pub fn stops_the_agent(&self) -> bool {
+        self.is_indeterminate() || self.is_fenced()
+    }
 }
 
 /// What [`LogError::Tampered`] found.
