@@ -399,6 +399,13 @@ impl Session {
         if aborted {
             self.start_grace(now);
         }
+        // A grace whose request this batch answered is over: no deadline is left to poll.
+        if self
+            .grace
+            .is_some_and(|grace| self.machine.outstanding() != Some(grace.request))
+        {
+            self.grace = None;
+        }
         Ok(released)
     }
 
@@ -898,8 +905,9 @@ mod tests {
         let deadline = session.poll_timeout().unwrap();
         session.feed(Input::PreStep(PreStepAnswer::Reject)).unwrap();
         persist(&mut session, Duration::ZERO);
-        assert_eq!(session.handle_timeout(deadline), None);
+        // Answered: the grace is over at once, so no driver wakes for it.
         assert_eq!(session.poll_timeout(), None);
+        assert_eq!(session.handle_timeout(deadline), None);
     }
 
     #[test]
