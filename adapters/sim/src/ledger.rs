@@ -155,11 +155,16 @@ impl Ledger {
     }
 }
 
+/// The name of any error's variant: its `Debug` text up to the first `(`, ` ` or `{`.
+pub fn kind_of(error: &impl std::fmt::Debug) -> String {
+    let debug = format!("{error:?}");
+    debug.chars().take_while(|c| c.is_alphanumeric()).collect()
+}
+
 /// The name of an error's variant (its `Debug` text up to the first `(`, ` ` or `{`); a
 /// rejection also names the core's reason (`Rejected(AfterDisposal)`).
 fn variant(error: &AgentError) -> String {
-    let debug = format!("{error:?}");
-    let name: String = debug.chars().take_while(|c| c.is_alphanumeric()).collect();
+    let name = kind_of(error);
     if let AgentError::Rejected(rejected) = error {
         let inner = format!("{rejected:?}");
         let inner: String = inner.chars().take_while(|c| c.is_alphanumeric()).collect();

@@ -19,7 +19,7 @@ use coxswain_threads::{Agent, AgentError, Host, Log, LogError};
 
 use crate::check::check_image;
 use crate::faults::Tally;
-use crate::ledger::{Ledger, Outcome};
+use crate::ledger::{kind_of, Ledger, Outcome};
 use crate::rng::{Rng, SharedRng};
 use crate::SeedReport;
 
@@ -154,12 +154,6 @@ fn outcome(result: &Result<bool, AgentError>) -> Outcome {
     }
 }
 
-/// The name of an error's kind, as the tokio runs name theirs.
-fn kind(error: &AgentError) -> String {
-    let debug = format!("{error:?}");
-    debug.chars().take_while(|c| c.is_alphanumeric()).collect()
-}
-
 /// Runs seed `seed` on the threads driver.
 pub fn run_threads_seed(seed: u64) -> SeedReport {
     let (tally, disk, ledger) = (Tally::default(), Disk::default(), Ledger::default());
@@ -238,7 +232,7 @@ pub fn run_threads_seed(seed: u64) -> SeedReport {
             let error = result
                 .as_ref()
                 .err()
-                .map(|error| (kind(error), error.to_string()));
+                .map(|error| (kind_of(error), error.to_string()));
             ledger.set_outcome(&id, outcome(&result), error);
             if schedule.chance(200) {
                 std::thread::sleep(Duration::from_millis(schedule.range(1, 5)));

@@ -640,7 +640,13 @@ mod tests {
                 Release::Ack(again, Ack::Refused(refused)),
             ]
         );
-        assert_eq!(first.index, 0);
+        assert_eq!(
+            first,
+            Ticket {
+                batch: BatchNo(2),
+                index: 0
+            }
+        );
     }
 
     /// Seals the staged batch and returns the machine's events in it.

@@ -202,43 +202,27 @@ fn a_deaf_host_is_abandoned_after_the_grace<D: Driver>() {
 macro_rules! suite {
     ($module:ident, $driver:ty) => {
         mod $module {
-            use super::*;
-
-            #[test]
-            fn a_followup_runs_its_turn() {
-                super::a_followup_runs_its_turn::<$driver>();
-            }
-
-            #[test]
-            fn a_failed_append_fails_its_batch_and_the_agent_goes_on() {
-                super::a_failed_append_fails_its_batch_and_the_agent_goes_on::<$driver>();
-            }
-
-            #[test]
-            fn a_failed_append_of_a_host_answer_is_written_again() {
-                super::a_failed_append_of_a_host_answer_is_written_again::<$driver>();
-            }
-
-            #[test]
-            fn an_indeterminate_append_stops_the_agent() {
-                super::an_indeterminate_append_stops_the_agent::<$driver>();
-            }
-
-            #[test]
-            fn a_host_panic_ends_the_turn_host_panicked() {
-                super::a_host_panic_ends_the_turn_host_panicked::<$driver>();
-            }
-
-            #[test]
-            fn a_deaf_host_is_abandoned_after_the_grace() {
-                super::a_deaf_host_is_abandoned_after_the_grace::<$driver>();
-            }
+            suite!(@tests $driver;
+                a_followup_runs_its_turn,
+                a_failed_append_fails_its_batch_and_the_agent_goes_on,
+                a_failed_append_of_a_host_answer_is_written_again,
+                an_indeterminate_append_stops_the_agent,
+                a_host_panic_ends_the_turn_host_panicked,
+                a_deaf_host_is_abandoned_after_the_grace);
         }
+    };
+    (@tests $driver:ty; $($test:ident),*) => {
+        $(
+            #[test]
+            fn $test() {
+                super::$test::<$driver>();
+            }
+        )*
     };
 }
 
-suite!(tokio_driver, tokio_impl::Tokio);
-suite!(threads_driver, threads_impl::Threads);
+suite!(tokio_driver, super::tokio_impl::Tokio);
+suite!(threads_driver, super::threads_impl::Threads);
 
 fn followup(id: &str) -> Message {
     Message::user(id, "hi")

@@ -27,7 +27,6 @@ __all__ = ["Agent", "AgentError", "Closed", "Stopped", "PersistenceError", "Step
 
 T = TypeVar("T")
 RETRY = 0.1  # seconds before answers fed again after a failed append are written again
-Refusal = tuple[Command, BaseException, bool]  # the command, why, whether judged against a batch
 
 
 async def _call(method: Callable[[Any], Awaitable[T]], cx: Any) -> T:
@@ -164,7 +163,7 @@ class Agent(Calls, Reports):
 
     async def _commit(self, group: list[Command]) -> None:
         """Stages the group, appends the batch as one write, then releases it in input order."""
-        session, refused = self._session, list[Refusal]()
+        session = self._session
         for command in group:
             try:
                 if command.kind == "input":
@@ -174,8 +173,8 @@ class Agent(Calls, Reports):
                 elif (session.answer if command.kind == "answer" else session.host_failed)(
                         *command.arg) is None:
                     continue  # the answer of a call given up on (S4)
-            except Exception as error:  # refused, nothing changed (S5)
-                refused.append((command, error, False))  # judged against durable state alone
+            except Exception as error:  # refused against the durable state, nothing changed (S5);
+                self._reply(command, error)  # one against staged members is an `Ack::Refused`
                 continue
             self._members.append(command)
         batch, log = session.seal(), self._log
@@ -184,7 +183,7 @@ class Agent(Calls, Reports):
                 data, count = session.encode(log.next_seq)
                 await asyncio.to_thread(log.append_encoded, data, count)
             except Exception as error:
-                self._failed(batch, error, refused)
+                self._failed(batch, error)
                 return
             for seq, record in enumerate(session.records() if self._subscribers else (),
                                          log.next_seq - count):
@@ -196,13 +195,11 @@ class Agent(Calls, Reports):
                     member = release[0] + 1
                 elif self._ending is None:
                     self._carry_out(release, members[member])
-        for command, refusal, _ in refused:  # once the batch they were judged against is durable
-            self._reply(command, refusal)
         self._update_state()
 
-    def _failed(self, batch: int, error: Exception, refused: list[Refusal]) -> None:
-        """The append failed: the session took the batch back (S5). Its callers, and those refused
-        against it, get PersistenceError; what the session hands back is fed again."""
+    def _failed(self, batch: int, error: Exception) -> None:
+        """The append failed: the session took the batch back (S5). Its callers (those refused
+        against it too) get PersistenceError; what the session hands back is fed again."""
         members, answers, again = self._session.failed(batch)
         staged, self._members = self._members, []
         log_error = error if isinstance(error, LogError) else None
@@ -210,11 +207,9 @@ class Agent(Calls, Reports):
         if indeterminate:
             self._end("stopped")  # before any caller is told, so `ending` says so at once
             answers, again = [], []
-        failed: list[tuple[Command | None, BaseException | None, bool]] = [
-            (staged[i], None, True) for i in members if i not in again]
-        for command, refusal, judged in failed + list(refused):
-            self._reply(command, PersistenceError(str(error), indeterminate=indeterminate,
-                                                  log_error=log_error) if judged else refusal)
+        for i in (i for i in members if i not in again):
+            self._reply(staged[i], PersistenceError(str(error), indeterminate=indeterminate,
+                                                    log_error=log_error))
         self._update_state()
         for answer in answers:  # their calls will not answer again
             self._session.feed(answer)
