@@ -16,8 +16,6 @@ const { resume } = require('./log');
 
 /** What a hook that is missing or returns nothing answers (the step has no default). */
 const DEFAULTS = { preStep: (body) => ({ enter: body.messages }), turnStopping: () => 'done' };
-/** How long the answers of a failed batch wait to be staged again (the tokio driver's `RETRY_AFTER`). */
-const RETRY_AFTER_MS = 100;
 const [BEGIN, END] = [{ feed: { maintenance: 'begin' } }, { feed: { maintenance: 'end' } }];
 
 class Agent {
@@ -25,7 +23,7 @@ class Agent {
     Object.assign(this, { _host: host, _log: log, _s: session, _maxBatch: maxBatch, _queue: [], _seq: nextSeq });
     Object.assign(this, { _pumping: false, _scheduled: false, _maintenance: null, _timer: null });
     Object.assign(this, { _ending: null, _finishing: null, _finalSync: null, _listeners: new Set() });
-    Object.assign(this, { _idle: [], _afterEnd: [], _controller: new AbortController() });
+    Object.assign(this, { _idle: [], _afterEnd: [], _held: new Map(), _controller: new AbortController() });
     this._finished = new Promise((resolve) => { this._resolveFinished = resolve; });
     ({ status: this._status, lastTurn: this._lastTurn } = session.state());
   }
@@ -128,16 +126,18 @@ class Agent {
       commands.push(member.input);
     }
     const { staged, batch, entries } = this._s.stage(commands, this._seq); // encoded for the next `seq`
-    const tickets = [];
+    const [tickets, retried] = [[], []];
     for (let i = 0; i < members.length; i++) {
       const member = members[i];
       const result = staged[i];
       if (typeof result === 'number') tickets[result] = member;
+      else if (result?.retried) retried.push(...this._retried(result.retried, tickets));
       else if (result !== null) member.error = result; // refused: it changed nothing (S5)
       // A stale answer (its call was abandoned, S4) is dropped; any other refused answer is a bug: close.
       const bug = member.kind === 'answer' && member.error && member.error.kind !== 'stale';
       if (bug) this._end({ kind: 'closed', error: member.error });
     }
+    members.push(...retried);
     if (batch === null) {
       this._arm(this._s.pollTimeout()); // a timeout not due yet is armed again
       return members.forEach((member) => settle(member));
@@ -168,18 +168,24 @@ class Agent {
       for (const member of members) this._afterEnd.push(() => settle(member, error));
       return;
     }
-    // Its answers (the host's, a job's end) go in again: the calls that gave them will not answer twice.
-    const again = this._s.failed(batch).answers.map(({ ticket }) => tickets[ticket]);
+    // Its answers (the host's, a job's end) are the session's to stage again after its pause: their waiters wait.
+    const held = this._s.failed(batch, performance.now()).held.filter((ticket) => tickets[ticket]);
+    for (const ticket of held) this._held.set(`${batch}:${ticket}`, tickets[ticket]);
     const message = `the input is not in the log, nothing changed (it may be sent again): ${error.message}`;
     const failure = new errors.PersistenceError(message, { cause: error });
-    for (const member of members) if (!again.includes(member)) settle(member, failure);
-    this._arm(this._s.pollTimeout()); // a grace the batch's rollback put back
-    if (again.length === 0) return;
-    setTimeout(() => {
-      if (this._ending) return again.forEach((waiting) => waiting.reject(this._endedError()));
-      this._queue.unshift(...again);
-      this._schedule();
-    }, RETRY_AFTER_MS);
+    for (const member of members) if (!held.some((ticket) => tickets[ticket] === member)) settle(member, failure);
+    this._arm(this._s.pollTimeout()); // the retry pause, or a grace the batch's rollback put back
+  }
+  /** The held answers a timeout staged again: their waiters join this batch at their new tickets (or hear why not). */
+  _retried(answers, tickets) {
+    const joined = [];
+    for (const [batch, ticket, staged] of answers) {
+      const member = this._held.get(`${batch}:${ticket}`);
+      this._held.delete(`${batch}:${ticket}`);
+      if (member && typeof staged === 'number') joined.push(tickets[staged] = member);
+      else if (member) settle(member, staged);
+    }
+    return joined;
   }
   _runJob(job, resolve, reject) {
     const running = { reject };
@@ -258,7 +264,8 @@ class Agent {
     this._controller.abort(error);
     const maintenance = this._maintenance;
     if (maintenance) this._afterEnd.push(() => maintenance.reject(error));
-    this._maintenance = null;
+    for (const member of this._held.values()) this._afterEnd.push(() => member.reject(error));
+    [this._maintenance, this._held] = [null, new Map()];
     try { await this._log.sync(); } catch (failure) { this._finalSync = failure; }
     await this._log.close();
     this._status = 'idle';

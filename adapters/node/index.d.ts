@@ -351,6 +351,8 @@ export interface SessionOptions {
   maxIdBytes?: number | null;
   /** The largest message admitted, in bytes of its JSON encoding (`MessageTooLargeError`); default 1 MiB. */
   maxMessageBytes?: number | null;
+  /** The pause after a failed batch before the session stages the answers it held again (and a grace the rollback put back fires); default 100 ms. */
+  retryAfterMs?: number | null;
 }
 export interface AgentOptions extends SessionOptions {
   /** The delivery memory's capacity (S51); default 256. Pass the same at every open. */
@@ -423,6 +425,8 @@ export type HostFailure = 'panicked' | 'raised' | 'cancelled' | 'abandoned' | 'i
  * grace runs, its `deadline` (when to call `handleTimeout`).
  */
 export type Release = Effect | { ack: number; found: boolean } | { ack: number; refused: CoxswainError } | { deadline: number };
+/** The held answers a timeout staged again: each held member's batch and ticket, with its new ticket or the refusal that stops it now (tell its waiter). */
+export type Retried = { retried: Array<[batch: number, ticket: number, staged: number | CoxswainError]> };
 /** A host call, by the request it answers. */
 export type HostCall = 'preStep' | 'step' | 'turnStopping';
 /** One command of `Session.stage`: the arguments of `feed`, `record`, `handleTimeout`, `answer` or `hostFailed`. */
@@ -439,14 +443,14 @@ export type SessionCommand =
  * returns its ticket, its index in the batch, or throws the typed refusal, having changed
  * nothing: S5), `seal()` and append the batch's entries as one write, then report it
  * `persisted` (effects and acknowledgements in input order) or `failed` (the machine is as
- * before the batch: feed the answers it hands back again). Time is milliseconds of the host's
+ * before the batch; the answers it held are staged again after the retry pause). Time is milliseconds of the host's
  * clock (`performance.now()`).
  */
 export class Session {
   /** Takes `machine`'s state (`machine` is left fresh). */
   constructor(machine?: Machine, options?: SessionOptions);
   /** Stages `commands` in order and seals the batch, in one crossing: each command's ticket, refusal or `null` (a timeout not due); `batch` and `entries` are `null` when nothing was staged. With `firstSeq` (the `seq` the log's next record takes) the entries carry their log lines already encoded, which `FileLog` and `MemoryLog` write as they are. */
-  stage(commands: SessionCommand[], firstSeq?: number | null): { staged: Array<number | CoxswainError | null>; batch: number | null; entries: Entry[] | null };
+  stage(commands: SessionCommand[], firstSeq?: number | null): { staged: Array<number | CoxswainError | Retried | null>; batch: number | null; entries: Entry[] | null };
   feed(input: Input): number;
   /** The answer of `call` to the request of turn `turn`, step `step` (0 for `turnStopping`): a refusal `stale` unless it is outstanding (S4); an answer of the wrong shape fails the call instead (`host-invalid-answer`, S38). */
   answer(call: HostCall, turn: number, step: number, input: Input): number;
@@ -458,12 +462,12 @@ export class Session {
   seal(): { batch: number; entries: Entry[] } | null;
   /** The sealed batch is durable at `nowMs`: an abort among its effects starts the abort grace. */
   persisted(batch: number, nowMs: number): Release[];
-  /** The sealed batch was not persisted: its `members` tickets failed, but its answers (the host's, a job's end) are to be fed again: their calls will not answer twice. */
-  failed(batch: number): { members: number; answers: Array<{ ticket: number; input: Input }> };
-  /** When to call `handleTimeout` next, or `null`. */
+  /** The sealed batch was not persisted at `nowMs`: its `members` tickets failed; the answers of its `held` ones (the host's, a job's end: their calls will not answer twice) the session stages again once its retry pause is over (`handleTimeout`), and their waiters wait for that. */
+  failed(batch: number, nowMs?: number): { members: number[]; held: number[] };
+  /** When to call `handleTimeout` next (a retry pause's end, an abort grace's deadline), or `null`. */
   pollTimeout(): number | null;
-  /** Stages the `host-abandoned` answer once the abort grace ran out: its ticket (drop that call), or `null`. */
-  handleTimeout(nowMs: number): number | null;
+  /** What time reaching `nowMs` staged: the held answers again (`Retried`), or the `host-abandoned` answer of a call that outlived its grace (its ticket: drop that call); `null`: nothing due. */
+  handleTimeout(nowMs: number): number | Retried | null;
   /** The machine's state, with the staged inputs applied. */
   state(): MachineState;
   pending(): PendingLists;

@@ -28,18 +28,20 @@ class Session {
   /**
    * A session over `machine` (a `Machine`, fresh or restored), whose state it takes: `machine`
    * is left fresh. Options (checked, `InvalidOptionsError`): `abortGraceMs` (default 5000,
-   * `Infinity`: never), `maxIdBytes` (default 256) and `maxMessageBytes` (default 1 MiB).
+   * `Infinity`: never), `maxIdBytes` (default 256), `maxMessageBytes` (default 1 MiB) and
+   * `retryAfterMs` (default 100: the pause after a failed batch before the session stages
+   * the answers it held again).
    */
   constructor(machine = new Machine(), options = {}) {
     const o = sessionOptions(options);
     const inner = machine instanceof Machine ? machine._inner : machine;
-    this._inner = new native.NativeSession(inner, o.abortGraceMs, o.maxIdBytes, o.maxMessageBytes);
+    this._inner = new native.NativeSession(inner, o.abortGraceMs, o.maxIdBytes, o.maxMessageBytes, o.retryAfterMs);
   }
 
   /**
    * Stages `commands` in order and seals the batch, in one crossing: `{staged, batch, entries}`,
    * `staged[i]` the i-th command's ticket, its refusal (the typed error, as the methods below
-   * throw it) or `null` (a timeout not due); `batch` and `entries` are `null` when nothing was
+   * throw it), `null` (a timeout not due) or, for a timeout, `{retried}` (see `handleTimeout`); `batch` and `entries` are `null` when nothing was
    * staged. A command is `{feed: input}`, `{record: [turn, step, events]}`, `{timeout: nowMs}`,
    * `{answer: [call, turn, step, input]}` or `{hostFailed: [call, turn, step, failure, detail]}`
    * (the arguments of the methods below). With `firstSeq` (the `seq` the log's next record
@@ -57,7 +59,7 @@ class Session {
     const { staged = [], batch = null, entries = null } = JSON.parse(reply);
     if (lines !== undefined) entries[ENCODED] = { seq: firstSeq, lines };
     for (let i = 0; i < staged.length; i++) {
-      if (staged[i] !== null && typeof staged[i] === 'object') staged[i] = errors.refusal(staged[i]);
+      if (staged[i] !== null && typeof staged[i] === 'object') staged[i] = typed(staged[i]);
     }
     return { staged, batch, entries };
   }
@@ -69,7 +71,7 @@ class Session {
         if (command.feed) return this.feed(command.feed);
         if (command.record) return this.record(...command.record);
         if (command.hostFailed) return this.hostFailed(...command.hostFailed);
-        if (command.timeout !== undefined) return this.handleTimeout(command.timeout);
+        if (command.timeout !== undefined) return this.handleTimeout(command.timeout) ?? null;
         const [call, turn, step, input] = command.answer;
         let text;
         try {
@@ -121,12 +123,24 @@ class Session {
     for (const release of releases) if (release.refused) release.refused = errors.refusal(release.refused);
     return releases;
   }
-  /** The sealed batch was not made durable: `{members, answers: [{ticket, input}]}` (feed the answers again). */
-  failed(batch) { return JSON.parse(this._inner.failed(batch)); }
-  /** When to call `handleTimeout` next (milliseconds of the host's clock), or `null`. */
+  /**
+   * The sealed batch was not made durable at `nowMs`: `{members, held}`, the tickets of the
+   * members that failed and of those whose answer (the host's, a job's end) the session holds
+   * and stages again once its retry pause is over (`handleTimeout`): their waiters wait for that.
+   */
+  failed(batch, nowMs = performance.now()) { return JSON.parse(this._inner.failed(batch, nowMs)); }
+  /** When to call `handleTimeout` next (milliseconds of the host's clock: a retry pause's end, an abort grace's), or `null`. */
   pollTimeout() { return this._inner.pollTimeout(); }
-  /** Time has reached `nowMs`: the ticket of the `host-abandoned` answer it staged (drop that call), or `null`. */
-  handleTimeout(nowMs) { return this._inner.handleTimeout(nowMs); }
+  /**
+   * Time has reached `nowMs`: what the session staged, or `null`. The ticket of the
+   * `host-abandoned` answer of a call that outlived its grace (drop that call), or `{retried:
+   * [[batch, ticket, staged]…]}`: the held answers staged again, each with its new ticket or
+   * the refusal that stops it now (tell its waiter). Call again while `pollTimeout()` is due.
+   */
+  handleTimeout(nowMs) {
+    const result = JSON.parse(this._inner.handleTimeout(nowMs));
+    return result !== null && typeof result === 'object' ? typed(result) : result;
+  }
 
   /** The machine's state, with the staged inputs applied. */
   state() { return JSON.parse(this._inner.state()); }
@@ -154,14 +168,25 @@ function agentOptions(options) {
   return { memory, maxBatch, maxPending, ...sessionOptions(options) };
 }
 
+/** A refusal as its typed error; a timeout's `{retried}` with its refusals typed. */
+function typed(result) {
+  if (!result.retried) return errors.refusal(result);
+  const retried = result.retried.map(([batch, ticket, staged]) =>
+    [batch, ticket, typeof staged === 'number' ? staged : errors.refusal(staged)]);
+  return { retried };
+}
+
 /** The session's options, checked; `null`: the session layer's default. */
 function sessionOptions(options) {
-  const grace = options.abortGraceMs ?? null;
+  const [grace, retry] = [options.abortGraceMs ?? null, options.retryAfterMs ?? null];
   if (grace !== null && !(typeof grace === 'number' && grace >= 0)) {
     throw new errors.InvalidOptionsError(`abortGraceMs ${grace} is not a number >= 0 (Infinity: never)`);
   }
+  if (retry !== null && !(typeof retry === 'number' && retry >= 0 && retry < Infinity)) {
+    throw new errors.InvalidOptionsError(`retryAfterMs ${retry} is not a finite number >= 0`);
+  }
   const [maxIdBytes, maxMessageBytes] = [size(options, 'maxIdBytes'), size(options, 'maxMessageBytes')];
-  return { abortGraceMs: grace, maxIdBytes, maxMessageBytes };
+  return { abortGraceMs: grace, retryAfterMs: retry, maxIdBytes, maxMessageBytes };
 }
 
 /** A size limit: absent, or an integer within 1..=2^32-1. */

@@ -1,7 +1,7 @@
 //! The stateright model of the session layer ([`coxswain_session::Session`]): the environment
 //! stages inputs into batches of up to [`SessionBound::batch`] members, seals them, and reports
 //! each write `persisted` or `failed`; a host answers only requests it was released; time jumps
-//! past the abort grace. The transition is the real `Session` over the real `Machine`; beside it
+//! past the abort grace and the retry pause. The transition is the real `Session` over the real `Machine`; beside it
 //! runs a *reference* machine fed, one input at a time and without batches, only the members of
 //! persisted batches: what the session must be equivalent to.
 //!
@@ -14,7 +14,9 @@
 //! * [`SessionProperty::RolledBack`]: a failed batch left the machine equal to the machine before
 //!   it (and to the reference, which never saw it);
 //! * [`SessionProperty::AbortEndsByDeadline`]: once an aborted request's grace has run out, it
-//!   is no longer outstanding.
+//!   is no longer outstanding;
+//! * [`SessionProperty::AnswersRetried`]: once the retry pause after a failed batch is over, the
+//!   answers it held (the host does not answer twice) are staged again, not lost.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -30,6 +32,8 @@ use stateright::{Checker, Model, Property};
 
 /// The abort grace of the model's sessions, in its time unit (seconds).
 const GRACE: u64 = 1;
+/// The retry pause of the model's sessions after a failed batch, in the same unit.
+const RETRY: u64 = 1;
 
 /// The bound of a session-model run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -96,15 +100,18 @@ pub enum SessionProperty {
     RolledBack,
     /// Every aborted request is answered by its deadline.
     AbortEndsByDeadline,
+    /// A failed batch's held answers are staged again once its retry pause is over.
+    AnswersRetried,
 }
 
 impl SessionProperty {
     /// Every property.
-    pub const ALL: [SessionProperty; 4] = [
+    pub const ALL: [SessionProperty; 5] = [
         SessionProperty::DurableBeforeRelease,
         SessionProperty::ReleaseOrder,
         SessionProperty::RolledBack,
         SessionProperty::AbortEndsByDeadline,
+        SessionProperty::AnswersRetried,
     ];
 
     /// The property's name as the checker reports it.
@@ -116,6 +123,7 @@ impl SessionProperty {
             SessionProperty::ReleaseOrder => "session: effects and acks in input order",
             SessionProperty::RolledBack => "session: a failed batch is undone",
             SessionProperty::AbortEndsByDeadline => "session: an aborted call ends by its deadline",
+            SessionProperty::AnswersRetried => "session: a failed batch's held answers are retried",
         }
     }
 
@@ -127,11 +135,12 @@ impl SessionProperty {
 
 /// The situations a passing run must reach (`sometimes`), so that it is not vacuous: a bit of
 /// [`SessionState::reached`] each.
-const REACHED: [&str; 4] = [
+const REACHED: [&str; 5] = [
     "session: a batch of the full size persisted",
     "session: a batch with a claim failed and was undone",
     "session: an aborted call was abandoned",
     "session: a batch holding an abandoned answer failed",
+    "session: a failed batch's held answer was staged again",
 ];
 
 /// A state: the session, the reference, and what the environment knows.
@@ -157,6 +166,10 @@ pub struct SessionState {
     now: u64,
     /// An aborted request and when its grace runs out (the model's own account).
     deadline: Option<(Outstanding, u64)>,
+    /// The answers failed batches held, with their tickets (the host gave them once and will
+    /// not again), and when the retry pause ends (the model's own account).
+    held: Vec<(coxswain_session::Ticket, Input)>,
+    retry_due: Option<u64>,
     operations_left: u8,
     /// The first broken property on this path, with what broke it.
     pub violation: Option<(SessionProperty, Arc<str>)>,
@@ -177,7 +190,8 @@ impl SessionState {
         bool,
         &Option<Request>,
         Option<(Outstanding, u64)>,
-        Option<u64>,
+        Vec<&Input>,
+        (Option<u64>, Option<u64>, Option<u64>),
         u8,
         Option<SessionProperty>,
         u8,
@@ -190,9 +204,19 @@ impl SessionState {
             &self.released,
             self.deadline
                 .map(|(request, at)| (request, at.saturating_sub(self.now))),
-            self.session
-                .poll_timeout()
-                .map(|at| (at.as_secs()).saturating_sub(self.now)),
+            // The held answers, not their tickets: batch numbers are history.
+            self.held.iter().map(|(_, input)| input).collect(),
+            // The deadlines, relative to now: the model's retry, the session's next one and its
+            // grace (a retry pause hides the grace from `poll_timeout`).
+            (
+                self.retry_due.map(|at| at.saturating_sub(self.now)),
+                self.session
+                    .poll_timeout()
+                    .map(|at| (at.as_secs()).saturating_sub(self.now)),
+                self.session
+                    .abort_deadline()
+                    .map(|at| (at.as_secs()).saturating_sub(self.now)),
+            ),
             self.operations_left,
             self.violation.as_ref().map(|(property, _)| *property),
             self.reached,
@@ -245,6 +269,7 @@ impl SessionModel {
     fn options() -> Options {
         Options {
             abort_grace: Duration::from_secs(GRACE),
+            retry_after: Duration::from_secs(RETRY),
             ..Options::default()
         }
     }
@@ -320,6 +345,10 @@ impl SessionModel {
             }
         };
         next.durable.append(&mut next.writing);
+        // The log took a write: the retry pause is over, the held answers due at once.
+        if next.retry_due.is_some() {
+            next.retry_due = (!next.held.is_empty()).then_some(next.now);
+        }
         // What the reference says the batch must release: each member's effects, then its ack.
         let mut expected = Vec::new();
         for (index, member) in std::mem::take(&mut next.staged).into_iter().enumerate() {
@@ -395,9 +424,24 @@ impl SessionModel {
             .before
             .as_ref()
             .is_some_and(|before| !before.delivered().eq(next.session.machine().delivered()));
-        if next.session.failed(batch).is_err() {
-            next.violate(SessionProperty::RolledBack, "failed() refused".into());
-            return;
+        let failed = match next.session.failed(batch, Duration::from_secs(next.now)) {
+            Ok(failed) => failed,
+            Err(_) => {
+                next.violate(SessionProperty::RolledBack, "failed() refused".into());
+                return;
+            }
+        };
+        // The answers it held are the session's now: the host gave them and will not again.
+        for ticket in &failed.held {
+            if let Some(Some(answer)) = next.staged.get(ticket.index) {
+                next.held.push((*ticket, answer.clone()));
+                next.released = None;
+            }
+        }
+        // Any failed batch restarts the pause while answers are held (a failing log is not
+        // written to again at once).
+        if !next.held.is_empty() {
+            next.retry_due = Some(next.now + RETRY);
         }
         let abandoned = next.staged.iter().flatten().any(|input| {
             matches!(input, Input::PreStep(PreStepAnswer::Fail(e)) if &*e.code == "host-abandoned")
@@ -429,13 +473,40 @@ impl SessionModel {
     fn tick(next: &mut SessionState) {
         next.now += GRACE;
         let before = next.session.machine().clone();
-        if let Some(Timeout::Abandoned { request, .. }) =
-            next.session.handle_timeout(Duration::from_secs(next.now))
-        {
-            next.before.get_or_insert(before);
-            next.staged
-                .push(Some(HostFailure::Abandoned.answer(request, "")));
-            next.reached |= 4;
+        let now = Duration::from_secs(next.now);
+        // One deadline per call: the retry, then a grace it held back.
+        for _ in 0..2 {
+            match next.session.handle_timeout(now) {
+                Some(Timeout::Abandoned { request, .. }) => {
+                    next.before.get_or_insert_with(|| before.clone());
+                    next.staged
+                        .push(Some(HostFailure::Abandoned.answer(request, "")));
+                    next.reached |= 4;
+                }
+                Some(Timeout::Retried { answers }) => {
+                    for (held, staged) in answers {
+                        let at = next.held.iter().position(|(ticket, _)| *ticket == held);
+                        let Some((_, answer)) = at.map(|at| next.held.remove(at)) else {
+                            let detail = format!("retried {held:?}, which no failed batch held");
+                            next.violate(SessionProperty::AnswersRetried, detail);
+                            continue;
+                        };
+                        if staged.is_ok() {
+                            next.before.get_or_insert_with(|| before.clone());
+                            next.staged.push(Some(answer));
+                            next.reached |= 16;
+                        }
+                    }
+                }
+                None => break,
+            }
+        }
+        if next.retry_due.is_some_and(|at| next.now >= at) {
+            next.retry_due = None;
+            if !next.held.is_empty() {
+                let detail = format!("{:?} still held past the retry pause", next.held);
+                next.violate(SessionProperty::AnswersRetried, detail);
+            }
         }
         if let Some((request, at)) = next.deadline {
             if next.now >= at && next.session.machine().outstanding() == Some(request) {
@@ -468,6 +539,8 @@ impl Model for SessionModel {
             released: None,
             now: 0,
             deadline: None,
+            held: Vec::new(),
+            retry_due: None,
             operations_left: self.bound.operations,
             violation: None,
             reached: 0,
@@ -603,6 +676,12 @@ impl Model for SessionModel {
                     )
                 },
             ),
+            Property::always(
+                SessionProperty::AnswersRetried.name(),
+                |_: &SessionModel, s: &SessionState| {
+                    !matches!(&s.violation, Some((SessionProperty::AnswersRetried, _)))
+                },
+            ),
         ];
         properties.extend([
             Property::sometimes(REACHED[0], |_: &SessionModel, s: &SessionState| {
@@ -616,6 +695,9 @@ impl Model for SessionModel {
             }),
             Property::sometimes(REACHED[3], |_: &SessionModel, s: &SessionState| {
                 s.reached & 8 != 0
+            }),
+            Property::sometimes(REACHED[4], |_: &SessionModel, s: &SessionState| {
+                s.reached & 16 != 0
             }),
         ]);
         properties

@@ -61,19 +61,23 @@ impl NativeSession {
     /// is left fresh, with the same configuration. `abort_grace_ms` is how long an aborted
     /// host call may take to answer before the session answers `fail` (`host-abandoned`) on
     /// its behalf (S38, S39; infinite: never); `max_id_bytes` and `max_message_bytes` are the
-    /// admission limits (absent: the session's defaults, 256 bytes and 1 MiB).
+    /// admission limits (absent: the session's defaults, 256 bytes and 1 MiB); `retry_after_ms`
+    /// the pause after a failed batch before the session stages anything on its own again
+    /// (absent: 100 ms).
     #[napi(constructor)]
     pub fn new(
         machine: &mut NativeMachine,
         abort_grace_ms: Option<f64>,
         max_id_bytes: Option<u32>,
         max_message_bytes: Option<u32>,
+        retry_after_ms: Option<f64>,
     ) -> Self {
         let size = |limit: Option<u32>, default: usize| {
             limit.map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
         };
         let options = Options {
             abort_grace: abort_grace_ms.map_or(Options::DEFAULT.abort_grace, millis),
+            retry_after: retry_after_ms.map_or(Options::DEFAULT.retry_after, millis),
             limits: Limits {
                 max_id_bytes: size(max_id_bytes, Limits::DEFAULT.max_id_bytes),
                 max_message_bytes: size(max_message_bytes, Limits::DEFAULT.max_message_bytes),
@@ -212,51 +216,44 @@ impl NativeSession {
         Ok(wire::to_text(&released))
     }
 
-    /// Batch `batch` could not be made durable: the machine is as before it (S5 extended to a
-    /// failed persistence). JSON text `{"members": n, "answers": [{"ticket": i, "input":
-    /// INPUT}…]}`: its `n` members (tickets `0..n`) failed, but the answers it held (the host's,
-    /// a maintenance job's end) are to be fed again: the calls that gave them will not answer
-    /// twice.
+    /// Batch `batch` could not be made durable at `now_ms`: the machine is as before it (S5
+    /// extended to a failed persistence). JSON text `{"members": [TICKET…], "held":
+    /// [TICKET…]}`: the members that failed, and those whose answer the session holds (the
+    /// host's, a maintenance job's end: the calls that gave them will not answer twice) and
+    /// stages again once its retry pause is over ([`handle_timeout`](NativeSession::handle_timeout));
+    /// their waiters wait for that.
     ///
     /// # Errors
     ///
     /// When `batch` is not the sealed batch (nothing changed).
     #[napi]
-    pub fn failed(&mut self, batch: i64) -> napi::Result<String> {
-        let failed = self.session.failed(batch_no(batch)).map_err(mismatch)?;
-        let answers: Vec<Value> = failed
-            .answers
-            .iter()
-            .map(|(ticket, input)| json!({ "ticket": index(*ticket), "input": input }))
-            .collect();
+    pub fn failed(&mut self, batch: i64, now_ms: f64) -> napi::Result<String> {
+        let failed = self
+            .session
+            .failed(batch_no(batch), millis(now_ms))
+            .map_err(mismatch)?;
+        let tickets = |tickets: &[Ticket]| tickets.iter().map(|t| index(*t)).collect::<Vec<_>>();
         Ok(wire::text(&json!({
-            "members": failed.members.len(),
-            "answers": answers,
+            "members": tickets(&failed.members),
+            "held": tickets(&failed.held),
         })))
     }
 
     /// When to call [`handle_timeout`](NativeSession::handle_timeout) next, in milliseconds of
-    /// the host's clock (the abort grace's deadline), or `null`. `null` too while no request is
-    /// outstanding: the aborted call has answered and the grace has nothing left to time (the
-    /// session forgets it only at its next `handle_timeout`, and a timer on it would keep the
-    /// host's process alive for nothing).
+    /// the host's clock (the end of the retry pause after a failed batch, or the abort grace's
+    /// deadline), or `null`.
     #[napi]
     pub fn poll_timeout(&self) -> Option<f64> {
-        self.session.machine().outstanding()?;
         self.session
             .poll_timeout()
             .map(|deadline| deadline.as_secs_f64() * 1000.0)
     }
 
-    /// Time has reached `now_ms`: once the abort grace ran out, the session stages the
-    /// aborted call's `fail` answer (`host-abandoned`) and this returns its ticket (drop the
-    /// call: its late answer is not fed); else `null`.
+    /// Time has reached `now_ms`: JSON text of what the session staged ([`timeout_value`]), or
+    /// `null`. Call again while `poll_timeout` is not after `now_ms`.
     #[napi]
-    pub fn handle_timeout(&mut self, now_ms: f64) -> Option<u32> {
-        match self.session.handle_timeout(millis(now_ms)) {
-            Some(Timeout::Abandoned { ticket, .. }) => Some(index(ticket)),
-            _ => None,
-        }
+    pub fn handle_timeout(&mut self, now_ms: f64) -> String {
+        wire::text(&timeout_value(self.session.handle_timeout(millis(now_ms))))
     }
 
     /// The machine's state as JSON (as `NativeMachine::state`); while a batch is staged, with
@@ -309,10 +306,9 @@ impl NativeSession {
                 self.host_failed_named(&call, turn, step, &failure, &detail)
             }
             Command::Record(turn, step, events) => self.record_values(turn, step, events),
-            Command::Timeout(now) => match self.session.handle_timeout(millis(now)) {
-                Some(Timeout::Abandoned { ticket, .. }) => Ok(ticket),
-                _ => return Value::Null,
-            },
+            Command::Timeout(now) => {
+                return timeout_value(self.session.handle_timeout(millis(now)));
+            }
         };
         match result {
             Ok(ticket) => Value::from(index(ticket)),
@@ -479,6 +475,31 @@ fn either(result: Result<Ticket, Value>) -> Staged {
     match result {
         Ok(ticket) => Either::A(index(ticket)),
         Err(refusal) => Either::B(wire::text(&refusal)),
+    }
+}
+
+/// What a timeout staged, as JSON: `null` (nothing due); the ticket of the `host-abandoned`
+/// answer of an aborted call that outlived the grace (drop that call: its late answer is not
+/// fed); or `{"retried": [[BATCH, TICKET, STAGED]…]}`, the answers failed batches held, each
+/// with the held member's batch and ticket and its new ticket, or the refusal that stops it
+/// now (S5: tell its waiter).
+fn timeout_value(timeout: Option<Timeout>) -> Value {
+    match timeout {
+        None => Value::Null,
+        Some(Timeout::Abandoned { ticket, .. }) => Value::from(index(ticket)),
+        Some(Timeout::Retried { answers }) => {
+            let answers: Vec<Value> = answers
+                .iter()
+                .map(|(held, staged)| {
+                    let staged = match staged {
+                        Ok(ticket) => Value::from(index(*ticket)),
+                        Err(refused) => refused_value(refused),
+                    };
+                    json!([held.batch.0, index(*held), staged])
+                })
+                .collect();
+            json!({ "retried": answers })
+        }
     }
 }
 

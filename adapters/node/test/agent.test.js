@@ -356,6 +356,61 @@ test("a failed append holding the host's answer: the answer is staged again and 
   assert.equal(written.filter((r) => r.type === 'model/output').length, 1);
 });
 
+test('a failed append holding a maintenance end: the end is staged again after the retry pause, its caller gets the value', async (t) => {
+  // Maintenance begin and end write no record (and an empty batch is not appended): the job's
+  // follow-up is latched (S25), so the end's batch carries the turn it replays, and fails once.
+  const log = new CountingLog();
+  const calls = []; // every append: its entries' types, when it was made, whether it went through
+  const append = log.append.bind(log);
+  log.append = async (entries) => {
+    const call = { types: entries.map((e) => e.type), at: performance.now(), done: null };
+    calls.push(call);
+    if (calls.length === 2) throw new coxswain.LogIoError('disk full'); // 1: the follow-up, 2: the end
+    const seq = await append(entries);
+    call.done = performance.now();
+    return seq;
+  };
+  const { agent } = await Agent.open(textHost, log);
+  const value = await agent.runMaintenance(async () => {
+    await agent.followup(userMessage('a', 'x')); // durable, latched: the turn waits for the end
+    assert.equal(agent.lastTurn, 0);
+    return 42;
+  });
+  const returned = performance.now();
+  assert.equal(value, 42, "the job's value, not a PersistenceError");
+  assert.equal(agent.ending, null, 'the agent goes on');
+  const claim = ['turn/start', 'agent/inbox/spliced'];
+  assert.deepEqual(calls.slice(0, 3).map((c) => c.types), [['agent/inbox/spliced'], claim, claim]);
+  assert.equal(calls[1].done, null, 'the end failed once');
+  assert.ok(calls[2].at - calls[1].at >= 90, `staged again after the retry pause (${calls[2].at - calls[1].at} ms)`);
+  assert.ok(calls[2].done !== null && calls[2].done <= returned, 'the caller is answered once the end is durable');
+  await agent.whenIdle(); // the replayed turn ran
+  assert.equal(agent.ending, null);
+  assert.equal(agent.status, 'idle');
+  assert.equal(agent.lastTurn, 1);
+  const turn = [['step/start', 'user/message'], ['model/output'], ['step/end'], ['turn/end']];
+  assert.deepEqual(calls.map((c) => c.types), [['agent/inbox/spliced'], claim, claim, ...turn]);
+  await agent.followup(userMessage('b', 'y')); // quiescent: a follow-up opens a turn of its own
+  await agent.whenIdle();
+  assert.equal(agent.ending, null);
+  assert.equal(agent.lastTurn, 2);
+  assert.deepEqual(calls.map((c) => c.types), [
+    ['agent/inbox/spliced'], claim, claim, ...turn, ['agent/inbox/spliced', ...claim], ...turn,
+  ]);
+  await agent.dispose();
+  assert.equal(agent.ending.kind, 'disposed');
+  const written = verifies(t, log);
+  const turnTypes = ['turn/start', 'agent/inbox/spliced', 'step/start', 'user/message', 'model/output', 'step/end', 'turn/end'];
+  assert.deepEqual(written.map((r) => r.type), ['agent/inbox/spliced', ...turnTypes, 'agent/inbox/spliced', ...turnTypes]);
+  assert.deepEqual(written.map((r) => r.seq), written.map((_, i) => i + 1), 'one contiguous seq');
+  assert.deepEqual([written[0].data.inserted.map((m) => m.id), written[8].data.inserted.map((m) => m.id)], [['a'], ['b']]);
+  assert.deepEqual(written.filter((r) => r.type === 'turn/start').map((r) => r.data), [{ turn: 1 }, { turn: 2 }]);
+  assert.deepEqual(written.filter((r) => r.type === 'turn/end').map((r) => r.data), [
+    { turn: 1, reason: { kind: 'completed' } },
+    { turn: 2, reason: { kind: 'completed' } },
+  ]);
+});
+
 test('an indeterminate append stops the agent: its callers are told once it has ended', async () => {
   const log = new CountingLog();
   const { agent } = await Agent.open(textHost, log);

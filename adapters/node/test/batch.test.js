@@ -105,7 +105,7 @@ test('Session: group commit with rollback, typed refusals, the abort grace (the 
   assert.equal(first.entries.length, 4);
   assert.throws(() => session.feed({ inject: userMessage('c', 'x') }), (e) => e.kind === 'sealed');
   // The write failed: every member fails and the machine is as before them.
-  assert.deepEqual(session.failed(first.batch), { members: 3, answers: [] });
+  assert.deepEqual(session.failed(first.batch, 0), { members: [0, 1, 2], held: [] });
   assert.equal(session.state().lastTurn, 0);
   assert.deepEqual(session.pending(), { nextTurn: [], nextStep: [] });
   // Staged again, persisted: each member's effects, then its acknowledgement, in input order.
@@ -121,7 +121,15 @@ test('Session: group commit with rollback, typed refusals, the abort grace (the 
   const request = released.find((r) => r.request).request.preStep;
   assert.throws(() => session.answer('preStep', 9, 1, { preStep: 'reject' }), (e) => e.kind === 'stale');
   assert.equal(session.answer('preStep', 1, 1, { preStep: { enter: request.messages } }), 0);
-  session.persisted(session.seal().batch, 0);
+  // That write fails at 5 ms: the host will not answer twice, so the session holds its answer
+  // and stages it again after its retry pause (100 ms), with the held member's batch and ticket.
+  const held = session.seal().batch;
+  assert.deepEqual(session.failed(held, 5), { members: [], held: [0] });
+  assert.deepEqual(session.outstanding, { preStep: { turn: 1, step: 1 } });
+  assert.equal(session.pollTimeout(), 105);
+  assert.equal(session.handleTimeout(104), null);
+  assert.deepEqual(session.handleTimeout(105), { retried: [[held, 0, 0]] });
+  session.persisted(session.seal().batch, 105);
   assert.deepEqual(session.outstanding, { step: { turn: 1, step: 1 } });
   assert.throws(() => session.record(1, 2, [{ type: 'model/output', data: {} }]), coxswain.StepClosedError);
   assert.throws(() => session.record(1, 1, [{ type: 'turn/end', data: {} }]), coxswain.ReservedTypeError);
@@ -134,4 +142,5 @@ test('Session: group commit with rollback, typed refusals, the abort grace (the 
   assert.deepEqual(ended, { type: 'turn/end', data: { turn: 1, reason: { kind: 'aborted', reason: { kind: 'user' } } } });
   assert.match(session.hashSeed, /^[0-9a-f]{16}$/);
   assert.throws(() => new Session(new Machine(), { maxMessageBytes: 0 }), coxswain.InvalidOptionsError);
+  assert.throws(() => new Session(new Machine(), { retryAfterMs: -1 }), coxswain.InvalidOptionsError);
 });

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use coxswain_core::{Input, MaintenanceInput, Outstanding};
+use coxswain_core::{Input, Outstanding};
 use coxswain_log::{encode, HostEvent};
 use coxswain_session::{
     Ack, BatchMismatch, BatchNo, HostFailure, Limits, Options, Refused, Release, Session, Timeout,
@@ -82,25 +82,30 @@ fn encode_error(py: Python<'_>, message: String) -> PyErr {
 impl NativeSession {
     /// A session over a copy of `machine` (fresh, or restored by `open_log`), with an abort
     /// grace of `abort_grace` seconds and the admission limits `max_id_bytes` (an id's UTF-8
-    /// bytes) and `max_message_bytes` (a message's JSON). Raises `InvalidInput` for a negative
-    /// or infinite grace.
+    /// bytes) and `max_message_bytes` (a message's JSON), and a pause of `retry_after` seconds
+    /// after a failed batch before the session stages anything on its own again. Raises
+    /// `InvalidInput` for a negative or infinite time.
     #[new]
-    #[pyo3(signature = (machine, abort_grace = 5.0, max_id_bytes = 256, max_message_bytes = 1 << 20))]
+    #[pyo3(signature = (machine, abort_grace = 5.0, max_id_bytes = 256, max_message_bytes = 1 << 20, retry_after = 0.1))]
     fn new(
         py: Python<'_>,
         machine: PyRef<'_, NativeMachine>,
         abort_grace: f64,
         max_id_bytes: usize,
         max_message_bytes: usize,
+        retry_after: f64,
     ) -> PyResult<Self> {
-        let Ok(abort_grace) = Duration::try_from_secs_f64(abort_grace) else {
-            return Err(errors::invalid_input(
-                py,
-                format!("abort_grace is a number of seconds, at least 0: {abort_grace}"),
-            ));
+        let seconds = |name: &str, value: f64| {
+            Duration::try_from_secs_f64(value).map_err(|_| {
+                errors::invalid_input(
+                    py,
+                    format!("{name} is a number of seconds, at least 0: {value}"),
+                )
+            })
         };
         let options = Options {
-            abort_grace,
+            abort_grace: seconds("abort_grace", abort_grace)?,
+            retry_after: seconds("retry_after", retry_after)?,
             limits: Limits {
                 max_id_bytes,
                 max_message_bytes,
@@ -270,49 +275,64 @@ impl NativeSession {
         Ok(out)
     }
 
-    /// Batch `batch` was not persisted: the machine is taken back to before it (S5). Returns
-    /// `(members, answers, again)`: every member's place (answer each with the failure, except
-    /// those in `again`), the host answers it held (trace `"in"` values: feed them again, their
-    /// calls will not answer twice) and the members to feed again as they were (a maintenance
-    /// end), their callers still waiting. Raises `BatchError` as `persisted` does.
-    #[allow(clippy::type_complexity)]
-    fn failed<'py>(
+    /// Batch `batch` was not persisted at `now`: the machine is taken back to before it (S5).
+    /// Returns `(members, held)`: the places of the members that failed (answer each with the
+    /// failure) and of those whose answer the session holds (a host call's, a maintenance
+    /// job's end): it stages them again once its retry pause is over (`handle_timeout`), and
+    /// their callers wait for that. Raises `BatchError` as `persisted` does.
+    fn failed(
         &mut self,
-        py: Python<'py>,
+        py: Python<'_>,
         batch: u64,
-    ) -> PyResult<(Vec<usize>, Bound<'py, PyList>, Vec<usize>)> {
+        now: f64,
+    ) -> PyResult<(Vec<usize>, Vec<usize>)> {
         let failed = self
             .session
-            .failed(BatchNo(batch))
+            .failed(BatchNo(batch), duration(now))
             .map_err(|e| mismatch(py, e))?;
-        let (answers, mut again) = (PyList::empty(py), Vec::new());
-        for (ticket, answer) in &failed.answers {
-            // A maintenance end is fed again as it was, its caller still waiting.
-            if matches!(answer, Input::Maintenance(MaintenanceInput::End)) {
-                again.push(ticket.index);
-                continue;
-            }
-            answers.append(to_py(
-                py,
-                &serde_json::to_value(answer).unwrap_or(Value::Null),
-            )?)?;
-        }
-        let members = failed.members.iter().map(|ticket| ticket.index).collect();
-        Ok((members, answers, again))
+        let places =
+            |tickets: &[coxswain_session::Ticket]| tickets.iter().map(|t| t.index).collect();
+        Ok((places(&failed.members), places(&failed.held)))
     }
 
-    /// When to call `handle_timeout` next (the abort grace's deadline), if ever.
+    /// When to call `handle_timeout` next (the end of the retry pause after a failed batch, or
+    /// the abort grace's deadline), if ever.
     fn poll_timeout(&self) -> Option<f64> {
         self.session.poll_timeout().map(|at| at.as_secs_f64())
     }
 
-    /// Time has reached `now`: once an aborted call has outlived the abort grace, the session
-    /// stages its `fail` answer (code `host-abandoned`, S38–S40) and this returns its place;
-    /// its call is dropped (a late answer is refused).
-    fn handle_timeout(&mut self, now: f64) -> Option<usize> {
-        match self.session.handle_timeout(duration(now))? {
-            Timeout::Abandoned { ticket, .. } => Some(ticket.index),
+    /// Time has reached `now`. Returns what the session staged, as `(was, place)` pairs, or
+    /// `None`: the answers failed batches held, once the retry pause is over (`was` is the
+    /// held member's `(batch, place)`; `place` its new place, or the exception that refuses it
+    /// now: tell its caller), else the `fail` answer (code `host-abandoned`, S38–S40) of an
+    /// aborted call that outlived the abort grace (`was` is `None`; the call is dropped, a late
+    /// answer is refused). Call again while `poll_timeout` is not after `now`.
+    fn handle_timeout<'py>(
+        &mut self,
+        py: Python<'py>,
+        now: f64,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let out = PyList::empty(py);
+        match self.session.handle_timeout(duration(now)) {
+            None => return Ok(None),
+            Some(Timeout::Abandoned { ticket, .. }) => {
+                out.append((None::<(u64, usize)>, ticket.index))?
+            }
+            Some(Timeout::Retried { answers }) => {
+                for (held, staged) in answers {
+                    let was = Some((held.batch.0, held.index));
+                    match staged {
+                        Ok(ticket) => {
+                            out.append((was, ticket.index.into_pyobject(py)?.into_any()))?
+                        }
+                        Err(why) => {
+                            out.append((was, refused(py, &why).value(py).clone().into_any()))?
+                        }
+                    }
+                }
+            }
         }
+        Ok(Some(out))
     }
 
     /// Whether members are staged or a batch is sealed.

@@ -578,6 +578,75 @@ def test_a_failed_maintenance_end_is_fed_again(
     assert types(log).count("turn/end") == 1
 
 
+def test_a_maintenance_end_whose_append_failed_is_committed_after_the_retry_pause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The append carrying the maintenance end fails once (the log works again after): the
+    session holds the end and stages it again after its retry pause; the job's caller gets the
+    job's value (no error) once that end is durable, the agent goes on, quiescent, and takes a
+    follow-up. Maintenance begin and end write no record of their own: the follow-up the job
+    sends is latched (S25), so the end's batch carries the turn it replays, which shows in the
+    log exactly once."""
+    import time
+
+    from coxswain.asyncio import FileLog
+
+    log = tmp_path / "s.jsonl"
+    real = FileLog.append_encoded
+    calls: list[tuple[int, float]] = []  # (count, when the call was made), every append
+    written: list[float] = []  # when each append that went through returned
+
+    def append(self: FileLog, data: bytes, count: int) -> None:
+        calls.append((count, time.monotonic()))
+        if len(calls) == 3:  # 1: the begin, 2: the latched follow-up, 3: the end
+            raise LogError("append failed: injected")
+        real(self, data, count)
+        written.append(time.monotonic())
+
+    async def main() -> None:
+        agent, _ = await Agent.open(Model(), log)
+        monkeypatch.setattr(FileLog, "append_encoded", append)
+        returned: list[float] = []
+
+        async def job(cancelled: asyncio.Event) -> str:
+            await agent.followup(A)  # durable and latched: it waits for the end
+            assert agent.status == "idle" and agent.last_turn == 0
+            return "compacted"
+
+        value = await asyncio.wait_for(agent.run_maintenance(job), 5)
+        returned.append(time.monotonic())
+        assert value == "compacted"  # the job's value, not a PersistenceError
+        assert agent.ending is None
+        # The begin (no record), the follow-up, the end with the replayed turn's turn/start and
+        # claim (refused), the same end again: once, after the pause, before the caller returned.
+        assert [count for count, _ in calls[:4]] == [0, 1, 2, 2]
+        assert calls[3][1] - calls[2][1] >= 0.09  # loosely: the 100 ms retry pause
+        assert len(written) >= 3 and written[2] <= returned[0]
+        await asyncio.wait_for(agent.when_idle(), 5)  # the replayed turn ran, and nothing else
+        assert agent.ending is None and agent.status == "idle" and agent.last_turn == 1
+        # then the turn: its preStep answer, its model output, its step/end, its turn/end
+        assert [count for count, _ in calls] == [0, 1, 2, 2, 2, 1, 1, 1]
+        await agent.followup(B)  # quiescent: a follow-up opens a turn of its own
+        await asyncio.wait_for(agent.when_idle(), 5)
+        assert agent.ending is None and agent.last_turn == 2
+        assert [count for count, _ in calls] == [0, 1, 2, 2, 2, 1, 1, 1, 3, 2, 1, 1, 1]
+        await agent.dispose()
+        assert agent.ending == "disposed"
+
+    run(main)
+    turn = ["turn/start", "agent/inbox/spliced", "step/start", "user/message", "model/output",
+            "step/end", "turn/end"]
+    written_records = records(log)
+    assert types(log) == ["agent/inbox/spliced", *turn, "agent/inbox/spliced", *turn]
+    assert [r["seq"] for r in written_records] == list(range(1, 17))
+    assert written_records[0]["data"]["inserted"] == [A.to_json()]
+    assert written_records[8]["data"]["inserted"] == [B.to_json()]
+    assert [r["data"] for r in written_records if r["type"] == "turn/start"] == [
+        {"turn": 1}, {"turn": 2}]
+    assert [r["data"] for r in written_records if r["type"] == "turn/end"] == [
+        {"turn": 1, "reason": {"kind": "completed"}}, {"turn": 2, "reason": {"kind": "completed"}}]
+
+
 def test_an_aborted_call_that_outlives_the_abort_grace_is_abandoned(tmp_path: Path) -> None:
     """S38–S40: a step that swallows its cancellation; after the abort grace the session answers
     it ``fail`` (``host-abandoned``) and the turn ends aborted; its late answer is dropped."""

@@ -96,35 +96,61 @@ def test_a_batch_is_staged_encoded_and_released_in_input_order() -> None:
     ]
     assert session.outstanding() == ("preStep", 1, 1) and session.last_turn() == 1
     with pytest.raises(BatchError) as not_sealed:
-        session.failed(1)
+        session.failed(1, 0.0)
     assert not_sealed.value.kind == "not-sealed"
 
 
-def test_a_failed_batch_is_taken_back_and_hands_back_what_to_feed_again() -> None:
+def test_a_failed_batch_is_taken_back_and_its_host_answer_staged_again_after_the_pause() -> None:
     session = Session(_native.Machine(), 5.0)
     session.feed({"followup": A.to_json()})
     persist(session)
-    # A host answer and a caller's inject, in one batch that fails.
+    # A host answer and a caller's inject, in one batch that fails at 3.0 s.
     assert session.answer(("preStep", 1, 1), {"preStep": {"enter": [A.to_json()]}}) == 0
     assert session.feed({"inject": B.to_json()}) == 1
     batch = session.seal()
     assert batch is not None
-    members, answers, again = session.failed(batch)
-    assert (members, answers, again) == ([0, 1], [{"preStep": {"enter": [A.to_json()]}}], [])
+    assert session.failed(batch, 3.0) == ([1], [0])  # the inject failed; the answer is held
     assert session.pending("next-step") == [] and session.outstanding() == ("preStep", 1, 1)
-    assert session.feed(answers[0]) == 0  # fed again: its request is outstanding again
+    assert not session.has_batch()
+    # The session's retry pause (0.1 s): nothing before it, then the answer is staged again.
+    assert session.poll_timeout() == pytest.approx(3.1)
+    assert session.handle_timeout(3.05) is None
+    assert session.handle_timeout(3.1) == [((batch, 0), 0)]
+    assert session.outstanding() == ("step", 1, 1) and session.poll_timeout() is None
 
 
-def test_a_failed_maintenance_end_is_named_to_be_fed_again() -> None:
-    session = Session(_native.Machine(), 5.0)
+def test_a_failed_maintenance_end_is_held_and_staged_again() -> None:
+    session = Session(_native.Machine(), 5.0, retry_after=1.0)
     session.feed({"maintenance": "begin"})
     persist(session)
     session.feed({"inject": B.to_json()})
     assert session.feed({"maintenance": "end"}) == 1
     batch = session.seal()
     assert batch is not None
-    assert session.failed(batch) == ([0, 1], [], [1])
-    assert not session.is_quiescent()  # still in maintenance: the end must be fed again
+    assert session.failed(batch, 0.0) == ([0], [1])
+    assert not session.is_quiescent()  # still in maintenance until the end is staged again
+    assert session.handle_timeout(1.0) == [((batch, 1), 0)]
+    assert session.is_quiescent()
+
+
+def test_a_held_answer_refused_at_its_retry_names_why() -> None:
+    session = Session(_native.Machine(), 5.0)
+    session.feed({"followup": A.to_json()})
+    persist(session)
+    assert session.answer(("preStep", 1, 1), {"preStep": "reject"}) == 0
+    batch = session.seal()
+    assert batch is not None
+    assert session.failed(batch, 0.0) == ([], [0])
+    # Within the pause the request is answered anew (a host that answered twice): the held
+    # answer is stale when its retry comes (S4), and changes nothing.
+    assert session.answer(("preStep", 1, 1), {"preStep": "reject"}) == 0
+    persist(session)
+    assert session.outstanding() is None
+    [(was, why)] = session.handle_timeout(0.1) or []
+    assert was == (batch, 0) and isinstance(why, Exception), why
+    assert not session.has_batch() and session.poll_timeout() is None
+    with pytest.raises(InvalidInput):
+        Session(_native.Machine(), 5.0, retry_after=-1.0)
 
 
 def test_a_host_answer_is_checked_against_its_request() -> None:
@@ -168,7 +194,7 @@ def test_the_abort_grace_is_a_deadline_the_driver_polls() -> None:
     assert shape(persist(session, 10.0)) == ["Abort", (0, True)]
     assert session.poll_timeout() == 11.5
     assert session.handle_timeout(11.0) is None
-    assert session.handle_timeout(11.5) == 0  # staged: fail, code host-abandoned
+    assert session.handle_timeout(11.5) == [(None, 0)]  # staged: fail, code host-abandoned
     assert session.poll_timeout() is None
     assert [r["data"]["reason"]["kind"] for r in session.records()] == ["aborted"]
     persist(session, 11.5)

@@ -178,21 +178,25 @@ pub fn run_threads_seed(seed: u64) -> SeedReport {
                 break;
             }
         };
-        // Carry the plan out: cut the torn tail, end the last line, write the closers (S50).
+        // Carry the plan out as the threads FileLog does: cut the torn tail, append (S50).
+        let repair = match plan.byte_repair() {
+            Ok(repair) => repair,
+            Err(error) => {
+                report
+                    .violations
+                    .push(format!("life {life}: the closers do not encode: {error}"));
+                break;
+            }
+        };
         disk.with(|bytes| {
-            if let Some(cut) = plan.cut_to {
+            if let Some(cut) = repair.cut_to {
                 bytes.truncate(cut as usize);
             }
-            if plan.terminate {
-                bytes.push(b'\n');
-            }
-            for (seq, closer) in (plan.next_seq..).zip(&plan.closers) {
-                let _ = encode(seq, &Entry::Machine(closer.clone()), bytes);
-            }
+            bytes.extend_from_slice(&repair.append);
         });
         let log = SimLog {
             disk: disk.clone(),
-            next_seq: plan.next_seq + plan.closers.len() as u64,
+            next_seq: repair.next_seq,
             rng: log_rng.clone(),
             tally: tally.clone(),
         };

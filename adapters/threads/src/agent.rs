@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use coxswain_core::{
     Batch, CancelCause, Effect, Input, Machine, Outstanding, PreStepAnswer, Request, StepAnswer,
@@ -15,9 +15,6 @@ use coxswain_core::{
 use coxswain_session::{Ack, HostFailure, Options, Refused, Release, Session, Timeout};
 
 use crate::log::{Log, LogError};
-
-/// How long what a failed append handed back waits before it is written again.
-const RETRY_AFTER: Duration = Duration::from_millis(100);
 
 /// The embedder's blocking work. Each call runs on a thread of its own; `cancelled` turns true
 /// when the turn is aborted. An `Err` answers `fail` (`host-raised`), a panic `host-panicked`.
@@ -76,9 +73,6 @@ struct Driver<H, L> {
     host: Arc<H>,
     tx: Sender<Command>,
     start: Instant,
-    /// After a failed append: when what it handed back is written again (not at once, so a
-    /// failing log is not hammered; a grace that ran out meanwhile fires with it).
-    retry_at: Option<Duration>,
     cancelled: Arc<AtomicBool>,
     /// Who waits for each member of the open batch (`None`: the driver's own answer).
     replies: Vec<Option<Sender<Result<bool, AgentError>>>>,
@@ -96,7 +90,6 @@ impl Agent {
             host: Arc::new(host),
             tx: tx.clone(),
             start: Instant::now(),
-            retry_at: None,
             cancelled: Arc::new(AtomicBool::new(false)),
             replies: Vec::new(),
             idle: Vec::new(),
@@ -161,11 +154,11 @@ impl Agent {
 }
 
 impl<H: Host, L: Log> Driver<H, L> {
-    /// The next command, or `None` to stop; an abort grace running out in between stages its
-    /// answer (the session's rule) and commits it.
+    /// The next command, or `None` to stop; a deadline passing in between (the retry of held
+    /// answers, an abort grace: the session's rules) stages what the session says, and commits.
     fn next(&mut self, rx: &std::sync::mpsc::Receiver<Command>) -> Option<Command> {
         loop {
-            let at = self.retry_at.or(self.session.poll_timeout());
+            let at = self.session.poll_timeout();
             let wait = at.map(|at| at.saturating_sub(self.start.elapsed()));
             match wait.map_or_else(
                 || rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
@@ -174,11 +167,16 @@ impl<H: Host, L: Log> Driver<H, L> {
                 Ok(command) => return Some(command),
                 Err(RecvTimeoutError::Disconnected) => return None,
                 Err(RecvTimeoutError::Timeout) => {
-                    self.retry_at = None;
-                    if let Some(Timeout::Abandoned { .. }) =
-                        self.session.handle_timeout(self.start.elapsed())
-                    {
-                        self.replies.push(None);
+                    // What the session staged is the driver's own: no caller waits for it.
+                    match self.session.handle_timeout(self.start.elapsed()) {
+                        Some(Timeout::Abandoned { .. }) => self.replies.push(None),
+                        Some(Timeout::Retried { answers }) => self.replies.extend(
+                            answers
+                                .iter()
+                                .filter(|(_, staged)| staged.is_ok())
+                                .map(|_| None),
+                        ),
+                        None => {}
                     }
                     if !self.commit(Vec::new()) {
                         return None;
@@ -222,7 +220,8 @@ impl<H: Host, L: Log> Driver<H, L> {
                         .for_each(|release| self.release(release));
                 }
                 Err(error) => {
-                    let failed = self.session.failed(batch);
+                    // The answers it held are the session's to stage again (`Timeout::Retried`).
+                    let _ = self.session.failed(batch, self.start.elapsed());
                     let stop = matches!(error, LogError::Indeterminate { .. });
                     let why = match stop {
                         true => AgentError::Indeterminate(error.to_string()),
@@ -234,12 +233,6 @@ impl<H: Host, L: Log> Driver<H, L> {
                     if stop {
                         return false;
                     }
-                    // The session hands back the answers the batch took with it: staged again.
-                    for (_, answer) in failed.map(|failed| failed.answers).unwrap_or_default() {
-                        self.replies
-                            .extend(self.session.feed(answer).ok().map(|_| None));
-                    }
-                    self.retry_at = Some(self.start.elapsed() + RETRY_AFTER);
                 }
             }
         }

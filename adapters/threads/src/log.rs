@@ -75,25 +75,22 @@ impl FileLog {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
         let plan = ResumePlan::from_bytes(&bytes, config)?;
+        // The session layer's repair, carried out: cut the torn tail, then append (S50).
+        let repair = plan.byte_repair()?;
         let mut len = bytes.len() as u64;
-        if let Some(cut) = plan.cut_to {
+        if let Some(cut) = repair.cut_to {
             file.set_len(cut)?;
             len = cut;
         }
-        let mut log = FileLog {
+        file.write_all(&repair.append)?;
+        file.sync_data()?;
+        let log = FileLog {
             file,
             path: path.as_ref().to_path_buf(),
-            len,
-            next_seq: plan.next_seq,
+            len: len + repair.append.len() as u64,
+            next_seq: repair.next_seq,
             buffer: Vec::new(),
         };
-        if plan.terminate {
-            log.file.write_all(b"\n")?;
-            log.len += 1;
-        }
-        let closers: Vec<Entry> = plan.closers.iter().cloned().map(Entry::Machine).collect();
-        log.append(&closers)?;
-        log.file.sync_data()?;
         Ok((log, plan))
     }
 }

@@ -8,16 +8,15 @@
 //! write: only once it is durable are its records published, its effects carried out and its
 //! callers answered, in order. A failed append fails every member of the batch
 //! ([`AgentError::Persistence`]), the session takes the batch back, and the agent goes on: the
-//! answers the batch held are staged again and committed after [`RETRY_AFTER`] (or with the
-//! next input). Only an append that may or may not be in the log ([`LogError::Indeterminate`]),
+//! answers the batch held are the session's to stage again once its retry pause is over
+//! ([`Timeout::Retried`]), their waiters with them. Only an append that may or may not be in the log ([`LogError::Indeterminate`]),
 //! or one refused because another writer owns the session ([`LogError::Fenced`]), stops the
 //! agent; its callers are told once the ending is published and the log released.
 
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use coxswain_core::{Effect, Input, Machine, MaintenanceInput, Outstanding, Status};
-use coxswain_session::{Ack, HostFailure, Refused, Release, Session, Ticket, Timeout};
+use coxswain_session::{Ack, BatchNo, HostFailure, Refused, Release, Session, Ticket, Timeout};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinError, JoinHandle};
 use tokio::time::Instant;
@@ -30,9 +29,6 @@ use crate::host::{call, Host};
 use crate::log::{DurableLog, LogError};
 use crate::options::Options;
 use crate::updates::{PendingSnapshot, State, Update, Updates};
-
-/// How long the answers of a failed batch wait before they are committed again.
-pub(crate) const RETRY_AFTER: Duration = Duration::from_millis(100);
 
 /// The host call or maintenance job running now (at most one: S4).
 enum Inflight {
@@ -89,8 +85,8 @@ pub(crate) struct Driver<H, L> {
     max_batch: usize,
     /// The session's clock: time is what has passed since then.
     start: Instant,
-    /// When the answers a failed batch handed back are committed again.
-    retry_at: Option<Instant>,
+    /// Who waits for a member whose answer the session holds for its retry.
+    held: Vec<(Ticket, Waiting)>,
     /// A command that ended a group; it runs next.
     deferred: Option<Command>,
     inflight: Option<Inflight>,
@@ -111,7 +107,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             waiting: Vec::new(),
             max_batch: options.max_batch.max(1),
             start: Instant::now(),
-            retry_at: None,
+            held: Vec::new(),
             deferred: None,
             inflight: None,
             ending: None,
@@ -126,12 +122,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                 self.command(command).await;
                 continue;
             }
-            // After a failed append nothing is written again before the retry (a grace that ran
-            // out meanwhile fires with it): a failing log is not hammered.
-            let grace = self.session.poll_timeout();
-            let deadline = self
-                .retry_at
-                .or(grace.and_then(|at| self.start.checked_add(at)));
+            let deadline = (self.session.poll_timeout()).and_then(|at| self.start.checked_add(at));
             tokio::select! {
                 biased;
                 done = next_done(&mut self.inflight) => self.complete(done).await,
@@ -146,17 +137,26 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         self.finish().await;
     }
 
-    /// Time passed: the session stages the `fail` of a call that outlived its abort grace
-    /// (the call is dropped, S38), and whatever is staged is committed.
+    /// Time passed: the session stages the answers a failed batch held (their waiters wait on)
+    /// or the `fail` of a call that outlived its abort grace (the call is dropped, S38), and
+    /// whatever is staged is committed.
     async fn timer(&mut self) {
-        self.retry_at = None;
-        let now = self.start.elapsed();
-        if let Some(Timeout::Abandoned { request, .. }) = self.session.handle_timeout(now) {
-            tracing::warn!(parent: &self.span, ?request, "the aborted call outlived the grace");
-            if let Some(Inflight::Request(_, handle)) = self.inflight.take() {
-                handle.abort();
+        match self.session.handle_timeout(self.start.elapsed()) {
+            Some(Timeout::Retried { answers }) => {
+                for (held, staged) in answers {
+                    let at = self.held.iter().position(|(ticket, _)| *ticket == held);
+                    let waiting = at.map_or(Waiting::Driver, |at| self.held.remove(at).1);
+                    self.stage(staged, waiting);
+                }
             }
-            self.waiting.push(Waiting::Driver);
+            Some(Timeout::Abandoned { request, .. }) => {
+                tracing::warn!(parent: &self.span, ?request, "the aborted call outlived the grace");
+                if let Some(Inflight::Request(_, handle)) = self.inflight.take() {
+                    handle.abort();
+                }
+                self.waiting.push(Waiting::Driver);
+            }
+            None => {}
         }
         self.commit().await;
     }
@@ -164,7 +164,6 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     async fn command(&mut self, command: Command) {
         match command {
             Command::Pending { reply } => {
-                self.commit().await; // what waits for a retry, first
                 let _ = reply.send(PendingSnapshot::of(self.session.machine()));
             }
             // Its caller waits for the ending, published once the log is released.
@@ -272,7 +271,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         self.publish_state();
     }
 
-    fn release(&mut self, batch: coxswain_session::BatchNo, first: u64) {
+    fn release(&mut self, batch: BatchNo, first: u64) {
         let updates = &self.links.updates;
         if let (true, Some(append)) = (updates.watched(), self.session.seal()) {
             for (seq, entry) in (first..).zip(append.entries.iter().cloned()) {
@@ -302,8 +301,8 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         }
     }
 
-    fn fail(&mut self, batch: coxswain_session::BatchNo, error: LogError) {
-        let answers = self.session.failed(batch).map(|failed| failed.answers);
+    fn fail(&mut self, batch: BatchNo, error: LogError) {
+        let failed = self.session.failed(batch, self.start.elapsed());
         let stop = error.stops_the_agent();
         tracing::error!(parent: &self.span, %error, stop, "append failed");
         if stop {
@@ -313,23 +312,16 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             true => AgentError::Indeterminate(error),
             false => AgentError::Persistence(error), // not in the log (fenced: the agent stops)
         };
-        self.publish_state(); // the state before the batch, not the one staged again below
-        self.retry_at = Instant::now().checked_add(RETRY_AFTER);
-        let mut members: Vec<Option<Waiting>> = self.waiting.drain(..).map(Some).collect();
-        // The answers it held (a host call's, a job's end) are staged again, their waiters
-        // with them: the calls that gave them will not answer twice.
-        for (ticket, answer) in answers.unwrap_or_default().into_iter().filter(|_| !stop) {
-            let waiting = members.get_mut(ticket.index).and_then(Option::take);
-            if let (Ok(_), Some(waiting)) = (self.session.feed(answer), waiting) {
-                self.waiting.push(waiting);
+        let held = failed.map(|failed| failed.held).unwrap_or_default();
+        for (index, member) in std::mem::take(&mut self.waiting).into_iter().enumerate() {
+            match held.iter().find(|ticket| ticket.index == index) {
+                // Its answer is the session's to stage again: its waiter waits for that.
+                Some(ticket) if !stop => self.held.push((*ticket, member)),
+                _ if stop => self.after_end.push((member, why.clone())),
+                _ => member.answer(Err(why.clone())),
             }
         }
-        for member in members.into_iter().flatten() {
-            match stop {
-                true => self.after_end.push((member, why.clone())),
-                false => member.answer(Err(why.clone())),
-            }
-        }
+        self.publish_state();
     }
 
     /// Carries out one released effect.

@@ -1,9 +1,11 @@
 //! # coxswain-tokio
 //!
-//! The tokio runtime side of coxswain: one driver task per agent owns the sans-IO core
-//! ([`coxswain_core::Machine`]) and the agent's [`DurableLog`]; an [`Agent`] handle delivers to
-//! it; the embedder's [`Host`] does the asynchronous work the core asks for. The driver only
-//! translates: every delivery decision (routing, latch, claims, turns) is the core's.
+//! The tokio runtime side of coxswain: one driver task per agent owns the sans-IO session layer
+//! (`coxswain_session::Session`, the core's [`coxswain_core::Machine`] inside it) and the
+//! agent's [`DurableLog`]; an [`Agent`] handle delivers to it; the embedder's [`Host`] does the
+//! asynchronous work the core asks for. The driver only moves bytes and time: every delivery
+//! decision (routing, latch, claims, turns) is the core's, and group commit, rollback, the
+//! retry pause, the abort grace, admission and the host-failure codes are the session's.
 //!
 //! ```
 //! use coxswain_tokio::coxswain_core::{ErrorInfo, Message, StepAnswer};
@@ -43,6 +45,7 @@
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod agent;
+mod deliver;
 mod driver;
 mod error;
 mod file;

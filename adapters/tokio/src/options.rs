@@ -169,7 +169,8 @@ impl Options {
         }
     }
 
-    /// The session layer's options: the abort grace and the size limits.
+    /// The session layer's options: the abort grace and the size limits (and the session's
+    /// retry pause after a failed append).
     pub(crate) fn session(&self) -> coxswain_session::Options {
         coxswain_session::Options {
             abort_grace: self.abort_grace,
@@ -177,6 +178,7 @@ impl Options {
                 max_id_bytes: self.max_id_bytes,
                 max_message_bytes: self.max_message_bytes,
             },
+            ..coxswain_session::Options::DEFAULT
         }
     }
 

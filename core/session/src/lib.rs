@@ -25,13 +25,13 @@
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod admission;
+mod batch;
 mod failure;
 mod resume;
 mod session;
 
 pub use admission::{Limits, Refused};
+pub use batch::{Ack, Append, BatchMismatch, BatchNo, Failed, Release, Ticket, Timeout};
 pub use failure::HostFailure;
-pub use resume::{ResumeError, ResumePlan, Resuming};
-pub use session::{
-    Ack, Append, BatchMismatch, BatchNo, Failed, Options, Release, Session, Ticket, Timeout,
-};
+pub use resume::{ByteRepair, ResumeError, ResumePlan, Resuming};
+pub use session::{Options, Session};

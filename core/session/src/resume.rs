@@ -5,7 +5,9 @@
 //! bytes or rows, asks for the plan, then carries it out.
 
 use coxswain_core::{Config, Event, Machine};
-use coxswain_log::{parse, CorruptLine, Record, RepairError, Repairer, TornTail};
+use coxswain_log::{
+    encode, parse, CorruptLine, EncodeError, Entry, Record, RepairError, Repairer, TornTail,
+};
 
 use crate::session::{Options, Session};
 
@@ -31,6 +33,21 @@ pub struct ResumePlan {
     /// The number of complete records read.
     pub records: usize,
     /// The `seq` of the next record written (the closers take the first ones).
+    pub next_seq: u64,
+}
+
+/// How a JSON-lines log carries a [`ResumePlan`] out, as bytes: cut the stored bytes to
+/// `cut_to` (if any), append `append` as one write and make it durable; the next record takes
+/// `next_seq`. The one way every file-shaped log (the threads driver's, the simulation's, the
+/// Python and Node logs) repairs its tail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ByteRepair {
+    /// Cut the stored log to this many bytes first (a torn record, S50); `None`: keep them.
+    pub cut_to: Option<u64>,
+    /// Then append these bytes: the missing `\n` of a whole last record, then the closers'
+    /// records (S50). Empty when the log was balanced.
+    pub append: Vec<u8>,
+    /// The `seq` of the next record written after them.
     pub next_seq: u64,
 }
 
@@ -75,6 +92,11 @@ impl ResumePlan {
     /// assert_eq!(plan.closers.len(), 1); // turn/end {kind: "interrupted"}
     /// assert_eq!((plan.records, plan.next_seq), (3, 4));
     /// assert_eq!(plan.machine.config().hash_seed, 7);
+    /// // As bytes: cut the torn record, append the closer as record 4.
+    /// let repair = plan.byte_repair()?;
+    /// assert_eq!(repair.cut_to, plan.cut_to);
+    /// assert!(repair.append.starts_with(b"{\"seq\":4,"));
+    /// assert_eq!(repair.next_seq, 5);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_bytes(bytes: &[u8], config: Config) -> Result<ResumePlan, ResumeError> {
@@ -102,6 +124,26 @@ impl ResumePlan {
             .iter()
             .try_for_each(|record| resuming.push(record))?;
         Ok(resuming.finish(next_seq)?)
+    }
+
+    /// The plan as bytes for a JSON-lines log: what to cut and what to append (S50).
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError`] for a closer that cannot be encoded (not one the core emits).
+    pub fn byte_repair(&self) -> Result<ByteRepair, EncodeError> {
+        let mut append = Vec::new();
+        if self.terminate {
+            append.push(b'\n');
+        }
+        for (seq, closer) in (self.next_seq..).zip(&self.closers) {
+            encode(seq, &Entry::Machine(closer.clone()), &mut append)?;
+        }
+        Ok(ByteRepair {
+            cut_to: self.cut_to,
+            append,
+            next_seq: self.next_seq + self.closers.len() as u64,
+        })
     }
 
     /// A session over the resumed machine whose first batch is the closers: seal it, append it,
@@ -150,5 +192,55 @@ impl Resuming {
             records: repaired.records,
             next_seq,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coxswain_core::Message;
+
+    /// S50: a whole last record without its `\n` is ended, then the closers follow it, numbered
+    /// on; a balanced, terminated log needs nothing.
+    #[test]
+    fn byte_repair_ends_an_unterminated_record_then_appends_the_closers() {
+        let mut machine = Machine::new();
+        let mut bytes = Vec::new();
+        let Ok(transition) = machine.followup(Message::user("m1", "hi")) else {
+            panic!("a fresh machine takes a follow-up");
+        };
+        for (seq, event) in (1..).zip(transition.events().to_vec()) {
+            assert!(encode(seq, &Entry::Machine(event), &mut bytes).is_ok());
+        }
+        let whole = bytes.clone();
+        assert_eq!(bytes.pop(), Some(b'\n'));
+        let Ok(plan) = ResumePlan::from_bytes(&bytes, Config::new()) else {
+            panic!("the log resumes");
+        };
+        let Ok(repair) = plan.byte_repair() else {
+            panic!("the closers encode");
+        };
+        assert_eq!(repair.cut_to, None);
+        let mut closer = Vec::new();
+        let turn_end = Entry::Machine(plan.closers[0].clone());
+        assert!(encode(4, &turn_end, &mut closer).is_ok());
+        assert_eq!(repair.append, [b"\n".as_slice(), &closer].concat());
+        assert_eq!(repair.next_seq, 5);
+        // Carried out, the log is balanced and terminated: resumed again, nothing to do.
+        let repaired = [whole, closer].concat();
+        let Ok(again) = ResumePlan::from_bytes(&repaired, Config::new()) else {
+            panic!("the repaired log resumes");
+        };
+        let Ok(nothing) = again.byte_repair() else {
+            panic!("nothing to encode");
+        };
+        assert_eq!(
+            nothing,
+            ByteRepair {
+                cut_to: None,
+                append: Vec::new(),
+                next_seq: 5
+            }
+        );
     }
 }

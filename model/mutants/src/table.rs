@@ -65,7 +65,7 @@ pub struct Mutant {
 }
 
 /// Every mutant, in the order of the old seeded bugs.
-pub const MUTANTS: [Mutant; 30] = [
+pub const MUTANTS: [Mutant; 31] = [
     Mutant {
         name: "ClaimForgetsStep",
         rule: "S28",
@@ -531,6 +531,20 @@ pub const MUTANTS: [Mutant; 30] = [
             self.start_grace(now);
         }",
         killer: Property::Session(SessionProperty::AbortEndsByDeadline),
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 0,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "HeldAnswerNeverRetried",
+        rule: "session: rollback, retry (S5, S38)",
+        wrong: "the answers a failed batch held are never staged again: the host gave them once, \
+                so its call never ends",
+        file: "core/session/src/session.rs",
+        from: "            let answers = std::mem::take(&mut self.held)",
+        to: "            let answers = std::mem::take(&mut Vec::<Held>::new())",
+        killer: Property::Session(SessionProperty::AnswersRetried),
         shows_in_outputs: false,
         proptest: None,
         memory: 0,

@@ -231,11 +231,11 @@ impl coxswain_tokio::DurableLog for SwitchedLog {
 
 /// The session's own `fail` for a call that outlived its grace (S38) is in a batch whose append
 /// fails (the disk is full for a while): like a host's answer in a failed batch, it is committed
-/// again at the driver's pace (`RETRY_AFTER`, 100 ms), not in a loop, and the agent answers its
+/// again at the session's pace (its retry pause, 100 ms), not in a loop, and the agent answers its
 /// callers meanwhile (an input fails `Persistence` at once). Once the disk works again the turn
 /// ends aborted. Real time on two workers: a driver that spins would starve a paused clock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn s38_an_abandoned_answer_whose_append_fails_is_retried_at_the_drivers_pace() {
+async fn s38_an_abandoned_answer_whose_append_fails_is_retried_at_the_sessions_pace() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
     let (failing, attempts) = (

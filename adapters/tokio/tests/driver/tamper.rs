@@ -480,9 +480,9 @@ async fn issue30_a_maintenance_running_when_the_agent_stops_returns_once_it_stop
 
 /// A delivery made during a maintenance job that fails to append (cut back) fails alone: the job
 /// goes on and returns what it was told. The job's end (which replays the latch `y` set, S25,
-/// opening turn 1) fails to append too: it is staged again and committed after `RETRY_AFTER`
-/// (100 ms), once the disk works again, and only then does the job's caller get its value. The
-/// agent goes on.
+/// opening turn 1) fails to append too: the session holds it and stages it again after its
+/// retry pause (100 ms), once the disk works again, and only then does the job's caller get its
+/// value. The agent goes on.
 #[tokio::test(start_paused = true)]
 async fn issue30_a_delivery_failing_during_a_maintenance_fails_alone_and_the_end_is_committed_again(
 ) {

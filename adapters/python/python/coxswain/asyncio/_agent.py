@@ -26,7 +26,6 @@ __all__ = ["Agent", "AgentError", "Closed", "Stopped", "PersistenceError", "Step
            "Update", "Ending"]
 
 T = TypeVar("T")
-RETRY = 0.1  # seconds before answers fed again after a failed append are written again
 
 
 async def _call(method: Callable[[Any], Awaitable[T]], cx: Any) -> T:
@@ -47,6 +46,7 @@ class Agent(Calls, Reports):
         self._queue: asyncio.Queue[Command] = asyncio.Queue()
         self._scope, self._subscribers = Scope(), []
         self._members: list[Command | None] = []  # the staged batch's by place (None: the driver's)
+        self._held: dict[tuple[int, int], Command | None] = {}  # answers the session holds, by member
         self._ending: Ending | None = None
         self._final_sync: LogError | None = None
         self._idle, self._ended = asyncio.Event(), asyncio.Event()
@@ -135,13 +135,15 @@ class Agent(Calls, Reports):
             while self._ending is None:
                 group, deadline = list[Command](), session.poll_timeout()
                 wait = None if deadline is None else max(0.0, deadline - loop.time())
-                if self._members:  # answers fed again after a failed append: written again soon
-                    wait = RETRY if wait is None else min(wait, RETRY)
                 try:
                     group.append(await asyncio.wait_for(self._queue.get(), wait))
-                except TimeoutError:  # the abort grace may have run out: the session answers (S40)
-                    if session.handle_timeout(loop.time()) is not None:
-                        self._members.append(None)
+                except TimeoutError:  # a retry pause or an abort grace ran out: the session stages
+                    for was, place in session.handle_timeout(loop.time()) or ():  # (S40)
+                        waiter = None if was is None else self._held.pop(was, None)
+                        if isinstance(place, BaseException):
+                            self._reply(waiter, place)
+                        else:
+                            self._members.append(waiter)
                 while (group and group[-1].kind not in controls and len(group) < self._max_batch
                        and not self._queue.empty()):
                     group.append(self._queue.get_nowait())
@@ -199,24 +201,20 @@ class Agent(Calls, Reports):
 
     def _failed(self, batch: int, error: Exception) -> None:
         """The append failed: the session took the batch back (S5). Its callers (those refused
-        against it too) get PersistenceError; what the session hands back is fed again."""
-        members, answers, again = self._session.failed(batch)
+        against it too) get PersistenceError; the answers it held are the session's to stage
+        again after its retry pause, their waiters (a maintenance job's caller) with them."""
+        members, held = self._session.failed(batch, asyncio.get_running_loop().time())
         staged, self._members = self._members, []
         log_error = error if isinstance(error, LogError) else None
         indeterminate = log_error is not None and log_error.indeterminate
         if indeterminate:
             self._end("stopped")  # before any caller is told, so `ending` says so at once
-            answers, again = [], []
-        for i in (i for i in members if i not in again):
+            members, held = sorted(members + held), []
+        for i in members:
             self._reply(staged[i], PersistenceError(str(error), indeterminate=indeterminate,
                                                     log_error=log_error))
+        self._held.update(((batch, i), staged[i]) for i in held)
         self._update_state()
-        for answer in answers:  # their calls will not answer again
-            self._session.feed(answer)
-            self._members.append(None)
-        for command in [c for c in (staged[i] for i in again) if c is not None]:
-            self._session.feed(command.arg)  # a maintenance end: its job returned, its caller waits
-            self._members.append(command)
 
     def _carry_out(self, effect: Effect, member: Command | None) -> None:
         if isinstance(effect, Begin):
