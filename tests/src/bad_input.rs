@@ -232,10 +232,30 @@ fn in_step(machine: &mut Machine) -> Result<(), Rejected> {
 
 type Case = (&'static str, Box<dyn Fn() -> Outcome>, Outcome);
 
+/// Every case, in groups of one theme each.
 fn catalogue() -> Vec<Case> {
+    [
+        malformed_traces(),
+        log_splice_ranges(),
+        log_ids_and_events(),
+        log_splice_fields(),
+        log_seed_and_order(),
+        log_unknown_types_and_audit(),
+        log_crash_repair(),
+        records(),
+        input_identity_and_bounds(),
+        input_out_of_order(),
+        input_lines_as_json(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Malformed traces (FORMAT.md).
+fn malformed_traces() -> Vec<Case> {
     let clear = r#"{"in":{"clear":{}}}"#;
     vec![
-        // --- malformed traces (FORMAT.md) ---
         (
             "trace: truncated JSON line",
             Box::new(move || trace(&format!("{clear}\n{{\"in\":{{\"clear\":"))),
@@ -321,7 +341,12 @@ fn catalogue() -> Vec<Case> {
                 says: "rejected invalid-log (invalid log: event 0: splice `start`".into(),
             },
         ),
-        // --- invalid logs (S46, S47) ---
+    ]
+}
+
+/// Invalid logs (S46, S47): splice positions out of range or not whole numbers (S11).
+fn log_splice_ranges() -> Vec<Case> {
+    vec![
         (
             "log: splice start past the end (S11)",
             Box::new(|| restore(&[insert("next-turn", 1, &["a"])], 0)),
@@ -396,6 +421,12 @@ fn catalogue() -> Vec<Case> {
             }),
             invalid(1, LogViolation::SpliceRemovedCount),
         ),
+    ]
+}
+
+/// Invalid logs: duplicate ids (S13, S9) and events that are not events.
+fn log_ids_and_events() -> Vec<Case> {
+    vec![
         (
             "log: duplicate id inside one splice (S13)",
             Box::new(|| restore(&[insert("next-turn", 0, &["a", "a"])], 0)),
@@ -457,6 +488,12 @@ fn catalogue() -> Vec<Case> {
             Box::new(|| restore(&[json!({"type": "turn/start", "data": {"turn": -1}})], 0)),
             invalid(0, LogViolation::TurnWithoutNumber),
         ),
+    ]
+}
+
+/// Invalid logs: splice fields of the wrong shape, and a log ending inside a turn (S50).
+fn log_splice_fields() -> Vec<Case> {
+    vec![
         (
             "log: splice without a valid target",
             Box::new(|| {
@@ -525,6 +562,13 @@ fn catalogue() -> Vec<Case> {
             }),
             invalid(3, LogViolation::OpenTurn),
         ),
+    ]
+}
+
+/// Logs read past: the seed boundary (S46), turn events out of order and what the auditor and crash
+/// repair make of them (I5).
+fn log_seed_and_order() -> Vec<Case> {
+    vec![
         (
             "log: an invalid splice before the seed boundary is not read (S46)",
             Box::new(|| {
@@ -606,6 +650,12 @@ fn catalogue() -> Vec<Case> {
                 interrupted: Some(2),
             },
         ),
+    ]
+}
+
+/// Logs: unknown event types (S47) and the auditor's rules (I1, I2).
+fn log_unknown_types_and_audit() -> Vec<Case> {
+    vec![
         (
             "log: unknown event types interleaved are read past, and count for the seed (S46)",
             Box::new(|| {
@@ -658,6 +708,12 @@ fn catalogue() -> Vec<Case> {
                 rule: Rule::I2,
             },
         ),
+    ]
+}
+
+/// Crash repair: what it refuses at its line, and what it closes (S11, S13, S47, S50).
+fn log_crash_repair() -> Vec<Case> {
+    vec![
         (
             "log: crash repair refuses an out-of-range splice at its line (S11, S47)",
             Box::new(|| {
@@ -711,7 +767,12 @@ fn catalogue() -> Vec<Case> {
                 interrupted: Some(1),
             },
         ),
-        // --- JSON-lines records (S50) ---
+    ]
+}
+
+/// JSON-lines records (S50): torn tails, corruption, seq gaps and repeats.
+fn records() -> Vec<Case> {
+    vec![
         (
             "records: a truncated final record is a torn tail, left out",
             Box::new(|| read(b"{\"seq\":1,\"type\":\"a\"}\n{\"seq\":2,\"type\":\"turn/st")),
@@ -796,7 +857,12 @@ fn catalogue() -> Vec<Case> {
                 torn: None,
             },
         ),
-        // --- inputs (S4, S5, S13, S43, S45, S54–S56) ---
+    ]
+}
+
+/// Inputs the machine rejects for their ids, guards and bounds (S13, S15, S54–S56).
+fn input_identity_and_bounds() -> Vec<Case> {
+    vec![
         (
             "input: a delivery of a pending id (S13)",
             Box::new(|| reject(|m| ok(m.inject(user("a"))), |m| ok(m.followup(user("a"))))),
@@ -865,6 +931,13 @@ fn catalogue() -> Vec<Case> {
                 max_pending: std::num::NonZeroUsize::MIN,
             }),
         ),
+    ]
+}
+
+/// Inputs out of order: answers with nothing or something else outstanding, maintenance, disposal
+/// (S4, S43, S45).
+fn input_out_of_order() -> Vec<Case> {
+    vec![
         (
             "input: an answer with nothing outstanding (S4)",
             Box::new(|| reject(|_| Ok(()), |m| ok(m.answer_step(StepAnswer::Completed)))),
@@ -913,15 +986,30 @@ fn catalogue() -> Vec<Case> {
         ),
         (
             "input: anything once disposed, before any other check (S45)",
-            Box::new(|| reject(|m| ok(m.dispose()), |m| ok(m.answer_step(StepAnswer::Completed)))),
+            Box::new(|| {
+                reject(
+                    |m| ok(m.dispose()),
+                    |m| ok(m.answer_step(StepAnswer::Completed)),
+                )
+            }),
             Outcome::Rejected(Rejected::AfterDisposal),
         ),
         (
             "input: a cancel once disposed (S45)",
-            Box::new(|| reject(|m| ok(m.dispose()), |m| ok(m.cancel(CancelCause::User, true)))),
+            Box::new(|| {
+                reject(
+                    |m| ok(m.dispose()),
+                    |m| ok(m.cancel(CancelCause::User, true)),
+                )
+            }),
             Outcome::Rejected(Rejected::AfterDisposal),
         ),
-        // --- input lines as JSON ---
+    ]
+}
+
+/// Input lines as JSON.
+fn input_lines_as_json() -> Vec<Case> {
+    vec![
         (
             "input JSON: truncated",
             Box::new(|| input_json(r#"{"followup":{"id":"a","source":{"#)),
@@ -948,7 +1036,7 @@ fn catalogue() -> Vec<Case> {
 #[test]
 fn s5_s47_every_bad_input_gets_its_typed_error_and_none_panics() {
     let cases = catalogue();
-    assert!(cases.len() >= 60, "the catalogue shrank to {}", cases.len());
+    assert_eq!(cases.len(), 75, "the catalogue changed size");
     let mut failures = Vec::new();
     for (name, run, expected) in &cases {
         match catch_unwind(AssertUnwindSafe(run)) {

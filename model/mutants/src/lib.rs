@@ -7,7 +7,8 @@
 //! 1. copies the crates the killers need (`core/` with its nested crates, `model/`, `tests/`, the
 //!    lock file and a workspace manifest listing only those) into one stable directory, applying
 //!    the substitution (a `from` snippet that does not occur exactly once is an error, so the
-//!    table cannot rot silently) and rewriting only files whose text changed;
+//!    table cannot rot silently; it is compared as code, not text, so formatting the core does
+//!    not break it: [`mutate`]) and rewriting only files whose text changed;
 //! 2. builds there, in a target directory shared by all mutants (only the core and its dependents
 //!    rebuild), just the model-check probe (`mutant-probe`) and, for mutants with a
 //!    [`Mutant::proptest`] killer, the tests crate;
@@ -55,15 +56,64 @@ pub const ORACLE_TEST: &str = "proptests::mutant_oracles";
 /// The environment variable naming the invariant [`ORACLE_TEST`] expects from the monitor.
 pub const ORACLE_ENV: &str = "COXSWAIN_MUTANT_INVARIANT";
 
-/// Applies a mutant to the text of its file. `from` must occur exactly once.
+/// Applies a mutant to the text of its file. `from` must occur exactly once, compared as code
+/// rather than as text: whitespace is ignored except between two word characters (where any run
+/// is one space), and a comma before a closing bracket is ignored, so reformatting the core
+/// (`cargo fmt`, a wrapped line, a trailing comma) does not break the table. The matched span is
+/// replaced by `to` as written.
 pub fn mutate(source: &str, mutant: &Mutant) -> Result<String, String> {
-    match source.matches(mutant.from).count() {
-        1 => Ok(source.replacen(mutant.from, mutant.to, 1)),
-        n => Err(format!(
-            "{}: its `from` snippet occurs {n} times in {} (must be exactly once): {:?}",
-            mutant.name, mutant.file, mutant.from
+    let (code, places) = as_code(source);
+    let (from, _) = as_code(mutant.from);
+    let found: Vec<usize> = code
+        .match_indices(from.as_str())
+        .map(|(at, _)| at)
+        .collect();
+    match found.as_slice() {
+        [at] if !from.is_empty() => {
+            let start = places[*at];
+            let last = places[at + from.len() - 1];
+            let end = last + source[last..].chars().next().map_or(0, char::len_utf8);
+            Ok(format!(
+                "{}{}{}",
+                &source[..start],
+                mutant.to,
+                &source[end..]
+            ))
+        }
+        found => Err(format!(
+            "{}: its `from` snippet occurs {} times in {} (must be exactly once): {:?}",
+            mutant.name,
+            found.len(),
+            mutant.file,
+            mutant.from
         )),
     }
+}
+
+/// `text` as code for [`mutate`]'s comparison, with the byte offset in `text` of each byte
+/// kept.
+fn as_code(text: &str) -> (String, Vec<usize>) {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let (mut code, mut places) = (String::with_capacity(text.len()), Vec::new());
+    let mut spaced = false;
+    for (at, c) in text.char_indices() {
+        if c.is_whitespace() {
+            spaced = true;
+            continue;
+        }
+        if spaced && word(c) && code.chars().next_back().is_some_and(word) {
+            code.push(' ');
+            places.push(at);
+        }
+        spaced = false;
+        if matches!(c, ')' | ']' | '}') && code.ends_with(',') {
+            code.pop(); // a trailing comma
+            places.pop();
+        }
+        code.push(c);
+        places.extend(std::iter::repeat_n(at, c.len_utf8()));
+    }
+    (code, places)
 }
 
 /// What one killer found.
@@ -747,6 +797,42 @@ mod tests {
         assert!(mutate("x = 1; x = 1;", &mutant)
             .unwrap_err()
             .contains("2 times"));
+    }
+
+    /// Formatting the core does not break a snippet: whitespace between tokens, a wrapped
+    /// line, a trailing comma; but a changed token does, and the match must still be unique.
+    #[test]
+    fn a_snippet_matches_the_code_however_it_is_formatted() {
+        let mutant = Mutant {
+            from: "if aborted && now > limit {\n    start(now, grace);\n}",
+            to: "if false {\n    start(now, grace);\n}",
+            ..UNCHANGED
+        };
+        let formatted = "fn f() {\n        if aborted\n            && now > limit\n        {\n            start(\n                now,\n                grace,\n            );\n        }\n    g();\n}";
+        assert_eq!(
+            mutate(formatted, &mutant).as_deref(),
+            Ok("fn f() {\n        if false {\n    start(now, grace);\n}\n    g();\n}")
+        );
+        // Words stay words: `ifaborted` is another token.
+        assert!(mutate("ifaborted && now > limit { start(now, grace); }", &mutant).is_err());
+        assert!(mutate("if aborted && now >= limit { start(now, grace); }", &mutant).is_err());
+        let twice = format!("{formatted}\n{formatted}");
+        assert!(mutate(&twice, &mutant).unwrap_err().contains("2 times"));
+    }
+
+    /// Every mutant still applies exactly once to its file re-indented and with every line's
+    /// breaks doubled: what a formatter may change, nothing it may not.
+    #[test]
+    fn every_mutant_applies_to_its_file_reformatted() {
+        for mutant in MUTANTS {
+            let source = std::fs::read_to_string(workspace().join(mutant.file)).unwrap();
+            let reformatted: String = source
+                .lines()
+                .map(|line| format!("  {}\n\n", line.replace("    ", "\t")))
+                .collect();
+            let mutated = mutate(&reformatted, &mutant).unwrap_or_else(|e| panic!("{e}"));
+            assert_ne!(mutated, reformatted, "{}", mutant.name);
+        }
     }
 
     #[test]

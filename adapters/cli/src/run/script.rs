@@ -3,14 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use coxswain_core::{
-    CancelCause, Message, PreStepAnswer, Preset, StepAnswer, Target, TurnStoppingAnswer,
-};
+use coxswain_core::{PreStepAnswer, StepAnswer, TurnStoppingAnswer};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::cue::{step_key, Cue};
+use super::cue::step_key;
 use super::script_entry::{parse_entry, Place};
+pub(crate) use super::script_entry::{Action, Trigger};
 
 /// A parsed script.
 #[derive(Debug)]
@@ -30,60 +29,11 @@ pub(crate) struct Cued {
     pub(crate) action: Action,
 }
 
-/// When a top-level action runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Trigger {
-    /// `"at": MS`: MS after the run began.
-    At(u64),
-    /// `"when": EVENT`: once the event happened.
-    When(Cue),
-    /// Neither: right after the previous action.
-    Next,
-}
-
 /// An action of a host reply's `during`: MS after the call began.
 #[derive(Clone, Debug)]
 pub(crate) struct Timed {
     pub(crate) at: u64,
     pub(crate) action: Action,
-}
-
-/// One action: one call on the agent (or, for the runner's own, a wait or a reopen).
-#[derive(Clone, Debug)]
-pub(crate) enum Action {
-    Deliver {
-        preset: Preset,
-        message: Message,
-    },
-    Send {
-        message: Message,
-        target: Target,
-        wakeup: bool,
-    },
-    Remove(String),
-    Replace {
-        id: String,
-        message: Message,
-    },
-    Prepend {
-        target: Target,
-        message: Message,
-    },
-    Clear,
-    Cancel {
-        cause: CancelCause,
-        keep_inbox: bool,
-    },
-    Maintenance {
-        ms: u64,
-    },
-    WaitIdle,
-    Reopen,
-    Dispose,
-    Record {
-        kind: String,
-        data: Value,
-    },
 }
 
 /// The scripted host's answers, keyed by turn and step.

@@ -10,7 +10,55 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::cue::Cue;
-use super::script::{Action, Trigger};
+
+/// When a top-level action runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Trigger {
+    /// `"at": MS`: MS after the run began.
+    At(u64),
+    /// `"when": EVENT`: once the event happened.
+    When(Cue),
+    /// Neither: right after the previous action.
+    Next,
+}
+
+/// One action: one call on the agent (or, for the runner's own, a wait or a reopen).
+#[derive(Clone, Debug)]
+pub(crate) enum Action {
+    Deliver {
+        preset: Preset,
+        message: Message,
+    },
+    Send {
+        message: Message,
+        target: Target,
+        wakeup: bool,
+    },
+    Remove(String),
+    Replace {
+        id: String,
+        message: Message,
+    },
+    Prepend {
+        target: Target,
+        message: Message,
+    },
+    Clear,
+    Cancel {
+        cause: CancelCause,
+        keep_inbox: bool,
+    },
+    Maintenance {
+        ms: u64,
+    },
+    WaitIdle,
+    Reopen,
+    Dispose,
+    Record {
+        kind: String,
+        data: Value,
+    },
+}
 
 /// Where an action stands: at the top level, or in the `during` of a host call of this kind.
 #[derive(Clone, Copy, PartialEq, Eq)]
