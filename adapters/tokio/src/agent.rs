@@ -1,23 +1,17 @@
-//! The [`Agent`] handle: a cheap, cloneable front to one driver task, how an agent opens
-//! (resumes) on its log and how it ends; its delivery vocabulary is `deliver.rs`.
+//! The [`Agent`] handle: a cheap, cloneable front to one driver task, and how it ends; how it
+//! opens is `open.rs`, its delivery vocabulary `deliver.rs`, what it reads `reports.rs`.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use coxswain_core::Input;
 use coxswain_log::HostEvent;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
-use crate::driver::{Driver, Links};
-use crate::error::{AgentError, Ending, OpenError};
-use crate::host::Host;
-use crate::log::DurableLog;
-use crate::options::Options;
-use crate::resume::{resume, Recovery};
-use crate::updates::{PendingSnapshot, State, Updates};
+use crate::channel::{Command, Inner, Job, Reply};
+use crate::error::{AgentError, Ending};
+use crate::updates::PendingSnapshot;
 
 /// A handle to one running agent: cheap to clone, `Send + Sync`. Every call goes to the agent's
 /// driver task, which owns the session layer (the core inside it) and the log; a delivery
@@ -47,93 +41,14 @@ impl Drop for Owner {
     }
 }
 
-#[derive(Debug)]
-pub(crate) struct Inner {
-    pub(crate) tx: mpsc::Sender<Command>,
-    pub(crate) state: watch::Receiver<State>,
-    pub(crate) updates: Arc<Updates>,
-}
-
-pub(crate) type Reply<T> = oneshot::Sender<Result<T, AgentError>>;
-
-/// A maintenance job, as the driver spawns it.
-pub(crate) type Job =
-    Box<dyn FnOnce(CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
-
-pub(crate) enum Command {
-    Input {
-        input: Input,
-        reply: Reply<bool>,
-    },
-    Maintenance {
-        job: Job,
-        reply: Reply<()>,
-    },
-    Record {
-        turn: u64,
-        step: u64,
-        events: Vec<HostEvent>,
-        reply: Reply<()>,
-    },
-    Pending {
-        reply: oneshot::Sender<PendingSnapshot>,
-    },
-    Close,
-}
-
 impl Agent {
-    /// Opens an agent on `log` with default [`Options`]. See [`open_with`](Agent::open_with).
-    pub async fn open<H: Host, L: DurableLog>(
-        host: H,
-        log: L,
-    ) -> Result<(Agent, Recovery), OpenError> {
-        Agent::open_with(Options::default(), host, log).await
-    }
-
-    /// Opens an agent on `log`, which may be empty (a new session) or hold a session to resume:
-    /// reads it back into the session layer's [`Resuming`](coxswain_session::Resuming) plan
-    /// (S46–S48, S53), and only once all of it was accepted repairs it (a torn tail dropped,
-    /// an interrupted turn closed, S50): a log that is rejected is left as it was. Then spawns
-    /// the driver task on the current tokio runtime (many agents share one). Fails with
-    /// [`OpenError::Options`] for options out of bounds.
-    pub async fn open_with<H: Host, L: DurableLog>(
-        options: Options,
-        host: H,
-        mut log: L,
-    ) -> Result<(Agent, Recovery), OpenError> {
-        options.validate()?;
-        let span = tracing::info_span!("agent", name = %options.name);
-        let (machine, recovery) = resume(&mut log, options.config())
-            .instrument(span.clone())
-            .await?;
-        tracing::info!(parent: &span, ?recovery, "opened");
-        let (tx, rx) = mpsc::channel(options.channel_capacity);
-        let (state, state_rx) = watch::channel(State::of(&machine));
-        let updates = Arc::new(Updates::new(options.update_capacity));
-        let owners_gone = CancellationToken::new();
-        let inner = Arc::new(Inner {
-            tx,
-            state: state_rx,
-            updates: Arc::clone(&updates),
-        });
-        let handle = Arc::downgrade(&inner);
-        let links = Links {
-            rx,
-            handle,
-            owners_gone: owners_gone.clone(),
-            state,
-            updates,
-        };
-        let driver = Driver::new(machine, &options, log, host, links);
-        tokio::spawn(driver.run().instrument(span));
-        let owner = Some(Arc::new(Owner(owners_gone)));
-        Ok((
-            Agent {
-                inner,
-                _owner: owner,
-            },
-            recovery,
-        ))
+    /// The embedder's handle of a newly opened agent: the last of its clones dropped trips
+    /// `owners_gone`, closing the agent.
+    pub(crate) fn owned(inner: Arc<Inner>, owners_gone: CancellationToken) -> Agent {
+        Agent {
+            inner,
+            _owner: Some(Arc::new(Owner(owners_gone))),
+        }
     }
 
     /// A handle for a host call: it does not keep the agent open.

@@ -23,7 +23,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
-use crate::agent::{Agent, Command, Inner, Job, Reply};
+use crate::agent::Agent;
+use crate::channel::{Command, Inner, Job, Reply};
 use crate::error::{AgentError, Ending};
 use crate::host::{call, Host};
 use crate::log::{DurableLog, LogError};

@@ -1,13 +1,16 @@
-//! What an agent's calls fail with, and how its driver ends.
+//! What an agent's calls fail with, how its driver ends, and what a durable log fails with.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use coxswain_core::{Expect, MessageId, Rejected, Target};
-use coxswain_log::{RepairError, ReservedType, TooDeep};
+use coxswain_log::{CorruptLine, EncodeError, RepairError, ReservedType, TooDeep};
 use coxswain_session::Refused;
 
-use crate::log::LogError;
 use crate::options::InvalidOptions;
 #[cfg(doc)]
-use crate::{Agent, Options};
+use crate::{Agent, DurableLog, FileLog, Options};
 
 /// Why a call on an [`Agent`] failed.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -186,4 +189,153 @@ pub enum OpenError {
     /// The [`Options`] are out of bounds.
     #[error("invalid options: {0}")]
     Options(#[from] InvalidOptions),
+}
+
+/// A durable log failed.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogError {
+    /// Reading, writing or syncing failed. From an append: the batch is not in the log (a
+    /// partial write was cut back and the cut synced).
+    #[error("log i/o failed: {0}")]
+    Io(Arc<io::Error>),
+    /// An append failed and cutting it back failed too, or was not tried because the file is
+    /// shorter than what the log holds (a cut-back never extends a file; `undo` is then a
+    /// [`LogError::Truncated`]): the batch may or may not be in the log. A cause that is not an
+    /// i/o error is the [`LogError`] itself inside the `io::Error`
+    /// (`undo.get_ref().and_then(|e| e.downcast_ref::<LogError>())`).
+    #[error("log i/o failed ({error}) and undoing the partial write failed too ({undo}): the batch may or may not be in the log")]
+    Indeterminate {
+        /// Why the append failed.
+        error: Arc<io::Error>,
+        /// Why cutting it back failed.
+        undo: Arc<io::Error>,
+    },
+    /// A record before the end of the log is not a valid record.
+    #[error("corrupt log: {0}")]
+    Corrupt(#[from] CorruptLine),
+    /// A record could not be encoded (nothing was written).
+    #[error("cannot encode a record: {0}")]
+    Encode(String),
+    /// A record nests deeper than a log line may (nothing was written).
+    #[error("cannot write a record: {0}")]
+    TooDeep(TooDeep),
+    /// The next record would take `seq` `u64::MAX`, which nothing could follow (nothing was
+    /// written).
+    #[error("the log's `seq` is exhausted: no record may take u64::MAX")]
+    SeqExhausted,
+    /// An earlier append failed indeterminately; the log takes no more appends until it is
+    /// re-opened.
+    #[error("an earlier append may or may not be in the log; re-open the log")]
+    Failed,
+    /// Another writer holds the log (another `FileLog`, here or in another process, or an agent
+    /// whose driver has not finished: await [`Agent::close`](crate::Agent::close) or
+    /// [`Agent::finished`](crate::Agent::finished)).
+    #[error("the log {path} is locked by another writer")]
+    Locked {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file at the log's path is no longer the one this log writes: it was removed, renamed
+    /// or replaced. What this log writes would be lost, so nothing more is acknowledged.
+    #[error("the log file {path} was removed or replaced")]
+    Replaced {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The log's file is shorter than what this log wrote to it: it was cut in place (a
+    /// `logrotate` with `copytruncate`, a `: > file`), so records acknowledged before may be
+    /// gone. Nothing more is acknowledged. From an append: the batch is not in the log (nothing
+    /// was written, or what was written was cut back).
+    #[error(
+        "the log file {path} was truncated: it holds {found} bytes where this log wrote {expected}"
+    )]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Its length as this log left it.
+        expected: u64,
+        /// Its length now.
+        found: u64,
+    },
+    /// Another writer wrote to the log's file, ignoring its lock: the file is longer than what
+    /// this log wrote (`found > expected`: appended to), or it does not end in the bytes this
+    /// log wrote last (`found == expected`: overwritten at its end). Nothing more is
+    /// acknowledged. From an append: the batch is not in the log (nothing was written, or what
+    /// was written was cut back).
+    #[error("the log file {path} was written by another writer: {}", tampered(*.expected, *.found))]
+    Tampered {
+        /// The file.
+        path: PathBuf,
+        /// Its length as this log left it.
+        expected: u64,
+        /// Its length now.
+        found: u64,
+    },
+    /// The session is already open on this segment log (a session has one writer at a time:
+    /// drop its [`SessionLog`](crate::SessionLog), or await its agent's close, first).
+    #[error("session {session} is already open on this segment log")]
+    SessionOpen {
+        /// The session.
+        session: String,
+    },
+    /// The segment log's writer stopped (its file may be in an unknown state after a failed
+    /// cut-back, or was replaced, truncated or written by another writer); re-open the segment
+    /// log.
+    #[error("the segment log's writer stopped; re-open it")]
+    WriterStopped,
+    /// Another writer took the session over under a newer epoch (a shared log's fencing, e.g.
+    /// PostgreSQL's): this writer's batch is not in the log, and this writer may never append
+    /// again. The agent stops; the new owner's restore decides what the session holds.
+    #[error("session {session}: fenced, epoch {epoch} was taken over by a newer writer; nothing more is appended by this writer")]
+    Fenced {
+        /// The session.
+        session: String,
+        /// The epoch this writer held.
+        epoch: u64,
+    },
+}
+
+impl LogError {
+    /// True when the failed append may or may not be in the log ([`LogError::Indeterminate`]).
+    pub fn is_indeterminate(&self) -> bool {
+        matches!(self, LogError::Indeterminate { .. })
+    }
+
+    /// True when a newer writer took the session over ([`LogError::Fenced`]).
+    pub fn is_fenced(&self) -> bool {
+        matches!(self, LogError::Fenced { .. })
+    }
+
+    /// True when the agent writing this log must stop: the batch may or may not be in the log
+    /// ([`LogError::Indeterminate`]), or another writer owns the session now
+    /// ([`LogError::Fenced`]). After any other failed append the agent goes on.
+    pub fn stops_the_agent(&self) -> bool {
+        self.is_indeterminate() || self.is_fenced()
+    }
+}
+
+/// What [`LogError::Tampered`] found.
+fn tampered(expected: u64, found: u64) -> String {
+    if found == expected {
+        format!("its last bytes are not the ones this log wrote ({found} bytes)")
+    } else {
+        format!("it holds {found} bytes where this log wrote {expected}")
+    }
+}
+
+impl From<io::Error> for LogError {
+    fn from(error: io::Error) -> Self {
+        LogError::Io(Arc::new(error))
+    }
+}
+
+impl From<EncodeError> for LogError {
+    fn from(error: EncodeError) -> Self {
+        match error {
+            EncodeError::TooDeep(deep) => LogError::TooDeep(deep),
+            EncodeError::SeqExhausted(_) => LogError::SeqExhausted,
+            other => LogError::Encode(other.to_string()),
+        }
+    }
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use rustix::fs::{flock, FlockOperation};
 
-use crate::log::{parent_dir, FaultState};
-use crate::LogError;
+use crate::error::LogError;
+use crate::faults::FaultState;
 
 /// How many of the last bytes a log wrote it compares with the file's own before and after every
 /// append: enough to hold the end of a record (its closing `}` and `\n`, and the data before).
@@ -250,5 +250,13 @@ fn as_io(error: LogError) -> Arc<io::Error> {
     match error {
         LogError::Io(error) => error,
         other => Arc::new(io::Error::other(other)),
+    }
+}
+
+/// The directory a log file lives in: `.` for a bare file name.
+pub(crate) fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
     }
 }

@@ -45,16 +45,19 @@
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod agent;
+mod channel;
 mod deliver;
 mod driver;
 mod error;
+mod faults;
 mod file;
 mod host;
 #[doc(hidden)]
 pub mod load;
 mod log;
+mod open;
 mod options;
-mod resume;
+mod reports;
 mod segment;
 mod updates;
 
@@ -64,8 +67,8 @@ pub use host::{Host, PreStepContext, StepContext, TurnStoppingContext};
 #[doc(hidden)]
 pub use log::Faults;
 pub use log::{DurableLog, FileLog, LogBytes, LogError, MemoryLog, ReadBack, SyncPolicy};
+pub use open::Recovery;
 pub use options::{InvalidOptions, Options};
-pub use resume::Recovery;
 pub use segment::{SegmentLog, SessionLog};
 pub use updates::{PendingSnapshot, Update};
 

@@ -21,18 +21,17 @@ use std::io;
 use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use coxswain_core::Event;
 
+pub use crate::error::LogError;
+use crate::faults::FaultState;
+pub use crate::faults::Faults;
 use crate::file::{
     check_end, check_identity, check_prefix, cut_back, identity, open_locked, write_budgeted, End,
 };
-use coxswain_log::{
-    encode, parse, CorruptLine, EncodeError, Entry, LineBuffer, Reader, Record, Tail, TooDeep,
-    TornTail,
-};
+use coxswain_log::{encode, parse, CorruptLine, Entry, LineBuffer, Reader, Record, Tail, TornTail};
 
 /// Where an agent's durable events go: an append-only sequence of records with contiguous `seq`.
 ///
@@ -92,155 +91,6 @@ impl ReadBack {
             records,
             torn,
             unterminated: false,
-        }
-    }
-}
-
-/// A durable log failed.
-#[derive(Clone, Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LogError {
-    /// Reading, writing or syncing failed. From an append: the batch is not in the log (a
-    /// partial write was cut back and the cut synced).
-    #[error("log i/o failed: {0}")]
-    Io(Arc<io::Error>),
-    /// An append failed and cutting it back failed too, or was not tried because the file is
-    /// shorter than what the log holds (a cut-back never extends a file; `undo` is then a
-    /// [`LogError::Truncated`]): the batch may or may not be in the log. A cause that is not an
-    /// i/o error is the [`LogError`] itself inside the `io::Error`
-    /// (`undo.get_ref().and_then(|e| e.downcast_ref::<LogError>())`).
-    #[error("log i/o failed ({error}) and undoing the partial write failed too ({undo}): the batch may or may not be in the log")]
-    Indeterminate {
-        /// Why the append failed.
-        error: Arc<io::Error>,
-        /// Why cutting it back failed.
-        undo: Arc<io::Error>,
-    },
-    /// A record before the end of the log is not a valid record.
-    #[error("corrupt log: {0}")]
-    Corrupt(#[from] CorruptLine),
-    /// A record could not be encoded (nothing was written).
-    #[error("cannot encode a record: {0}")]
-    Encode(String),
-    /// A record nests deeper than a log line may (nothing was written).
-    #[error("cannot write a record: {0}")]
-    TooDeep(TooDeep),
-    /// The next record would take `seq` `u64::MAX`, which nothing could follow (nothing was
-    /// written).
-    #[error("the log's `seq` is exhausted: no record may take u64::MAX")]
-    SeqExhausted,
-    /// An earlier append failed indeterminately; the log takes no more appends until it is
-    /// re-opened.
-    #[error("an earlier append may or may not be in the log; re-open the log")]
-    Failed,
-    /// Another writer holds the log (another `FileLog`, here or in another process, or an agent
-    /// whose driver has not finished: await [`Agent::close`](crate::Agent::close) or
-    /// [`Agent::finished`](crate::Agent::finished)).
-    #[error("the log {path} is locked by another writer")]
-    Locked {
-        /// The file.
-        path: PathBuf,
-    },
-    /// The file at the log's path is no longer the one this log writes: it was removed, renamed
-    /// or replaced. What this log writes would be lost, so nothing more is acknowledged.
-    #[error("the log file {path} was removed or replaced")]
-    Replaced {
-        /// The path.
-        path: PathBuf,
-    },
-    /// The log's file is shorter than what this log wrote to it: it was cut in place (a
-    /// `logrotate` with `copytruncate`, a `: > file`), so records acknowledged before may be
-    /// gone. Nothing more is acknowledged. From an append: the batch is not in the log (nothing
-    /// was written, or what was written was cut back).
-    #[error(
-        "the log file {path} was truncated: it holds {found} bytes where this log wrote {expected}"
-    )]
-    Truncated {
-        /// The file.
-        path: PathBuf,
-        /// Its length as this log left it.
-        expected: u64,
-        /// Its length now.
-        found: u64,
-    },
-    /// Another writer wrote to the log's file, ignoring its lock: the file is longer than what
-    /// this log wrote (`found > expected`: appended to), or it does not end in the bytes this
-    /// log wrote last (`found == expected`: overwritten at its end). Nothing more is
-    /// acknowledged. From an append: the batch is not in the log (nothing was written, or what
-    /// was written was cut back).
-    #[error("the log file {path} was written by another writer: {}", tampered(*.expected, *.found))]
-    Tampered {
-        /// The file.
-        path: PathBuf,
-        /// Its length as this log left it.
-        expected: u64,
-        /// Its length now.
-        found: u64,
-    },
-    /// The session is already open on this segment log (a session has one writer at a time:
-    /// drop its [`SessionLog`](crate::SessionLog), or await its agent's close, first).
-    #[error("session {session} is already open on this segment log")]
-    SessionOpen {
-        /// The session.
-        session: String,
-    },
-    /// The segment log's writer stopped (its file may be in an unknown state after a failed
-    /// cut-back, or was replaced, truncated or written by another writer); re-open the segment
-    /// log.
-    #[error("the segment log's writer stopped; re-open it")]
-    WriterStopped,
-    /// Another writer took the session over under a newer epoch (a shared log's fencing, e.g.
-    /// PostgreSQL's): this writer's batch is not in the log, and this writer may never append
-    /// again. The agent stops; the new owner's restore decides what the session holds.
-    #[error("session {session}: fenced, epoch {epoch} was taken over by a newer writer; nothing more is appended by this writer")]
-    Fenced {
-        /// The session.
-        session: String,
-        /// The epoch this writer held.
-        epoch: u64,
-    },
-}
-
-impl LogError {
-    /// True when the failed append may or may not be in the log ([`LogError::Indeterminate`]).
-    pub fn is_indeterminate(&self) -> bool {
-        matches!(self, LogError::Indeterminate { .. })
-    }
-
-    /// True when a newer writer took the session over ([`LogError::Fenced`]).
-    pub fn is_fenced(&self) -> bool {
-        matches!(self, LogError::Fenced { .. })
-    }
-
-    /// True when the agent writing this log must stop: the batch may or may not be in the log
-    /// ([`LogError::Indeterminate`]), or another writer owns the session now
-    /// ([`LogError::Fenced`]). After any other failed append the agent goes on.
-    pub fn stops_the_agent(&self) -> bool {
-        self.is_indeterminate() || self.is_fenced()
-    }
-}
-
-/// What [`LogError::Tampered`] found.
-fn tampered(expected: u64, found: u64) -> String {
-    if found == expected {
-        format!("its last bytes are not the ones this log wrote ({found} bytes)")
-    } else {
-        format!("it holds {found} bytes where this log wrote {expected}")
-    }
-}
-
-impl From<io::Error> for LogError {
-    fn from(error: io::Error) -> Self {
-        LogError::Io(Arc::new(error))
-    }
-}
-
-impl From<EncodeError> for LogError {
-    fn from(error: EncodeError) -> Self {
-        match error {
-            EncodeError::TooDeep(deep) => LogError::TooDeep(deep),
-            EncodeError::SeqExhausted(_) => LogError::SeqExhausted,
-            other => LogError::Encode(other.to_string()),
         }
     }
 }
@@ -696,127 +546,12 @@ pub(crate) fn seqs(first: u64, len: usize) -> impl Iterator<Item = u64> {
     (0..len as u64).map(move |offset| first.saturating_add(offset))
 }
 
-/// The directory a log file lives in: `.` for a bare file name.
-pub(crate) fn parent_dir(path: &Path) -> &Path {
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    }
-}
-
 pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, LogError> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|error| LogError::from(io::Error::other(format!("log i/o task lost: {error}"))))
-}
-
-/// Fault injection for a [`FileLog`] (tests only; not part of the stable API): writes that fail
-/// after a byte budget, syncs and truncations that fail. Clones share the switch.
-#[doc(hidden)]
-#[derive(Clone, Debug, Default)]
-pub struct Faults(pub(crate) Arc<FaultState>);
-
-#[derive(Debug)]
-pub(crate) struct FaultState {
-    /// Bytes that may still be written; `u64::MAX`: no limit.
-    budget: AtomicU64,
-    /// How many of the next syncs fail.
-    fail_syncs: AtomicUsize,
-    fail_truncate: AtomicBool,
-    /// The length the next write first sets the file to; `u64::MAX`: none.
-    resize_before_write: AtomicU64,
-    syncs: AtomicUsize,
-}
-
-impl Default for FaultState {
-    fn default() -> Self {
-        FaultState {
-            budget: AtomicU64::new(u64::MAX),
-            fail_syncs: AtomicUsize::new(0),
-            fail_truncate: AtomicBool::new(false),
-            resize_before_write: AtomicU64::new(u64::MAX),
-            syncs: AtomicUsize::new(0),
-        }
-    }
-}
-
-impl Faults {
-    /// From now on, writes fail once `bytes` more bytes were written (the write that crosses it
-    /// writes its first bytes, then fails).
-    pub fn fail_writes_after(&self, bytes: u64) {
-        self.0.budget.store(bytes, Ordering::SeqCst);
-    }
-
-    /// The next `count` syncs fail (`usize::MAX`: all of them; 0: none).
-    pub fn fail_syncs(&self, count: usize) {
-        self.0.fail_syncs.store(count, Ordering::SeqCst);
-    }
-
-    /// Truncations (cutting a failed append back) fail (or work again).
-    pub fn fail_truncates(&self, fail: bool) {
-        self.0.fail_truncate.store(fail, Ordering::SeqCst);
-    }
-
-    /// The next write (once) first sets the file's length to `len` bytes: cuts it, or extends
-    /// it with zeros, as another writer's truncation or append landing between the log's check
-    /// of its file and its write would.
-    pub fn resize_before_next_write(&self, len: u64) {
-        self.0.resize_before_write.store(len, Ordering::SeqCst);
-    }
-
-    /// How many syncs the log attempted.
-    pub fn syncs(&self) -> usize {
-        self.0.syncs.load(Ordering::SeqCst)
-    }
-}
-
-impl FaultState {
-    pub(crate) fn take_budget(&self, want: usize) -> usize {
-        let want = want as u64;
-        let mut allowed = want;
-        let _ = self
-            .budget
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |budget| {
-                if budget == u64::MAX {
-                    return None;
-                }
-                allowed = want.min(budget);
-                Some(budget - allowed)
-            });
-        allowed as usize
-    }
-
-    pub(crate) fn sync(&self) -> io::Result<()> {
-        self.syncs.fetch_add(1, Ordering::SeqCst);
-        let failing = self
-            .fail_syncs
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |count| match count {
-                0 => None,
-                usize::MAX => Some(usize::MAX),
-                n => Some(n - 1),
-            })
-            .is_ok();
-        if failing {
-            return Err(io::Error::other("sync failed (injected)"));
-        }
-        Ok(())
-    }
-
-    /// The length to set the file to before this write, once
-    /// ([`Faults::resize_before_next_write`]).
-    pub(crate) fn resize_before_write(&self) -> Option<u64> {
-        let len = self.resize_before_write.swap(u64::MAX, Ordering::SeqCst);
-        (len != u64::MAX).then_some(len)
-    }
-
-    pub(crate) fn truncate(&self) -> io::Result<()> {
-        if self.fail_truncate.load(Ordering::SeqCst) {
-            return Err(io::Error::other("truncate failed (injected)"));
-        }
-        Ok(())
-    }
 }
 
 /// A log held in memory, as the same JSON-lines bytes a [`FileLog`] writes. Clones share the
@@ -1004,6 +739,7 @@ impl DurableLog for MemoryLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file::parent_dir;
     use coxswain_core::TurnEndReason;
     use coxswain_log::{HostEvent, Problem};
     use serde_json::json;

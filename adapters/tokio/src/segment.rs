@@ -48,10 +48,11 @@ use coxswain_log::{
 };
 use tokio::sync::oneshot;
 
+use crate::faults::FaultState;
 use crate::file::{
     check_end, check_identity, cut_back, identity, open_locked, write_budgeted, End,
 };
-use crate::log::{blocking, seqs, FaultState};
+use crate::log::{blocking, seqs};
 use crate::{DurableLog, Faults, LogError, ReadBack};
 
 /// How much of the file a read at open takes at a time.

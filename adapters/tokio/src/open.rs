@@ -1,16 +1,24 @@
-//! How an agent resumes its log: the session layer's [`Resuming`] plan, carried out on a
-//! [`DurableLog`].
+//! How an agent opens: its log resumed through the session layer's [`Resuming`] plan (carried
+//! out on the [`DurableLog`]), then its driver task wired to a new handle and spawned.
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
 
 use coxswain_core::{Config, Machine, Target};
 use coxswain_log::{Entry, TornTail};
 use coxswain_session::Resuming;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
+use crate::agent::Agent;
+use crate::channel::Inner;
+use crate::driver::{Driver, Links};
 use crate::error::OpenError;
+use crate::host::Host;
 use crate::log::DurableLog;
-#[cfg(doc)]
-use crate::Agent;
+use crate::options::Options;
+use crate::updates::{State, Updates};
 
 /// What [`Agent::open`] found in the log and did to it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,7 +43,7 @@ pub struct Recovery {
 /// Reads `log` back record by record into the plan (S46–S48: items park, nothing wakes; S53),
 /// and only once all of it was accepted repairs it (drops a torn tail, appends the plan's
 /// closers of an interrupted turn, S50): a log that is rejected is left as it was.
-pub(crate) async fn resume<L: DurableLog>(
+async fn resume<L: DurableLog>(
     log: &mut L,
     config: Config,
 ) -> Result<(Machine, Recovery), OpenError> {
@@ -77,4 +85,53 @@ pub(crate) async fn resume<L: DurableLog>(
         pending_next_step: machine.pending(Target::NextStep).len(),
     };
     Ok((machine, recovery))
+}
+
+impl Agent {
+    /// Opens an agent on `log` with default [`Options`]. See [`open_with`](Agent::open_with).
+    pub async fn open<H: Host, L: DurableLog>(
+        host: H,
+        log: L,
+    ) -> Result<(Agent, Recovery), OpenError> {
+        Agent::open_with(Options::default(), host, log).await
+    }
+
+    /// Opens an agent on `log`, which may be empty (a new session) or hold a session to resume:
+    /// reads it back into the session layer's [`Resuming`](coxswain_session::Resuming) plan
+    /// (S46–S48, S53), and only once all of it was accepted repairs it (a torn tail dropped,
+    /// an interrupted turn closed, S50): a log that is rejected is left as it was. Then spawns
+    /// the driver task on the current tokio runtime (many agents share one). Fails with
+    /// [`OpenError::Options`] for options out of bounds.
+    pub async fn open_with<H: Host, L: DurableLog>(
+        options: Options,
+        host: H,
+        mut log: L,
+    ) -> Result<(Agent, Recovery), OpenError> {
+        options.validate()?;
+        let span = tracing::info_span!("agent", name = %options.name);
+        let (machine, recovery) = resume(&mut log, options.config())
+            .instrument(span.clone())
+            .await?;
+        tracing::info!(parent: &span, ?recovery, "opened");
+        let (tx, rx) = mpsc::channel(options.channel_capacity);
+        let (state, state_rx) = watch::channel(State::of(&machine));
+        let updates = Arc::new(Updates::new(options.update_capacity));
+        let owners_gone = CancellationToken::new();
+        let inner = Arc::new(Inner {
+            tx,
+            state: state_rx,
+            updates: Arc::clone(&updates),
+        });
+        let handle = Arc::downgrade(&inner);
+        let links = Links {
+            rx,
+            handle,
+            owners_gone: owners_gone.clone(),
+            state,
+            updates,
+        };
+        let driver = Driver::new(machine, &options, log, host, links);
+        tokio::spawn(driver.run().instrument(span));
+        Ok((Agent::owned(inner, owners_gone), recovery))
+    }
 }
