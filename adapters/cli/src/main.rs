@@ -48,11 +48,7 @@ enum Command {
     /// and written as a trace (docs/PORTS.md).
     Fuzz(fuzz::FuzzArgs),
     /// The core's own end of docs/PORTS.md's line protocol, on stdin/stdout.
-    Port {
-        /// Break the port on purpose (tests of the ports kit).
-        #[arg(long, hide = true, value_name = "KIND")]
-        misbehave: Option<port::Misbehave>,
-    },
+    Port,
     /// Model-check the real core (stateright) at a bound and print what it proved.
     Check(check::CheckArgs),
     /// Run a scripted agent session on the tokio adapter and print its timeline.
@@ -124,7 +120,7 @@ fn main() -> ExitCode {
             exec: Some(command),
             timeout,
         } => conform::run_exec(&command, timeout, &files),
-        Command::Port { misbehave } => port::run(misbehave),
+        Command::Port => port::run(),
         Command::Traces(args) => traces::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
         Command::Run {

@@ -3,8 +3,8 @@
 //! It translates and decides nothing: a `begin` restores or creates the real
 //! [`Machine`](coxswain_core::Machine) (through [`CoreSubject`]), every `in` goes to it, and its
 //! outputs or rejection come back as one line. Requests are parsed exactly as trace lines are
-//! ([`Line::from_value`]). The hidden `--misbehave KIND` flag breaks the port on purpose, so the
-//! runner's reports (`coxswain conform --exec`, `coxswain fuzz`) can be tested against it.
+//! ([`Line::from_value`]). It has no switch to break it: the runner's own tests break it from
+//! outside (`tests/fixtures/ports/misbehaving.py`, a line filter around it).
 
 use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
@@ -13,21 +13,6 @@ use coxswain_conformance::{CoreSubject, Given, Line, Subject};
 use serde_json::{json, Value};
 
 use crate::exec::PROTOCOL;
-
-/// A deliberate way for the port to break (tests of the runner only).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Misbehave {
-    /// Exit with status 3 (after a line on stderr) at the first `dispose` input.
-    Crash,
-    /// Never answer the first `dispose` input.
-    Hang,
-    /// Answer the first `dispose` input with a line that is not JSON.
-    Malformed,
-    /// Answer `hello` with protocol 2.
-    Protocol,
-    /// Leave every `agent/inbox/claimed` notification out of the outputs (a wrong answer).
-    DropClaimed,
-}
 
 /// Where the port is in a session.
 enum Phase {
@@ -40,7 +25,7 @@ enum Phase {
 }
 
 /// Serves the protocol until stdin closes (exit 0), or stdout cannot be written (exit 1).
-pub(crate) fn run(misbehave: Option<Misbehave>) -> ExitCode {
+pub(crate) fn run() -> ExitCode {
     let stdin = io::stdin();
     let mut stdout = io::stdout().lock();
     let mut phase = Phase::Idle;
@@ -52,20 +37,10 @@ pub(crate) fn run(misbehave: Option<Misbehave>) -> ExitCode {
             continue;
         }
         let reply = match String::from_utf8(line) {
-            Ok(text) => serve(&mut phase, &text, misbehave),
-            Err(_) => Reply::Line(json!({"error": "the request is not UTF-8"}).to_string()),
+            Ok(text) => serve(&mut phase, &text),
+            Err(_) => json!({"error": "the request is not UTF-8"}).to_string(),
         };
-        let text = match reply {
-            Reply::Line(text) => text,
-            Reply::Crash => {
-                eprintln!("coxswain port: misbehaving on purpose (crash at dispose)");
-                return ExitCode::from(3);
-            }
-            Reply::Hang => loop {
-                std::thread::sleep(std::time::Duration::from_secs(3600));
-            },
-        };
-        if writeln!(stdout, "{text}")
+        if writeln!(stdout, "{reply}")
             .and_then(|()| stdout.flush())
             .is_err()
         {
@@ -75,18 +50,8 @@ pub(crate) fn run(misbehave: Option<Misbehave>) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// What to do with one request.
-enum Reply {
-    /// Write this line.
-    Line(String),
-    /// `--misbehave crash`.
-    Crash,
-    /// `--misbehave hang`.
-    Hang,
-}
-
-fn serve(phase: &mut Phase, text: &str, misbehave: Option<Misbehave>) -> Reply {
-    let error = |message: String| Reply::Line(json!({ "error": message }).to_string());
+fn serve(phase: &mut Phase, text: &str) -> String {
+    let error = |message: String| json!({ "error": message }).to_string();
     let request: Value = match serde_json::from_str(text) {
         Ok(value) => value,
         Err(e) => return error(format!("the request is not JSON: {e}")),
@@ -100,13 +65,8 @@ fn serve(phase: &mut Phase, text: &str, misbehave: Option<Misbehave>) -> Reply {
     };
     let reply = match key.as_str() {
         "hello" => {
-            let protocol = if misbehave == Some(Misbehave::Protocol) {
-                PROTOCOL + 1
-            } else {
-                PROTOCOL
-            };
             json!({"hello": {
-                "protocol": protocol,
+                "protocol": PROTOCOL,
                 "name": "coxswain",
                 "version": env!("CARGO_PKG_VERSION"),
             }})
@@ -130,21 +90,8 @@ fn serve(phase: &mut Phase, text: &str, misbehave: Option<Misbehave>) -> Reply {
                 Ok(_) => return error("not an input".into()),
                 Err(message) => return error(message),
             };
-            if matches!(input, coxswain_core::Input::Dispose {}) {
-                match misbehave {
-                    Some(Misbehave::Crash) => return Reply::Crash,
-                    Some(Misbehave::Hang) => return Reply::Hang,
-                    Some(Misbehave::Malformed) => return Reply::Line("{\"outputs\":[".into()),
-                    _ => {}
-                }
-            }
             match subject.input(&input) {
-                Ok(Ok(mut outputs)) => {
-                    if misbehave == Some(Misbehave::DropClaimed) {
-                        outputs.retain(|o| o["notify"]["type"] != "agent/inbox/claimed");
-                    }
-                    json!({ "outputs": outputs })
-                }
+                Ok(Ok(outputs)) => json!({ "outputs": outputs }),
                 Ok(Err(rejection)) => json!({ "rejected": rejection.kind }),
                 Err(failure) => return error(failure.what),
             }
@@ -155,7 +102,7 @@ fn serve(phase: &mut Phase, text: &str, misbehave: Option<Misbehave>) -> Reply {
         }
         other => return error(format!("unknown request `{other}`")),
     };
-    Reply::Line(reply.to_string())
+    reply.to_string()
 }
 
 /// A machine for `begin`: fresh for a missing or `null` `given`, else restored from it (parsed as

@@ -1,6 +1,7 @@
 //! The ports kit (docs/PORTS.md), both sides of the line protocol: `coxswain port` (the core's
 //! end) and the runner in `coxswain conform --exec`, `coxswain traces` and `coxswain fuzz`, held
-//! to the core and to ports broken on purpose (`coxswain port --misbehave KIND` and the sh port in
+//! to the core and to ports broken on purpose (`tests/fixtures/ports/misbehaving.py KIND` around
+//! `coxswain port`, and the sh port in
 //! `tests/fixtures/ports/scripted.sh`). Every report is pinned line for line.
 
 use std::io::Write;
@@ -36,11 +37,18 @@ fn port(args: &str) -> String {
     format!("'{BIN}' port {args}")
 }
 
+/// The core's port broken on purpose one way (`tests/fixtures/ports/misbehaving.py KIND`, a line
+/// filter around `coxswain port`), quoted for `sh -c`.
+fn broken(kind: &str) -> String {
+    let script = fixtures().join("misbehaving.py");
+    format!("python3 '{}' {kind} '{BIN}' port", script.display())
+}
+
 fn lines(text: &str) -> Vec<&str> {
     text.lines().collect()
 }
 
-/// Two corpus traces: one with a `dispose` (where `--misbehave` crash, hang and malformed break)
+/// Two corpus traces: one with a `dispose` (where the crash, hang and malformed ports break)
 /// and one with a claim (S24, where `drop-claimed` breaks).
 const TWO: [&str; 2] = [
     "s45-dispose-idle.jsonl",
@@ -48,7 +56,7 @@ const TWO: [&str; 2] = [
 ];
 
 fn misbehaving(kind: &str, extra: &[&str]) -> (i32, String) {
-    let command = port(&format!("--misbehave {kind}"));
+    let command = broken(kind);
     let mut args = vec!["conform", "--exec", &command];
     args.extend_from_slice(extra);
     args.extend_from_slice(&TWO);
@@ -89,7 +97,7 @@ fn a_crashed_port_fails_its_trace_with_status_and_stderr_and_is_restarted() {
         [
             format!("port coxswain {VERSION} (protocol 1)").as_str(),
             "FAIL s45-dispose-idle.jsonl: port exited (exit status: 3) at line 2",
-            "  stderr: coxswain port: misbehaving on purpose (crash at dispose)",
+            "  stderr: misbehaving port: crash at dispose, on purpose",
             "ok   s24-idle-followup-opens-turn.jsonl (4 inputs, 14 outputs, 0 rejections)",
             "2 traces, 1 passed, 1 failed",
         ]
@@ -122,7 +130,7 @@ fn a_silent_port_is_killed_at_the_timeout_and_restarted() {
     // The port runs under a marker in its environment, to show the kill reached it (not only
     // the shell that started it).
     let marker = format!("COXSWAIN_PORTS_TEST_HANG={}", std::process::id());
-    let command = format!("{marker} {}", port("--misbehave hang"));
+    let command = format!("{marker} {}", broken("hang"));
     let (code, out) = coxswain(
         &corpus(),
         &[
@@ -403,7 +411,7 @@ fn an_exported_suite_is_deterministic_and_passes_in_process_and_through_the_port
         format!("port coxswain {VERSION} (protocol 1)\n{in_process}")
     );
     // A wrong port fails the suite (it holds a claim, S24/S28).
-    let command = port("--misbehave drop-claimed");
+    let command = broken("drop-claimed");
     let (code, broken) = coxswain(
         &one,
         &[&["conform", "--exec", &command], &names[..]].concat(),
@@ -530,7 +538,7 @@ fn fuzz_passes_the_cores_port() {
 #[test]
 fn fuzz_finds_a_dropped_output_and_shrinks_it_to_one_input() {
     let dir = tempfile::tempdir().unwrap();
-    let command = port("--misbehave drop-claimed");
+    let command = broken("drop-claimed");
     let (code, out) = coxswain(
         dir.path(),
         &[
@@ -585,7 +593,7 @@ fn fuzz_finds_a_dropped_output_and_shrinks_it_to_one_input() {
 #[test]
 fn fuzz_shrinks_a_crash_to_the_input_that_causes_it() {
     let dir = tempfile::tempdir().unwrap();
-    let command = port("--misbehave crash");
+    let command = broken("crash");
     let (code, out) = coxswain(
         dir.path(),
         &[
@@ -599,7 +607,7 @@ fn fuzz_shrinks_a_crash_to_the_input_that_causes_it() {
         ],
     );
     assert_eq!(code, 1);
-    let stderr = "  stderr: coxswain port: misbehaving on purpose (crash at dispose)";
+    let stderr = "  stderr: misbehaving port: crash at dispose, on purpose";
     assert_eq!(
         lines(&out),
         [

@@ -12,7 +12,6 @@
 //!   [`LogError::Fenced`](coxswain_tokio::LogError::Fenced) and its agent stops.
 //! * [`Worker`]: claims sessions whose lease expired, restores and serves them (crash repair,
 //!   S50, writes its closers under the new epoch), releases them on shutdown.
-//! * [`harness`]: a throwaway private PostgreSQL cluster for tests and benches.
 //!
 //! The fencing protocol:
 //!
@@ -31,7 +30,6 @@
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod error;
-pub mod harness;
 mod log;
 pub mod schema;
 mod store;

@@ -1,3 +1,10 @@
+//! # coxswain-postgres-tests
+//!
+//! The PostgreSQL adapter's verification, unpublished: [`TempCluster`] (below), the worker
+//! process of the Jepsen-style test (`src/bin/coxswain-pg-jepsen-worker.rs`), and the adapter's
+//! integration tests (`tests/log.rs`, `tests/jepsen.rs`). The published `coxswain-postgres`
+//! carries none of it.
+//!
 //! A private, throwaway PostgreSQL cluster for tests, benches and the Jepsen test: `initdb` and
 //! `pg_ctl` into a temp dir, a unix socket only (`listen_addresses = ''`), removed on drop.
 //!
@@ -7,6 +14,9 @@
 //!
 //! The cluster trusts the superuser `postgres` on its socket and has one role,
 //! [`PASSWORD_ROLE`], that must give [`PASSWORD`] (scram-sha-256), to test a wrong password.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 use std::fmt;
 use std::path::{Path, PathBuf};

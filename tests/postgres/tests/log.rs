@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use coxswain_core::Message;
 use coxswain_log::{Auditor, Entry};
-use coxswain_postgres::harness::TempCluster;
+use coxswain_postgres_tests::TempCluster;
 use coxswain_postgres::{schema, PgError, Store, StoreOptions, Worker};
 use coxswain_tokio::{
     Agent, AgentError, DurableLog, Ending, LogError, MemoryLog, Options, ReadBack,
@@ -461,7 +461,7 @@ async fn bad_input_gets_typed_errors(cluster: &TempCluster) {
         "{error}"
     );
     // A wrong password, then the right one.
-    let wrong = cluster.url_for(coxswain_postgres::harness::PASSWORD_ROLE, Some("wrong"));
+    let wrong = cluster.url_for(coxswain_postgres_tests::PASSWORD_ROLE, Some("wrong"));
     let error = Store::connect(&wrong, StoreOptions::default())
         .await
         .unwrap_err();
@@ -471,8 +471,8 @@ async fn bad_input_gets_typed_errors(cluster: &TempCluster) {
         "PostgreSQL refused the credentials of role `coxswain_pw`: password authentication failed for user \"coxswain_pw\""
     );
     let right = cluster.url_for(
-        coxswain_postgres::harness::PASSWORD_ROLE,
-        Some(coxswain_postgres::harness::PASSWORD),
+        coxswain_postgres_tests::PASSWORD_ROLE,
+        Some(coxswain_postgres_tests::PASSWORD),
     );
     cluster
         .psql("CREATE DATABASE pw OWNER coxswain_pw")

@@ -6,7 +6,7 @@ use std::ops::ControlFlow;
 use coxswain_core::Event;
 use coxswain_core::{StepAnswer, TurnEndReason};
 use coxswain_log::{Entry, HostEvent, Record};
-use coxswain_postgres::harness::TempCluster;
+use coxswain_postgres_tests::TempCluster;
 use coxswain_tokio::{DurableLog, Host, StepContext};
 use serde_json::json;
 
