@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use coxswain_benches::report_file::{full_run, save};
 use coxswain_core::{Message, StepAnswer};
-use coxswain_postgres_tests::TempCluster;
 use coxswain_postgres::{Store, StoreOptions};
+use coxswain_postgres_tests::TempCluster;
 use coxswain_tokio::{Agent, Host, Options, StepContext};
 use serde_json::{json, Value};
 

@@ -14,7 +14,6 @@ mod load;
 mod pg;
 mod port;
 mod run;
-mod sim;
 mod traces;
 mod verify;
 mod view;
@@ -88,9 +87,6 @@ enum Command {
     /// Write one self-contained HTML page that shows a session's log: turns and steps as
     /// lanes, the depth of both lists, each message's life, the auditor's verdict.
     View(view::ViewArgs),
-    /// Deterministic simulation of the tokio adapter: seeded clients, log and host faults,
-    /// crashes at any await point; prints the totals (acknowledged inputs lost must be 0).
-    Sim(sim::SimArgs),
 }
 
 /// `coxswain log …`.
@@ -139,6 +135,5 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Load(args) => load::run_load(&args),
         Command::View(args) => view::run(&args),
-        Command::Sim(args) => sim::run(&args),
     }
 }

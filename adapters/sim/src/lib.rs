@@ -14,7 +14,7 @@
 //! delivery reported failed is ever in it (an indeterminate one is neither); the Auditor passes
 //! on every image and after every repair; every client call returns or errors within an hour of
 //! virtual time (else a deadlock); the pending lists stay within `max_pending` (the memory
-//! bound). A failing seed reproduces by its number: `coxswain sim --seeds N-N`.
+//! bound). A failing seed reproduces by its number: `cargo run -p coxswain-sim -- --seeds N-N`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

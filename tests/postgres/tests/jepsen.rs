@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use coxswain_core::{MessageId, Target};
 use coxswain_log::Auditor;
-use coxswain_postgres_tests::TempCluster;
 use coxswain_postgres::{Store, StoreOptions};
+use coxswain_postgres_tests::TempCluster;
 use coxswain_tokio::DurableLog;
 
 const WORKERS: usize = 3;

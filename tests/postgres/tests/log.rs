@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use coxswain_core::Message;
 use coxswain_log::{Auditor, Entry};
-use coxswain_postgres_tests::TempCluster;
 use coxswain_postgres::{schema, PgError, Store, StoreOptions, Worker};
+use coxswain_postgres_tests::TempCluster;
 use coxswain_tokio::{
     Agent, AgentError, DurableLog, Ending, LogError, MemoryLog, Options, ReadBack,
 };

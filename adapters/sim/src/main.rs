@@ -1,14 +1,18 @@
-//! `coxswain sim`: the deterministic simulation of the tokio adapter over a range of seeds
-//! (faults injected into the log and the host, crashes at any await point) and its totals.
+//! `coxswain-sim`: the deterministic simulation of the tokio adapter over a range of seeds
+//! (faults injected into the log and the host, crashes at any await point) and its totals. A
+//! verification tool beside the project (`cargo run -p coxswain-sim -- --seeds 0-4999`), not
+//! part of the shipped `coxswain` binary.
 
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::Parser;
 use coxswain_sim::{parse_seeds, run_range, Settings};
 
-/// Flags of `coxswain sim`.
-#[derive(Args, Debug)]
-pub(crate) struct SimArgs {
+/// Runs the simulation over a range of seeds and prints its totals; exit status 1 if any seed
+/// fails, 2 for a bad range.
+#[derive(Parser, Debug)]
+#[command(name = "coxswain-sim", version)]
+struct SimArgs {
     /// The seeds to run: `A-B` (inclusive) or one seed `N`.
     #[arg(long, default_value = "0-1999")]
     seeds: String,
@@ -21,11 +25,15 @@ pub(crate) struct SimArgs {
     threads: bool,
 }
 
-pub(crate) fn run(args: &SimArgs) -> ExitCode {
+fn main() -> ExitCode {
+    run(&SimArgs::parse())
+}
+
+fn run(args: &SimArgs) -> ExitCode {
     let seeds = match parse_seeds(&args.seeds) {
         Ok(seeds) => seeds,
         Err(error) => {
-            eprintln!("coxswain sim: {error}");
+            eprintln!("coxswain-sim: {error}");
             return ExitCode::from(2);
         }
     };
@@ -35,7 +43,7 @@ pub(crate) fn run(args: &SimArgs) -> ExitCode {
         ""
     };
     println!(
-        "coxswain sim: seeds {}-{}{driver}",
+        "coxswain-sim: seeds {}-{}{driver}",
         seeds.start(),
         seeds.end()
     );
