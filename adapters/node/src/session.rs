@@ -249,8 +249,9 @@ impl NativeSession {
             .map(|deadline| deadline.as_secs_f64() * 1000.0)
     }
 
-    /// Time has reached `now_ms`: JSON text of what the session staged ([`timeout_value`]), or
-    /// `null`. Call again while `poll_timeout` is not after `now_ms`.
+    /// Time has reached `now_ms`: JSON text of what the session staged, as `stage` reports a
+    /// timeout: `null` (nothing due), the ticket of an abandoned call's answer, or
+    /// `{"retried": [[BATCH, TICKET, STAGED]…]}`. Call again while `poll_timeout` is due.
     #[napi]
     pub fn handle_timeout(&mut self, now_ms: f64) -> String {
         wire::text(&timeout_value(self.session.handle_timeout(millis(now_ms))))

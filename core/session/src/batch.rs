@@ -89,8 +89,8 @@ pub struct Failed {
     pub held: Vec<Ticket>,
 }
 
-/// What [`handle_timeout`](Session::handle_timeout) did. Either way members are staged: seal
-/// and append them.
+/// What [`handle_timeout`](Session::handle_timeout) did: seal and append what it staged (a
+/// [`Timeout::Retried`] whose answers were all refused stages nothing).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Timeout {
     /// The aborted call did not answer within the grace: the session staged its `fail` answer

@@ -198,7 +198,15 @@ impl Session {
         self.open_batch()?;
         let transition = match self.machine.handle(input) {
             Ok(transition) => transition,
-            Err(rejected) => return self.refuse(rejected.into()),
+            Err(rejected) => {
+                let ticket = self.refuse(rejected.into())?;
+                // Refused against staged members, an answer stands only if they do: should the
+                // batch fail, it is held like any other (its call will not answer twice).
+                self.staging
+                    .answers
+                    .extend(again.map(|(request, input)| (ticket.index, request, input)));
+                return Ok(ticket);
+            }
         };
         let found = transition.found();
         self.staging
@@ -399,9 +407,20 @@ impl Session {
     /// When the driver must call [`handle_timeout`](Session::handle_timeout) next: the end of
     /// the retry pause after a failed batch (an abort grace waits behind it: the held answer
     /// may be the aborted call's, and a failing log is not written to again at once), else
-    /// the abort grace's deadline, if one runs.
+    /// the abort grace's deadline, if one runs and its request is still unanswered. `None`
+    /// while a batch is being persisted: [`persisted`](Session::persisted) or
+    /// [`failed`](Session::failed) comes first.
     pub fn poll_timeout(&self) -> Option<Duration> {
-        self.retry_at.or(self.grace.map(|grace| grace.deadline))
+        if self.staging.sealed {
+            return None; // `persisted` or `failed` comes first, and settles the deadlines
+        }
+        let outstanding = self.machine.outstanding();
+        // A grace whose request a staged member answered has nothing to time (should that
+        // batch fail, the grace is back).
+        let grace = self
+            .grace
+            .filter(|grace| outstanding == Some(grace.request));
+        self.retry_at.or(grace.map(|grace| grace.deadline))
     }
 
     /// The abort grace's deadline, if one runs: its request is answered `fail` on the host's

@@ -532,3 +532,71 @@ fn a_batch_persisted_within_the_pause_ends_it_and_a_grace_put_back_waits_it_out(
         Some(Timeout::Abandoned { .. })
     ));
 }
+
+/// No deadline a driver could never get past: none while a batch is being persisted, and
+/// none for a grace whose request a staged member answered (a rollback brings it back).
+#[test]
+fn poll_timeout_names_only_a_deadline_that_can_fire() {
+    let mut session = Session::new(Machine::new(), Options::default());
+    session.feed(followup("m1")).unwrap();
+    persist(&mut session, Duration::ZERO);
+    session.feed(cancel()).unwrap();
+    persist(&mut session, Duration::ZERO);
+    let grace = Duration::from_secs(5);
+    assert_eq!(session.poll_timeout(), Some(grace));
+    // Answered past its deadline, in a batch not yet sealed: nothing left to time.
+    session.feed(Input::PreStep(PreStepAnswer::Reject)).unwrap();
+    assert_eq!(session.poll_timeout(), None);
+    assert_eq!(session.abort_deadline(), Some(grace));
+    assert_eq!(session.handle_timeout(grace * 2), None);
+    // Sealed: nothing until the write is settled; failed: the grace is back, behind no pause
+    // (the batch held the answer, so the pause holds it back).
+    let batch = session.seal().map(|append| append.batch).unwrap();
+    assert_eq!(session.poll_timeout(), None);
+    let now = grace * 2;
+    let failed = session.failed(batch, now).unwrap();
+    assert_eq!(failed.held.len(), 1);
+    assert_eq!(
+        session.poll_timeout(),
+        Some(now + Options::DEFAULT.retry_after)
+    );
+}
+
+/// An answer refused against a staged member (here: the same call's answer staged twice, as a
+/// host that answered twice would) stands only if the batch does; the batch failed, both are
+/// held, and the retry stages both again: the first is taken, the second refused again against
+/// it, standing once the batch is durable (S4, S5).
+#[test]
+fn an_answer_refused_against_staged_members_is_held_if_their_batch_fails() {
+    let mut session = Session::new(Machine::new(), Options::default());
+    session.feed(followup("m1")).unwrap();
+    persist(&mut session, Duration::ZERO);
+    let first = session.feed(Input::PreStep(PreStepAnswer::Reject)).unwrap();
+    let second = session.feed(Input::PreStep(PreStepAnswer::Reject)).unwrap();
+    let batch = session.seal().map(|append| append.batch).unwrap();
+    let failed = session.failed(batch, Duration::ZERO).unwrap();
+    assert_eq!((failed.members, failed.held), (vec![], vec![first, second]));
+    let retry = Options::DEFAULT.retry_after;
+    let Some(Timeout::Retried { answers }) = session.handle_timeout(retry) else {
+        panic!("the held answers are due");
+    };
+    let again = |index| Ticket {
+        batch: BatchNo(batch.0 + 1),
+        index,
+    };
+    assert_eq!(answers, [(first, Ok(again(0))), (second, Ok(again(1)))]);
+    let acks: Vec<Release> = persist(&mut session, retry)
+        .into_iter()
+        .filter(|release| matches!(release, Release::Ack(..)))
+        .collect();
+    assert!(
+        matches!(
+            acks.as_slice(),
+            [
+                Release::Ack(_, Ack::Input { found: true }),
+                Release::Ack(_, Ack::Refused(Refused::Rejected(_)))
+            ]
+        ),
+        "{acks:?}"
+    );
+}
