@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use coxswain_core::{
-    CancelCause, Config, Input, Message, PreStepAnswer, Target, TurnStoppingAnswer,
+    CancelCause, Config, Input, Machine, Message, PreStepAnswer, Target, TurnStoppingAnswer,
 };
 use coxswain_log::{encode, Entry};
 use coxswain_session::{Options, ResumePlan};
@@ -169,34 +169,16 @@ pub fn run_threads_seed(seed: u64) -> SeedReport {
     let lives = schedule.range(1, 4);
     for life in 0..lives {
         ledger.new_life();
-        let plan = match ResumePlan::from_bytes(&disk.bytes(), Config::new().with_hash_seed(seed)) {
-            Ok(plan) => plan,
+        let (machine, next_seq) = match resume(&disk, seed) {
+            Ok(resumed) => resumed,
             Err(error) => {
-                report
-                    .violations
-                    .push(format!("life {life}: the log does not resume: {error}"));
+                report.violations.push(format!("life {life}: {error}"));
                 break;
             }
         };
-        // Carry the plan out as the threads FileLog does: cut the torn tail, append (S50).
-        let repair = match plan.byte_repair() {
-            Ok(repair) => repair,
-            Err(error) => {
-                report
-                    .violations
-                    .push(format!("life {life}: the closers do not encode: {error}"));
-                break;
-            }
-        };
-        disk.with(|bytes| {
-            if let Some(cut) = repair.cut_to {
-                bytes.truncate(cut as usize);
-            }
-            bytes.extend_from_slice(&repair.append);
-        });
         let log = SimLog {
             disk: disk.clone(),
-            next_seq: repair.next_seq,
+            next_seq,
             rng: log_rng.clone(),
             tally: tally.clone(),
         };
@@ -208,40 +190,9 @@ pub fn run_threads_seed(seed: u64) -> SeedReport {
             abort_grace: GRACE,
             ..Options::default()
         };
-        let agent = Agent::start(host, log, plan.machine, options);
+        let agent = Agent::start(host, log, machine, options);
         report.lives += 1;
-        for _ in 0..schedule.range(5, 25) {
-            let id = ledger.mint(&format!("t{life}"));
-            let message = || Message::user(id.as_str(), "hi").into();
-            let input = match schedule.below(10) {
-                0..=3 => Input::Followup(message()),
-                4..=5 => Input::Steer(message()),
-                6..=7 => Input::Inject(message()),
-                8 => Input::Send {
-                    message: message(),
-                    target: Target::NextTurn,
-                    wakeup: false,
-                    expect: None,
-                },
-                _ => {
-                    let result = agent.input(Input::Cancel {
-                        cause: CancelCause::User,
-                        keep_inbox: schedule.chance(500),
-                    });
-                    ledger.note(format!("cancel {}", result.is_ok()));
-                    continue;
-                }
-            };
-            let result = agent.input(input);
-            let error = result
-                .as_ref()
-                .err()
-                .map(|error| (kind_of(error), error.to_string()));
-            ledger.set_outcome(&id, outcome(&result), error);
-            if schedule.chance(200) {
-                std::thread::sleep(Duration::from_millis(schedule.range(1, 5)));
-            }
-        }
+        drive(&agent, &mut schedule, &ledger, life);
         agent.close();
         let findings = check_image(&disk.bytes(), &ledger, 0, &format!("life {life}"));
         report.lost.extend(findings.lost);
@@ -260,4 +211,57 @@ pub fn run_threads_seed(seed: u64) -> SeedReport {
     report.faults = tally.counts();
     report.records = disk.bytes().iter().filter(|&&b| b == b'\n').count() as u64;
     report
+}
+
+/// Resumes the session on `disk` as the threads `FileLog` does: the plan, then its repair
+/// carried out (the torn tail cut, the closers appended, S50). The machine and the next `seq`.
+fn resume(disk: &Disk, seed: u64) -> Result<(Machine, u64), String> {
+    let plan = ResumePlan::from_bytes(&disk.bytes(), Config::new().with_hash_seed(seed))
+        .map_err(|error| format!("the log does not resume: {error}"))?;
+    let repair = plan
+        .byte_repair()
+        .map_err(|error| format!("the closers do not encode: {error}"))?;
+    disk.with(|bytes| {
+        if let Some(cut) = repair.cut_to {
+            bytes.truncate(cut as usize);
+        }
+        bytes.extend_from_slice(&repair.append);
+    });
+    Ok((plan.machine, repair.next_seq))
+}
+
+/// One life's seeded clients: sends of every kind and cancels, each outcome in the ledger.
+fn drive(agent: &Agent, schedule: &mut Rng, ledger: &Ledger, life: u64) {
+    for _ in 0..schedule.range(5, 25) {
+        let id = ledger.mint(&format!("t{life}"));
+        let message = || Message::user(id.as_str(), "hi").into();
+        let input = match schedule.below(10) {
+            0..=3 => Input::Followup(message()),
+            4..=5 => Input::Steer(message()),
+            6..=7 => Input::Inject(message()),
+            8 => Input::Send {
+                message: message(),
+                target: Target::NextTurn,
+                wakeup: false,
+                expect: None,
+            },
+            _ => {
+                let result = agent.input(Input::Cancel {
+                    cause: CancelCause::User,
+                    keep_inbox: schedule.chance(500),
+                });
+                ledger.note(format!("cancel {}", result.is_ok()));
+                continue;
+            }
+        };
+        let result = agent.input(input);
+        let error = result
+            .as_ref()
+            .err()
+            .map(|error| (kind_of(error), error.to_string()));
+        ledger.set_outcome(&id, outcome(&result), error);
+        if schedule.chance(200) {
+            std::thread::sleep(Duration::from_millis(schedule.range(1, 5)));
+        }
+    }
 }
