@@ -646,17 +646,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> ExitCode {
         }
     }
     if list {
-        for m in MUTANTS {
-            let proptest = m.proptest.map(|i| format!(" + proptest ({i})"));
-            println!(
-                "{:<24} {:<4} {} -> {}{}",
-                m.name,
-                m.rule,
-                m.file,
-                m.killer.name(),
-                proptest.unwrap_or_default()
-            );
-        }
+        print_list();
         return ExitCode::SUCCESS;
     }
     if self_test {
@@ -673,6 +663,26 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> ExitCode {
     if chosen.is_empty() {
         chosen = MUTANTS.to_vec();
     }
+    run_chosen(&runner, &chosen)
+}
+
+/// `--list`: the table, one mutant a line.
+fn print_list() {
+    for m in MUTANTS {
+        let proptest = m.proptest.map(|i| format!(" + proptest ({i})"));
+        println!(
+            "{:<24} {:<4} {} -> {}{}",
+            m.name,
+            m.rule,
+            m.file,
+            m.killer.name(),
+            proptest.unwrap_or_default()
+        );
+    }
+}
+
+/// Runs `chosen`, prints each verdict and the table; success iff every one was killed.
+fn run_chosen(runner: &Runner, chosen: &[Mutant]) -> ExitCode {
     let unique: BTreeSet<&str> = chosen.iter().map(|m| m.name).collect();
     println!(
         "coxswain-mutants: {} mutant(s) of {} in {}",
@@ -682,7 +692,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> ExitCode {
     );
     let start = Instant::now();
     let mut outcomes = Vec::new();
-    for mutant in &chosen {
+    for mutant in chosen {
         let outcome = runner.run(mutant);
         eprintln!(
             "  {:<24} {} ({})",
