@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 use coxswain_model::stateright::Model;
-use coxswain_model::{check, Bound, DeliveryModel, Verdict};
+use coxswain_model::{check, Bound, CheckReport, DeliveryModel, Verdict};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Flags of `coxswain check`.
@@ -47,20 +47,58 @@ pub(crate) struct CheckArgs {
 }
 
 pub(crate) fn run(args: &CheckArgs) -> ExitCode {
+    let bound = bound_of(args);
+    let model = if args.no_symmetry {
+        DeliveryModel::new(bound)
+    } else {
+        DeliveryModel::new(bound).with_symmetry()
+    };
+    print_header(args, &bound);
+    if let Some(address) = &args.explore {
+        println!("  serving the Explorer on http://{address} (Ctrl-C to stop)");
+        println!(
+            "  click `Init 0` to load the initial state; each state shows the phase, both lists \
+             with their waking flags, the request, the latch, the cancel and the last turn, and \
+             each transition is named by its input"
+        );
+        model
+            .checker()
+            .threads(args.threads)
+            .serve(address.as_str());
+        return ExitCode::SUCCESS;
+    }
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("  {spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    let report = check(model, args.threads, None, Duration::from_millis(200), |p| {
+        let rate = p.unique_states as f64 / p.elapsed.as_secs_f64().max(1e-3);
+        bar.set_message(format!(
+            "{} states, depth {}, {:.1?} ({:.0} states/s)",
+            p.unique_states, p.max_depth, p.elapsed, rate
+        ));
+        bar.tick();
+    });
+    bar.finish_and_clear();
+    print_report(&report)
+}
+
+/// The bound the flags ask for: CI's or the deep one, each field overridable.
+fn bound_of(args: &CheckArgs) -> Bound {
     let base = if args.deep { Bound::DEEP } else { Bound::CI };
-    let bound = Bound {
+    Bound {
         messages: args.messages.unwrap_or(base.messages),
         operations: args.operations.unwrap_or(base.operations),
         tool_steps: args.tool_steps.unwrap_or(base.tool_steps),
         crashes: base.crashes && !args.no_crashes,
         memory: args.memory.unwrap_or(base.memory),
         max_pending: args.max_pending.unwrap_or(base.max_pending),
-    };
-    let model = if args.no_symmetry {
-        DeliveryModel::new(bound)
-    } else {
-        DeliveryModel::new(bound).with_symmetry()
-    };
+    }
+}
+
+/// What is checked, and how.
+fn print_header(args: &CheckArgs, bound: &Bound) {
     println!("coxswain check: the real core under every environment of the bound");
     println!(
         "  bound: {} message ids, {} operations per path, {} tool steps, crash-restore {}, \
@@ -84,35 +122,10 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
             "depth-first, one state per renaming of the ids (symmetry)"
         }
     );
-    if let Some(address) = &args.explore {
-        println!("  serving the Explorer on http://{address} (Ctrl-C to stop)");
-        println!(
-            "  click `Init 0` to load the initial state; each state shows the phase, both lists \
-             with their waking flags, the request, the latch, the cancel and the last turn, and \
-             each transition is named by its input"
-        );
-        model
-            .checker()
-            .threads(args.threads)
-            .serve(address.as_str());
-        return ExitCode::SUCCESS;
-    }
+}
 
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(
-        ProgressStyle::with_template("  {spinner} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    let report = check(model, args.threads, None, Duration::from_millis(200), |p| {
-        let rate = p.unique_states as f64 / p.elapsed.as_secs_f64().max(1e-3);
-        bar.set_message(format!(
-            "{} states, depth {}, {:.1?} ({:.0} states/s)",
-            p.unique_states, p.max_depth, p.elapsed, rate
-        ));
-        bar.tick();
-    });
-    bar.finish_and_clear();
-
+/// The verdicts, every counterexample, and the exit status: success iff everything passed.
+fn print_report(report: &CheckReport) -> ExitCode {
     let seconds = report.elapsed.as_secs_f64();
     println!(
         "  explored: {} unique states ({} generated), max depth {}, {:.1} s, {:.0} states/s, {}",
