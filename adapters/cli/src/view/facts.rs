@@ -442,15 +442,28 @@ impl Builder {
         let removed_ids: Vec<String> = removed.iter().map(|m| m.id().to_string()).collect();
         let inserted_ids: Vec<String> =
             splice.inserted.iter().map(|m| m.id().to_string()).collect();
-        let at = format!("{} @{}", splice.target, splice.start);
+        self.close_lives(index, splice, &removed_ids, &inserted_ids, turn);
+        self.open_lives(index, splice);
+        let (kind, text, mark) = describe(splice, &removed_ids, turn);
+        let mut ids = removed_ids;
+        ids.extend(inserted_ids);
+        (kind, preview(&text), mark, ids)
+    }
+
+    /// Ends the lives of what a splice removes: claimed by `turn`, or discarded (and why).
+    fn close_lives(
+        &mut self,
+        index: usize,
+        splice: &Splice,
+        removed_ids: &[String],
+        inserted_ids: &[String],
+        turn: u64,
+    ) {
+        let closed: Vec<usize> = removed_ids
+            .iter()
+            .filter_map(|id| self.open.remove(id))
+            .collect();
         let splice_kind = splice.kind();
-        // Close the lives of what it removes.
-        let mut closed = Vec::new();
-        for id in &removed_ids {
-            if let Some(life) = self.open.remove(id) {
-                closed.push(life);
-            }
-        }
         match splice_kind {
             SpliceKind::Claim => {
                 for &life in &closed {
@@ -462,7 +475,7 @@ impl Builder {
                 let why = match splice_kind {
                     SpliceKind::Replace => format!("replaced by {} (S15)", inserted_ids.join(", ")),
                     _ => {
-                        let others = match removed.len() {
+                        let others = match removed_ids.len() {
                             0 | 1 => String::new(),
                             n => format!(" with {} others", n - 1),
                         };
@@ -483,6 +496,10 @@ impl Builder {
             }
             SpliceKind::Insert => {}
         }
+    }
+
+    /// Starts a life for every message a splice inserts.
+    fn open_lives(&mut self, index: usize, splice: &Splice) {
         for message in &splice.inserted {
             let id = message.id().to_string();
             let life = self.lives.len();
@@ -501,52 +518,6 @@ impl Builder {
             self.open.insert(id.clone(), life);
             self.latest.insert(id, life);
         }
-        let waking = if splice.wakeup { " (waking)" } else { "" };
-        let contents = || {
-            splice
-                .inserted
-                .iter()
-                .map(|m| format!("{} {}", m.id(), quoted(m.content())))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let (kind, text, mark) = match splice_kind {
-            SpliceKind::Insert => (
-                Kind::Insert,
-                format!("inbox {at} + {}{waking}", contents()),
-                Mark::None,
-            ),
-            SpliceKind::Claim => (
-                Kind::Claim,
-                format!(
-                    "inbox {at} claim ×{}: {} by turn {turn}",
-                    splice.removed_count,
-                    removed_ids.join(", ")
-                ),
-                Mark::None,
-            ),
-            SpliceKind::Discard => (
-                Kind::Discard,
-                format!(
-                    "inbox {at} discard ×{}: {}",
-                    splice.removed_count,
-                    removed_ids.join(", ")
-                ),
-                Mark::Discard,
-            ),
-            SpliceKind::Replace => (
-                Kind::Replace,
-                format!(
-                    "inbox {at} replace {} → {}{waking}",
-                    removed_ids.join(", "),
-                    contents()
-                ),
-                Mark::Discard,
-            ),
-        };
-        let mut ids = removed_ids;
-        ids.extend(inserted_ids);
-        (kind, preview(&text), mark, ids)
     }
 
     /// The discards just before this core record (a `step/end` between them aside): a
@@ -618,4 +589,52 @@ fn overview(rows: &[Row]) -> Overview {
             .push(chunk.iter().fold(0, |bits, row| bits | row.8.bit()));
     }
     overview
+}
+
+/// A splice's line in the viewer: its kind, its text and its mark.
+fn describe(splice: &Splice, removed_ids: &[String], turn: u64) -> (Kind, String, Mark) {
+    let at = format!("{} @{}", splice.target, splice.start);
+    let waking = if splice.wakeup { " (waking)" } else { "" };
+    let contents = || {
+        splice
+            .inserted
+            .iter()
+            .map(|m| format!("{} {}", m.id(), quoted(m.content())))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match splice.kind() {
+        SpliceKind::Insert => (
+            Kind::Insert,
+            format!("inbox {at} + {}{waking}", contents()),
+            Mark::None,
+        ),
+        SpliceKind::Claim => (
+            Kind::Claim,
+            format!(
+                "inbox {at} claim ×{}: {} by turn {turn}",
+                splice.removed_count,
+                removed_ids.join(", ")
+            ),
+            Mark::None,
+        ),
+        SpliceKind::Discard => (
+            Kind::Discard,
+            format!(
+                "inbox {at} discard ×{}: {}",
+                splice.removed_count,
+                removed_ids.join(", ")
+            ),
+            Mark::Discard,
+        ),
+        SpliceKind::Replace => (
+            Kind::Replace,
+            format!(
+                "inbox {at} replace {} → {}{waking}",
+                removed_ids.join(", "),
+                contents()
+            ),
+            Mark::Discard,
+        ),
+    }
 }
