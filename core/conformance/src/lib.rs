@@ -11,7 +11,9 @@
 #![deny(missing_docs)]
 
 use std::fmt;
+use std::iter::Peekable;
 use std::num::NonZeroUsize;
+use std::ops::ControlFlow;
 use std::path::Path;
 
 use coxswain_core::{Config, Input, Machine, Output, Rejected};
@@ -216,68 +218,8 @@ pub fn replay_on<S: Subject + ?Sized>(
         .filter(|(_, line)| !matches!(line, Line::Note(_)))
         .peekable();
     let mut summary = Replayed::default();
-    let failed = |line: usize| {
-        move |failure: Failure| TraceError::Failed {
-            line,
-            failure: failure.what,
-            tail: failure.tail,
-        }
-    };
-    if let Some((
-        number,
-        Line::Given {
-            log,
-            seed_length,
-            memory,
-            max_pending,
-        },
-    )) = lines.peek()
-    {
-        let number = *number;
-        lines.next();
-        let given = Given {
-            log,
-            seed_length: *seed_length,
-            memory: *memory,
-            max_pending: *max_pending,
-        };
-        let restored = subject.begin(Some(&given)).map_err(failed(number))?;
-        match (restored, lines.peek()) {
-            (Err(rejection), Some((_, Line::Rejected(kind)))) if *kind == rejection.kind => {
-                summary.rejections += 1;
-                return match lines.nth(1) {
-                    None => Ok(summary),
-                    Some((line, _)) => Err(TraceError::Malformed {
-                        line: *line,
-                        message: "a trace ends after an invalid-log rejection".into(),
-                    }),
-                };
-            }
-            (Err(rejection), next) => {
-                return Err(TraceError::Mismatch {
-                    line: next.map_or(number, |(line, _)| *line),
-                    expected: "the log to restore".into(),
-                    actual: rejection.to_string(),
-                })
-            }
-            (Ok(()), Some((line, Line::Rejected(kind)))) => {
-                return Err(TraceError::Mismatch {
-                    line: *line,
-                    expected: format!("rejected {kind}"),
-                    actual: "the log restored".into(),
-                })
-            }
-            (Ok(()), _) => {}
-        }
-    } else {
-        let first = lines.peek().map_or(1, |(line, _)| *line);
-        if let Err(rejection) = subject.begin(None).map_err(failed(first))? {
-            return Err(TraceError::Mismatch {
-                line: first,
-                expected: "a fresh machine".into(),
-                actual: rejection.to_string(),
-            });
-        }
+    if begin(subject, &mut lines, &mut summary)?.is_break() {
+        return Ok(summary); // an invalid-log rejection ends the trace
     }
     while let Some((number, line)) = lines.next() {
         let input = match line {
@@ -319,51 +261,132 @@ pub fn replay_on<S: Subject + ?Sized>(
                 }
             },
         };
-        let mut emitted = actual.into_iter();
-        loop {
-            let expected = match lines.peek() {
-                Some((line, Line::Out(value))) => Some((*line, value)),
-                Some((line, Line::Rejected(kind))) => {
-                    return Err(TraceError::Mismatch {
-                        line: *line,
-                        expected: format!("rejected {kind}"),
-                        actual: "the input was accepted".into(),
-                    })
-                }
-                _ => None,
-            };
-            match (expected, emitted.next()) {
-                (Some((line, expected)), Some(actual)) => {
-                    if *expected != actual {
-                        return Err(TraceError::Mismatch {
-                            line,
-                            expected: format!("out {expected}"),
-                            actual: format!("out {actual}"),
-                        });
-                    }
-                    summary.outputs += 1;
-                    lines.next();
-                }
-                (Some((line, expected)), None) => {
+        match_outputs(actual, *number, &mut lines, &mut summary)?;
+    }
+    Ok(summary)
+}
+
+/// A subject's failure at `line`, as the trace error naming it.
+fn failed(line: usize) -> impl Fn(Failure) -> TraceError {
+    move |failure: Failure| TraceError::Failed {
+        line,
+        failure: failure.what,
+        tail: failure.tail,
+    }
+}
+
+/// Begins the subject: restored from the trace's `given` (which must restore, or be rejected as
+/// the next line says: then the trace ends, `Break`), or fresh.
+fn begin<'t, S: Subject + ?Sized>(
+    subject: &mut S,
+    lines: &mut Peekable<impl Iterator<Item = &'t (usize, Line)>>,
+    summary: &mut Replayed,
+) -> Result<ControlFlow<()>, TraceError> {
+    let Some((
+        number,
+        Line::Given {
+            log,
+            seed_length,
+            memory,
+            max_pending,
+        },
+    )) = lines.peek()
+    else {
+        let first = lines.peek().map_or(1, |(line, _)| *line);
+        if let Err(rejection) = subject.begin(None).map_err(failed(first))? {
+            return Err(TraceError::Mismatch {
+                line: first,
+                expected: "a fresh machine".into(),
+                actual: rejection.to_string(),
+            });
+        }
+        return Ok(ControlFlow::Continue(()));
+    };
+    let number = *number;
+    let given = Given {
+        log,
+        seed_length: *seed_length,
+        memory: *memory,
+        max_pending: *max_pending,
+    };
+    let restored = subject.begin(Some(&given)).map_err(failed(number))?;
+    lines.next();
+    match (restored, lines.peek()) {
+        (Err(rejection), Some((_, Line::Rejected(kind)))) if *kind == rejection.kind => {
+            summary.rejections += 1;
+            match lines.nth(1) {
+                None => Ok(ControlFlow::Break(())),
+                Some((line, _)) => Err(TraceError::Malformed {
+                    line: *line,
+                    message: "a trace ends after an invalid-log rejection".into(),
+                }),
+            }
+        }
+        (Err(rejection), next) => Err(TraceError::Mismatch {
+            line: next.map_or(number, |(line, _)| *line),
+            expected: "the log to restore".into(),
+            actual: rejection.to_string(),
+        }),
+        (Ok(()), Some((line, Line::Rejected(kind)))) => Err(TraceError::Mismatch {
+            line: *line,
+            expected: format!("rejected {kind}"),
+            actual: "the log restored".into(),
+        }),
+        (Ok(()), _) => Ok(ControlFlow::Continue(())),
+    }
+}
+
+/// Holds what the input at line `number` emitted to the trace's `out` lines after it, one by
+/// one: the same values, as many.
+fn match_outputs<'t>(
+    actual: Vec<Value>,
+    number: usize,
+    lines: &mut Peekable<impl Iterator<Item = &'t (usize, Line)>>,
+    summary: &mut Replayed,
+) -> Result<(), TraceError> {
+    let mut emitted = actual.into_iter();
+    loop {
+        let expected = match lines.peek() {
+            Some((line, Line::Out(value))) => Some((*line, value)),
+            Some((line, Line::Rejected(kind))) => {
+                return Err(TraceError::Mismatch {
+                    line: *line,
+                    expected: format!("rejected {kind}"),
+                    actual: "the input was accepted".into(),
+                })
+            }
+            _ => None,
+        };
+        match (expected, emitted.next()) {
+            (Some((line, expected)), Some(actual)) => {
+                if *expected != actual {
                     return Err(TraceError::Mismatch {
                         line,
                         expected: format!("out {expected}"),
-                        actual: format!("no further output of the input at line {number}"),
-                    })
-                }
-                (None, Some(actual)) => {
-                    let line = lines.peek().map_or(*number + 1, |(line, _)| *line);
-                    return Err(TraceError::Mismatch {
-                        line,
-                        expected: format!("no further output of the input at line {number}"),
                         actual: format!("out {actual}"),
                     });
                 }
-                (None, None) => break,
+                summary.outputs += 1;
+                lines.next();
             }
+            (Some((line, expected)), None) => {
+                return Err(TraceError::Mismatch {
+                    line,
+                    expected: format!("out {expected}"),
+                    actual: format!("no further output of the input at line {number}"),
+                })
+            }
+            (None, Some(actual)) => {
+                let line = lines.peek().map_or(number + 1, |(line, _)| *line);
+                return Err(TraceError::Mismatch {
+                    line,
+                    expected: format!("no further output of the input at line {number}"),
+                    actual: format!("out {actual}"),
+                });
+            }
+            (None, None) => return Ok(()),
         }
     }
-    Ok(summary)
 }
 
 fn describe_line(line: &Line) -> String {
