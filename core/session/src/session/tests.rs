@@ -111,6 +111,20 @@ fn a_refusal_against_staged_members_waits_for_their_batch() {
     );
 }
 
+/// Turn 1 running its pre-step, then cancelled (S39): its abort released at 0, so the default
+/// 5-second grace runs for `PreStep { turn: 1, step: 1 }`.
+fn cancelled_turn() -> Session {
+    let mut session = Session::new(Machine::new(), Options::default());
+    session.feed(followup("m1")).unwrap();
+    persist(&mut session, Duration::ZERO);
+    session.feed(cancel()).unwrap();
+    persist(&mut session, Duration::ZERO);
+    session
+}
+
+/// The first step of turn 1, answered or abandoned.
+const PRE_STEP: Outstanding = Outstanding::PreStep { turn: 1, step: 1 };
+
 /// Seals the staged batch and returns the machine's events in it.
 fn sealed_events(session: &mut Session) -> Vec<Event> {
     session
@@ -365,15 +379,21 @@ fn a_failed_batch_holds_its_host_answer_and_stages_it_again_after_the_pause() {
     let failed = session.failed(batch, retry).unwrap();
     assert_eq!((failed.members, failed.held), (vec![], vec![staged]));
     let again = retry + Options::DEFAULT.retry_after;
-    assert!(matches!(
+    let third = Ticket {
+        batch: BatchNo(batch.0 + 1),
+        index: 0,
+    };
+    assert_eq!(
         session.handle_timeout(again),
-        Some(Timeout::Retried { .. })
-    ));
+        Some(Timeout::Retried {
+            answers: vec![(staged, Ok(third))]
+        })
+    );
     let released = persist(&mut session, again);
-    assert!(matches!(
+    assert_eq!(
         released.last(),
-        Some(Release::Ack(_, Ack::Input { found: true }))
-    ));
+        Some(&Release::Ack(third, Ack::Input { found: true }))
+    );
     assert_eq!(session.machine().outstanding(), Some(step));
 }
 
@@ -381,11 +401,7 @@ fn a_failed_batch_holds_its_host_answer_and_stages_it_again_after_the_pause() {
 /// and changes nothing; an abort grace waits behind the retry (the held answer may be its).
 #[test]
 fn a_held_answer_is_retried_before_the_grace_and_refused_once_stale() {
-    let mut session = Session::new(Machine::new(), Options::default());
-    session.feed(followup("m1")).unwrap();
-    persist(&mut session, Duration::ZERO);
-    session.feed(cancel()).unwrap();
-    persist(&mut session, Duration::ZERO);
+    let mut session = cancelled_turn();
     let grace = session.poll_timeout().unwrap();
     session.feed(Input::PreStep(PreStepAnswer::Reject)).unwrap();
     let batch = session.seal().map(|append| append.batch).unwrap();
@@ -418,11 +434,7 @@ fn a_held_answer_is_retried_before_the_grace_and_refused_once_stale() {
 
 #[test]
 fn a_failed_batch_holding_the_abandoned_answer_puts_the_grace_back() {
-    let mut session = Session::new(Machine::new(), Options::default());
-    session.feed(followup("m1")).unwrap();
-    persist(&mut session, Duration::ZERO);
-    session.feed(cancel()).unwrap();
-    persist(&mut session, Duration::ZERO);
+    let mut session = cancelled_turn();
     let deadline = session.poll_timeout().unwrap();
     assert!(session.handle_timeout(deadline).is_some());
     let batch = session.seal().map(|append| append.batch).unwrap();
@@ -439,19 +451,21 @@ fn a_failed_batch_holding_the_abandoned_answer_puts_the_grace_back() {
         session.handle_timeout(retry - Duration::from_millis(1)),
         None
     );
-    assert!(matches!(
+    assert_eq!(
         session.handle_timeout(retry),
-        Some(Timeout::Abandoned { .. })
-    ));
+        Some(Timeout::Abandoned {
+            request: PRE_STEP,
+            ticket: Ticket {
+                batch: BatchNo(batch.0 + 1),
+                index: 0
+            }
+        })
+    );
 }
 
 #[test]
 fn a_call_answered_within_the_grace_is_not_abandoned() {
-    let mut session = Session::new(Machine::new(), Options::default());
-    session.feed(followup("m1")).unwrap();
-    persist(&mut session, Duration::ZERO);
-    session.feed(cancel()).unwrap();
-    persist(&mut session, Duration::ZERO);
+    let mut session = cancelled_turn();
     let deadline = session.poll_timeout().unwrap();
     session.feed(Input::PreStep(PreStepAnswer::Reject)).unwrap();
     persist(&mut session, Duration::ZERO);
@@ -508,16 +522,21 @@ fn a_batch_persisted_within_the_pause_ends_it_and_a_grace_put_back_waits_it_out(
     session.feed(inject("c")).unwrap();
     persist(&mut session, ten);
     assert_eq!(session.poll_timeout(), Some(ten));
-    assert!(matches!(
+    // Batch 2 failed holding the answer, batch 3 was the inject: the answer joins batch 4.
+    assert_eq!(
         session.handle_timeout(ten),
-        Some(Timeout::Retried { .. })
-    ));
+        Some(Timeout::Retried {
+            answers: vec![(
+                Ticket { batch, index: 0 },
+                Ok(Ticket {
+                    batch: BatchNo(batch.0 + 2),
+                    index: 0
+                })
+            )]
+        })
+    );
     // A grace whose deadline falls inside the pause of a failed batch is moved to its end.
-    let mut session = Session::new(Machine::new(), Options::default());
-    session.feed(followup("m1")).unwrap();
-    persist(&mut session, Duration::ZERO);
-    session.feed(cancel()).unwrap();
-    persist(&mut session, Duration::ZERO);
+    let mut session = cancelled_turn();
     assert_eq!(session.abort_deadline(), Some(Duration::from_secs(5)));
     session.feed(inject("c")).unwrap();
     let batch = session.seal().map(|append| append.batch).unwrap();
@@ -527,21 +546,23 @@ fn a_batch_persisted_within_the_pause_ends_it_and_a_grace_put_back_waits_it_out(
     assert_eq!(session.abort_deadline(), Some(pause_end));
     assert_eq!(session.poll_timeout(), Some(pause_end));
     assert_eq!(session.handle_timeout(Duration::from_secs(5)), None);
-    assert!(matches!(
+    assert_eq!(
         session.handle_timeout(pause_end),
-        Some(Timeout::Abandoned { .. })
-    ));
+        Some(Timeout::Abandoned {
+            request: PRE_STEP,
+            ticket: Ticket {
+                batch: BatchNo(batch.0 + 1),
+                index: 0
+            }
+        })
+    );
 }
 
 /// No deadline a driver could never get past: none while a batch is being persisted, and
 /// none for a grace whose request a staged member answered (a rollback brings it back).
 #[test]
 fn poll_timeout_names_only_a_deadline_that_can_fire() {
-    let mut session = Session::new(Machine::new(), Options::default());
-    session.feed(followup("m1")).unwrap();
-    persist(&mut session, Duration::ZERO);
-    session.feed(cancel()).unwrap();
-    persist(&mut session, Duration::ZERO);
+    let mut session = cancelled_turn();
     let grace = Duration::from_secs(5);
     assert_eq!(session.poll_timeout(), Some(grace));
     // Answered past its deadline, in a batch not yet sealed: nothing left to time.
