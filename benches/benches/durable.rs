@@ -5,7 +5,7 @@
 //! case beside its fsync floor measured in the same run (the same bytes, one `write` +
 //! `fdatasync` per group of `min(agents × senders, max_batch)` deliveries, no agent), with the
 //! p50 and p99 acknowledgement latency. The engine is `coxswain load`'s
-//! (`coxswain_tokio::load`).
+//! (`coxswain_load`).
 //!
 //! Cases: one agent with 1, 16 and 64 senders with group commit; the same one agent with 1 and
 //! 64 senders and `max_batch` 1 (one append and one sync per input: the driver before group
@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use coxswain_benches::report_file::{full_run, results_dir, save};
-use coxswain_tokio::load::{run, Length, Load, LoadReport, Progress, Workload};
+use coxswain_load::{run, Length, Load, LoadReport, Progress, Workload};
 use coxswain_tokio::SyncPolicy;
 use serde_json::{json, Value};
 

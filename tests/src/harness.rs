@@ -22,10 +22,10 @@
 
 use std::fmt;
 
+use coxswain_checker::{Fact, Monitor, Violation};
 use coxswain_core::{
     Batch, Config, Input, LogPosition, Machine, Output, Rejected, Request, Target,
 };
-use coxswain_model::{Fact, Monitor, Violation};
 use serde_json::{json, Value};
 
 use coxswain_spec::Spec;

@@ -37,7 +37,7 @@ fn the_crafted_ids_collide_in_the_low_16_bits_under_the_old_fixed_keys() {
 #[test]
 fn the_crafted_ids_spread_under_another_seed() {
     // foldhash's own per-hasher seed already breaks this brute-forced set; the core goes further
-    // and derives foldhash's shared seeds from the host's seed too (core/src/hasher.rs, whose
+    // and derives foldhash's shared seeds from the host's seed too (core/machine/src/hasher.rs, whose
     // unit tests check the core's own hasher the same way).
     let ids = crafted();
     let other = FixedState::with_seed(0x5eed);

@@ -8,6 +8,8 @@ mod harness;
 #[cfg(test)]
 mod hashdos;
 #[cfg(test)]
+mod layers;
+#[cfg(test)]
 mod model_check;
 #[cfg(test)]
 mod mutation_gate;

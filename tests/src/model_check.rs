@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use coxswain_model::{check, Bound, DeliveryModel, Verdict};
+use coxswain_checker::{check, Bound, DeliveryModel, Verdict};
 
 /// The number of distinct states (one per renaming class of the ids) of the CI bound (W = 0).
 /// Stateright reports a run cut short (by a timeout or a target state count) as done and its

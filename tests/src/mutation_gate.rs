@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use coxswain_model::{check, Bound, DeliveryModel, Verdict};
+use coxswain_checker::{check, Bound, DeliveryModel, Verdict};
 
 const SMALL: Bound = Bound {
     messages: 3,

@@ -1,4 +1,4 @@
-//! Property tests of the core over random sessions: the [`Monitor`](coxswain_model::Monitor)'s
+//! Property tests of the core over random sessions: the [`Monitor`](coxswain_checker::Monitor)'s
 //! invariants (I1–I8, I10, I11, S5, S10, S18, S33, S39, S49) after every input, exact agreement
 //! with the executable spec (`coxswain-spec`), byte-for-byte unchanged state behind every rejection, and
 //! restores from the log so far (S49, S53) and crash repair (S50) at random points. Each session
@@ -18,8 +18,8 @@ use std::hash::{Hash, Hasher};
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
+use coxswain_checker::{Fact, Invariant};
 use coxswain_conformance::{replay, Trace};
-use coxswain_model::{Fact, Invariant};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestError, TestRunner};

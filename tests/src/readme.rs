@@ -10,10 +10,10 @@ fn read(path: &str) -> String {
 #[test]
 fn the_readme_shows_the_compiled_core_example_verbatim() {
     let readme = read("README.md");
-    let example = read("core/examples/by_hand.rs");
+    let example = read("core/machine/examples/by_hand.rs");
     assert!(
         readme.contains(&example),
-        "README.md must contain core/examples/by_hand.rs verbatim (copy the file into it)"
+        "README.md must contain core/machine/examples/by_hand.rs verbatim (copy the file into it)"
     );
 }
 

@@ -1,7 +1,7 @@
-//! The session layer's model check at the CI bound (`coxswain_model::check_session`): every
+//! The session layer's model check at the CI bound (`coxswain_checker::check_session`): every
 //! property holds and every situation is reached, over a pinned number of states.
 
-use coxswain_model::{check_session, SessionBound};
+use coxswain_checker::{check_session, SessionBound};
 
 #[test]
 fn the_session_model_at_the_ci_bound_every_property_holds_and_is_reached() {

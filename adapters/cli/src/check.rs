@@ -4,8 +4,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use coxswain_model::stateright::Model;
-use coxswain_model::{check, Bound, CheckReport, DeliveryModel, Verdict};
+use coxswain_checker::stateright::Model;
+use coxswain_checker::{check, Bound, CheckReport, DeliveryModel, Verdict};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Flags of `coxswain check`.

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use coxswain_tokio::load::{run, Length, Load, LoadReport, Progress, Workload};
+use coxswain_load::{run, Length, Load, LoadReport, Progress, Workload};
 use coxswain_tokio::{Options, SyncPolicy};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -425,7 +425,7 @@ mod tests {
         assert_eq!(progress.deliveries(), 24);
         assert!(progress.measuring_floor());
         assert_eq!(report.floor_group, 6);
-        assert!(report.floor_groups >= coxswain_tokio::load::FLOOR_MIN_GROUPS);
+        assert!(report.floor_groups >= coxswain_load::FLOOR_MIN_GROUPS);
         assert!(report.p50 <= report.p99);
         let object = to_json(&load, &report);
         for key in ["deliveries_per_s", "p50_ms", "p99_ms", "floor_per_s"] {

@@ -52,8 +52,6 @@ mod error;
 mod faults;
 mod file;
 mod host;
-#[doc(hidden)]
-pub mod load;
 mod log;
 mod open;
 mod options;

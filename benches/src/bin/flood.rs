@@ -4,7 +4,7 @@
 //! answers) and the peak resident set (VmHWM). Bounded memory: the 1M peak is the 100k peak.
 
 use coxswain_benches::alloc::Counting;
-use coxswain_sim::flood::flood;
+use coxswain_driver_sim::flood::flood;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 

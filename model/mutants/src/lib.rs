@@ -1,7 +1,7 @@
 //! # coxswain-mutants
 //!
 //! Proof that the checkers bite, without hooks in the shipped core: a hand-written, named list of
-//! **source mutants** of `core/src/` and `core/session/src/` ([`MUTANTS`]), each a deliberately wrong variant of one SPEC
+//! **source mutants** of `core/machine/src/` and `core/session/src/` ([`MUTANTS`]), each a deliberately wrong variant of one SPEC
 //! rule written as an exact text substitution, and a runner that, for each mutant,
 //!
 //! 1. copies the crates the killers need (`core/` with its nested crates, `model/`, `tests/`, the
@@ -36,11 +36,11 @@ pub use table::{find, Mutant, Property, MUTANTS, UNCHANGED};
 
 /// The crates a mutant's workspace holds (and the paths copied for them).
 const MEMBERS: [&str; 8] = [
-    "core",
-    "core/conformance",
+    "core/machine",
     "core/log",
     "core/session",
-    "model",
+    "model/checker",
+    "model/conformance",
     "model/mutants",
     "model/spec",
     "tests",
@@ -780,7 +780,7 @@ mod tests {
         for mutant in MUTANTS {
             assert!(names.insert(mutant.name), "{} twice", mutant.name);
             assert!(
-                mutant.file.starts_with("core/src/")
+                mutant.file.starts_with("core/machine/src/")
                     || mutant.file.starts_with("core/session/src/"),
                 "{}",
                 mutant.name
@@ -850,7 +850,7 @@ mod tests {
         let manifest = std::fs::read_to_string(workspace().join("Cargo.toml")).unwrap();
         let cut = members_only(&manifest).unwrap();
         assert!(cut.contains(
-            r#"members = ["core", "core/conformance", "core/log", "core/session", "model", "model/mutants", "model/spec", "tests"]"#
+            r#"members = ["core/machine", "core/log", "core/session", "model/checker", "model/conformance", "model/mutants", "model/spec", "tests"]"#
         ));
         assert!(!cut.contains("\"adapters/cli\",\n"));
         assert!(cut.contains("[profile.dev.package.coxswain-core]"));

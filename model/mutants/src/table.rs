@@ -5,7 +5,7 @@
 //! crate's unit tests check it on every `cargo test`), so a change to the core that moves a
 //! snippet fails loudly instead of leaving a mutant that no longer mutates anything.
 
-use coxswain_model::{Invariant, SessionProperty, EQUIVALENCE, LIVENESS};
+use coxswain_checker::{Invariant, SessionProperty, EQUIVALENCE, LIVENESS};
 
 /// A model-checker property: an `always` invariant of the monitor, the `always` equivalence to
 /// the executable spec, or the I9 liveness property.
@@ -17,12 +17,12 @@ pub enum Property {
     Equivalence,
     /// `eventually`: I9 liveness ([`LIVENESS`]).
     Liveness,
-    /// `always`: a property of the session layer's model ([`coxswain_model::check_session`]).
+    /// `always`: a property of the session layer's model ([`coxswain_checker::check_session`]).
     Session(SessionProperty),
 }
 
 impl Property {
-    /// The property's name as [`coxswain_model::check`] reports it.
+    /// The property's name as [`coxswain_checker::check`] reports it.
     pub fn name(self) -> &'static str {
         match self {
             Property::Always(invariant) => invariant.name(),
@@ -42,7 +42,7 @@ pub struct Mutant {
     pub rule: &'static str,
     /// What the wrong variant does.
     pub wrong: &'static str,
-    /// The file it changes, relative to the workspace root (always under `core/src/`).
+    /// The file it changes, relative to the workspace root (always under `core/machine/src/`).
     pub file: &'static str,
     /// Today's text; must occur exactly once in `file`.
     pub from: &'static str,
@@ -70,7 +70,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "ClaimForgetsStep",
         rule: "S28",
         wrong: "a claim of two or more NS items leaves the last one out of the batch",
-        file: "core/src/inbox.rs",
+        file: "core/machine/src/inbox.rs",
         from: "            for item in items.drain(..) {
                 let forgotten = self.left(&item);
                 match &mut journal {",
@@ -90,7 +90,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "ClaimTakesTwoTurnItems",
         rule: "S28",
         wrong: "a claim at a turn boundary takes the first two NT items",
-        file: "core/src/inbox.rs",
+        file: "core/machine/src/inbox.rs",
         from: "if turn_boundary {
             if let Some(item) = self.next_turn.items.pop_front() {",
         to: "for _ in 0..2 * usize::from(turn_boundary) {
@@ -105,7 +105,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "KeepInboxDropsSteps",
         rule: "S39",
         wrong: "a cancel with keepInbox still discards NS",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "                activity.wake_requested = false;
             }
         }",
@@ -124,7 +124,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "InjectWakes",
         rule: "S20",
         wrong: "a non-waking send to an idle machine wakes it",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "if wakeup {
             self.wake();",
         to: "if wakeup || matches!(self.phase, Phase::Idle) {
@@ -139,7 +139,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "StatusTwice",
         rule: "S23",
         wrong: "waking from idle emits `status running` twice",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "self.push_status(Status::Running);",
         to: "self.push_status(Status::Running);
         self.push_status(Status::Running);",
@@ -153,7 +153,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "MaxTokensStopsToolStep",
         rule: "S34",
         wrong: "the sticky max-tokens also decides the stop: a later tool step ends the turn",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "if terminal && self.inbox.len(Target::NextStep) == 0 {",
         to: "if (terminal && self.inbox.len(Target::NextStep) == 0)
             || (!terminal && self.running().is_some_and(|run| run.max_tokens))
@@ -168,7 +168,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "SteerJoinsAbortedTurn",
         rule: "S18",
         wrong: "a waking send after a cancel keeps its target instead of queueing as its own turn",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "let target = if wakeup && self.is_cancel_requested() {
             Target::NextTurn",
         to: "let target = if wakeup && self.is_cancel_requested() {
@@ -183,7 +183,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "SpliceStartOffByOne",
         rule: "S11",
         wrong: "the splice of an append reports `start = len + 1`",
-        file: "core/src/inbox.rs",
+        file: "core/machine/src/inbox.rs",
         from: "let start = self.len(target);",
         to: "let start = self.len(target) + 1;",
         killer: Property::Always(Invariant::I1SpliceProjection),
@@ -196,7 +196,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "DuplicateInNextStep",
         rule: "S13",
         wrong: "the duplicate check ignores ids pending in NS",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "let known = match self.inbox.pending_fingerprint(id) {",
         to: "let known = match self
             .inbox
@@ -213,7 +213,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "FailedStepNeverEnds",
         rule: "S32",
         wrong: "a failed step emits no `step/end`",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "self.queue.event(Event::StepEnd { turn, step });",
         to: "if !matches!(answer, StepAnswer::Fail(_)) {
             self.queue.event(Event::StepEnd { turn, step });
@@ -228,7 +228,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "MaintenanceForgetsWake",
         rule: "S24",
         wrong: "a waking send during maintenance does not set the latch",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "Phase::Maintenance(activity) => activity.latch(),",
         to: "Phase::Maintenance(_) => {}",
         killer: Property::Liveness,
@@ -241,7 +241,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "RejectedReplaceRemoves",
         rule: "S5",
         wrong: "a replace rejected `already-pending` still removes the old message",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "if message.id() != id {
             self.check_new_message(&message)?;
         }",
@@ -262,7 +262,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "MemoryNeverForgets",
         rule: "S51",
         wrong: "the delivery memory keeps twice its capacity: evicted ids stay refused",
-        file: "core/src/memory.rs",
+        file: "core/machine/src/memory.rs",
         from: "while held.ring.len() > held.capacity {",
         to: "while held.ring.len() > 2 * held.capacity {",
         killer: Property::Always(Invariant::I11Once),
@@ -277,7 +277,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "PrependIgnoresMemory",
         rule: "S52",
         wrong: "`prepend` checks only that the id is not pending, not the delivery memory",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "machine.check_new_message(&message)?;
             machine.check_room(target)?;
             machine.inbox.prepend(",
@@ -296,7 +296,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "RestoreForgetsMemory",
         rule: "S53",
         wrong: "restore rebuilds the lists but not the delivery memory",
-        file: "core/src/restore.rs",
+        file: "core/machine/src/restore.rs",
         from: "self.memory.left(message);",
         to: "let _ = message;",
         killer: Property::Always(Invariant::I11Once),
@@ -311,7 +311,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "BlockedTurnStalls",
         rule: "S35",
         wrong: "a turn that ends `blocked` no longer continues to the waking work queued behind it",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "TurnEndReason::Completed | TurnEndReason::MaxTokens | TurnEndReason::Blocked",
         to: "TurnEndReason::Completed | TurnEndReason::MaxTokens",
         killer: Property::Equivalence,
@@ -324,7 +324,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "KeepInboxClearsLatch",
         rule: "S26",
         wrong: "a `keepInbox` cancel also clears the wake latch",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "self.inbox.clear(&mut self.queue);
             if let Some(activity) = self.activity_mut() {
                 activity.wake_requested = false;
@@ -346,7 +346,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "EmptyEnterAfterTerminalStep",
         rule: "S30",
         wrong: "`enter([])` after a terminal step enters an empty step instead of ending the turn",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "if messages.is_empty() && (run.step == 0 || after_terminal) {",
         to: "if messages.is_empty() && run.step == 0 {",
         killer: Property::Equivalence,
@@ -359,7 +359,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "LatchReplaysWithoutWork",
         rule: "S25",
         wrong: "the wake latch replays at an activity's end even with no waking work pending",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "} else if activity.wake_requested && self.inbox.has_waking_work() {",
         to: "} else if activity.wake_requested {",
         killer: Property::Always(Invariant::NoSpuriousActivity),
@@ -372,7 +372,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "DisposedCauseLatches",
         rule: "S24",
         wrong: "a cancel with cause `disposed` still lets waking sends latch",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: ".is_some_and(|c| c.disposing || c.cause == CancelCause::Disposed);",
         to: ".is_some_and(|c| c.disposing);",
         killer: Property::Equivalence,
@@ -385,7 +385,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "TurnStoppingIgnoresSteers",
         rule: "S33",
         wrong: "`turnStopping` done ends the turn although hooks steered into NS",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "TurnStoppingAnswer::Done if self.inbox.len(Target::NextStep) == 0 => {",
         to: "TurnStoppingAnswer::Done if self.inbox.len(Target::NextStep) < usize::MAX => {",
         killer: Property::Equivalence,
@@ -398,7 +398,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "MaxTokensNotSticky",
         rule: "S34",
         wrong: "a `completed` step after a `max-tokens` one forgets it: the turn ends `completed`",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "StepAnswer::Completed => true,",
         to: "StepAnswer::Completed => {
                 if let Some(run) = self.running_mut() {
@@ -417,7 +417,7 @@ pub const MUTANTS: [Mutant; 31] = [
         rule: "S54",
         wrong: "the expected-turn guard is checked before the identity checks, so the retry of an \
                 accepted guarded steer after its turn ended is answered turn-mismatch",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "        self.check_new_message(&message)?;
         if let Some(expect) = expect {
             self.check_guard(expect)?;
@@ -436,7 +436,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "GuardIgnoresCancel",
         rule: "S54",
         wrong: "a steer guarded by turn n is accepted after turn n's cancellation was requested",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "turn == self.last_turn && run.activity.cancel.is_none()",
         to: "turn == self.last_turn",
         killer: Property::Always(Invariant::I12Guard),
@@ -450,7 +450,7 @@ pub const MUTANTS: [Mutant; 31] = [
         rule: "S55",
         wrong: "the admission bound counts the requested list, before S18 retargets a steer after \
                 a cancel to NT",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "        // S18: a steer sent after a stop cannot join the aborted turn.
         let target = if wakeup && self.is_cancel_requested() {
             Target::NextTurn
@@ -477,7 +477,7 @@ pub const MUTANTS: [Mutant; 31] = [
         rule: "S56",
         wrong: "a different message under a held id is answered already-delivered (which callers \
                 treat as success: the new message is silently dropped)",
-        file: "core/src/machine.rs",
+        file: "core/machine/src/machine.rs",
         from: "Known::Pending(known) | Known::Held(known) if known != message.fingerprint() => {",
         to: "Known::Pending(known) if known != message.fingerprint() => {",
         killer: Property::Always(Invariant::I14NoSilentLoss),
@@ -505,7 +505,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "RollbackForgetsMemory",
         rule: "session: rollback (S5, S51)",
         wrong: "a failed batch's rollback leaves the ids its claims put in the delivery memory",
-        file: "core/src/memory.rs",
+        file: "core/machine/src/memory.rs",
         from: "    pub(crate) fn undo(&mut self, id: &MessageId, forgotten: Forgotten) {
         let Some(held) = self.0.as_mut() else {",
         to: "    pub(crate) fn undo(&mut self, id: &MessageId, forgotten: Forgotten) {
@@ -571,7 +571,7 @@ pub const UNCHANGED: Mutant = Mutant {
     name: "Unchanged",
     rule: "-",
     wrong: "nothing: `to` equals `from`, so every killer must let it survive",
-    file: "core/src/inbox.rs",
+    file: "core/machine/src/inbox.rs",
     from: "let start = self.len(target);",
     to: "let start = self.len(target);",
     killer: Property::Always(Invariant::I1SpliceProjection),

@@ -1,12 +1,12 @@
 //! # coxswain-spec
 //!
-//! The executable spec of coxswain: `shared/SPEC.md` (S1–S56, §10–§12) as a plain reference
+//! The executable spec of coxswain: `docs/SPEC.md` (S1–S56, §10–§12) as a plain reference
 //! model, written from the spec alone and sharing no code with `coxswain-core`. The model checker
-//! (`coxswain-model`) runs it beside the real machine on every action and requires identical
+//! (`coxswain-checker`) runs it beside the real machine on every action and requires identical
 //! outputs, rejections and observable state; the differential property tests and the fuzz targets
 //! do the same on random sessions.
 //!
-//! It works entirely at the JSON level of `shared/conformance/FORMAT.md`: inputs are the values of
+//! It works entirely at the JSON level of `docs/FORMAT.md`: inputs are the values of
 //! `"in"` lines, outputs the values of `"out"` lines, rejections their kind strings. It is written
 //! for clarity over speed: plain `Vec` lists, linear scans, one function per rule citing its rule,
 //! and the whole state cloned for every input so that a rejected input trivially changes nothing

@@ -1,5 +1,5 @@
 //! The breadth-first exploration behind `coxswain traces`: the model's states and actions
-//! (`coxswain_model::DeliveryModel`, the same generator `coxswain check` explores), the real core
+//! (`coxswain_checker::DeliveryModel`, the same generator `coxswain check` explores), the real core
 //! as the transition, and a trie of the shortest input paths that witness each core state and
 //! each distinct transition.
 //!
@@ -10,10 +10,10 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use coxswain_checker::stateright::Model;
+use coxswain_checker::{DeliveryModel, State};
 use coxswain_conformance::input_json;
 use coxswain_core::{Input, Machine};
-use coxswain_model::stateright::Model;
-use coxswain_model::{DeliveryModel, State};
 
 /// One node of the trie of witness paths: an accepted input from its parent (none at the root),
 /// and the new rejected transitions first seen in the state it leads to.
@@ -217,7 +217,7 @@ impl Explored {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coxswain_model::Bound;
+    use coxswain_checker::Bound;
 
     fn bound(operations: u8) -> Bound {
         Bound {

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
+use coxswain_checker::{Bound, DeliveryModel};
 use coxswain_conformance::Recorder;
-use coxswain_model::{Bound, DeliveryModel};
 
 use explore::explore;
 

@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use coxswain_model::stateright::Model;
-use coxswain_model::{
+use coxswain_checker::stateright::Model;
+use coxswain_checker::{
     check, check_session, Action, Bound, DeliveryModel, SessionBound, SessionProperty, Verdict,
 };
 use serde_json::json;

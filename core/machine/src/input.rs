@@ -2,7 +2,7 @@
 //!
 //! Every input has its own method on [`Machine`](crate::Machine); [`Input`] is the same set as a
 //! value (one variant per input), for hosts that record or replay inputs. It serializes exactly as
-//! an `"in"` line of the conformance trace format (`conformance/FORMAT.md`).
+//! an `"in"` line of the conformance trace format (`docs/FORMAT.md`).
 
 use std::fmt;
 use std::str::FromStr;

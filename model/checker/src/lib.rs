@@ -1,4 +1,4 @@
-//! # coxswain-model
+//! # coxswain-checker
 //!
 //! A [stateright] model of the coxswain core. Its actions are the environment's choices — every
 //! kind of delivery over a small pool of message ids, queue edits, cancels with each cause and

@@ -1,9 +1,9 @@
-//! The `coxswain-sim` binary: runs a range of seeds and prints the totals; a bad range is a usage error.
+//! The `coxswain-driver-sim` binary: runs a range of seeds and prints the totals; a bad range is a usage error.
 
 use std::process::Command;
 
 fn sim(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_coxswain-sim"))
+    let output = Command::new(env!("CARGO_BIN_EXE_coxswain-driver-sim"))
         .args(args)
         .output()
         .unwrap();
@@ -19,7 +19,7 @@ fn a_range_of_seeds_prints_its_totals_and_passes() {
     let (code, stdout, stderr) = sim(&["--seeds", "10-29"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines[0], "coxswain-sim: seeds 10-29");
+    assert_eq!(lines[0], "coxswain-driver-sim: seeds 10-29");
     assert!(lines[1].starts_with("seeds: 20 (lives: "), "{stdout}");
     assert!(lines[2].starts_with("faults injected: "), "{stdout}");
     assert!(lines.contains(&"acknowledged inputs lost: 0"), "{stdout}");
@@ -49,11 +49,11 @@ fn one_seed_verbose_prints_the_same_digest_every_time() {
 fn a_backwards_range_is_a_usage_error() {
     let (code, stdout, stderr) = sim(&["--seeds", "5-2"]);
     assert_eq!((code, stdout.as_str()), (2, ""));
-    assert_eq!(stderr, "coxswain-sim: the range 5-2 is empty\n");
+    assert_eq!(stderr, "coxswain-driver-sim: the range 5-2 is empty\n");
     let (code, _, stderr) = sim(&["--seeds", "x-2"]);
     assert_eq!(code, 2);
     assert_eq!(
         stderr,
-        "coxswain-sim: `x` is not a seed number: invalid digit found in string\n"
+        "coxswain-driver-sim: `x` is not a seed number: invalid digit found in string\n"
     );
 }

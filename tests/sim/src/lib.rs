@@ -1,4 +1,4 @@
-//! # coxswain-sim
+//! # coxswain-driver-sim
 //!
 //! Deterministic simulation of the tokio adapter. A seed fixes everything: the schedule of
 //! clients (every kind of send, queue edits, cancels, maintenance, dispose, retries, limit
@@ -14,7 +14,7 @@
 //! delivery reported failed is ever in it (an indeterminate one is neither); the Auditor passes
 //! on every image and after every repair; every client call returns or errors within an hour of
 //! virtual time (else a deadlock); the pending lists stay within `max_pending` (the memory
-//! bound). A failing seed reproduces by its number: `cargo run -p coxswain-sim -- --seeds N-N`.
+//! bound). A failing seed reproduces by its number: `cargo run -p coxswain-driver-sim -- --seeds N-N`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

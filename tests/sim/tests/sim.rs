@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use coxswain_sim::disk::{LogFaults, Sabotage};
-use coxswain_sim::{run_range, run_seed, Settings};
+use coxswain_driver_sim::disk::{LogFaults, Sabotage};
+use coxswain_driver_sim::{run_range, run_seed, Settings};
 
 #[test]
 fn a_seed_replays_exactly() {
@@ -32,7 +32,7 @@ fn the_honest_adapter_passes_every_check() {
     // Issue 26: a failed append fails its batch, and the agent goes on to acknowledge more.
     assert!(totals.survived > 0, "{totals}");
     // The seeds do inject every kind of fault.
-    for kind in coxswain_sim::faults::KINDS {
+    for kind in coxswain_driver_sim::faults::KINDS {
         assert!(
             totals.faults.get(kind) > 0,
             "{kind} never injected: {totals}"
@@ -91,10 +91,10 @@ fn without_an_abort_grace_a_deaf_host_deadlocks_and_the_checker_says_so() {
 /// and failed appends are survived.
 #[test]
 fn the_threads_driver_passes_every_check() {
-    coxswain_sim::quiet_injected_panics();
-    let mut totals = coxswain_sim::Totals::default();
+    coxswain_driver_sim::quiet_injected_panics();
+    let mut totals = coxswain_driver_sim::Totals::default();
     for seed in 0..200 {
-        totals.add(&coxswain_sim::threads::run_threads_seed(seed));
+        totals.add(&coxswain_driver_sim::threads::run_threads_seed(seed));
     }
     assert!(totals.passed(), "{totals}");
     assert_eq!((totals.seeds, totals.lost, totals.phantom), (200, 0, 0));

@@ -14,7 +14,7 @@ use crate::ledger::Ledger;
 use crate::rng::SharedRng;
 
 /// The panic message of an injected panic (the runner's panic hook keeps these quiet).
-pub const INJECTED_PANIC: &str = "coxswain-sim: injected host panic";
+pub const INJECTED_PANIC: &str = "coxswain-driver-sim: injected host panic";
 
 /// The simulated host of one life.
 #[derive(Clone, Debug)]

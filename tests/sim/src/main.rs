@@ -1,17 +1,17 @@
-//! `coxswain-sim`: the deterministic simulation of the tokio adapter over a range of seeds
+//! `coxswain-driver-sim`: the deterministic simulation of the tokio adapter over a range of seeds
 //! (faults injected into the log and the host, crashes at any await point) and its totals. A
-//! verification tool beside the project (`cargo run -p coxswain-sim -- --seeds 0-4999`), not
+//! verification tool beside the project (`cargo run -p coxswain-driver-sim -- --seeds 0-4999`), not
 //! part of the shipped `coxswain` binary.
 
 use std::process::ExitCode;
 
 use clap::Parser;
-use coxswain_sim::{parse_seeds, run_range, Settings};
+use coxswain_driver_sim::{parse_seeds, run_range, Settings};
 
 /// Runs the simulation over a range of seeds and prints its totals; exit status 1 if any seed
 /// fails, 2 for a bad range.
 #[derive(Parser, Debug)]
-#[command(name = "coxswain-sim", version)]
+#[command(name = "coxswain-driver-sim", version)]
 struct SimArgs {
     /// The seeds to run: `A-B` (inclusive) or one seed `N`.
     #[arg(long, default_value = "0-1999")]
@@ -33,7 +33,7 @@ fn run(args: &SimArgs) -> ExitCode {
     let seeds = match parse_seeds(&args.seeds) {
         Ok(seeds) => seeds,
         Err(error) => {
-            eprintln!("coxswain-sim: {error}");
+            eprintln!("coxswain-driver-sim: {error}");
             return ExitCode::from(2);
         }
     };
@@ -43,12 +43,12 @@ fn run(args: &SimArgs) -> ExitCode {
         ""
     };
     println!(
-        "coxswain-sim: seeds {}-{}{driver}",
+        "coxswain-driver-sim: seeds {}-{}{driver}",
         seeds.start(),
         seeds.end()
     );
     let started = std::time::Instant::now();
-    let each = |report: &coxswain_sim::SeedReport| {
+    let each = |report: &coxswain_driver_sim::SeedReport| {
         if args.verbose || !report.passed() {
             println!(
                 "seed {} digest {:016x} lives {} records {} acked {} failed {} unknown {} faults {}{}",
@@ -79,10 +79,10 @@ fn run(args: &SimArgs) -> ExitCode {
         }
     };
     let totals = if args.threads {
-        coxswain_sim::quiet_injected_panics();
-        let mut totals = coxswain_sim::Totals::default();
+        coxswain_driver_sim::quiet_injected_panics();
+        let mut totals = coxswain_driver_sim::Totals::default();
         for seed in seeds {
-            let report = coxswain_sim::threads::run_threads_seed(seed);
+            let report = coxswain_driver_sim::threads::run_threads_seed(seed);
             each(&report);
             totals.add(&report);
         }

@@ -1,5 +1,6 @@
-//! The load generator behind `coxswain load` and the durable-throughput bench (not part of the
-//! stable API): agents on [`FileLog`]s (or sessions of one shared [`SegmentLog`]) on a disk the
+//! # coxswain-load
+//!
+//! The load generator behind `coxswain load` and the durable-throughput bench (bench 8): agents on [`FileLog`]s (or sessions of one shared [`SegmentLog`]) on a disk the
 //! user chooses, each fed by concurrent senders, and the fsync floor of that disk measured in
 //! the same run.
 //!
@@ -18,6 +19,10 @@
 //! many groups as the run's deliveries fill (at least [`FLOOR_MIN_GROUPS`]), and stops early
 //! once it has taken as long as the run.
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -26,10 +31,10 @@ use std::time::{Duration, Instant};
 
 use coxswain_core::{Message, StepAnswer};
 
-use crate::{
+use coxswain_tokio::{
     Agent, AgentError, FileLog, Host, LogError, OpenError, Options, SegmentLog, StepContext,
 };
-use crate::{Faults, SyncPolicy};
+use coxswain_tokio::{Faults, SyncPolicy};
 
 /// What every sender does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Outputs: durable events, notifications, requests and the end of the machine's life.
 //!
 //! Every output serializes exactly as an `"out"` line of the conformance trace format
-//! (`conformance/FORMAT.md`); an [`Event`] alone serializes as the `{ type, data }` record the host
+//! (`docs/FORMAT.md`); an [`Event`] alone serializes as the `{ type, data }` record the host
 //! appends to the session's durable log.
 
 use serde::{Deserialize, Serialize};

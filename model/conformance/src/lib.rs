@@ -1,6 +1,6 @@
 //! # coxswain-conformance
 //!
-//! Conformance traces (`conformance/FORMAT.md`): the contract ports of coxswain are checked
+//! Conformance traces (`docs/FORMAT.md`): the contract ports of coxswain are checked
 //! against. A trace is JSON lines: an optional `given` log to restore from, then inputs (`in`),
 //! each followed by every output it must emit (`out`) or the kind of its rejection (`rejected`).
 //!
