@@ -72,7 +72,20 @@ fn main() {
     println!();
     println!("| Bench | Case | Per op | Baseline (same run) | Ratio | Goal |");
     println!("| --- | --- | --- | --- | --- | --- |");
+    cycle_rows();
+    steer_burst_rows();
+    queue_edit_rows();
+    restore_rows();
+    memory_rows();
+    delivery_memory_rows();
+    many_agents_row();
+    durable_rows();
+    hostile_id_rows();
+    postgres_rows();
+}
 
+/// Bench 1: the follow-up cycle, against a bare queue, the S8 floor, and through `Session`.
+fn cycle_rows() {
     // 1. Full follow-up cycle.
     let cycle = per_element("cycle", "machine");
     let base = per_element("cycle", "baseline");
@@ -97,7 +110,10 @@ fn main() {
         cell(cycle, time),
         cell(ratio(session, cycle), |r| format!("{r:.2}×"))
     );
+}
 
+/// Bench 2: steering bursts, per message, against burst 1 and the bare queue.
+fn steer_burst_rows() {
     // 2. Steering burst: per message, against burst 1 (and the bare queue of the same outputs).
     let one = per_element("steer_burst", "machine/1");
     for burst in [1, 16, 256] {
@@ -112,7 +128,10 @@ fn main() {
             cell(ratio(machine, queue), |r| format!("{r:.1}×"))
         );
     }
+}
 
+/// Bench 3: queue edits by id at 10, 1,000 and 100,000 pending.
+fn queue_edit_rows() {
     // 3. Queue edits by id.
     for edit in ["remove", "replace"] {
         let small = per_element("queue_edit", &format!("{edit}/10"));
@@ -131,7 +150,10 @@ fn main() {
             );
         }
     }
+}
 
+/// Bench 4: restore, typed and from JSON lines, against 1,000 events.
+fn restore_rows() {
     // 4. Restore.
     for (kind, label) in [("typed", "typed events"), ("json_lines", "JSON lines")] {
         let small = per_element("restore", &format!("{kind}/1000"));
@@ -163,7 +185,10 @@ fn main() {
             );
         }
     }
+}
 
+/// Benches 5 and 6: allocations per cycle and memory (machine, pending, idle agents, delivery memory).
+fn memory_rows() {
     // 5, 6. Allocations and memory.
     let memory = read_json(&results_dir().join("memory.json"));
     let get = |path: &str| {
@@ -228,7 +253,10 @@ fn main() {
             );
         }
     }
+}
 
+/// Bench 9: deliveries through the delivery memory (S52), flat in the number of held ids.
+fn delivery_memory_rows() {
     // 9. Deliveries through the delivery memory (S52): flat in the number of held ids.
     let send0 = per_element("delivery_memory", "send/0");
     for w in [0u64, 1_000, 100_000] {
@@ -261,7 +289,10 @@ fn main() {
             );
         }
     }
+}
 
+/// Bench 7: many agents, against a channel echo and the core alone.
+fn many_agents_row() {
     // 7. Many agents.
     let agents = read_json(&results_dir().join("agents.json"));
     let get = |key: &str| {
@@ -285,7 +316,10 @@ fn main() {
         cell(ratio(echo, rate), |r| format!("{r:.1}×")),
         cell(ratio(core, rate), |r| format!("{r:.1}×"))
     );
+}
 
+/// Bench 8: the durable path, each case beside its fsync floor.
+fn durable_rows() {
     // 8. The durable path (FileLog, sync on), each case beside its floor.
     let durable = read_json(&results_dir().join("durable.json"));
     let case = |name: &str, key: &str| {
@@ -341,7 +375,10 @@ fn main() {
             cell(ratio(rate, today), |r| format!("{r:.1}×")),
         );
     }
+}
 
+/// Bench 10: hostile ids (HashDoS), crafted against ordinary ids.
+fn hostile_id_rows() {
     // 10. Hostile ids (HashDoS): crafted vs ordinary ids, per id (insert + lookup + remove).
     for (name, what) in [
         ("old_keys", "old fixed keys (`FixedState`), bare `HashMap`"),
@@ -360,7 +397,10 @@ fn main() {
             cell(ratio(crafted, ordinary), |r| format!("{r:.2}×"))
         );
     }
+}
 
+/// Bench 11: the PostgreSQL log, against raw INSERTs (when its figures exist).
+fn postgres_rows() {
     // 11. The PostgreSQL log (present when the server binaries were there for `cargo bench`).
     if let Some(pg) = read_json(&results_dir().join("postgres.json")) {
         let field = |case: &str, key: &str| {
