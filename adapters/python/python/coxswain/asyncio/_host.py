@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .._types import Enter, Message, PreStepAnswer, StepAnswer, TurnStoppingAnswer
-
-if TYPE_CHECKING:
-    from ._agent import Agent
+from ._inputs import Calls
 
 __all__ = ["Host", "PreStepContext", "StepContext", "TurnStoppingContext", "Scope"]
 
@@ -37,8 +35,9 @@ class PreStepContext:
     messages: tuple[Message, ...]
     #: Set when the turn is cancelled (the call's task is cancelled too).
     cancelled: asyncio.Event = field(repr=False)
-    #: The agent, to deliver to.
-    agent: "Agent" = field(repr=False)
+    #: The agent's calls (deliveries, edits, cancel, maintenance, pending), to deliver to from
+    #: inside the host call. Not its ``close``/``dispose``: those wait for the call to end.
+    agent: Calls = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +47,7 @@ class StepContext:
     turn: int
     step: int
     cancelled: asyncio.Event = field(repr=False)
-    agent: "Agent" = field(repr=False)
+    agent: Calls = field(repr=False)
 
     async def record(self, type: str, data: Any) -> None:
         """Appends one host event (model output, a tool call…) to the durable log, inside this
@@ -63,7 +62,7 @@ class TurnStoppingContext:
 
     turn: int
     cancelled: asyncio.Event = field(repr=False)
-    agent: "Agent" = field(repr=False)
+    agent: Calls = field(repr=False)
 
 
 class Host(Protocol):
