@@ -159,6 +159,6 @@ fn the_cli_runs_verifies_lists_and_copies_postgres_logs() {
     let none = coxswain(&["verify", &empty]);
     assert_eq!(
         stdout(&none),
-        "the database holds coxswain schema version 0, not 1: nothing to read (a writer creates or upgrades it)\n"
+        "the database holds coxswain schema version 0, not 2: nothing to read (a writer creates or upgrades it)\n"
     );
 }

@@ -36,9 +36,10 @@ pub(crate) enum Mode {
     ReadOnly,
 }
 
-/// One session's log in PostgreSQL. Made by [`Store::open`] (a writer under a new epoch, whose
-/// lease it renews in the background while it lives), [`Store::claim_expired`], or
-/// [`Store::open_read_only`].
+/// One session's log in PostgreSQL. Made by [`Store::open`] or [`Store::claim_expired`] (a
+/// writer under a new epoch, whose lease of its own it renews in the background while it
+/// lives), by a [`Worker`](crate::Worker) (a writer under a new epoch whose lease is the
+/// worker's: nothing to renew per session), or by [`Store::open_read_only`].
 #[derive(Debug)]
 pub struct PgLog {
     store: Store,
@@ -76,6 +77,18 @@ impl PgLog {
             next_seq: None,
             failed: false,
             renewal,
+        }
+    }
+
+    /// A writer at `epoch` of a session a worker holds: the worker renews the lease.
+    pub(crate) fn in_worker(store: Store, session: &str, epoch: i64) -> PgLog {
+        PgLog {
+            store,
+            session: Arc::from(session),
+            mode: Mode::Writer(epoch),
+            next_seq: None,
+            failed: false,
+            renewal: None,
         }
     }
 

@@ -10,10 +10,10 @@ use tokio_postgres::Client;
 use crate::PgError;
 
 /// The migrations, in order: `(version, SQL)`. Never edit one that shipped; add the next.
-pub const MIGRATIONS: &[(i32, &str)] = &[(1, V1)];
+pub const MIGRATIONS: &[(i32, &str)] = &[(1, V1), (2, V2)];
 
 /// The newest schema version this code knows.
-pub const VERSION: i32 = 1;
+pub const VERSION: i32 = 2;
 
 /// Version 1: sessions (the fence and the lease) and their records.
 pub const V1: &str = "
@@ -33,6 +33,21 @@ CREATE TABLE coxswain.records (
     PRIMARY KEY (session, seq)
 );
 CREATE INDEX sessions_lease ON coxswain.sessions (lease_until);
+";
+
+/// Version 2: worker leases. A worker (a process serving sessions, [`Worker`](crate::Worker))
+/// holds one row of `coxswain.workers`, renewed by one statement per period whatever the number
+/// of its sessions; a session it serves names it in `sessions.worker` (with `owner` the same id
+/// and no `lease_until` of its own) and is live while the worker's lease is. A session taken
+/// one by one ([`Store::open`](crate::Store::open)) keeps its own `lease_until`, as in
+/// version 1, with no `worker`. Fencing stays per session: the epoch check in every append.
+pub const V2: &str = "
+CREATE TABLE coxswain.workers (
+    worker      text        PRIMARY KEY,
+    lease_until timestamptz NOT NULL
+);
+ALTER TABLE coxswain.sessions ADD COLUMN worker text;
+CREATE INDEX sessions_worker ON coxswain.sessions (worker);
 ";
 
 /// The advisory lock key that serialises migrations ("coxswain" in ASCII, truncated).

@@ -1,5 +1,12 @@
 //! [`Store`]: a pool of connections to one database, and the session table's operations —
 //! take a session under a new epoch, claim expired ones, renew and release leases, list.
+//!
+//! A session is held one of two ways (schema version 2): by a writer of its own, which renews
+//! the session's `lease_until` ([`Store::open`], [`Store::claim_expired`]: the CLI, tests, a
+//! single session), or by a worker, whose one row of `coxswain.workers` is renewed for all of
+//! its sessions at once (`sessions.worker`; [`Worker`](crate::Worker)). Either way it is free
+//! to take once nobody holds it ([`free`]), and every take bumps the epoch that fences the
+//! previous writer.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -74,6 +81,8 @@ pub struct SessionInfo {
     pub lease_until: Option<String>,
     /// Whether the lease is live now (by the database's clock).
     pub live: bool,
+    /// The worker whose lease covers the session (`None`: its own lease, or none).
+    pub worker: Option<String>,
     /// How many records the session holds.
     pub length: i64,
 }
@@ -160,14 +169,16 @@ impl Store {
         check_session(session)?;
         let client = self.client().await?;
         let statement = client
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "INSERT INTO coxswain.sessions AS s (session, epoch, owner, lease_until, length)
                  VALUES ($1, 1, $2, now() + make_interval(secs => $3), 0)
                  ON CONFLICT (session) DO UPDATE
-                 SET epoch = s.epoch + 1, owner = $2, lease_until = now() + make_interval(secs => $3)
-                 WHERE s.owner IS NULL OR s.lease_until IS NULL OR s.lease_until < now() OR s.owner = $2
+                 SET epoch = s.epoch + 1, owner = $2, worker = NULL,
+                     lease_until = now() + make_interval(secs => $3)
+                 WHERE {} OR s.owner = $2
                  RETURNING epoch",
-            )
+                free("s")
+            ))
             .await?;
         let rows = client
             .query(&statement, &[&session, &self.owner(), &self.lease_secs()])
@@ -209,20 +220,24 @@ impl Store {
         Ok(())
     }
 
-    /// Takes up to `max` sessions that have no owner or whose lease expired (by the database's
-    /// clock), each under a new epoch. Sessions locked by an append in flight are skipped.
+    /// Takes up to `max` sessions that nobody holds (no owner, or the lease that held it expired
+    /// by the database's clock: its own or its worker's), each under a new epoch and a lease of
+    /// its own that its [`PgLog`] renews. Sessions locked by an append in flight are skipped.
     pub async fn claim_expired(&self, max: usize) -> Result<Vec<PgLog>, PgError> {
         let client = self.client().await?;
         let max = i64::try_from(max).unwrap_or(i64::MAX);
         let rows = client
             .query(
-                "UPDATE coxswain.sessions AS s
-                 SET epoch = s.epoch + 1, owner = $1, lease_until = now() + make_interval(secs => $2)
-                 FROM (SELECT session FROM coxswain.sessions
-                       WHERE owner IS NULL OR lease_until IS NULL OR lease_until < now()
-                       ORDER BY session LIMIT $3 FOR UPDATE SKIP LOCKED) AS free
-                 WHERE s.session = free.session
-                 RETURNING s.session, s.epoch",
+                &format!(
+                    "UPDATE coxswain.sessions AS s
+                     SET epoch = s.epoch + 1, owner = $1, worker = NULL,
+                         lease_until = now() + make_interval(secs => $2)
+                     FROM (SELECT c.session FROM coxswain.sessions AS c WHERE {}
+                           ORDER BY c.session LIMIT $3 FOR UPDATE SKIP LOCKED) AS free
+                     WHERE s.session = free.session
+                     RETURNING s.session, s.epoch",
+                    free("c")
+                ),
                 &[&self.owner(), &self.lease_secs(), &max],
             )
             .await?;
@@ -257,7 +272,7 @@ impl Store {
         let client = self.client().await?;
         let rows = client
             .execute(
-                "UPDATE coxswain.sessions SET owner = NULL, lease_until = NULL
+                "UPDATE coxswain.sessions SET owner = NULL, worker = NULL, lease_until = NULL
                  WHERE session = $1 AND epoch = $2",
                 &[&session, &epoch],
             )
@@ -265,14 +280,98 @@ impl Store {
         Ok(rows == 1)
     }
 
+    /// Takes up to `max` free sessions ([`claim_expired`](Store::claim_expired)'s) for the
+    /// worker this store's owner names, in one statement that also starts or renews the
+    /// worker's lease: each session gets a new epoch, `worker` = the owner, and no lease of its
+    /// own. The [`Worker`](crate::Worker) renews the one lease ([`renew_worker`](Store::renew_worker)).
+    pub(crate) async fn claim_for_worker(&self, max: usize) -> Result<Vec<PgLog>, PgError> {
+        let client = self.client().await?;
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        let rows = client
+            .query(
+                &format!(
+                    "WITH me AS ({UPSERT_WORKER})
+                     UPDATE coxswain.sessions AS s
+                     SET epoch = s.epoch + 1, owner = me.worker, worker = me.worker,
+                         lease_until = NULL
+                     FROM me, (SELECT c.session FROM coxswain.sessions AS c WHERE {}
+                               ORDER BY c.session LIMIT $3 FOR UPDATE SKIP LOCKED) AS free
+                     WHERE s.session = free.session
+                     RETURNING s.session, s.epoch",
+                    free("c")
+                ),
+                &[&self.owner(), &self.lease_secs(), &max],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let session: String = row.get(0);
+                PgLog::in_worker(self.clone(), &session, row.get(1))
+            })
+            .collect())
+    }
+
+    /// [`open`](Store::open) for the worker this store's owner names: the session is taken
+    /// under a new epoch and the worker's lease (started or renewed in the same statement).
+    pub(crate) async fn open_for_worker(&self, session: &str) -> Result<PgLog, PgError> {
+        check_session(session)?;
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(&format!(
+                "WITH me AS ({UPSERT_WORKER})
+                 INSERT INTO coxswain.sessions AS s (session, epoch, owner, lease_until, length, worker)
+                 SELECT $3, 1, me.worker, NULL, 0, me.worker FROM me
+                 ON CONFLICT (session) DO UPDATE
+                 SET epoch = s.epoch + 1, owner = $1, worker = $1, lease_until = NULL
+                 WHERE {} OR s.owner = $1
+                 RETURNING epoch",
+                free("s")
+            ))
+            .await?;
+        let rows = client
+            .query(&statement, &[&self.owner(), &self.lease_secs(), &session])
+            .await?;
+        match rows.first() {
+            Some(row) => Ok(PgLog::in_worker(self.clone(), session, row.get(0))),
+            None => Err(self.held(session).await),
+        }
+    }
+
+    /// Renews the lease of the worker this store's owner names, for every session it serves:
+    /// one statement (it starts the lease again if the row is gone).
+    pub(crate) async fn renew_worker(&self) -> Result<(), PgError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(UPSERT_WORKER).await?;
+        client
+            .execute(&statement, &[&self.owner(), &self.lease_secs()])
+            .await?;
+        Ok(())
+    }
+
+    /// Ends the worker's lease (its sessions, if any are left, are free at once).
+    pub(crate) async fn end_worker(&self) -> Result<(), PgError> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "DELETE FROM coxswain.workers WHERE worker = $1",
+                &[&self.owner()],
+            )
+            .await?;
+        Ok(())
+    }
+
     /// Every session, by id: owner, epoch, lease, length.
     pub async fn sessions(&self) -> Result<Vec<SessionInfo>, PgError> {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT session, epoch, owner, lease_until::text,
-                        coalesce(lease_until > now(), false), length
-                 FROM coxswain.sessions ORDER BY session",
+                "SELECT s.session, s.epoch, s.owner,
+                        coalesce(s.lease_until, w.lease_until)::text,
+                        s.owner IS NOT NULL AND coalesce(coalesce(s.lease_until, w.lease_until) > now(), false),
+                        s.length, s.worker
+                 FROM coxswain.sessions AS s LEFT JOIN coxswain.workers AS w ON w.worker = s.worker
+                 ORDER BY s.session",
                 &[],
             )
             .await?;
@@ -285,6 +384,7 @@ impl Store {
                 lease_until: row.get(3),
                 live: row.get(4),
                 length: row.get(5),
+                worker: row.get(6),
             })
             .collect())
     }
@@ -305,8 +405,10 @@ impl Store {
         };
         match client
             .query_opt(
-                "SELECT coalesce(owner, ''), epoch, coalesce(lease_until::text, '')
-                 FROM coxswain.sessions WHERE session = $1",
+                "SELECT coalesce(s.owner, ''), s.epoch,
+                        coalesce(coalesce(s.lease_until, w.lease_until)::text, '')
+                 FROM coxswain.sessions AS s LEFT JOIN coxswain.workers AS w ON w.worker = s.worker
+                 WHERE s.session = $1",
                 &[&session],
             )
             .await
@@ -321,6 +423,25 @@ impl Store {
             Err(error) => error.into(),
         }
     }
+}
+
+/// Starts or renews the lease of worker `$1` for `$2` seconds; returns the worker.
+const UPSERT_WORKER: &str = "INSERT INTO coxswain.workers AS w (worker, lease_until)
+     VALUES ($1, now() + make_interval(secs => $2))
+     ON CONFLICT (worker) DO UPDATE SET lease_until = EXCLUDED.lease_until
+     RETURNING w.worker";
+
+/// The condition, on the session row `alias`, that nobody holds it: no owner; or a lease of its
+/// own that is over (or none); or a worker whose lease is over (or whose row is gone). By the
+/// database's clock.
+fn free(alias: &str) -> String {
+    format!(
+        "({alias}.owner IS NULL
+          OR ({alias}.worker IS NULL AND ({alias}.lease_until IS NULL OR {alias}.lease_until < now()))
+          OR ({alias}.worker IS NOT NULL AND NOT EXISTS (
+                SELECT 1 FROM coxswain.workers AS lw
+                WHERE lw.worker = {alias}.worker AND lw.lease_until >= now())))"
+    )
 }
 
 fn check_session(session: &str) -> Result<(), PgError> {

@@ -1,7 +1,9 @@
 //! [`Worker`]: a process's share of the sessions — claim the ones whose lease expired, restore
-//! and serve them, release them on shutdown.
+//! and serve them under one lease for all of them, release them on shutdown.
 
 use std::collections::BTreeMap;
+
+use tokio::task::JoinHandle;
 
 use coxswain_tokio::{Agent, Ending, Host, OpenError, Options, Recovery};
 
@@ -31,11 +33,22 @@ struct Served {
 
 /// Serves sessions of one [`Store`]: each session it holds runs as an [`Agent`] over a
 /// [`PgLog`] it took under a new epoch.
+///
+/// The worker holds one lease (a row of `coxswain.workers`, named by the store's
+/// [`owner`](crate::StoreOptions::owner)) for all of its sessions, started by its first
+/// [`open`](Worker::open) or [`claim_expired`](Worker::claim_expired) and renewed by one
+/// statement every third of [`StoreOptions::lease`](crate::StoreOptions::lease), however many
+/// sessions it serves. A worker that stops renewing (its process died, or cannot reach the
+/// database) loses all of its sessions at once when that lease ends: other workers claim them
+/// (in batches of their `max`) and restore them; each append still checks its session's epoch,
+/// so a writer that was taken over is fenced.
 pub struct Worker<H: Host> {
     store: Store,
     make_host: Box<dyn Fn(&str) -> H + Send + Sync>,
     options: Options,
     served: BTreeMap<String, Served>,
+    /// The task renewing the worker's lease, once it holds one.
+    renewal: Option<JoinHandle<()>>,
 }
 
 impl<H: Host> Worker<H> {
@@ -51,6 +64,7 @@ impl<H: Host> Worker<H> {
             make_host: Box::new(make_host),
             options,
             served: BTreeMap::new(),
+            renewal: None,
         }
     }
 
@@ -62,7 +76,8 @@ impl<H: Host> Worker<H> {
     /// Takes `session` now (creating it if new) and serves it; [`PgError::Held`] while another
     /// owner's lease is live.
     pub async fn open(&mut self, session: &str) -> Result<Recovery, WorkerError> {
-        let log = self.store.open(session).await?;
+        let log = self.store.open_for_worker(session).await?;
+        self.renew_in_background();
         self.serve(log).await
     }
 
@@ -73,7 +88,8 @@ impl<H: Host> Worker<H> {
         &mut self,
         max: usize,
     ) -> Result<Vec<(String, Result<Recovery, WorkerError>)>, WorkerError> {
-        let logs = self.store.claim_expired(max).await?;
+        let logs = self.store.claim_for_worker(max).await?;
+        self.renew_in_background();
         let mut claimed = Vec::with_capacity(logs.len());
         for log in logs {
             let session = log.session().to_owned();
@@ -87,6 +103,14 @@ impl<H: Host> Worker<H> {
             claimed.push((session, result));
         }
         Ok(claimed)
+    }
+
+    /// Starts the task renewing the worker's lease (the statement that took the first session
+    /// started the lease), unless it runs.
+    fn renew_in_background(&mut self) {
+        if self.renewal.is_none() {
+            self.renewal = Some(tokio::spawn(renew(self.store.clone())));
+        }
     }
 
     async fn serve(&mut self, log: PgLog) -> Result<Recovery, WorkerError> {
@@ -148,7 +172,8 @@ impl<H: Host> Worker<H> {
     }
 
     /// Closes every agent (each ends after what it was doing is durable) and releases its
-    /// session, so another worker may claim it at once. Returns how many were released.
+    /// session, so another worker may claim it at once, then ends the worker's lease. Returns
+    /// how many sessions were released.
     pub async fn shutdown(mut self) -> usize {
         let mut released = 0;
         for (session, served) in std::mem::take(&mut self.served) {
@@ -158,6 +183,31 @@ impl<H: Host> Worker<H> {
                 released += 1;
             }
         }
+        if let Some(renewal) = self.renewal.take() {
+            renewal.abort();
+            let _ = self.store.end_worker().await;
+        }
         released
+    }
+}
+
+impl<H: Host> Drop for Worker<H> {
+    /// A worker dropped without [`shutdown`](Worker::shutdown) stops renewing: its sessions are
+    /// free to claim once its lease ends.
+    fn drop(&mut self) {
+        if let Some(renewal) = self.renewal.take() {
+            renewal.abort();
+        }
+    }
+}
+
+/// Renews the worker's lease every third of its length, for as long as the task lives.
+async fn renew(store: Store) {
+    let period = store.lease() / 3;
+    loop {
+        tokio::time::sleep(period).await;
+        if let Err(error) = store.renew_worker().await {
+            tracing::warn!(worker = store.owner(), %error, "worker lease renewal failed");
+        }
     }
 }

@@ -44,18 +44,18 @@ fn postgres_log() {
 async fn migrations_are_versioned_and_a_newer_schema_is_refused(cluster: &TempCluster) {
     let url = cluster.database("migrations").unwrap();
     Store::connect(&url, StoreOptions::default()).await.unwrap();
-    // Twice: the second finds version 1 and applies nothing.
+    // Twice: the second finds version 2 and applies nothing.
     Store::connect(&url, StoreOptions::default()).await.unwrap();
     assert_eq!(
         cluster
             .psql_in(
                 "migrations",
-                "SELECT string_agg(version::text, ',') FROM coxswain.schema_version"
+                "SELECT string_agg(version::text, ',' ORDER BY version) FROM coxswain.schema_version"
             )
             .unwrap(),
-        "1"
+        "1,2"
     );
-    assert_eq!(schema::VERSION, 1);
+    assert_eq!(schema::VERSION, 2);
     cluster
         .psql_in(
             "migrations",
@@ -70,14 +70,14 @@ async fn migrations_are_versioned_and_a_newer_schema_is_refused(cluster: &TempCl
             error,
             PgError::SchemaTooNew {
                 found: 7,
-                supported: 1
+                supported: 2
             }
         ),
         "{error:?}"
     );
     assert_eq!(
         error.to_string(),
-        "the database's coxswain schema is version 7, newer than this code's 1: upgrade coxswain before using this database"
+        "the database's coxswain schema is version 7, newer than this code's 2: upgrade coxswain before using this database"
     );
 }
 
