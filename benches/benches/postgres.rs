@@ -3,7 +3,8 @@
 //! agents on `PgLog`s at 1, 16 and 64 concurrent sessions (one sender each, quiet deliveries:
 //! one `agent/inbox/spliced` record per append, one transaction each) beside a raw `INSERT` of
 //! the same rows, one transaction per row, at the same concurrency, measured in the same run
-//! (goal: within 1.5× of it). And the takeover time once a lease expired: claim the session
+//! (goal: within 1.5× of it), and the same through a `Worker` (one lease, and one transaction
+//! for every waiting session's batch) at 1, 16, 64 and 1,000 sessions. And the takeover time once a lease expired: claim the session
 //! under a new epoch, read back its records, restore the agent and write crash repair's closers.
 //!
 //! Without the server binaries it prints one SKIPPED line (with `CI=true` it fails). A smoke
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use coxswain_benches::report_file::{full_run, save};
 use coxswain_core::{Message, StepAnswer};
-use coxswain_postgres::{Store, StoreOptions};
+use coxswain_postgres::{Store, StoreOptions, Worker};
 use coxswain_postgres_tests::TempCluster;
 use coxswain_tokio::{Agent, Host, Options, StepContext};
 use serde_json::{json, Value};
@@ -73,6 +74,43 @@ async fn through_agents(store: &Store, round: usize, sessions: usize, messages: 
     for agent in agents {
         let _ = agent.close().await;
     }
+    rate
+}
+
+/// Deliveries/s through `sessions` agents a [`Worker`] serves (one lease, and its committer
+/// writing every waiting session's batch in one transaction), `messages` each.
+async fn through_worker(url: &str, round: usize, sessions: usize, messages: usize) -> f64 {
+    let owner = format!("worker-{round}-{sessions}");
+    let store = Store::connect(url, store_options(&owner, Duration::from_secs(30)))
+        .await
+        .expect("connect");
+    let mut worker = Worker::new(store, Options::default(), |_| Hang);
+    let mut agents = Vec::new();
+    for s in 0..sessions {
+        let session = format!("{owner}-{s}");
+        worker.open(&session).await.expect("open");
+        agents.push(worker.agent(&session).expect("served").clone());
+    }
+    let start = Instant::now();
+    let tasks: Vec<_> = agents
+        .iter()
+        .cloned()
+        .map(|agent| {
+            tokio::spawn(async move {
+                for m in 0..messages {
+                    agent
+                        .inject(Message::user(format!("m{m}"), "context"))
+                        .await
+                        .expect("a delivery");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("a sender");
+    }
+    let rate = (sessions * messages) as f64 / start.elapsed().as_secs_f64();
+    worker.shutdown().await;
     rate
 }
 
@@ -175,8 +213,14 @@ fn main() {
         .build()
         .expect("a runtime");
     let rounds = if full { ROUNDS } else { 1 };
-    let concurrency = [1usize, 16, 64];
-    let messages = |sessions: usize| if full { 16_000 / sessions.max(4) } else { 4 };
+    let concurrency = [1usize, 16, 64, 1000];
+    let messages = |sessions: usize| {
+        if full {
+            (16_000 / sessions.max(4)).max(16)
+        } else {
+            4
+        }
+    };
     let mut figures = serde_json::Map::new();
     runtime.block_on(async {
         let store = Store::connect(&url, store_options("bench", Duration::from_secs(30)))
@@ -193,20 +237,25 @@ fn main() {
             .await
             .expect("the raw table");
         for &sessions in &concurrency {
-            let (mut ours, mut raw) = (Vec::new(), Vec::new());
+            let (mut ours, mut worker, mut raw) = (Vec::new(), Vec::new(), Vec::new());
             for round in 0..rounds {
-                ours.push(through_agents(&store, round, sessions, messages(sessions)).await);
-                raw.push(raw_inserts(&store, round, sessions, messages(sessions)).await);
+                let messages = messages(sessions);
+                ours.push(through_agents(&store, round, sessions, messages).await);
+                worker.push(through_worker(&url, round, sessions, messages).await);
+                raw.push(raw_inserts(&store, round, sessions, messages).await);
             }
-            let (ours, raw) = (median(ours), median(raw));
+            let (ours, worker, raw) = (median(ours), median(worker), median(raw));
             println!(
-                "{sessions:>3} sessions: {ours:.0} deliveries/s through PgLog; raw INSERT {raw:.0} rows/s ({:.2}× ours)",
-                raw / ours
+                "{sessions:>4} sessions: {ours:.0} deliveries/s through PgLog, a transaction each; \
+                 {worker:.0} through a worker, one transaction for what waits ({:.2}× ours); \
+                 raw INSERT {raw:.0} rows/s (worker {:.2}× raw)",
+                worker / ours,
+                worker / raw
             );
             figures.insert(
                 format!("sessions_{sessions}"),
                 json!({"sessions": sessions, "messages": messages(sessions),
-                       "deliveries_per_s": ours, "raw_per_s": raw}),
+                       "deliveries_per_s": ours, "worker_per_s": worker, "raw_per_s": raw}),
             );
         }
         let records = if full { 1000 } else { 8 };

@@ -11,7 +11,10 @@
 //!   transaction; a writer that was taken over gets
 //!   [`LogError::Fenced`](coxswain_tokio::LogError::Fenced) and its agent stops.
 //! * [`Worker`]: claims sessions whose lease expired, restores and serves them (crash repair,
-//!   S50, writes its closers under the new epoch), releases them on shutdown.
+//!   S50, writes its closers under the new epoch), releases them on shutdown. It holds one lease
+//!   for all of its sessions (one statement per renewal, however many it serves), and its
+//!   committer writes every waiting session's batch in one transaction, each session's epoch
+//!   and length checked inside it (a fenced session fails alone).
 //!
 //! The fencing protocol:
 //!
@@ -25,10 +28,14 @@
 //! 4. Both the takeover and the append lock the session row, so they serialise; READ COMMITTED
 //!    re-checks the epoch after waiting for the lock.
 //! 5. No row updated: the writer is fenced, nothing was inserted, and it never appends again.
+//! 6. A worker's sessions (schema version 2) have no lease of their own: they are live while
+//!    the worker's row in `coxswain.workers` is, and free to take once it expired. A worker's
+//!    round of appends is step 3 for every session in it, in one statement.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod committer;
 mod error;
 mod log;
 pub mod schema;

@@ -24,6 +24,7 @@ use coxswain_tokio::{DurableLog, LogError, ReadBack};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
+use crate::committer::{Batch, Committed, Committer};
 use crate::error::{append_error, chain, not_sent, other};
 use crate::Store;
 
@@ -49,6 +50,8 @@ pub struct PgLog {
     next_seq: Option<u64>,
     failed: bool,
     renewal: Option<JoinHandle<()>>,
+    /// The worker's committer, for a session a worker serves.
+    committer: Option<Committer>,
 }
 
 const APPEND: &str = "WITH s AS (
@@ -77,11 +80,18 @@ impl PgLog {
             next_seq: None,
             failed: false,
             renewal,
+            committer: None,
         }
     }
 
-    /// A writer at `epoch` of a session a worker holds: the worker renews the lease.
-    pub(crate) fn in_worker(store: Store, session: &str, epoch: i64) -> PgLog {
+    /// A writer at `epoch` of a session a worker holds: the worker renews the lease, and its
+    /// committer writes the appends, many sessions' in one transaction.
+    pub(crate) fn in_worker(
+        store: Store,
+        session: &str,
+        epoch: i64,
+        committer: Committer,
+    ) -> PgLog {
         PgLog {
             store,
             session: Arc::from(session),
@@ -89,6 +99,7 @@ impl PgLog {
             next_seq: None,
             failed: false,
             renewal: None,
+            committer: Some(committer),
         }
     }
 
@@ -278,6 +289,29 @@ impl DurableLog for PgLog {
         let count = i64::try_from(batch.len()).map_err(|_| LogError::SeqExhausted)?;
         let expected = i64::try_from(first - 1).map_err(|_| LogError::SeqExhausted)?;
         i64::try_from(next).map_err(|_| LogError::SeqExhausted)?;
+        if let Some(committer) = &self.committer {
+            let batch = Batch {
+                session: Arc::clone(&self.session),
+                epoch,
+                expected,
+                types,
+                datas,
+            };
+            return match committer.commit(batch).await {
+                Committed::Written => {
+                    self.next_seq = Some(next);
+                    Ok(first)
+                }
+                Committed::Fenced => {
+                    self.failed = true;
+                    Err(self.fenced(epoch))
+                }
+                Committed::Failed(error) => {
+                    self.failed = error.is_indeterminate();
+                    Err(error)
+                }
+            };
+        }
         let client = match self.store.client().await {
             Ok(client) => client,
             Err(error) => return Err(not_sent(error.to_string())),

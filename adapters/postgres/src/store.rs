@@ -14,6 +14,7 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
+use crate::committer::Committer;
 use crate::log::{Mode, PgLog};
 use crate::{schema, PgError};
 
@@ -284,7 +285,11 @@ impl Store {
     /// worker this store's owner names, in one statement that also starts or renews the
     /// worker's lease: each session gets a new epoch, `worker` = the owner, and no lease of its
     /// own. The [`Worker`](crate::Worker) renews the one lease ([`renew_worker`](Store::renew_worker)).
-    pub(crate) async fn claim_for_worker(&self, max: usize) -> Result<Vec<PgLog>, PgError> {
+    pub(crate) async fn claim_for_worker(
+        &self,
+        max: usize,
+        committer: &Committer,
+    ) -> Result<Vec<PgLog>, PgError> {
         let client = self.client().await?;
         let max = i64::try_from(max).unwrap_or(i64::MAX);
         let rows = client
@@ -307,14 +312,18 @@ impl Store {
             .iter()
             .map(|row| {
                 let session: String = row.get(0);
-                PgLog::in_worker(self.clone(), &session, row.get(1))
+                PgLog::in_worker(self.clone(), &session, row.get(1), committer.clone())
             })
             .collect())
     }
 
     /// [`open`](Store::open) for the worker this store's owner names: the session is taken
     /// under a new epoch and the worker's lease (started or renewed in the same statement).
-    pub(crate) async fn open_for_worker(&self, session: &str) -> Result<PgLog, PgError> {
+    pub(crate) async fn open_for_worker(
+        &self,
+        session: &str,
+        committer: &Committer,
+    ) -> Result<PgLog, PgError> {
         check_session(session)?;
         let client = self.client().await?;
         let statement = client
@@ -333,7 +342,12 @@ impl Store {
             .query(&statement, &[&self.owner(), &self.lease_secs(), &session])
             .await?;
         match rows.first() {
-            Some(row) => Ok(PgLog::in_worker(self.clone(), session, row.get(0))),
+            Some(row) => Ok(PgLog::in_worker(
+                self.clone(),
+                session,
+                row.get(0),
+                committer.clone(),
+            )),
             None => Err(self.held(session).await),
         }
     }

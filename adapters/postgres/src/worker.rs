@@ -7,6 +7,7 @@ use tokio::task::JoinHandle;
 
 use coxswain_tokio::{Agent, Ending, Host, OpenError, Options, Recovery};
 
+use crate::committer::Committer;
 use crate::{PgError, PgLog, SessionInfo, Store};
 
 /// Why a [`Worker`] could not take or serve a session.
@@ -49,6 +50,11 @@ pub struct Worker<H: Host> {
     served: BTreeMap<String, Served>,
     /// The task renewing the worker's lease, once it holds one.
     renewal: Option<JoinHandle<()>>,
+    /// The worker's committer (started with its first session): every waiting session's
+    /// append in one transaction.
+    committer: Option<Committer>,
+    /// Sessions reaped whose release the database did not take yet, with their epoch.
+    unreleased: Vec<(String, i64)>,
 }
 
 impl<H: Host> Worker<H> {
@@ -65,6 +71,8 @@ impl<H: Host> Worker<H> {
             options,
             served: BTreeMap::new(),
             renewal: None,
+            committer: None,
+            unreleased: Vec::new(),
         }
     }
 
@@ -76,7 +84,8 @@ impl<H: Host> Worker<H> {
     /// Takes `session` now (creating it if new) and serves it; [`PgError::Held`] while another
     /// owner's lease is live.
     pub async fn open(&mut self, session: &str) -> Result<Recovery, WorkerError> {
-        let log = self.store.open_for_worker(session).await?;
+        let committer = self.committer();
+        let log = self.store.open_for_worker(session, &committer).await?;
         self.renew_in_background();
         self.serve(log).await
     }
@@ -88,7 +97,8 @@ impl<H: Host> Worker<H> {
         &mut self,
         max: usize,
     ) -> Result<Vec<(String, Result<Recovery, WorkerError>)>, WorkerError> {
-        let logs = self.store.claim_for_worker(max).await?;
+        let committer = self.committer();
+        let logs = self.store.claim_for_worker(max, &committer).await?;
         self.renew_in_background();
         let mut claimed = Vec::with_capacity(logs.len());
         for log in logs {
@@ -103,6 +113,14 @@ impl<H: Host> Worker<H> {
             claimed.push((session, result));
         }
         Ok(claimed)
+    }
+
+    /// The worker's committer, started if it was not.
+    fn committer(&mut self) -> Committer {
+        let store = &self.store;
+        self.committer
+            .get_or_insert_with(|| Committer::start(store.clone()))
+            .clone()
     }
 
     /// Starts the task renewing the worker's lease (the statement that took the first session
@@ -143,22 +161,37 @@ impl<H: Host> Worker<H> {
             .map(|(session, served)| (session.as_str(), served.epoch))
     }
 
-    /// Drops the sessions whose agent ended (fenced, a failed append, disposed) and returns
-    /// them with their ending. A fenced session is some other worker's now.
-    pub fn reap(&mut self) -> Vec<(String, Ending)> {
+    /// Drops the sessions whose agent ended (fenced, a failed append of unknown outcome,
+    /// disposed) and returns them with their ending. Each is released at the epoch it was
+    /// served under, so it is free to claim at once (this worker's next
+    /// [`claim_expired`](Worker::claim_expired) restores it, or another's): under the worker's
+    /// lease it would otherwise stay held, and unserved, for as long as the worker lives. A
+    /// fenced session is some other worker's already (its release changes nothing); a release
+    /// the database did not take is tried again at the next reap.
+    pub async fn reap(&mut self) -> Vec<(String, Ending)> {
         let ended: Vec<String> = self
             .served
             .iter()
             .filter(|(_, served)| served.agent.ending().is_some())
             .map(|(session, _)| session.clone())
             .collect();
-        ended
+        let reaped: Vec<(String, Ending)> = ended
             .into_iter()
             .filter_map(|session| {
                 let served = self.served.remove(&session)?;
-                Some((session, served.agent.ending()?))
+                let ending = served.agent.ending()?;
+                self.unreleased.push((session.clone(), served.epoch));
+                Some((session, ending))
             })
-            .collect()
+            .collect();
+        let mut still = Vec::new();
+        for (session, epoch) in std::mem::take(&mut self.unreleased) {
+            if self.store.release(&session, epoch).await.is_err() {
+                still.push((session, epoch));
+            }
+        }
+        self.unreleased = still;
+        reaped
     }
 
     /// Every session in the database: owner, epoch, lease, length.

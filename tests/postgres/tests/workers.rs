@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use coxswain_core::Message;
 use coxswain_postgres::{Store, StoreOptions, Worker};
 use coxswain_postgres_tests::TempCluster;
-use coxswain_tokio::Options;
-use support::{cluster, runtime, Echo};
+use coxswain_tokio::{Ending, LogError, Options};
+use support::{cluster, runtime, Echo, Hang};
 
 fn opts(owner: &str, lease_ms: u64) -> StoreOptions {
     let mut options = StoreOptions::owned_by(owner);
@@ -27,6 +27,8 @@ fn worker_leases() {
         a_worker_renews_one_lease_for_all_its_sessions(&cluster).await;
         a_worker_that_stops_renewing_loses_every_session_at_once(&cluster).await;
         a_version_1_database_moves_forward(&cluster).await;
+        one_transaction_writes_many_sessions_and_a_fenced_one_fails_alone(&cluster).await;
+        a_failed_transaction_fails_every_batch_in_it_and_the_agents_go_on(&cluster).await;
     });
 }
 
@@ -196,5 +198,151 @@ async fn a_version_1_database_moves_forward(cluster: &TempCluster) {
     let claimed = worker.claim_expired(10).await.unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(worker.serving().collect::<Vec<_>>(), [("old", 4)]);
+    worker.shutdown().await;
+}
+
+async fn one_transaction_writes_many_sessions_and_a_fenced_one_fails_alone(cluster: &TempCluster) {
+    let url = cluster.database("committer").unwrap();
+    let store = Store::connect(&url, opts("wc", 5_000)).await.unwrap();
+    for n in 0..20 {
+        store.register(&format!("s{n:02}")).await.unwrap();
+    }
+    let mut worker = Worker::new(store, Options::default(), |_| Hang);
+    assert_eq!(worker.claim_expired(100).await.unwrap().len(), 20);
+    // Another writer takes s05 over (as a takeover does: a new epoch, its own lease), so the
+    // worker's epoch there is stale.
+    cluster
+        .psql_in(
+            "committer",
+            "UPDATE coxswain.sessions SET epoch = 2, owner = 'other', worker = NULL,
+                    lease_until = now() + interval '1 hour'
+             WHERE session = 's05'",
+        )
+        .unwrap();
+    // Twenty deliveries at once: the committer writes what waits in one transaction.
+    let mut deliveries = tokio::task::JoinSet::new();
+    for n in 0..20 {
+        let session = format!("s{n:02}");
+        let agent = worker.agent(&session).unwrap().clone();
+        deliveries.spawn(async move {
+            let delivered = agent.followup(Message::user("m1", "hi")).await;
+            (session, delivered.is_ok())
+        });
+    }
+    let mut outcomes = deliveries.join_all().await;
+    outcomes.sort();
+    let refused: Vec<&str> = outcomes
+        .iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(session, _)| session.as_str())
+        .collect();
+    assert_eq!(refused, ["s05"]);
+    // s05's agent stopped on the fence; nothing of it is in the log.
+    let ending = worker.agent("s05").unwrap().ending();
+    assert!(
+        matches!(
+            ending,
+            Some(Ending::Stopped(LogError::Fenced { epoch: 1, .. }))
+        ),
+        "{ending:?}"
+    );
+    assert_eq!(
+        cluster
+            .psql_in(
+                "committer",
+                "SELECT count(*) FROM coxswain.records WHERE session = 's05'"
+            )
+            .unwrap(),
+        "0"
+    );
+    // The others' first records: written, under epoch 1, by fewer transactions than sessions.
+    let transactions: usize = cluster
+        .psql_in(
+            "committer",
+            "SELECT count(DISTINCT xmin::text) || ' ' || count(*) FROM coxswain.records
+             WHERE seq = 1 AND epoch = 1",
+        )
+        .unwrap()
+        .split(' ')
+        .map(|n| n.parse::<usize>().unwrap())
+        .collect::<Vec<_>>()
+        .first()
+        .copied()
+        .unwrap();
+    assert_eq!(
+        cluster
+            .psql_in(
+                "committer",
+                "SELECT count(*) FROM coxswain.records WHERE seq = 1 AND epoch = 1"
+            )
+            .unwrap(),
+        "19"
+    );
+    assert!(
+        transactions < 19,
+        "{transactions} transactions for 19 sessions"
+    );
+    worker.shutdown().await;
+}
+
+async fn a_failed_transaction_fails_every_batch_in_it_and_the_agents_go_on(cluster: &TempCluster) {
+    let url = cluster.database("failed_round").unwrap();
+    let store = Store::connect(&url, opts("wf", 5_000)).await.unwrap();
+    let mut worker = Worker::new(store, Options::default(), |_| Hang);
+    let sessions: Vec<String> = (0..10).map(|n| format!("s{n}")).collect();
+    for session in &sessions {
+        worker.open(session).await.unwrap();
+    }
+    let deliver_all = |worker: &Worker<Hang>| {
+        let mut deliveries = tokio::task::JoinSet::new();
+        for session in &sessions {
+            let agent = worker.agent(session).unwrap().clone();
+            deliveries.spawn(async move { agent.inject(Message::user("m1", "context")).await });
+        }
+        deliveries
+    };
+    // Every insert now fails with an ERROR: the round's transaction rolls back whole.
+    cluster
+        .psql_in(
+            "failed_round",
+            "ALTER TABLE coxswain.records ADD CONSTRAINT refuse CHECK (false) NOT VALID",
+        )
+        .unwrap();
+    let failed = deliver_all(&worker).join_all().await;
+    assert_eq!(failed.len(), 10);
+    for result in &failed {
+        let error = result.as_ref().unwrap_err();
+        assert!(
+            matches!(error, coxswain_tokio::AgentError::Persistence(_)) && !error.was_delivered(),
+            "{error:?}"
+        );
+    }
+    assert_eq!(
+        cluster
+            .psql_in("failed_round", "SELECT count(*) FROM coxswain.records")
+            .unwrap(),
+        "0"
+    );
+    // The agents went on (their machines rolled back): the same deliveries now succeed.
+    cluster
+        .psql_in(
+            "failed_round",
+            "ALTER TABLE coxswain.records DROP CONSTRAINT refuse",
+        )
+        .unwrap();
+    let delivered = deliver_all(&worker).join_all().await;
+    assert!(delivered.iter().all(Result::is_ok), "{delivered:?}");
+    assert!(sessions
+        .iter()
+        .all(|session| worker.agent(session).unwrap().ending().is_none()));
+    assert_eq!(
+        cluster
+            .psql_in(
+                "failed_round",
+                "SELECT count(*) || ' ' || count(DISTINCT session) FROM coxswain.records"
+            )
+            .unwrap(),
+        "10 10"
+    );
     worker.shutdown().await;
 }

@@ -87,7 +87,7 @@ async fn serve(url: &str, owner: &str, lease: Duration) -> ExitCode {
             _ = &mut stdin_closed => break,
             () = tokio::time::sleep(Duration::from_millis(50)) => {}
         }
-        for (session, ending) in worker.reap() {
+        for (session, ending) in worker.reap().await {
             eprintln!("{owner}: {session} ended: {ending:?}");
         }
         match worker.claim_expired(10).await {
