@@ -1,4 +1,4 @@
-//! The folders are the layers (README, "Layout"): a crate's folder names its layer, and no crate
+//! The folders are the layers (docs/architecture.md, "Layout"): a crate's folder names its layer, and no crate
 //! depends on a crate of a layer above its own. Read from `cargo metadata`, so a dependency added
 //! anywhere in the workspace is judged here.
 //!

@@ -1,5 +1,5 @@
 'use strict';
-// Project rule (RULES.md, README "Node.js"): nothing may download prebuilt binaries or toolchains
+// Project rule (RULES.md, docs/node.md): nothing may download prebuilt binaries or toolchains
 // at install or run time; the addon is built from source by cargo. This check reads
 // package-lock.json and fails when `npm ci` would install any package that is, or may carry, a
 // platform binary: one restricted by `os` / `cpu` / `libc`, one with an install script

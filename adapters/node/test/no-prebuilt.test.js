@@ -1,5 +1,5 @@
 'use strict';
-// The no-prebuilt rule (README "Node.js"): scripts/no-prebuilt.js must reject every way a
+// The no-prebuilt rule (docs/node.md): scripts/no-prebuilt.js must reject every way a
 // lockfile entry can carry a platform binary, and the committed lockfile must pass it.
 const test = require('node:test');
 const assert = require('node:assert/strict');

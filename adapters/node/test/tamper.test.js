@@ -166,7 +166,7 @@ test('removed (unlinked): LogReplacedError at every append, and the file is not 
   assert.equal(fs.existsSync(file), false);
 });
 
-test('an overwrite in the middle is not detected (as the README says): the next open finds it', async (t) => {
+test('an overwrite in the middle is not detected (as docs/tokio.md says): the next open finds it', async (t) => {
   const file = tempLog(t);
   const { agent } = await history(file);
   const fd = fs.openSync(file, 'r+');

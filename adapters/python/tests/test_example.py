@@ -1,6 +1,6 @@
 """The README's example (examples/hello.py): it runs, writes the 8-record session log, and runs
 again in the same directory, resuming the session with the follow-up's retry refused as already
-delivered (S52) and treated as success; the README shows it verbatim."""
+delivered (S52) and treated as success; docs/python.md shows it verbatim, the README an excerpt."""
 
 from __future__ import annotations
 
@@ -62,9 +62,20 @@ def test_the_example_runs_twice_in_the_same_directory(tmp_path: Path) -> None:
     assert [(r["seq"], r["type"]) for r in records(tmp_path / "session.jsonl")] == RECORDS
 
 
-def test_the_readme_shows_the_example_verbatim() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert EXAMPLE.read_text() in readme, "README.md must contain examples/hello.py verbatim"
+def python_blocks(markdown: str) -> list[str]:
+    """The bodies of the ```python blocks of a markdown text."""
+    return [block.split("```", 1)[0] for block in markdown.split("```python\n")[1:]]
+
+
+def test_the_docs_show_the_example_verbatim_and_the_readme_an_excerpt_of_it() -> None:
+    example = EXAMPLE.read_text()
+    guide = (ROOT / "docs" / "python.md").read_text()
+    assert example in guide, "docs/python.md must contain examples/hello.py verbatim"
+    blocks = python_blocks((ROOT / "README.md").read_text())
+    assert len(blocks) == 1, "README.md shows one Python example"
+    (excerpt,) = blocks
+    assert len(excerpt.splitlines()) >= 20, "the excerpt is the example's agent, not a fragment"
+    assert excerpt in example, "README.md's Python block must be a verbatim excerpt of examples/hello.py"
 
 
 def test_this_packages_readme_shows_the_command_and_both_runs_output() -> None:

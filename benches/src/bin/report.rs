@@ -1,7 +1,7 @@
-//! Prints the README results table from the latest bench run: criterion's estimates
-//! (`<target>/criterion/<group>/<id>/new/estimates.json`) and the figures the custom benches
-//! saved (`<target>/criterion/coxswain/*.json`). Every ratio compares two measurements of the
-//! same run.
+//! Prints the results table of docs/performance.md from the latest bench run: criterion's
+//! estimates (`<target>/criterion/<group>/<id>/new/estimates.json`) and the figures the custom
+//! benches saved (`<target>/criterion/coxswain/*.json`). Every ratio compares two measurements
+//! of the same run.
 //!
 //! ```text
 //! cargo bench -p coxswain-benches && cargo run --release -p coxswain-benches --bin report

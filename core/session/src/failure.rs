@@ -23,7 +23,7 @@ pub enum HostFailure {
 }
 
 impl HostFailure {
-    /// Every failure, in the order of the table in the README.
+    /// Every failure, in the order of the table in docs/architecture.md.
     pub const ALL: [HostFailure; 5] = [
         HostFailure::Panicked,
         HostFailure::Raised,

@@ -51,7 +51,7 @@ impl Bound {
         max_pending: 0,
     };
 
-    /// The bigger bound documented in the README: longer paths.
+    /// The bigger bound documented in docs/verification.md: longer paths.
     pub const DEEP: Bound = Bound {
         messages: 5,
         operations: 6,

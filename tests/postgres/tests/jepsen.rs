@@ -12,7 +12,7 @@
 //! * after the nemesis stopped, every acknowledged message ran (a `user/message` record).
 //!
 //! Size: `COXSWAIN_JEPSEN_SESSIONS` (default 100) and `COXSWAIN_JEPSEN_SECONDS` of nemesis
-//! (default 30). The README gives the figures of a larger run.
+//! (default 30). docs/reliability.md gives the figures of a larger run.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Command, Stdio};

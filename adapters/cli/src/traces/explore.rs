@@ -269,7 +269,7 @@ mod tests {
         }
     }
 
-    /// The counts at the smallest bounds, pinned (README, PORTS.md).
+    /// The counts at the smallest bounds, pinned (docs/verification.md, PORTS.md).
     #[test]
     fn counts_at_small_bounds() {
         let counts = |operations, max_pending| {

@@ -6,7 +6,7 @@ use coxswain_tokio::{Agent, AgentError, MemoryLog, Options};
 
 use crate::support::*;
 
-/// The README's retry pattern: a delivery is done once it succeeded or was refused as delivered.
+/// The retry pattern of docs/tokio.md: a delivery is done once it succeeded or was refused as delivered.
 async fn deliver_once(agent: &Agent, id: &str) -> Result<(), AgentError> {
     match agent.followup(user(id)).await {
         Err(error) if error.was_delivered() => Ok(()),

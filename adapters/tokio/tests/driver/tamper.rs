@@ -248,7 +248,7 @@ async fn issue30_a_log_overwritten_at_its_end_acknowledges_nothing_more() {
     );
 }
 
-/// What the check does not see, as the README says: bytes overwritten in place before the last
+/// What the check does not see, as docs/tokio.md says: bytes overwritten in place before the last
 /// 32 the log wrote (the same length, the same end). The append is acknowledged; the next open
 /// finds the damage.
 #[tokio::test(start_paused = true)]
