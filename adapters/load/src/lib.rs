@@ -429,23 +429,28 @@ struct Counted {
 }
 
 impl LogFile for Counted {
+    #[inline]
     fn append(&self, bytes: &[u8]) -> std::io::Result<()> {
         self.file.append(bytes)
     }
 
+    #[inline]
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
         LogFile::read_at(&self.file, buf, offset)
     }
 
+    #[inline]
     fn set_len(&self, len: u64) -> std::io::Result<()> {
         self.file.set_len(len)
     }
 
+    #[inline]
     fn sync_data(&self) -> std::io::Result<()> {
         self.syncs.0.fetch_add(1, Ordering::Relaxed);
         self.file.sync_data()
     }
 
+    #[inline]
     fn metadata(&self) -> std::io::Result<std::fs::Metadata> {
         self.file.metadata()
     }

@@ -50,23 +50,28 @@ pub trait LogFile: fmt::Debug + Send + Sync + 'static {
 }
 
 impl LogFile for File {
+    #[inline]
     fn append(&self, bytes: &[u8]) -> io::Result<()> {
         let mut file = self;
         file.write_all(bytes)
     }
 
+    #[inline]
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         FileExt::read_at(self, buf, offset)
     }
 
+    #[inline]
     fn set_len(&self, len: u64) -> io::Result<()> {
         File::set_len(self, len)
     }
 
+    #[inline]
     fn sync_data(&self) -> io::Result<()> {
         File::sync_data(self)
     }
 
+    #[inline]
     fn metadata(&self) -> io::Result<Metadata> {
         File::metadata(self)
     }
@@ -126,6 +131,7 @@ pub(crate) fn open_locked(path: &Path) -> Result<(File, Metadata), LogError> {
 }
 
 /// The identity of a file: its device and inode.
+#[inline]
 pub(crate) fn identity(meta: &Metadata) -> (u64, u64) {
     (meta.dev(), meta.ino())
 }
@@ -168,6 +174,7 @@ pub(crate) struct End {
 
 impl End {
     /// The end of a file of `len` bytes whose last bytes are not known yet (before a read back).
+    #[inline]
     pub(crate) fn unread(len: u64) -> End {
         End {
             len,
@@ -190,6 +197,7 @@ impl End {
     }
 
     /// The end once `bytes` were appended after this one.
+    #[inline]
     pub(crate) fn after(&self, bytes: &[u8]) -> End {
         let mut end = *self;
         end.len = self.len + bytes.len() as u64;
@@ -208,6 +216,7 @@ impl End {
         end
     }
 
+    #[inline]
     fn tail(&self) -> &[u8] {
         &self.tail[..self.tail_len]
     }

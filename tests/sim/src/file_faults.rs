@@ -189,6 +189,7 @@ pub struct FaultyFile {
 }
 
 impl LogFile for FaultyFile {
+    #[inline]
     fn append(&self, bytes: &[u8]) -> io::Result<()> {
         if let Some(len) = self.faults.resize_before_write() {
             self.file.set_len(len)?;
@@ -201,20 +202,24 @@ impl LogFile for FaultyFile {
         Ok(())
     }
 
+    #[inline]
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         LogFile::read_at(&self.file, buf, offset)
     }
 
+    #[inline]
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.faults.truncate()?;
         self.file.set_len(len)
     }
 
+    #[inline]
     fn sync_data(&self) -> io::Result<()> {
         self.faults.sync()?;
         self.file.sync_data()
     }
 
+    #[inline]
     fn metadata(&self) -> io::Result<Metadata> {
         self.file.metadata()
     }
