@@ -109,10 +109,16 @@ impl FileFaults {
         self.0.resize_before_write.store(len, Ordering::SeqCst);
     }
 
-    /// While `hold` is true every sync waits (before it is counted) until it is false again: a
-    /// segment log's committer held in one commit's sync while batches gather for the next.
-    pub fn hold_syncs(&self, hold: bool) {
-        *self.0.held.lock().unwrap_or_else(PoisonError::into_inner) = hold;
+    /// Every sync waits (before it is counted) until the guard returned is dropped: a segment
+    /// log's committer held in one commit's sync while batches gather for the next. (A test that
+    /// fails meanwhile drops the guard as it unwinds, so the committer is not left waiting.)
+    pub fn hold_syncs(&self) -> HeldSyncs {
+        self.set_held(true);
+        HeldSyncs(self.clone())
+    }
+
+    fn set_held(&self, held: bool) {
+        *self.0.held.lock().unwrap_or_else(PoisonError::into_inner) = held;
         self.0.released.notify_all();
     }
 
@@ -177,6 +183,17 @@ impl FileFaults {
             return Err(io::Error::other("truncate failed (injected)"));
         }
         Ok(())
+    }
+}
+
+/// Syncs held ([`FileFaults::hold_syncs`]) until this is dropped.
+#[derive(Debug)]
+#[must_use = "the syncs are released when this is dropped"]
+pub struct HeldSyncs(FileFaults);
+
+impl Drop for HeldSyncs {
+    fn drop(&mut self) {
+        self.0.set_held(false);
     }
 }
 
@@ -278,5 +295,21 @@ mod tests {
         let mut two = [0; 2];
         assert_eq!(file.read_at(&mut two, 3).unwrap(), 2);
         assert_eq!(&two, b"xy");
+    }
+
+    /// A held sync waits, uncounted, until the guard is dropped.
+    #[test]
+    fn a_held_sync_waits_for_the_guard() {
+        let dir = tempfile::tempdir().unwrap();
+        let faults = FileFaults::new();
+        let file = faults.wrap(File::create(dir.path().join("f")).unwrap());
+        let held = faults.hold_syncs();
+        let syncing = std::thread::spawn(move || file.sync_data());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!syncing.is_finished());
+        assert_eq!(faults.syncs(), 0);
+        drop(held);
+        syncing.join().unwrap().unwrap();
+        assert_eq!(faults.syncs(), 1);
     }
 }

@@ -70,7 +70,7 @@ async fn many_sessions_appending_at_once_share_syncs() {
     // The first batch to come is held in its commit's sync while the first batches of the other
     // sessions gather, then commit together (so the count below is bounded whatever the disk);
     // the rest commit as they come.
-    faults.hold_syncs(true);
+    let held = faults.hold_syncs();
     let mut tasks = tokio::task::JoinSet::new();
     for (i, agent) in agents.iter().enumerate() {
         let agent = agent.clone();
@@ -82,7 +82,7 @@ async fn many_sessions_appending_at_once_share_syncs() {
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(faults.syncs(), before);
-    faults.hold_syncs(false);
+    drop(held);
     while let Some(done) = tasks.join_next().await {
         done.unwrap();
     }
@@ -255,8 +255,8 @@ async fn a_failed_shared_write_fails_every_batch_in_the_commit_leaves_nothing_an
     let durable = std::fs::read(&path).unwrap();
 
     // A sync (it writes nothing) held in its commit, so that both batches gather for the next.
-    faults.hold_syncs(true);
-    let held = tokio::spawn(async move {
+    let held = faults.hold_syncs();
+    let syncing = tokio::spawn(async move {
         let result = holder.sync().await;
         (holder, result)
     });
@@ -272,9 +272,9 @@ async fn a_failed_shared_write_fails_every_batch_in_the_commit_leaves_nothing_an
     tokio::time::sleep(Duration::from_millis(100)).await;
     let syncs = faults.syncs();
     faults.fail_writes_after(20);
-    faults.hold_syncs(false);
-    let (holder, held) = held.await.unwrap();
-    held.unwrap();
+    drop(held);
+    let (holder, synced) = syncing.await.unwrap();
+    synced.unwrap();
     let (mut s1, first) = one.await.unwrap();
     let (mut s2, second) = two.await.unwrap();
     assert!(matches!(first, Err(LogError::Io(_))), "{first:?}");
