@@ -23,6 +23,7 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,9 +33,9 @@ use std::time::{Duration, Instant};
 use coxswain_core::{Message, StepAnswer};
 
 use coxswain_tokio::{
-    Agent, AgentError, FileLog, Host, LogError, OpenError, Options, SegmentLog, StepContext,
+    Agent, AgentError, FileLog, Host, LogError, LogFile, OpenError, Options, SegmentLog,
+    StepContext, SyncPolicy,
 };
-use coxswain_tokio::{Faults, SyncPolicy};
 
 /// What every sender does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -234,6 +235,36 @@ async fn sender(
 /// Runs `load`: opens the agents on fresh logs, lets every sender deliver (counting each
 /// acknowledgement in `progress`), closes the agents, then measures the floor.
 pub async fn run(load: &Load, progress: Arc<Progress>) -> Result<LoadReport, LoadError> {
+    check(load)?;
+    std::fs::create_dir_all(&load.dir).map_err(io_error(&load.dir))?;
+    let syncs = SyncCount::default();
+    let (agents, segment, paths) = open_agents(load, &syncs).await?;
+    let before = syncs.get();
+    let start = Instant::now();
+    let latencies = send(load, &agents, start, &progress).await?;
+    let elapsed = start.elapsed();
+    let syncs = syncs.get() - before;
+    for agent in &agents {
+        agent.close().await?;
+    }
+    drop(agents);
+    drop(segment);
+    progress.floor.store(true, Ordering::Relaxed);
+    let mut bytes = 0;
+    for path in &paths {
+        bytes += std::fs::metadata(path).map_err(io_error(path))?.len();
+    }
+    let run = Measured {
+        latencies,
+        elapsed,
+        syncs,
+        bytes,
+    };
+    report(load, run).await
+}
+
+/// Refuses a load with nothing to do, or more senders than a list holds.
+fn check(load: &Load) -> Result<(), LoadError> {
     let empty = match load.length {
         Length::Messages(messages) => messages == 0,
         Length::Duration(duration) => duration.is_zero(),
@@ -247,15 +278,21 @@ pub async fn run(load: &Load, progress: Arc<Progress>) -> Result<LoadReport, Loa
             max: Options::DEFAULT_MAX_PENDING,
         });
     }
-    std::fs::create_dir_all(&load.dir).map_err(io_error(&load.dir))?;
+    Ok(())
+}
+
+/// The agents of `load` on fresh logs whose syncs `syncs` counts; the shared segment log (if
+/// the load shares one) and the paths of the logs.
+async fn open_agents(
+    load: &Load,
+    syncs: &SyncCount,
+) -> Result<(Vec<Agent>, Option<SegmentLog<Counted>>, Vec<PathBuf>), LoadError> {
     let mut agents = Vec::with_capacity(load.agents);
-    let mut faults: Vec<Faults> = Vec::with_capacity(load.agents);
     let mut paths = Vec::with_capacity(load.agents);
     let segment = if load.shared {
         let path = load.dir.join("segment.jsonl");
         remove(&path)?;
-        let segment = SegmentLog::open(&path).await?;
-        faults.push(segment.faults());
+        let segment = SegmentLog::open_wrapped(&path, syncs.wrapper()).await?;
         paths.push(path);
         Some(segment)
     } else {
@@ -273,21 +310,29 @@ pub async fn run(load: &Load, progress: Arc<Progress>) -> Result<LoadReport, Loa
             None => {
                 let path = load.dir.join(format!("agent-{i}.jsonl"));
                 remove(&path)?;
-                let log = FileLog::open_with(&path, load.policy).await?;
-                faults.push(log.faults());
+                let log = FileLog::open_wrapped(&path, load.policy, syncs.wrapper()).await?;
                 paths.push(path);
                 Agent::open_with(options, Quiet, log).await?.0
             }
         };
         agents.push(agent);
     }
-    let before: u64 = faults.iter().map(|f| f.syncs() as u64).sum();
-    let start = Instant::now();
+    Ok((agents, segment, paths))
+}
+
+/// Runs every sender of every agent to the end of the load; the latency of every delivery.
+/// The first failure is the run's (the other senders are stopped).
+async fn send(
+    load: &Load,
+    agents: &[Agent],
+    start: Instant,
+    progress: &Arc<Progress>,
+) -> Result<Vec<Duration>, LoadError> {
     let mut tasks = tokio::task::JoinSet::new();
     for (a, agent) in agents.iter().enumerate() {
         for s in 0..load.senders {
             let run = (load.workload, load.length, start);
-            tasks.spawn(sender(agent.clone(), (a, s), run, Arc::clone(&progress)));
+            tasks.spawn(sender(agent.clone(), (a, s), run, Arc::clone(progress)));
         }
     }
     let mut latencies = Vec::new();
@@ -296,27 +341,33 @@ pub async fn run(load: &Load, progress: Arc<Progress>) -> Result<LoadReport, Loa
         match done.map_err(|error| LoadError::Task(error.to_string())) {
             Ok(Ok(done)) => latencies.extend(done),
             Ok(Err(error)) | Err(error) => {
-                // The first failure is the run's; stop the other senders.
                 tasks.abort_all();
                 failed.get_or_insert(error);
             }
         }
     }
-    if let Some(error) = failed {
-        return Err(error);
+    match failed {
+        Some(error) => Err(error),
+        None => Ok(latencies),
     }
-    let elapsed = start.elapsed();
-    let syncs: u64 = faults.iter().map(|f| f.syncs() as u64).sum::<u64>() - before;
-    for agent in &agents {
-        agent.close().await?;
-    }
-    drop(agents);
-    drop(segment);
-    progress.floor.store(true, Ordering::Relaxed);
-    let mut bytes = 0;
-    for path in &paths {
-        bytes += std::fs::metadata(path).map_err(io_error(path))?.len();
-    }
+}
+
+/// What the senders' part of a run measured.
+struct Measured {
+    latencies: Vec<Duration>,
+    elapsed: Duration,
+    syncs: u64,
+    bytes: u64,
+}
+
+/// Measures the floor of `load` beside what its senders measured, and reports both.
+async fn report(load: &Load, run: Measured) -> Result<LoadReport, LoadError> {
+    let Measured {
+        mut latencies,
+        elapsed,
+        syncs,
+        bytes,
+    } = run;
     latencies.sort_unstable();
     let deliveries = latencies.len() as u64;
     let percentile = |p: f64| {
@@ -352,6 +403,57 @@ pub async fn run(load: &Load, progress: Arc<Progress>) -> Result<LoadReport, Loa
         floor_elapsed,
         floor_per_s: (floor_groups * floor_group) as f64 / floor_elapsed.as_secs_f64(),
     })
+}
+
+/// The syncs of every log of a run (the report's `syncs`), counted by the logs' files.
+#[derive(Clone, Debug, Default)]
+struct SyncCount(Arc<AtomicU64>);
+
+impl SyncCount {
+    /// What wraps a log's opened file so that its syncs are counted here.
+    fn wrapper(&self) -> impl FnOnce(File) -> Counted + Send + 'static {
+        let syncs = self.clone();
+        move |file| Counted { file, syncs }
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A log's file that counts the syncs the log attempts and otherwise is the plain file.
+#[derive(Debug)]
+struct Counted {
+    file: File,
+    syncs: SyncCount,
+}
+
+impl LogFile for Counted {
+    #[inline]
+    fn append(&self, bytes: &[u8]) -> std::io::Result<()> {
+        self.file.append(bytes)
+    }
+
+    #[inline]
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        LogFile::read_at(&self.file, buf, offset)
+    }
+
+    #[inline]
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.file.set_len(len)
+    }
+
+    #[inline]
+    fn sync_data(&self) -> std::io::Result<()> {
+        self.syncs.0.fetch_add(1, Ordering::Relaxed);
+        self.file.sync_data()
+    }
+
+    #[inline]
+    fn metadata(&self) -> std::io::Result<std::fs::Metadata> {
+        self.file.metadata()
+    }
 }
 
 /// Removes a log left by an earlier run.
@@ -438,6 +540,29 @@ mod tests {
             })
         ));
         assert!(!made.exists());
+    }
+
+    /// The report counts the syncs of the senders' deliveries alone (not the opens' nor the
+    /// closes'): one per delivery with one sender per agent, `max_batch` 1 and a sync every
+    /// append, on two agents' files and on a segment log with one session (two sessions could
+    /// share a commit).
+    #[tokio::test]
+    async fn the_report_counts_one_sync_per_unbatched_delivery() {
+        for (agents, shared) in [(2, false), (1, true)] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut load = load(dir.path(), 1, Length::Messages(3));
+            load.agents = agents;
+            load.max_batch = 1;
+            load.policy = SyncPolicy::EveryAppend;
+            load.shared = shared;
+            let report = run(&load, Arc::default()).await.unwrap();
+            let expected = 3 * agents as u64;
+            assert_eq!(
+                (report.deliveries, report.syncs),
+                (expected, expected),
+                "shared: {shared}"
+            );
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,8 @@
 //! What a `FileLog` and a `SegmentLog` do to their file alike: open it locked, check it is still
-//! the log's file and still ends where and how the log left it, write within the fault budget,
-//! and cut a failed append back (never extending the file).
+//! the log's file and still ends where and how the log left it, and cut a failed append back
+//! (never extending the file); and [`LogFile`], the operations they do on the open file.
 
+use std::fmt;
 use std::fs::{File, Metadata};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -11,7 +12,96 @@ use std::sync::Arc;
 use rustix::fs::{flock, FlockOperation};
 
 use crate::error::LogError;
-use crate::faults::FaultState;
+
+/// The operations a [`FileLog`](crate::FileLog) and a [`SegmentLog`](crate::SegmentLog) do on
+/// their file once they opened it, took its lock and synced its directory: every write, read,
+/// cut, sync and `fstat` of the log's file goes through here, its checks (length, last bytes,
+/// identity) included.
+///
+/// [`File`] implements it, and is the default: a `FileLog` is a `FileLog<File>`, opened with
+/// [`FileLog::open`](crate::FileLog::open). A wrapper that observes the operations or changes
+/// their outcome (counts the syncs, slows them, fails them as a simulator injects faults) is
+/// given the opened file by [`FileLog::open_wrapped`](crate::FileLog::open_wrapped) or
+/// [`SegmentLog::open_wrapped`](crate::SegmentLog::open_wrapped). The logs are generic over it
+/// (static dispatch): the plain file costs nothing.
+///
+/// A wrapper keeps the file it was given open for as long as it lives (the log's lock is held
+/// through it), and does each operation to that file or fails it: the logs' guarantees hold for
+/// the outcomes it reports (an `Ok` from [`sync_data`](LogFile::sync_data) that did not sync
+/// acknowledges what a power loss can take back).
+pub trait LogFile: fmt::Debug + Send + Sync + 'static {
+    /// Writes all of `bytes` at the end of the file (it is opened for appending), as
+    /// `write_all` does: an error may leave some of them written (the log cuts a failed append
+    /// back).
+    fn append(&self, bytes: &[u8]) -> io::Result<()>;
+
+    /// Reads up to `buf.len()` bytes from `offset` (`pread`): how many, 0 at the end of the file.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+
+    /// Sets the file's length (`ftruncate`): the logs only ever cut (a torn tail, a failed
+    /// append).
+    fn set_len(&self, len: u64) -> io::Result<()>;
+
+    /// Makes the file's data and length durable (`fdatasync`).
+    fn sync_data(&self) -> io::Result<()>;
+
+    /// The file's metadata (`fstat`): its length, its link count, its device and inode.
+    fn metadata(&self) -> io::Result<Metadata>;
+}
+
+impl LogFile for File {
+    #[inline]
+    fn append(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut file = self;
+        file.write_all(bytes)
+    }
+
+    #[inline]
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        FileExt::read_at(self, buf, offset)
+    }
+
+    #[inline]
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        File::set_len(self, len)
+    }
+
+    #[inline]
+    fn sync_data(&self) -> io::Result<()> {
+        File::sync_data(self)
+    }
+
+    #[inline]
+    fn metadata(&self) -> io::Result<Metadata> {
+        File::metadata(self)
+    }
+}
+
+/// Fills `buf` from `offset` of `file` (`pread` until it is full; an error at the end of the
+/// file).
+pub(crate) fn read_exact_at(
+    file: &impl LogFile,
+    mut buf: &mut [u8],
+    mut offset: u64,
+) -> io::Result<()> {
+    while !buf.is_empty() {
+        match file.read_at(buf, offset) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "failed to fill whole buffer",
+                ))
+            }
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
 
 /// How many of the last bytes a log wrote it compares with the file's own before and after every
 /// append: enough to hold the end of a record (its closing `}` and `\n`, and the data before).
@@ -41,12 +131,17 @@ pub(crate) fn open_locked(path: &Path) -> Result<(File, Metadata), LogError> {
 }
 
 /// The identity of a file: its device and inode.
+#[inline]
 pub(crate) fn identity(meta: &Metadata) -> (u64, u64) {
     (meta.dev(), meta.ino())
 }
 
 /// The path still names this file (same device and inode), and the file is still linked.
-pub(crate) fn check_identity(file: &File, path: &Path, id: (u64, u64)) -> Result<(), LogError> {
+pub(crate) fn check_identity(
+    file: &impl LogFile,
+    path: &Path,
+    id: (u64, u64),
+) -> Result<(), LogError> {
     check_named(&file.metadata()?, path, id)
 }
 
@@ -79,6 +174,7 @@ pub(crate) struct End {
 
 impl End {
     /// The end of a file of `len` bytes whose last bytes are not known yet (before a read back).
+    #[inline]
     pub(crate) fn unread(len: u64) -> End {
         End {
             len,
@@ -89,14 +185,19 @@ impl End {
 
     /// The end of `file` at `len`, its last bytes read from the file (after a read back and
     /// repair: the file's current length).
-    pub(crate) fn read(file: &File, len: u64) -> io::Result<End> {
+    pub(crate) fn read(file: &impl LogFile, len: u64) -> io::Result<End> {
         let mut end = End::unread(len);
         end.tail_len = usize::try_from(len.min(TAIL as u64)).unwrap_or(TAIL);
-        file.read_exact_at(&mut end.tail[..end.tail_len], len - end.tail_len as u64)?;
+        read_exact_at(
+            file,
+            &mut end.tail[..end.tail_len],
+            len - end.tail_len as u64,
+        )?;
         Ok(end)
     }
 
     /// The end once `bytes` were appended after this one.
+    #[inline]
     pub(crate) fn after(&self, bytes: &[u8]) -> End {
         let mut end = *self;
         end.len = self.len + bytes.len() as u64;
@@ -115,6 +216,7 @@ impl End {
         end
     }
 
+    #[inline]
     fn tail(&self) -> &[u8] {
         &self.tail[..self.tail_len]
     }
@@ -129,7 +231,7 @@ impl End {
 /// What this cannot see: bytes overwritten in place before the last [`TAIL`] (the same length,
 /// the same last bytes), and a change made and undone between two checks.
 pub(crate) fn check_end(
-    file: &File,
+    file: &impl LogFile,
     path: &Path,
     end: &End,
     named: Option<(u64, u64)>,
@@ -141,7 +243,7 @@ pub(crate) fn check_end(
 /// own bytes may follow it): it must hold `end` itself, its bytes before `len` ending as the log
 /// wrote them.
 pub(crate) fn check_prefix(
-    file: &File,
+    file: &impl LogFile,
     path: &Path,
     end: &End,
     named: Option<(u64, u64)>,
@@ -150,7 +252,7 @@ pub(crate) fn check_prefix(
 }
 
 fn check(
-    file: &File,
+    file: &impl LogFile,
     path: &Path,
     end: &End,
     named: Option<(u64, u64)>,
@@ -178,24 +280,9 @@ fn check(
     }
     let mut last = [0; TAIL];
     let last = &mut last[..end.tail_len];
-    file.read_exact_at(last, end.len - end.tail_len as u64)?;
+    read_exact_at(file, last, end.len - end.tail_len as u64)?;
     if last != end.tail() {
         return Err(tampered());
-    }
-    Ok(())
-}
-
-/// Writes `bytes` at the end of `file`, within the fault budget (tests fail a write part-way, or
-/// resize the file first as another writer would, after the log checked it).
-pub(crate) fn write_budgeted(file: &File, faults: &FaultState, bytes: &[u8]) -> io::Result<()> {
-    if let Some(len) = faults.resize_before_write() {
-        file.set_len(len)?;
-    }
-    let allowed = faults.take_budget(bytes.len());
-    let mut file = file;
-    file.write_all(&bytes[..allowed])?;
-    if allowed < bytes.len() {
-        return Err(io::Error::other("write failed (injected)"));
     }
     Ok(())
 }
@@ -205,15 +292,8 @@ pub(crate) fn write_budgeted(file: &File, faults: &FaultState, bytes: &[u8]) -> 
 /// found shorter than `end` is left as it is, and the append is
 /// [`LogError::Indeterminate`] (its `undo` a [`LogError::Truncated`]); so is a cut after which
 /// the file does not end in the log's last bytes (its `undo` a [`LogError::Tampered`]).
-pub(crate) fn cut_back(
-    file: &File,
-    path: &Path,
-    faults: &FaultState,
-    end: &End,
-    error: LogError,
-) -> LogError {
+pub(crate) fn cut_back(file: &impl LogFile, path: &Path, end: &End, error: LogError) -> LogError {
     let undone = (|| {
-        faults.truncate()?;
         let found = file.metadata()?.len();
         if found < end.len {
             return Err(LogError::Truncated {
@@ -223,7 +303,6 @@ pub(crate) fn cut_back(
             });
         }
         file.set_len(end.len)?;
-        faults.sync()?;
         file.sync_data()?;
         check_end(file, path, end, None)
     })();

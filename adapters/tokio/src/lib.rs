@@ -49,7 +49,6 @@ mod channel;
 mod deliver;
 mod driver;
 mod error;
-mod faults;
 mod file;
 mod host;
 mod log;
@@ -61,9 +60,8 @@ mod updates;
 
 pub use agent::Agent;
 pub use error::{AgentError, Ending, OpenError};
+pub use file::LogFile;
 pub use host::{Host, PreStepContext, StepContext, TurnStoppingContext};
-#[doc(hidden)]
-pub use log::Faults;
 pub use log::{DurableLog, FileLog, LogBytes, LogError, MemoryLog, ReadBack, SyncPolicy};
 pub use open::Recovery;
 pub use options::{InvalidOptions, Options};

@@ -19,17 +19,14 @@ use std::fs::File;
 use std::future::Future;
 use std::io;
 use std::ops::ControlFlow;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use coxswain_core::Event;
 
 pub use crate::error::LogError;
-use crate::faults::FaultState;
-pub use crate::faults::Faults;
 use crate::file::{
-    check_end, check_identity, check_prefix, cut_back, identity, open_locked, write_budgeted, End,
+    check_end, check_identity, check_prefix, cut_back, identity, open_locked, End, LogFile,
 };
 use coxswain_log::{encode, parse, CorruptLine, Entry, LineBuffer, Reader, Record, Tail, TornTail};
 
@@ -162,22 +159,27 @@ const READ_CHUNK: usize = 1 << 20;
 /// the same end), a change undone before the next check, and a change that lands after an
 /// append's last check (the records it acknowledged are lost; the next append or sync reports
 /// it).
+///
+/// # Its file operations
+///
+/// Once opened, every operation on the file (write, read, cut, sync, `fstat`) goes through `F`,
+/// a [`LogFile`]: the plain [`File`] unless the log was opened with
+/// [`open_wrapped`](FileLog::open_wrapped).
 #[derive(Debug)]
-pub struct FileLog {
+pub struct FileLog<F = File> {
     path: PathBuf,
     /// The file and its write state; `None` while a blocking task holds it, or if that task was
     /// lost.
-    io: Option<Box<FileIo>>,
+    io: Option<Box<FileIo<F>>>,
     policy: SyncPolicy,
     next_seq: u64,
     read: ReadState,
     failed: bool,
-    faults: Faults,
 }
 
 #[derive(Debug)]
-struct FileIo {
-    file: File,
+struct FileIo<F> {
+    file: F,
     path: PathBuf,
     /// The file's identity when opened: device and inode.
     id: (u64, u64),
@@ -188,7 +190,6 @@ struct FileIo {
     /// The file's length when it was last read back (its tail is repaired against it).
     read_len: u64,
     buffer: Vec<u8>,
-    faults: Arc<FaultState>,
 }
 
 /// What the checks hold the file to.
@@ -234,10 +235,22 @@ impl FileLog {
         path: impl AsRef<Path>,
         policy: SyncPolicy,
     ) -> Result<FileLog, LogError> {
+        FileLog::open_wrapped(path, policy, std::convert::identity).await
+    }
+}
+
+impl<F: LogFile> FileLog<F> {
+    /// Opens (or creates) the log at `path` as [`open_with`](FileLog::open_with) does, then
+    /// hands the opened, locked file to `wrap`: every later operation on it goes through the
+    /// [`LogFile`] `wrap` returns (say, one that counts the syncs, or fails some as a fault
+    /// injector does).
+    pub async fn open_wrapped(
+        path: impl AsRef<Path>,
+        policy: SyncPolicy,
+        wrap: impl FnOnce(File) -> F + Send + 'static,
+    ) -> Result<FileLog<F>, LogError> {
         let path = std::path::absolute(path.as_ref())?;
-        let faults = Faults::default();
-        let state = Arc::clone(&faults.0);
-        let io = blocking(move || FileIo::open(path, state)).await??;
+        let io = blocking(move || FileIo::open(path, wrap)).await??;
         Ok(FileLog {
             path: io.path.clone(),
             io: Some(Box::new(io)),
@@ -245,7 +258,6 @@ impl FileLog {
             next_seq: 1,
             read: ReadState::Unread,
             failed: false,
-            faults,
         })
     }
 
@@ -254,16 +266,9 @@ impl FileLog {
         &self.path
     }
 
-    /// Fault injection for tests: a switch that makes this log's writes, syncs or truncations
-    /// fail. Not part of the stable API.
-    #[doc(hidden)]
-    pub fn faults(&self) -> Faults {
-        self.faults.clone()
-    }
-
     /// The capacity of the append buffer kept between appends.
-    #[doc(hidden)]
-    pub fn buffer_capacity(&self) -> usize {
+    #[cfg(test)]
+    fn buffer_capacity(&self) -> usize {
         self.io.as_ref().map_or(0, |io| io.buffer.capacity())
     }
 
@@ -271,7 +276,7 @@ impl FileLog {
     /// does) leaves the log unusable.
     async fn with_io<T: Send + 'static>(
         &mut self,
-        f: impl FnOnce(&mut FileIo) -> T + Send + 'static,
+        f: impl FnOnce(&mut FileIo<F>) -> T + Send + 'static,
     ) -> Result<T, LogError> {
         let Some(mut io) = self.io.take() else {
             return Err(LogError::Failed);
@@ -298,7 +303,7 @@ impl FileLog {
     }
 }
 
-impl DurableLog for FileLog {
+impl<F: LogFile> DurableLog for FileLog<F> {
     async fn read_back(
         &mut self,
         visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
@@ -404,18 +409,17 @@ impl DurableLog for FileLog {
     }
 }
 
-impl FileIo {
-    fn open(path: PathBuf, faults: Arc<FaultState>) -> Result<FileIo, LogError> {
+impl<F: LogFile> FileIo<F> {
+    fn open(path: PathBuf, wrap: impl FnOnce(File) -> F) -> Result<FileIo<F>, LogError> {
         let (file, meta) = open_locked(&path)?;
         Ok(FileIo {
-            file,
+            file: wrap(file),
             path,
             id: identity(&meta),
             end: End::unread(meta.len()),
             held: Held::Unknown,
             read_len: meta.len(),
             buffer: Vec::new(),
-            faults,
         })
     }
 
@@ -454,15 +458,12 @@ impl FileIo {
         let len = match fix {
             TailFix::None => self.read_len,
             TailFix::Cut(len) => {
-                self.faults.truncate()?;
                 self.file.set_len(len)?;
-                self.faults.sync()?;
                 self.file.sync_data()?;
                 len
             }
             TailFix::Terminate => {
-                self.write(b"\n")?;
-                self.faults.sync()?;
+                self.file.append(b"\n")?;
                 self.file.sync_data()?;
                 self.read_len + 1
             }
@@ -481,10 +482,6 @@ impl FileIo {
             Held::Exact => check_end(&self.file, &self.path, end, id),
             Held::AtLeast => check_prefix(&self.file, &self.path, end, id),
         }
-    }
-
-    fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
-        write_budgeted(&self.file, &self.faults, bytes)
     }
 
     /// Checks the file still ends as this log left it (nothing is written otherwise: the
@@ -515,9 +512,8 @@ impl FileIo {
     }
 
     fn write_and_sync(&self, bytes: &[u8], sync: bool, after: &End) -> Result<(), LogError> {
-        write_budgeted(&self.file, &self.faults, bytes)?;
+        self.file.append(bytes)?;
         if sync {
-            self.faults.sync()?;
             self.file.sync_data()?;
         }
         self.check_end(after, true)
@@ -526,7 +522,7 @@ impl FileIo {
     /// Cuts a failed append back to the acknowledged length and syncs the cut; if that failed,
     /// the file may hold this log's bytes after its end from now on.
     fn undo(&mut self, error: LogError) -> LogError {
-        let error = cut_back(&self.file, &self.path, &self.faults, &self.end, error);
+        let error = cut_back(&self.file, &self.path, &self.end, error);
         if error.is_indeterminate() && self.held == Held::Exact {
             self.held = Held::AtLeast;
         }
@@ -534,7 +530,6 @@ impl FileIo {
     }
 
     fn sync(&mut self) -> Result<(), LogError> {
-        self.faults.sync()?;
         self.file.sync_data()?;
         self.check_end(&self.end, true)
     }

@@ -31,15 +31,17 @@
 //!
 //! Every commit syncs (the [`SyncPolicy::EveryAppend`](crate::SyncPolicy::EveryAppend)
 //! contract): nothing is acknowledged that a power loss can take back.
+//!
+//! Once opened, every operation on the file goes through a [`LogFile`]: the plain [`File`]
+//! unless the segment log was opened with [`SegmentLog::open_wrapped`].
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
 use std::ops::ControlFlow;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use coxswain_log::{
@@ -48,12 +50,11 @@ use coxswain_log::{
 };
 use tokio::sync::oneshot;
 
-use crate::faults::FaultState;
 use crate::file::{
-    check_end, check_identity, cut_back, identity, open_locked, write_budgeted, End,
+    check_end, check_identity, cut_back, identity, open_locked, read_exact_at, End, LogFile,
 };
 use crate::log::{blocking, seqs};
-use crate::{DurableLog, Faults, LogError, ReadBack};
+use crate::{DurableLog, LogError, ReadBack};
 
 /// How much of the file a read at open takes at a time.
 const READ_CHUNK: usize = 1 << 20;
@@ -68,42 +69,29 @@ const READ_LINES: usize = 1024;
 const KEPT_BUFFER: usize = 1 << 20;
 
 /// A shared segment log: one file, one writer, many sessions. Clones share it; the file is
-/// unlocked once the last clone and the last [`SessionLog`] are dropped.
-#[derive(Clone, Debug)]
-pub struct SegmentLog {
-    shared: Arc<Shared>,
+/// unlocked once the last clone and the last [`SessionLog`] are dropped. Its file operations go
+/// through `F` (see [`LogFile`]).
+#[derive(Debug)]
+pub struct SegmentLog<F = File> {
+    shared: Arc<Shared<F>>,
+}
+
+impl<F> Clone for SegmentLog<F> {
+    fn clone(&self) -> Self {
+        SegmentLog {
+            shared: Arc::clone(&self.shared),
+        }
+    }
 }
 
 #[derive(Debug)]
-struct Shared {
+struct Shared<F> {
     path: PathBuf,
-    file: Arc<File>,
+    file: Arc<F>,
     id: (u64, u64),
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     committer: Mutex<Option<JoinHandle<()>>>,
     index: Arc<Mutex<Index>>,
-    faults: Faults,
-    gate: Arc<Gate>,
-}
-
-/// Holds commits back (tests only): while held, the committer waits after taking its first
-/// batch, so every batch sent meanwhile joins the same commit.
-#[derive(Debug, Default)]
-struct Gate {
-    held: Mutex<bool>,
-    released: Condvar,
-}
-
-impl Gate {
-    fn wait(&self) {
-        let mut held = lock(&self.held);
-        while *held {
-            held = self
-                .released
-                .wait(held)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-    }
 }
 
 #[derive(Debug, Default)]
@@ -170,10 +158,20 @@ impl SegmentLog {
     /// [`LogError::Corrupt`] (changing nothing) when a line before the end is not a record of
     /// a session.
     pub async fn open(path: impl AsRef<Path>) -> Result<SegmentLog, LogError> {
+        SegmentLog::open_wrapped(path, std::convert::identity).await
+    }
+}
+
+impl<F: LogFile> SegmentLog<F> {
+    /// Opens (or creates) the segment log at `path` as [`open`](SegmentLog::open) does, but
+    /// hands the opened, locked file to `wrap` first: every operation on it from then on (the
+    /// read that indexes it included) goes through the [`LogFile`] `wrap` returns.
+    pub async fn open_wrapped(
+        path: impl AsRef<Path>,
+        wrap: impl FnOnce(File) -> F + Send + 'static,
+    ) -> Result<SegmentLog<F>, LogError> {
         let path = std::path::absolute(path.as_ref())?;
-        let faults = Faults::default();
-        let state = Arc::clone(&faults.0);
-        let (committer, index) = blocking(move || Committer::open(path, state)).await??;
+        let (committer, index) = blocking(move || Committer::open(path, wrap)).await??;
         let index = Arc::new(Mutex::new(index));
         let (tx, rx) = mpsc::channel();
         let shared = Shared {
@@ -183,12 +181,9 @@ impl SegmentLog {
             jobs: Mutex::new(Some(tx)),
             committer: Mutex::new(None),
             index: Arc::clone(&index),
-            faults,
-            gate: Arc::default(),
         };
         let mut committer = committer;
         committer.index = index;
-        committer.gate = Arc::clone(&shared.gate);
         let handle = std::thread::Builder::new()
             .name("coxswain-segment".into())
             .spawn(move || committer.run(&rx))?;
@@ -200,7 +195,7 @@ impl SegmentLog {
 
     /// The log of session `id`: its records read back from this file, its appends committed
     /// with every other session's. [`LogError::SessionOpen`] while `id` is open already.
-    pub fn session(&self, id: impl Into<String>) -> Result<SessionLog, LogError> {
+    pub fn session(&self, id: impl Into<String>) -> Result<SessionLog<F>, LogError> {
         let session = id.into();
         let mut index = lock(&self.shared.index);
         if !index.open.insert(session.clone()) {
@@ -228,24 +223,9 @@ impl SegmentLog {
     pub fn path(&self) -> &Path {
         &self.shared.path
     }
-
-    /// Fault injection for tests: writes, syncs or cut-backs of the shared file that fail, and
-    /// the count of its syncs. Not part of the stable API.
-    #[doc(hidden)]
-    pub fn faults(&self) -> Faults {
-        self.shared.faults.clone()
-    }
-
-    /// Test hook: while `hold` is true the committer takes a first batch and waits, so every
-    /// batch sent meanwhile is committed with it. Not part of the stable API.
-    #[doc(hidden)]
-    pub fn hold_commits(&self, hold: bool) {
-        *lock(&self.shared.gate.held) = hold;
-        self.shared.gate.released.notify_all();
-    }
 }
 
-impl Shared {
+impl<F: LogFile> Shared<F> {
     async fn submit(&self, job: impl FnOnce(Reply) -> Job) -> Result<(), LogError> {
         let (reply, answer) = oneshot::channel();
         let sent = match lock(&self.jobs).as_ref() {
@@ -259,17 +239,15 @@ impl Shared {
     }
 
     fn check_identity(&self) -> Result<(), LogError> {
-        check_identity(&self.file, &self.path, self.id)
+        check_identity(&*self.file, &self.path, self.id)
     }
 }
 
-impl Drop for Shared {
+impl<F> Drop for Shared<F> {
     fn drop(&mut self) {
         // Closing the channel ends the committer; wait for it, so the lock is released when
         // the last handle is gone.
         drop(lock(&self.jobs).take());
-        *lock(&self.gate.held) = false;
-        self.gate.released.notify_all();
         if let Some(handle) = lock(&self.committer).take() {
             let _ = handle.join();
         }
@@ -280,28 +258,28 @@ impl Drop for Shared {
 /// shared file that name this session. Dropping it frees the session for a next
 /// [`SegmentLog::session`].
 #[derive(Debug)]
-pub struct SessionLog {
-    shared: Arc<Shared>,
+pub struct SessionLog<F = File> {
+    shared: Arc<Shared<F>>,
     session: String,
     next_seq: u64,
     ready: bool,
     failed: bool,
 }
 
-impl SessionLog {
+impl<F> SessionLog<F> {
     /// The session's id.
     pub fn session(&self) -> &str {
         &self.session
     }
 }
 
-impl Drop for SessionLog {
+impl<F> Drop for SessionLog<F> {
     fn drop(&mut self) {
         lock(&self.shared.index).open.remove(&self.session);
     }
 }
 
-impl DurableLog for SessionLog {
+impl<F: LogFile> DurableLog for SessionLog<F> {
     async fn read_back(
         &mut self,
         visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
@@ -316,7 +294,7 @@ impl DurableLog for SessionLog {
         for chunk in lines.chunks(READ_LINES) {
             let chunk = chunk.to_vec();
             let file = Arc::clone(&self.shared.file);
-            let read = blocking(move || read_lines(&file, &chunk)).await??;
+            let read = blocking(move || read_lines(&*file, &chunk)).await??;
             for (line, bytes) in read {
                 let corrupt = |problem| CorruptLine {
                     line: line.number,
@@ -400,21 +378,21 @@ impl DurableLog for SessionLog {
     }
 }
 
-fn read_lines(file: &File, lines: &[Line]) -> io::Result<Vec<(Line, Vec<u8>)>> {
+fn read_lines(file: &impl LogFile, lines: &[Line]) -> io::Result<Vec<(Line, Vec<u8>)>> {
     lines
         .iter()
         .map(|line| {
             let len = usize::try_from(line.len).map_err(io::Error::other)?;
             let mut bytes = vec![0; len];
-            file.read_exact_at(&mut bytes, line.offset)?;
+            read_exact_at(file, &mut bytes, line.offset)?;
             Ok((*line, bytes))
         })
         .collect()
 }
 
 /// The writer: owns the file's length and tail, and commits every waiting batch at once.
-struct Committer {
-    file: Arc<File>,
+struct Committer<F> {
+    file: Arc<F>,
     path: PathBuf,
     id: (u64, u64),
     /// Where the committer left the file: everything up to here is acknowledged or was read at
@@ -431,14 +409,16 @@ struct Committer {
     /// nothing more is written.
     stopped: bool,
     index: Arc<Mutex<Index>>,
-    faults: Arc<FaultState>,
-    gate: Arc<Gate>,
     buffer: Vec<u8>,
 }
 
-impl Committer {
-    fn open(path: PathBuf, faults: Arc<FaultState>) -> Result<(Committer, Index), LogError> {
+impl<F: LogFile> Committer<F> {
+    fn open(
+        path: PathBuf,
+        wrap: impl FnOnce(File) -> F,
+    ) -> Result<(Committer<F>, Index), LogError> {
         let (file, meta) = open_locked(&path)?;
+        let file = wrap(file);
         let (index, len, read_len, lines, fix) = scan(&file)?;
         Ok((
             Committer {
@@ -452,8 +432,6 @@ impl Committer {
                 repaired: false,
                 stopped: false,
                 index: Arc::default(),
-                faults,
-                gate: Arc::default(),
                 buffer: Vec::new(),
             },
             index,
@@ -463,7 +441,6 @@ impl Committer {
     fn run(mut self, jobs: &mpsc::Receiver<Job>) {
         while let Ok(first) = jobs.recv() {
             let mut commit = vec![first];
-            self.gate.wait();
             while commit.len() < MAX_COMMIT {
                 match jobs.try_recv() {
                     Ok(job) => commit.push(job),
@@ -562,7 +539,7 @@ impl Committer {
             return Ok(());
         }
         check_end(
-            &self.file,
+            &*self.file,
             &self.path,
             &End::unread(self.read_len),
             Some(self.id),
@@ -570,54 +547,38 @@ impl Committer {
         let len = match self.fix {
             TailFix::None => self.read_len,
             TailFix::Cut(len) => {
-                self.faults.truncate()?;
                 self.file.set_len(len)?;
-                self.sync()?;
+                self.file.sync_data()?;
                 len
             }
             TailFix::Terminate => {
-                self.write(b"\n")?;
-                self.sync()?;
+                self.file.append(b"\n")?;
+                self.file.sync_data()?;
                 self.read_len + 1
             }
         };
-        self.end = End::read(&self.file, len)?;
+        self.end = End::read(&*self.file, len)?;
         self.fix = TailFix::None;
         self.repaired = true;
         Ok(())
-    }
-
-    fn write(&self, bytes: &[u8]) -> io::Result<()> {
-        write_budgeted(&self.file, &self.faults, bytes)
-    }
-
-    fn sync(&self) -> io::Result<()> {
-        self.faults.sync()?;
-        self.file.sync_data()
     }
 
     /// Checks the file still ends as the committer left it (nothing is written otherwise),
     /// writes and syncs `bytes`, checks the file is still the log's and ends in them; a failure
     /// after the write began is cut back ([`cut_back`]). The new end.
     fn write_checked(&self, bytes: &[u8]) -> Result<End, LogError> {
-        check_end(&self.file, &self.path, &self.end, None)?;
+        check_end(&*self.file, &self.path, &self.end, None)?;
         let after = self.end.after(bytes);
         match self.write_and_sync(bytes, &after) {
             Ok(()) => Ok(after),
-            Err(error) => Err(cut_back(
-                &self.file,
-                &self.path,
-                &self.faults,
-                &self.end,
-                error,
-            )),
+            Err(error) => Err(cut_back(&*self.file, &self.path, &self.end, error)),
         }
     }
 
     fn write_and_sync(&self, bytes: &[u8], after: &End) -> Result<(), LogError> {
-        self.write(bytes)?;
-        self.sync()?;
-        check_end(&self.file, &self.path, after, Some(self.id))
+        self.file.append(bytes)?;
+        self.file.sync_data()?;
+        check_end(&*self.file, &self.path, after, Some(self.id))
     }
 }
 
@@ -641,7 +602,7 @@ fn answer_all(jobs: Vec<Job>, error: &LogError) {
 
 /// Reads the whole file once: every session's lines and next `seq`, the length of what was read
 /// as records, the length of what was read, the line count, and what its tail needs.
-fn scan(file: &File) -> Result<(Index, u64, u64, usize, TailFix), LogError> {
+fn scan(file: &impl LogFile) -> Result<(Index, u64, u64, usize, TailFix), LogError> {
     let mut reader = SegmentReader::new();
     let mut index = Index::default();
     let mut note = |record: coxswain_log::SegmentRecord, terminated: bool| {

@@ -15,6 +15,9 @@
 //! on every image and after every repair; every client call returns or errors within an hour of
 //! virtual time (else a deadlock); the pending lists stay within `max_pending` (the memory
 //! bound). A failing seed reproduces by its number: `cargo run -p coxswain-driver-sim -- --seeds N-N`.
+//!
+//! [`file_faults`] injects the faults of a real log file into coxswain-tokio's `FileLog` and
+//! `SegmentLog` through their `LogFile` seam, for the tokio driver's own tests.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -22,6 +25,7 @@
 pub mod check;
 pub mod disk;
 pub mod faults;
+pub mod file_faults;
 pub mod flood;
 pub mod host;
 pub mod ledger;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use coxswain_tokio::coxswain_core::{CancelCause, Message, PreStepAnswer, StepAnswer, Target};
 use coxswain_tokio::coxswain_log::{parse, repair, Record};
-use coxswain_tokio::{Agent, FileLog, MemoryLog, SyncPolicy};
+use coxswain_tokio::{Agent, MemoryLog, SyncPolicy};
 use serde_json::json;
 
 use crate::support::*;
@@ -150,10 +150,11 @@ async fn i3_sixteen_tasks_on_a_file_log_share_syncs_and_nothing_is_lost_or_doubl
         Err(_) => tempfile::tempdir().unwrap(),
     };
     let path = dir.path().join("concurrency.jsonl");
-    let log = FileLog::open_with(&path, SyncPolicy::EveryAppend)
+    let faults = coxswain_driver_sim::file_faults::FileFaults::new();
+    let log = faults
+        .open_file_log(&path, SyncPolicy::EveryAppend)
         .await
         .unwrap();
-    let faults = log.faults();
     let tool_ids: Arc<Mutex<Vec<String>>> = Arc::default();
     let (agent, _) = Agent::open(host(tool_ids.clone()), log).await.unwrap();
     let calls = sixteen_tasks(agent, tool_ids, || {

@@ -284,8 +284,11 @@ async fn a_write_failing_at_every_byte_never_acknowledges_what_is_not_in_the_log
     // An agent whose log heals its faults once an append failed, noting the file's length then
     // (after the cut-back: what the log had acknowledged).
     let open = |path: std::path::PathBuf| async move {
-        let log = FileLog::open_with(&path, SyncPolicy::Never).await.unwrap();
-        let faults = log.faults();
+        let faults = coxswain_driver_sim::file_faults::FileFaults::new();
+        let log = faults
+            .open_file_log(&path, SyncPolicy::Never)
+            .await
+            .unwrap();
         let cuts: Arc<Mutex<Vec<(u64, String)>>> = Arc::default();
         let log = crate::support::Watched::new(log, {
             let (faults, cuts, path) = (faults.clone(), Arc::clone(&cuts), path.clone());

@@ -4,13 +4,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use coxswain_driver_sim::file_faults::FileFaults;
 use coxswain_tokio::coxswain_core::{Message, Status, StepAnswer};
 use coxswain_tokio::coxswain_log::{
     parse, CorruptLine, Problem, TooDeep, MAX_DATA_DEPTH, MAX_MESSAGE_DEPTH,
 };
 use coxswain_tokio::{
-    Agent, AgentError, DurableLog, Ending, Faults, FileLog, InvalidOptions, LogError, OpenError,
-    Options, SyncPolicy,
+    Agent, AgentError, DurableLog, Ending, FileLog, InvalidOptions, LogError, OpenError, Options,
+    SyncPolicy,
 };
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
@@ -43,10 +44,10 @@ fn brief_file(path: &Path) -> Vec<String> {
         .collect()
 }
 
-/// An agent on a FileLog at `path`, and the log's fault switch.
-async fn open_file(host: FakeHost, path: &Path, policy: SyncPolicy) -> (Agent, Faults) {
-    let log = FileLog::open_with(path, policy).await.unwrap();
-    let faults = log.faults();
+/// An agent on a FileLog at `path`, and the switches of its file's faults.
+async fn open_file(host: FakeHost, path: &Path, policy: SyncPolicy) -> (Agent, FileFaults) {
+    let faults = FileFaults::new();
+    let log = faults.open_file_log(path, policy).await.unwrap();
     let (agent, _) = Agent::open(host, log).await.unwrap();
     (agent, faults)
 }

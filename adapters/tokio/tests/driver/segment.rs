@@ -7,9 +7,10 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::Duration;
 
+use coxswain_driver_sim::file_faults::FileFaults;
 use coxswain_tokio::coxswain_core::StepAnswer;
 use coxswain_tokio::coxswain_log::{split_segment, Entry, HostEvent, Record};
-use coxswain_tokio::{Agent, DurableLog, LogError, SegmentLog, SessionLog};
+use coxswain_tokio::{Agent, DurableLog, LogError, LogFile, SegmentLog, SessionLog};
 use serde_json::json;
 
 use crate::support::*;
@@ -32,7 +33,7 @@ fn briefs(records: &[Record]) -> Vec<String> {
     records.iter().map(|r| brief_event(&r.event)).collect()
 }
 
-async fn ready(log: &mut SessionLog) -> usize {
+async fn ready<F: LogFile>(log: &mut SessionLog<F>) -> usize {
     let read = log.read_back(&mut |_| ControlFlow::Continue(())).await;
     log.repair_tail().await.unwrap();
     read.unwrap().records
@@ -56,7 +57,8 @@ fn hanging() -> FakeHost {
 async fn many_sessions_appending_at_once_share_syncs() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("segment.jsonl");
-    let segment = SegmentLog::open(&path).await.unwrap();
+    let faults = FileFaults::new();
+    let segment = faults.open_segment_log(&path).await.unwrap();
     let mut agents = Vec::new();
     for i in 0..20 {
         let log = segment.session(format!("s{i}")).unwrap();
@@ -64,10 +66,11 @@ async fn many_sessions_appending_at_once_share_syncs() {
         assert_eq!(recovery.records, 0);
         agents.push(agent);
     }
-    let before = segment.faults().syncs();
-    // The first batch of every session waits for one commit (so the count below is bounded
-    // whatever the disk); the rest commit as they come.
-    segment.hold_commits(true);
+    let before = faults.syncs();
+    // The first batch to come is held in its commit's sync while the first batches of the other
+    // sessions gather, then commit together (so the count below is bounded whatever the disk);
+    // the rest commit as they come.
+    let held = faults.hold_syncs();
     let mut tasks = tokio::task::JoinSet::new();
     for (i, agent) in agents.iter().enumerate() {
         let agent = agent.clone();
@@ -78,14 +81,15 @@ async fn many_sessions_appending_at_once_share_syncs() {
         });
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(segment.faults().syncs(), before);
-    segment.hold_commits(false);
+    assert_eq!(faults.syncs(), before);
+    drop(held);
     while let Some(done) = tasks.join_next().await {
         done.unwrap();
     }
-    let syncs = segment.faults().syncs() - before;
-    // 100 appends (each an acknowledged inject): the first 20 in one commit, so at most 81.
-    assert!((1..=81).contains(&syncs), "{syncs} syncs for 100 appends");
+    let syncs = faults.syncs() - before;
+    // 100 appends (each an acknowledged inject): the first 20 in at most two commits (the held
+    // one and the one they gathered for), so at most 82.
+    assert!((1..=82).contains(&syncs), "{syncs} syncs for 100 appends");
     for agent in &agents {
         agent.close().await.unwrap();
     }
@@ -239,15 +243,24 @@ async fn s50_a_crash_image_repairs_per_session_and_loses_only_the_unacknowledged
 async fn a_failed_shared_write_fails_every_batch_in_the_commit_leaves_nothing_and_appends_go_on() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("segment.jsonl");
-    let segment = SegmentLog::open(&path).await.unwrap();
+    let faults = FileFaults::new();
+    let segment = faults.open_segment_log(&path).await.unwrap();
     let mut s1 = segment.session("s1").unwrap();
     let mut s2 = segment.session("s2").unwrap();
+    let mut holder = segment.session("holder").unwrap();
     ready(&mut s1).await;
     ready(&mut s2).await;
+    ready(&mut holder).await;
     assert_eq!(s1.append(&entry("kept")).await.unwrap(), 1);
     let durable = std::fs::read(&path).unwrap();
 
-    segment.hold_commits(true);
+    // A sync (it writes nothing) held in its commit, so that both batches gather for the next.
+    let held = faults.hold_syncs();
+    let syncing = tokio::spawn(async move {
+        let result = holder.sync().await;
+        (holder, result)
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let one = tokio::spawn(async move {
         let result = s1.append(&entry("one")).await;
         (s1, result)
@@ -257,16 +270,18 @@ async fn a_failed_shared_write_fails_every_batch_in_the_commit_leaves_nothing_an
         (s2, result)
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let faults = segment.faults();
     let syncs = faults.syncs();
     faults.fail_writes_after(20);
-    segment.hold_commits(false);
+    drop(held);
+    let (holder, synced) = syncing.await.unwrap();
+    synced.unwrap();
     let (mut s1, first) = one.await.unwrap();
     let (mut s2, second) = two.await.unwrap();
     assert!(matches!(first, Err(LogError::Io(_))), "{first:?}");
     assert!(matches!(second, Err(LogError::Io(_))), "{second:?}");
-    // One commit: the cut-back's sync only.
-    assert_eq!(faults.syncs() - syncs, 1);
+    // The held sync, then one commit of both batches: the cut-back's sync only (a commit each
+    // would have cut back twice).
+    assert_eq!(faults.syncs() - syncs, 2);
     assert_eq!(std::fs::read(&path).unwrap(), durable);
     // Both sessions take appends again, at the seq the failed batches would have had; another
     // session commits too.
@@ -276,7 +291,7 @@ async fn a_failed_shared_write_fails_every_batch_in_the_commit_leaves_nothing_an
     let mut s3 = segment.session("s3").unwrap();
     ready(&mut s3).await;
     assert_eq!(s3.append(&entry("three")).await.unwrap(), 1);
-    drop((s1, s2, s3, segment));
+    drop((s1, s2, s3, holder, segment));
 
     let sessions = sessions_of(&path);
     let data = |session: &str| -> Vec<String> {
@@ -299,10 +314,10 @@ async fn a_failed_shared_write_fails_every_batch_in_the_commit_leaves_nothing_an
 async fn a_failed_cut_back_is_indeterminate_for_every_batch_and_stops_the_writer() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("segment.jsonl");
-    let segment = SegmentLog::open(&path).await.unwrap();
+    let faults = FileFaults::new();
+    let segment = faults.open_segment_log(&path).await.unwrap();
     let mut s1 = segment.session("s1").unwrap();
     ready(&mut s1).await;
-    let faults = segment.faults();
     faults.fail_writes_after(5);
     faults.fail_truncates(true);
     assert!(matches!(

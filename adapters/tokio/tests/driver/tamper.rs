@@ -14,10 +14,11 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use coxswain_driver_sim::file_faults::{FaultyFile, FileFaults};
 use coxswain_tokio::coxswain_log::{parse, CorruptLine, Entry, HostEvent, Problem};
 use coxswain_tokio::{
-    Agent, AgentError, DurableLog, Ending, Faults, FileLog, LogError, OpenError, SegmentLog,
-    SessionLog,
+    Agent, AgentError, DurableLog, Ending, FileLog, LogError, OpenError, SegmentLog, SessionLog,
+    SyncPolicy,
 };
 use serde_json::json;
 
@@ -30,10 +31,13 @@ fn log_path() -> (tempfile::TempDir, PathBuf) {
 }
 
 /// The issue's steps 1 and 2: an agent on a `FileLog` that took `followup(a)`, went idle and took
-/// `inject(b)`; its fault switch and the log's length then.
-async fn agent_with_history(path: &Path) -> (Agent, Faults, u64) {
-    let log = FileLog::open(path).await.unwrap();
-    let faults = log.faults();
+/// `inject(b)`; the switches of its file's faults and the log's length then.
+async fn agent_with_history(path: &Path) -> (Agent, FileFaults, u64) {
+    let faults = FileFaults::new();
+    let log = faults
+        .open_file_log(path, SyncPolicy::default())
+        .await
+        .unwrap();
     let (agent, _) = Agent::open(FakeHost::new(), log).await.unwrap();
     agent.followup(user("a")).await.unwrap();
     agent.when_idle().await.unwrap();
@@ -489,8 +493,11 @@ async fn issue30_a_delivery_failing_during_a_maintenance_fails_alone_and_the_end
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     let (_dir, path) = log_path();
-    let log = FileLog::open(&path).await.unwrap();
-    let faults = log.faults();
+    let faults = FileFaults::new();
+    let log = faults
+        .open_file_log(&path, SyncPolicy::default())
+        .await
+        .unwrap();
     let heal = faults.clone();
     let failures = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&failures);
@@ -565,9 +572,18 @@ fn entry(text: &str) -> Vec<Entry> {
     )]
 }
 
-/// A segment log with session s1 read back, repaired, and one record appended; the file's length.
-async fn segment_with_history(path: &Path) -> (SegmentLog, SessionLog, u64) {
-    let segment = SegmentLog::open(path).await.unwrap();
+/// A segment log with session s1 read back, repaired, and one record appended; the switches of
+/// its file's faults, and the file's length.
+async fn segment_with_history(
+    path: &Path,
+) -> (
+    SegmentLog<FaultyFile>,
+    SessionLog<FaultyFile>,
+    FileFaults,
+    u64,
+) {
+    let faults = FileFaults::new();
+    let segment = faults.open_segment_log(path).await.unwrap();
     let mut s1 = segment.session("s1").unwrap();
     s1.read_back(&mut |_| ControlFlow::Continue(()))
         .await
@@ -576,7 +592,7 @@ async fn segment_with_history(path: &Path) -> (SegmentLog, SessionLog, u64) {
     assert_eq!(s1.append(&entry("kept")).await.unwrap(), 1);
     let len = std::fs::metadata(path).unwrap().len();
     assert_eq!(len, 61);
-    (segment, s1, len)
+    (segment, s1, faults, len)
 }
 
 /// Truncated in place: the commit is refused before anything is written and the writer stops.
@@ -584,7 +600,7 @@ async fn segment_with_history(path: &Path) -> (SegmentLog, SessionLog, u64) {
 async fn issue30_a_segment_log_truncated_commits_nothing_more() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("segment.jsonl");
-    let (segment, mut s1, len) = segment_with_history(&path).await;
+    let (segment, mut s1, _, len) = segment_with_history(&path).await;
     truncate(&path, 0);
     let error = s1.append(&entry("lost")).await.unwrap_err();
     assert!(truncated(&error, &path, len, 0), "{error:?}");
@@ -601,7 +617,7 @@ async fn issue30_a_segment_log_truncated_commits_nothing_more() {
 async fn issue30_a_segment_log_appended_to_by_another_writer_commits_nothing_more() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("segment.jsonl");
-    let (segment, mut s1, len) = segment_with_history(&path).await;
+    let (segment, mut s1, _, len) = segment_with_history(&path).await;
     append_foreign(&path, b"hello\n");
     let changed = std::fs::read(&path).unwrap();
     let error = s1.append(&entry("lost")).await.unwrap_err();
@@ -621,8 +637,7 @@ async fn issue30_a_segment_cut_back_after_a_truncation_is_indeterminate_and_neve
 {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("segment.jsonl");
-    let (segment, mut s1, len) = segment_with_history(&path).await;
-    let faults = segment.faults();
+    let (_segment, mut s1, faults, len) = segment_with_history(&path).await;
     faults.resize_before_next_write(0);
     faults.fail_writes_after(10);
     let error = s1.append(&entry("lost")).await.unwrap_err();
