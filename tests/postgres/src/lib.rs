@@ -18,6 +18,10 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod replica;
+
+pub use replica::ReplicatedPair;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -114,6 +118,11 @@ impl TempCluster {
 
     /// Creates and starts a cluster in a new temp dir; `fsync` on or off.
     pub fn start_with(fsync: bool) -> Result<TempCluster, HarnessError> {
+        TempCluster::start_configured(fsync, "", "")
+    }
+
+    /// A new temp dir for a cluster (owned by `nobody` when root); nothing in it yet.
+    pub(crate) fn empty() -> Result<TempCluster, HarnessError> {
         let bin = find_bin().ok_or(HarnessError::Missing)?;
         let dir = tempfile::Builder::new()
             .prefix("coxswain-pg-")
@@ -130,6 +139,17 @@ impl TempCluster {
                 .arg("nobody:nogroup")
                 .arg(cluster.dir.path()))?;
         }
+        Ok(cluster)
+    }
+
+    /// [`TempCluster::start_with`], with `conf` appended to `postgresql.conf` and `hba` to the
+    /// top of `pg_hba.conf`.
+    pub(crate) fn start_configured(
+        fsync: bool,
+        conf: &str,
+        hba: &str,
+    ) -> Result<TempCluster, HarnessError> {
+        let cluster = TempCluster::empty()?;
         let data = cluster.data();
         cluster.server(
             "initdb",
@@ -146,11 +166,11 @@ impl TempCluster {
                 "--locale=C",
             ],
         )?;
-        let hba = format!("local all {PASSWORD_ROLE} scram-sha-256\nlocal all all trust\n");
+        let hba = format!("{hba}local all {PASSWORD_ROLE} scram-sha-256\nlocal all all trust\n");
         std::fs::write(data.join("pg_hba.conf"), hba)
             .map_err(|error| HarnessError::Command(format!("pg_hba.conf: {error}")))?;
         let conf = format!(
-            "listen_addresses = ''\nunix_socket_directories = '{}'\nfsync = {}\nmax_connections = 200\npassword_encryption = 'scram-sha-256'\n",
+            "listen_addresses = ''\nunix_socket_directories = '{}'\nfsync = {}\nmax_connections = 200\npassword_encryption = 'scram-sha-256'\n{conf}",
             cluster.dir.path().display(),
             if fsync { "on" } else { "off" }
         );
@@ -166,7 +186,7 @@ impl TempCluster {
         Ok(cluster)
     }
 
-    fn data(&self) -> PathBuf {
+    pub(crate) fn data(&self) -> PathBuf {
         self.dir.path().join("data")
     }
 
@@ -238,7 +258,7 @@ impl TempCluster {
         self.pg_ctl_start()
     }
 
-    fn pg_ctl_start(&self) -> Result<(), HarnessError> {
+    pub(crate) fn pg_ctl_start(&self) -> Result<(), HarnessError> {
         let data = self.data();
         let log = self.dir.path().join("server.log");
         self.server(
@@ -258,7 +278,7 @@ impl TempCluster {
     }
 
     /// Runs a server binary (as `nobody` when root).
-    fn server(&self, name: &str, args: &[&str]) -> Result<Output, HarnessError> {
+    pub(crate) fn server(&self, name: &str, args: &[&str]) -> Result<Output, HarnessError> {
         let program = self.bin.join(name);
         let mut command = if self.as_nobody {
             let mut command = Command::new("setpriv");

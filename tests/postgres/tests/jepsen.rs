@@ -11,6 +11,12 @@
 //! * every log passes the Auditor and ends outside a turn;
 //! * after the nemesis stopped, every acknowledged message ran (a `user/message` record).
 //!
+//! The same run against a replicated database (a primary with a synchronous standby,
+//! [`ReplicatedPair`]) adds a nemesis that kills the primary halfway and promotes the standby;
+//! the workers and clients find it through their two-host connection strings
+//! (`target_session_attrs=read-write`), and the checker's rules are the same. It reports the
+//! time from the promotion to the first acknowledgement.
+//!
 //! Size: `COXSWAIN_JEPSEN_SESSIONS` (default 100) and `COXSWAIN_JEPSEN_SECONDS` of nemesis
 //! (default 30). docs/reliability.md gives the figures of a larger run.
 
@@ -21,7 +27,7 @@ use std::time::{Duration, Instant};
 use coxswain_core::{MessageId, Target};
 use coxswain_log::Auditor;
 use coxswain_postgres::{Store, StoreOptions};
-use coxswain_postgres_tests::TempCluster;
+use coxswain_postgres_tests::{ReplicatedPair, TempCluster};
 use coxswain_tokio::DurableLog;
 
 const WORKERS: usize = 3;
@@ -185,9 +191,83 @@ fn jepsen_workers_clients_and_a_nemesis() {
     }) else {
         return;
     };
+    run(Database::Single(cluster));
+}
+
+#[test]
+fn jepsen_with_the_primary_killed_and_the_standby_promoted() {
+    let Some(pair) = (match ReplicatedPair::for_tests() {
+        Ok(pair) => pair,
+        Err(error) => panic!("the replicated pair did not start: {error}"),
+    }) else {
+        return;
+    };
+    run(Database::Replicated {
+        pair,
+        promoted: None,
+    });
+}
+
+/// The database of a run: one server, or a primary with a synchronous standby.
+enum Database {
+    Single(TempCluster),
+    Replicated {
+        pair: ReplicatedPair,
+        /// When the standby was promoted (the fail-over happens once).
+        promoted: Option<Instant>,
+    },
+}
+
+impl Database {
+    fn url(&self) -> String {
+        match self {
+            Database::Single(cluster) => cluster.url(),
+            Database::Replicated { pair, .. } => pair.url("postgres"),
+        }
+    }
+
+    /// The server that accepts writes now.
+    fn primary(&self) -> &TempCluster {
+        match self {
+            Database::Single(cluster) => cluster,
+            Database::Replicated {
+                pair,
+                promoted: None,
+            } => &pair.primary,
+            Database::Replicated { pair, .. } => &pair.standby,
+        }
+    }
+
+    /// Kills the primary and promotes the standby, once; the time from the promotion to the
+    /// first acknowledgement after it. `None` for a single server or once done.
+    fn fail_over(&mut self) -> Option<Duration> {
+        let Database::Replicated { pair, promoted } = self else {
+            return None;
+        };
+        if promoted.is_some() {
+            return None;
+        }
+        let acked = "SELECT count(*) FROM jepsen.requests WHERE acked";
+        let before: u64 = pair.primary.psql(acked).ok()?.parse().ok()?;
+        pair.kill_primary().unwrap();
+        pair.promote_standby().unwrap();
+        let at = Instant::now();
+        *promoted = Some(at);
+        while at.elapsed() < Duration::from_secs(30) {
+            let now: u64 = pair.standby.psql(acked).ok()?.parse().ok()?;
+            if now > before {
+                return Some(at.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Some(at.elapsed())
+    }
+}
+
+fn run(mut database: Database) {
     let sessions = env_or("COXSWAIN_JEPSEN_SESSIONS", 100) as usize;
     let seconds = env_or("COXSWAIN_JEPSEN_SECONDS", 30);
-    let url = cluster.url();
+    let url = database.url();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -248,9 +328,17 @@ fn jepsen_workers_clients_and_a_nemesis() {
     // The nemesis.
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let (mut kills, mut stops, mut terminations, mut restarts) = (0, 0, 0, 0);
-    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let mut fail_over = None;
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(seconds);
     while Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1500 + rng.below(1500)));
+        if start.elapsed() > Duration::from_secs(seconds / 2) {
+            if let Some(first_ack) = database.fail_over() {
+                fail_over = Some(first_ack);
+                continue;
+            }
+        }
         let slot = rng.below(WORKERS as u64) as usize;
         match rng.below(4) {
             0 => {
@@ -265,18 +353,30 @@ fn jepsen_workers_clients_and_a_nemesis() {
                 workers.signal(slot, "-CONT");
             }
             2 => {
-                let _ = cluster.psql(
+                let _ = database.primary().psql(
                     "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
                      WHERE application_name = 'coxswain' AND pid <> pg_backend_pid()",
                 );
                 terminations += 1;
             }
             _ => {
-                cluster.restart().unwrap();
+                database.primary().restart().unwrap();
                 restarts += 1;
             }
         }
     }
+    // A short run may end before its halfway fail-over: then it happens now.
+    if fail_over.is_none() {
+        fail_over = database.fail_over();
+    }
+    let replicated = matches!(database, Database::Replicated { .. });
+    assert_eq!(fail_over.is_some(), replicated);
+    let fail_over = fail_over.map_or_else(String::new, |first_ack| {
+        format!(
+            ", 1 primary killed and standby promoted (first acknowledgement {} ms after)",
+            first_ack.as_millis()
+        )
+    });
     let operations = rt.block_on(clients).unwrap();
 
     // The nemesis stopped: every request is acknowledged in time; then a follow-up wakes every
@@ -432,7 +532,7 @@ fn jepsen_workers_clients_and_a_nemesis() {
             }
         }
         let report = format!(
-            "jepsen: {sessions} sessions, {operations} operations (+ {wakes} rounds of wakes), {acks} acknowledgements, {records_total} records, {stepped} acknowledged messages in a step; nemesis: {kills} kill -9, {stops} SIGSTOP, {terminations} pg_terminate_backend, {restarts} server restarts; {takeovers} takeovers; {} violations",
+            "jepsen: {sessions} sessions, {operations} operations (+ {wakes} rounds of wakes), {acks} acknowledgements, {records_total} records, {stepped} acknowledged messages in a step; nemesis: {kills} kill -9, {stops} SIGSTOP, {terminations} pg_terminate_backend, {restarts} server restarts{fail_over}; {takeovers} takeovers; {} violations",
             violations.len()
         );
         (violations, report)
