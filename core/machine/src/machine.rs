@@ -337,7 +337,7 @@ impl Machine {
     /// The outputs not drained yet, as a [`Transition`]: after a transition was dropped before
     /// it was drained (inputs are rejected [`Rejected::Undrained`] until then). Empty otherwise.
     pub fn drain(&mut self) -> Transition<'_> {
-        Transition::new(self, true)
+        Transition::new(&mut self.queue, true)
     }
 
     // ----- batches (group commit) -----
@@ -452,14 +452,6 @@ impl Machine {
 
     fn open_batch(&mut self) -> Option<&mut Before> {
         self.batch.0.as_deref_mut().filter(|before| before.open)
-    }
-
-    pub(crate) fn queue(&self) -> &Queue {
-        &self.queue
-    }
-
-    pub(crate) fn queue_mut(&mut self) -> &mut Queue {
-        &mut self.queue
     }
 
     // ----- queries -----
@@ -885,7 +877,7 @@ impl Machine {
             return Err(Rejected::AfterDisposal);
         }
         let found = transition(self)?;
-        Ok(Transition::new(self, found))
+        Ok(Transition::new(&mut self.queue, found))
     }
 
     fn on_send(
@@ -1620,5 +1612,68 @@ mod tests {
             }))
         );
         assert_eq!(by_method, by_value);
+    }
+
+    #[test]
+    fn a_transition_shows_its_outputs_and_its_effects_count_down() {
+        let mut machine = Machine::new();
+        let transition = machine.inject(Message::user("m1", "hi")).unwrap();
+        assert!(!transition.is_empty());
+        transition.persisted().for_each(drop);
+        assert_eq!(machine.pending(Target::NextStep).len(), 1);
+
+        // Effects count down exactly as they are taken (ExactSizeIterator).
+        let mut effects = machine
+            .followup(Message::user("m2", "hi"))
+            .unwrap()
+            .persisted();
+        let total = effects.len();
+        // inserted, status, the activity, claimed m1 (the injected NS item) and m2, pre-step
+        assert_eq!(total, 6);
+        assert_eq!(effects.size_hint(), (total, Some(total)));
+        effects.next();
+        assert_eq!(effects.len(), total - 1);
+        assert_eq!(effects.by_ref().count(), total - 1);
+        assert_eq!(effects.size_hint(), (0, Some(0)));
+    }
+
+    #[test]
+    fn outputs_left_unread_stay_queued_in_order() {
+        let all = |machine: &mut Machine| -> Vec<Output> {
+            machine
+                .followup(Message::user("m1", "hi"))
+                .unwrap()
+                .into_outputs()
+                .collect()
+        };
+        let whole = all(&mut Machine::new());
+        // three events (splice, turn/start, claim), inserted, status, claimed, pre-step
+        assert_eq!(whole.len(), 7, "{whole:?}");
+        for taken in 1..whole.len() {
+            let mut machine = Machine::new();
+            let mut outputs = machine
+                .followup(Message::user("m1", "hi"))
+                .unwrap()
+                .into_outputs();
+            let mut seen: Vec<Output> = outputs.by_ref().take(taken).collect();
+            drop(outputs);
+            seen.extend(machine.drain().into_outputs());
+            assert_eq!(seen, whole, "after taking {taken}");
+        }
+    }
+
+    #[test]
+    fn s51_a_machine_reports_the_config_it_was_made_and_restored_with() {
+        for config in [
+            Config::new(),
+            Config::new().with_hash_seed(0x5eed),
+            Config::new()
+                .with_delivery_memory(2)
+                .with_hash_seed(u64::MAX),
+        ] {
+            assert_eq!(Machine::with_config(config).config(), config);
+            let restored = Machine::restore_with(config, &[], 0).map(|m| m.config());
+            assert_eq!(restored, Ok(config));
+        }
     }
 }
