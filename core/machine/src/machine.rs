@@ -17,8 +17,8 @@ use crate::input::{
 };
 use crate::message::{Message, MessageId, SharedMessage};
 use crate::output::{
-    Abort, Activity as ActivityId, Effect, Event, Notification, Outstanding, Request, Status,
-    TurnEndReason,
+    Abort, Activity as ActivityId, Effect, Event, Notification, Outstanding, Request, RequestKind,
+    Status, TurnEndReason,
 };
 use crate::transition::{Queue, Transition};
 
@@ -250,21 +250,13 @@ struct Run {
     activity: Activity,
     /// The last entered step of the turn, 0 before the first.
     step: u64,
-    awaiting: Awaiting,
+    /// The request the turn waits on (S4).
+    awaiting: RequestKind,
+    /// The awaited `preStep` follows a terminal step: the turn only goes on for NS items (S30,
+    /// S33). Always `false` while another request is awaited.
+    after_terminal: bool,
     /// Some step of the turn hit the output limit (the sticky reason of S34).
     max_tokens: bool,
-}
-
-/// The outstanding request of a running turn (S4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Awaiting {
-    /// `after_terminal`: the latest step's outcome was terminal and the turn only goes on for
-    /// NS items (S30, S33).
-    PreStep {
-        after_terminal: bool,
-    },
-    Step,
-    TurnStopping,
 }
 
 impl Run {
@@ -272,11 +264,16 @@ impl Run {
         Run {
             activity: Activity::default(),
             step: 0,
-            awaiting: Awaiting::PreStep {
-                after_terminal: false,
-            },
+            awaiting: RequestKind::PreStep,
+            after_terminal: false,
             max_tokens: false,
         }
+    }
+
+    /// The turn now waits on a request of this kind; `after_terminal` only for a `preStep`.
+    fn wait_for(&mut self, request: RequestKind, after_terminal: bool) {
+        self.awaiting = request;
+        self.after_terminal = after_terminal && request == RequestKind::PreStep;
     }
 
     /// S34: the reason of a normal stop.
@@ -533,15 +530,15 @@ impl Machine {
         };
         let turn = self.last_turn;
         Some(match run.awaiting {
-            Awaiting::PreStep { .. } => Outstanding::PreStep {
+            RequestKind::PreStep => Outstanding::PreStep {
                 turn,
                 step: run.step + 1,
             },
-            Awaiting::Step => Outstanding::Step {
+            RequestKind::Step => Outstanding::Step {
                 turn,
                 step: run.step,
             },
-            Awaiting::TurnStopping => Outstanding::TurnStopping { turn },
+            RequestKind::TurnStopping => Outstanding::TurnStopping { turn },
         })
     }
 
@@ -939,9 +936,7 @@ impl Machine {
     }
 
     fn on_pre_step(&mut self, answer: PreStepAnswer) -> Result<(), Rejected> {
-        let Some(Awaiting::PreStep { after_terminal }) = self.awaiting() else {
-            return Err(self.unexpected(Completion::PreStep));
-        };
+        let after_terminal = self.answering(RequestKind::PreStep)?.after_terminal;
         // S30, in this order: cancellation, fail, reject, then the entered batch.
         if self.end_if_cancelled() {
             return Ok(());
@@ -974,7 +969,7 @@ impl Machine {
         }
         // Enter the step (after a `continue`, even with no new messages).
         run.step += 1;
-        run.awaiting = Awaiting::Step;
+        run.wait_for(RequestKind::Step, false);
         let step = run.step;
         let turn = self.last_turn;
         self.queue.event(Event::StepStart { turn, step });
@@ -987,10 +982,7 @@ impl Machine {
     }
 
     fn on_step(&mut self, answer: StepAnswer) -> Result<(), Rejected> {
-        let (Some(Awaiting::Step), Some(run)) = (self.awaiting(), self.running()) else {
-            return Err(self.unexpected(Completion::Step));
-        };
-        let (turn, step) = (self.last_turn, run.step);
+        let (turn, step) = (self.last_turn, self.answering(RequestKind::Step)?.step);
         self.queue.event(Event::StepEnd { turn, step });
         if self.end_if_cancelled() {
             return Ok(());
@@ -1019,10 +1011,7 @@ impl Machine {
     }
 
     fn on_turn_stopping(&mut self, answer: TurnStoppingAnswer) -> Result<(), Rejected> {
-        let (Some(Awaiting::TurnStopping), Some(run)) = (self.awaiting(), self.running()) else {
-            return Err(self.unexpected(Completion::TurnStopping));
-        };
-        let reason = run.stop_reason();
+        let reason = self.answering(RequestKind::TurnStopping)?.stop_reason();
         if self.end_if_cancelled() {
             return Ok(());
         }
@@ -1082,6 +1071,14 @@ impl Machine {
         }
     }
 
+    /// S4: the running turn waits on a request of this kind, which the input answers.
+    fn answering(&self, request: RequestKind) -> Result<&Run, Rejected> {
+        match self.running() {
+            Some(run) if run.awaiting == request => Ok(run),
+            _ => Err(self.unexpected(Completion::Answer(request))),
+        }
+    }
+
     fn unexpected(&self, answered: Completion) -> Rejected {
         Rejected::UnexpectedCompletion {
             answered,
@@ -1117,10 +1114,6 @@ impl Machine {
             Phase::Running(run) => Some(run),
             _ => None,
         }
-    }
-
-    fn awaiting(&self) -> Option<Awaiting> {
-        self.running().map(|run| run.awaiting)
     }
 
     /// S30, S33: once cancellation was requested, any answer ends the turn `aborted` with the
@@ -1207,7 +1200,7 @@ impl Machine {
         let Phase::Running(run) = &mut self.phase else {
             return;
         };
-        run.awaiting = Awaiting::PreStep { after_terminal };
+        run.wait_for(RequestKind::PreStep, after_terminal);
         let step = run.step + 1;
         self.queue.effect(Effect::Request(Request::PreStep {
             turn,
@@ -1220,7 +1213,7 @@ impl Machine {
         let Phase::Running(run) = &mut self.phase else {
             return;
         };
-        run.awaiting = Awaiting::TurnStopping;
+        run.wait_for(RequestKind::TurnStopping, false);
         self.queue.effect(Effect::Request(Request::TurnStopping {
             turn: self.last_turn,
         }));
