@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use coxswain_conformance::{replay, Trace, TraceError};
 use coxswain_core::{
-    CancelCause, Completion, InvalidLog, LogViolation, Machine, Message, Outstanding,
+    CancelCause, Completion, Input, InvalidLog, LogViolation, Machine, Message, Outstanding,
     PreStepAnswer, Rejected, RequestKind, StepAnswer, Target, Transition, TurnStoppingAnswer,
 };
 use coxswain_log::{parse, repair, Auditor, CorruptLine, Problem, RepairError, Rule, TornTail};
@@ -886,7 +886,12 @@ fn input_identity_and_bounds() -> Vec<Case> {
                         ok(m.inject(user("a")))?;
                         ok(m.inject(user("b")))
                     },
-                    |m| ok(m.replace(&"a".into(), user("b"))),
+                    |m| {
+                        ok(m.handle(Input::Replace {
+                            id: "a".into(),
+                            message: user("b").into(),
+                        }))
+                    },
                 )
             }),
             Outcome::Rejected(Rejected::AlreadyPending("b".into())),

@@ -82,8 +82,10 @@ use crate::transition::{Queue, Transition};
 /// quiet(machine.send(Message::user("later", "hi"), Target::NextTurn, false, None)?); // quiet NT send
 /// quiet(machine.deliver(Preset::Inject, Message::user("c2", "more"))?);
 /// quiet(machine.prepend(Target::NextStep, Message::user("c0", "first"))?);
-/// quiet(machine.replace(&MessageId::new("c2"), Message::user("c3", "instead"))?);
-/// quiet(machine.remove(&MessageId::new("later"))?);
+/// let replaced = machine.replace(&MessageId::new("c2"), Message::user("c3", "instead"))?;
+/// replaced.into_iter().for_each(quiet); // `None` had c2 not been pending
+/// machine.remove(&MessageId::new("later"))?.into_iter().for_each(quiet);
+/// assert!(machine.replace(&MessageId::new("c2"), Message::user("c5", "gone"))?.is_none());
 /// quiet(machine.handle(Input::Inject(Message::user("c4", "last").into()))?);
 ///
 /// let ns: Vec<&str> = machine.pending(Target::NextStep).map(|p: &Pending| p.message().id().as_str()).collect();
@@ -334,7 +336,7 @@ impl Machine {
     /// The outputs not drained yet, as a [`Transition`]: after a transition was dropped before
     /// it was drained (inputs are rejected [`Rejected::Undrained`] until then). Empty otherwise.
     pub fn drain(&mut self) -> Transition<'_> {
-        Transition::new(&mut self.queue, true)
+        Transition::new(&mut self.queue)
     }
 
     // ----- batches (group commit) -----
@@ -565,8 +567,11 @@ impl Machine {
             Input::Followup(message) => self.deliver(Preset::Followup, message),
             Input::Steer(message) => self.deliver(Preset::Steer, message),
             Input::Inject(message) => self.deliver(Preset::Inject, message),
-            Input::Remove(id) => self.remove(&id),
-            Input::Replace { id, message } => self.replace(&id, message),
+            // Total: a remove or replace of an id that is not pending is an empty transition.
+            Input::Remove(id) => self.apply(|machine| machine.on_remove(&id).map(drop)),
+            Input::Replace { id, message } => {
+                self.apply(|machine| machine.on_replace(&id, message).map(drop))
+            }
             Input::Prepend { target, message } => self.prepend(target, message),
             Input::Clear {} => self.clear(),
             Input::Cancel { cause, keep_inbox } => self.cancel(cause, keep_inbox),
@@ -674,20 +679,34 @@ impl Machine {
         self.deliver(Preset::Inject, message)
     }
 
-    /// `remove(id)` (S15): discard a pending message. If it is not pending, nothing is emitted and
-    /// [`Transition::found`] is `false`.
+    /// `remove(id)` (S15): discard a pending message. `None` if it is not pending: nothing
+    /// changed and nothing was emitted ([`handle`](Machine::handle) gives an empty transition
+    /// instead).
     ///
     /// # Errors
     ///
     /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
     /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
-    pub fn remove(&mut self, id: &MessageId) -> Result<Transition<'_>, Rejected> {
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use coxswain_core::{Machine, Message, MessageId};
+    ///
+    /// let mut machine = Machine::new();
+    /// assert!(machine.remove(&MessageId::new("absent"))?.is_none()); // nothing to persist or do
+    /// machine.inject(Message::user("c1", "notes"))?.persisted().for_each(drop);
+    /// let removal = machine.remove(&MessageId::new("c1"))?.expect("c1 is pending");
+    /// assert_eq!(removal.events().len(), 1); // the splice that discards it
+    /// # Ok::<(), coxswain_core::Rejected>(())
+    /// ```
+    pub fn remove(&mut self, id: &MessageId) -> Result<Option<Transition<'_>>, Rejected> {
         self.apply_edit(|machine| machine.on_remove(id))
     }
 
     /// `replace(id, message)` (S15): swap a pending message in place; the replacement inherits its
-    /// waking flag. If `id` is not pending, nothing is emitted and [`Transition::found`] is
-    /// `false`; rejected if the new id is pending elsewhere.
+    /// waking flag. `None` if `id` is not pending: nothing changed and nothing was emitted
+    /// ([example](Machine#the-pending-lists)); rejected if the new id is pending elsewhere.
     ///
     /// # Errors
     ///
@@ -701,7 +720,7 @@ impl Machine {
         &mut self,
         id: &MessageId,
         message: impl Into<SharedMessage>,
-    ) -> Result<Transition<'_>, Rejected> {
+    ) -> Result<Option<Transition<'_>>, Rejected> {
         let message = message.into();
         self.apply_edit(|machine| machine.on_replace(id, message))
     }
@@ -854,27 +873,37 @@ impl Machine {
     // ----- what each input does -----
 
     /// The frame of every input: the previous input's outputs were drained, the machine is live
-    /// (S45), and a rejection leaves everything as it was (S5).
-    fn apply(
+    /// (S45), and a rejection leaves everything as it was (S5). Returns what `step` returned.
+    fn frame<T>(
         &mut self,
-        transition: impl FnOnce(&mut Self) -> Result<(), Rejected>,
-    ) -> Result<Transition<'_>, Rejected> {
-        self.apply_edit(|machine| transition(machine).map(|()| true))
-    }
-
-    /// [`apply`](Machine::apply) for `remove` and `replace`, which may find their id not pending.
-    fn apply_edit(
-        &mut self,
-        transition: impl FnOnce(&mut Self) -> Result<bool, Rejected>,
-    ) -> Result<Transition<'_>, Rejected> {
+        step: impl FnOnce(&mut Self) -> Result<T, Rejected>,
+    ) -> Result<T, Rejected> {
         if !self.queue.is_empty() {
             return Err(Rejected::Undrained);
         }
         if self.is_disposed() {
             return Err(Rejected::AfterDisposal);
         }
-        let found = transition(self)?;
-        Ok(Transition::new(&mut self.queue, found))
+        step(self)
+    }
+
+    /// An input in its [`frame`](Machine::frame), and the outputs it queued.
+    fn apply(
+        &mut self,
+        transition: impl FnOnce(&mut Self) -> Result<(), Rejected>,
+    ) -> Result<Transition<'_>, Rejected> {
+        self.frame(transition)?;
+        Ok(Transition::new(&mut self.queue))
+    }
+
+    /// [`apply`](Machine::apply) for `remove` and `replace`, whose id may not be pending: no
+    /// transition then (S15).
+    fn apply_edit(
+        &mut self,
+        edit: impl FnOnce(&mut Self) -> Result<bool, Rejected>,
+    ) -> Result<Option<Transition<'_>>, Rejected> {
+        let found = self.frame(edit)?;
+        Ok(found.then(|| Transition::new(&mut self.queue)))
     }
 
     fn on_send(
@@ -1357,7 +1386,12 @@ mod tests {
         settle(machine.inject(user("d")));
         assert_rejected(
             &mut machine,
-            |m| m.replace(&"c".into(), user("d")),
+            |m| {
+                m.handle(Input::Replace {
+                    id: "c".into(),
+                    message: user("d"),
+                })
+            },
             "already-pending",
         );
         assert_rejected(
@@ -1443,7 +1477,7 @@ mod tests {
             machine.prepend(Target::NextTurn, user("d")).err(),
             Some(full(Target::NextTurn))
         );
-        settle(machine.replace(&"b".into(), user("d")));
+        settle(machine.replace(&"b".into(), user("d")).map(Option::unwrap));
         settle(machine.steer(user("e"))); // NS has room before a cancel
         settle(machine.cancel(CancelCause::User, true));
         // After the cancel a steer goes to NT (S18), which is full, though NS has room.
@@ -1556,15 +1590,21 @@ mod tests {
     }
 
     #[test]
-    fn s15_an_edit_of_an_absent_id_is_found_false_and_silent() {
+    fn s15_an_edit_of_an_absent_id_is_none_and_silent() {
         let mut machine = Machine::new();
-        let transition = machine.remove(&"zz".into()).unwrap();
-        assert!(!transition.found());
-        assert!(transition.is_empty());
+        let before = machine.clone();
+        assert!(machine.remove(&"zz".into()).unwrap().is_none());
+        assert!(machine.replace(&"zz".into(), user("b")).unwrap().is_none());
+        assert_eq!(machine, before);
+        assert!(machine.drain().is_empty());
+        // As a value the input is total: an empty transition.
+        assert!(machine
+            .handle(Input::Remove("zz".into()))
+            .unwrap()
+            .is_empty());
         settle(machine.inject(user("b")));
         let transition = machine.replace(&"b".into(), user("b2")).unwrap();
-        assert!(transition.found());
-        assert_eq!(transition.events().len(), 1);
+        assert_eq!(transition.map(|t| t.events().len()), Some(1));
     }
 
     #[test]

@@ -238,7 +238,7 @@ impl Event {
 ///
 /// let mut machine = Machine::new();
 /// machine.inject(Message::user("c1", "notes"))?.persisted().for_each(drop);
-/// let removal = machine.remove(&MessageId::new("c1"))?;
+/// let removal = machine.remove(&MessageId::new("c1"))?.expect("c1 is pending");
 /// let [Event::Spliced(splice)] = removal.events() else { panic!("one splice") };
 /// assert_eq!((splice.target, splice.start, splice.removed_count), (Target::NextStep, 0, 1));
 /// assert_eq!(splice.outcome, Some(SpliceOutcome::Canceled));

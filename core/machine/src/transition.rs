@@ -99,29 +99,11 @@ impl Queue {
 #[derive(Debug)]
 pub struct Transition<'m> {
     queue: &'m mut Queue,
-    found: bool,
 }
 
 impl<'m> Transition<'m> {
-    pub(crate) fn new(queue: &'m mut Queue, found: bool) -> Self {
-        Transition { queue, found }
-    }
-
-    /// `false` only for a `remove` or `replace` whose id was not pending: it changed nothing and
-    /// emitted nothing (S15). `true` for every other accepted input.
-    ///
-    /// ```
-    /// use coxswain_core::{Machine, MessageId};
-    ///
-    /// let mut machine = Machine::new();
-    /// let removal = machine.remove(&MessageId::new("absent"))?;
-    /// assert!(!removal.found());
-    /// assert!(removal.is_empty()); // nothing to persist, nothing to do
-    /// # Ok::<(), coxswain_core::Rejected>(())
-    /// ```
-    #[inline]
-    pub fn found(&self) -> bool {
-        self.found
+    pub(crate) fn new(queue: &'m mut Queue) -> Self {
+        Transition { queue }
     }
 
     /// The durable events, in order: append them to the log as one batch before
@@ -131,7 +113,17 @@ impl<'m> Transition<'m> {
         &self.queue.events
     }
 
-    /// Whether the input produced no output at all ([example](Transition::found)).
+    /// Whether the input produced no output at all.
+    ///
+    /// ```
+    /// use coxswain_core::{Input, Machine, MessageId};
+    ///
+    /// let mut machine = Machine::new();
+    /// // A remove of an id that is not pending, as a value: nothing to persist, nothing to do.
+    /// let removal = machine.handle(Input::Remove(MessageId::new("absent")))?;
+    /// assert!(removal.is_empty());
+    /// # Ok::<(), coxswain_core::Rejected>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()
     }
