@@ -80,7 +80,7 @@ use crate::transition::{Queue, Transition};
 /// let quiet = |t: coxswain_core::Transition<'_>| t.persisted().for_each(drop);
 /// quiet(machine.inject(Message::user("c1", "notes"))?); // NS, quiet: no turn (S20)
 /// quiet(machine.send(Message::user("later", "hi"), Target::NextTurn, false, None)?); // quiet NT send
-/// quiet(machine.deliver(Preset::Inject, Message::user("c2", "more"))?);
+/// quiet(machine.handle(Input::preset(Preset::Inject, Message::user("c2", "more").into()))?);
 /// quiet(machine.prepend(Target::NextStep, Message::user("c0", "first"))?);
 /// let replaced = machine.replace(&MessageId::new("c2"), Message::user("c3", "instead"))?;
 /// replaced.into_iter().for_each(quiet); // `None` had c2 not been pending
@@ -551,7 +551,10 @@ impl Machine {
 
     // ----- inputs -----
 
-    /// Applies one input given as a value, through the same method as a direct call.
+    /// Applies one input given as a value, through the same method as a direct call: the entry
+    /// for inputs as data (replayers, bindings, the session layer). A `remove` or `replace` of
+    /// an id that is not pending is an empty transition here ([`remove`](Machine::remove) says
+    /// `None`).
     ///
     /// # Errors
     ///
@@ -564,9 +567,9 @@ impl Machine {
                 wakeup,
                 expect,
             } => self.send(message, target, wakeup, expect),
-            Input::Followup(message) => self.deliver(Preset::Followup, message),
-            Input::Steer(message) => self.deliver(Preset::Steer, message),
-            Input::Inject(message) => self.deliver(Preset::Inject, message),
+            Input::Followup(message) => self.followup(message),
+            Input::Steer(message) => self.steer(message),
+            Input::Inject(message) => self.inject(message),
             // Total: a remove or replace of an id that is not pending is an empty transition.
             Input::Remove(id) => self.apply(|machine| machine.on_remove(&id).map(drop)),
             Input::Replace { id, message } => {
@@ -584,7 +587,9 @@ impl Machine {
         }
     }
 
-    /// `send(message, target, wakeup, expect)` (S16–S21, S54): append the message to the end of
+    /// `send(message, target, wakeup, expect)` (S16–S21, S54), the delivery primitive
+    /// ([`followup`](Machine::followup), [`steer`](Machine::steer) and
+    /// [`inject`](Machine::inject) are its presets): append the message to the end of
     /// `target` (or of NT, for a waking send after a cancel, S18); a waking send then wakes
     /// (S24). With an [`Expect`] guard it is accepted only while the guard holds.
     ///
@@ -609,25 +614,6 @@ impl Machine {
         self.apply(|machine| machine.on_send(message, target, wakeup, expect))
     }
 
-    /// A [`Preset`] delivery: `send(message, preset.target(), preset.wakeup())`.
-    ///
-    /// # Errors
-    ///
-    /// In this order (S54): [`Rejected::AfterDisposal`] once the machine is disposed (S45);
-    /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
-    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52), either of them
-    /// [`Rejected::Conflict`] when that id belongs to a different message (S56);
-    /// [`Rejected::Full`] if the list it joins holds the admission bound's number of items
-    /// (S55). [`Rejected::Undrained`] while a dropped transition's outputs wait for
-    /// [`drain`](Machine::drain).
-    pub fn deliver(
-        &mut self,
-        preset: Preset,
-        message: impl Into<SharedMessage>,
-    ) -> Result<Transition<'_>, Rejected> {
-        self.send(message, preset.target(), preset.wakeup(), None)
-    }
-
     /// `followup(m) = send(m, next-turn, true)`: a turn of its own (S22).
     ///
     /// # Errors
@@ -643,7 +629,7 @@ impl Machine {
         &mut self,
         message: impl Into<SharedMessage>,
     ) -> Result<Transition<'_>, Rejected> {
-        self.deliver(Preset::Followup, message)
+        self.send_preset(Preset::Followup, message)
     }
 
     /// `steer(m) = send(m, next-step, true)`: joins the running turn at its next boundary.
@@ -658,7 +644,7 @@ impl Machine {
     /// (S55). [`Rejected::Undrained`] while a dropped transition's outputs wait for
     /// [`drain`](Machine::drain).
     pub fn steer(&mut self, message: impl Into<SharedMessage>) -> Result<Transition<'_>, Rejected> {
-        self.deliver(Preset::Steer, message)
+        self.send_preset(Preset::Steer, message)
     }
 
     /// `inject(m) = send(m, next-step, false)`: context that rides along, never wakes (S20).
@@ -676,7 +662,7 @@ impl Machine {
         &mut self,
         message: impl Into<SharedMessage>,
     ) -> Result<Transition<'_>, Rejected> {
-        self.deliver(Preset::Inject, message)
+        self.send_preset(Preset::Inject, message)
     }
 
     /// `remove(id)` (S15): discard a pending message. `None` if it is not pending: nothing
@@ -723,6 +709,15 @@ impl Machine {
     ) -> Result<Option<Transition<'_>>, Rejected> {
         let message = message.into();
         self.apply_edit(|machine| machine.on_replace(id, message))
+    }
+
+    /// The send a preset names (S20–S22): its target and wakeup, no guard.
+    fn send_preset(
+        &mut self,
+        preset: Preset,
+        message: impl Into<SharedMessage>,
+    ) -> Result<Transition<'_>, Rejected> {
+        self.send(message, preset.target(), preset.wakeup(), None)
     }
 
     /// `prepend(target, message)` (S15): put a quiet message first in `target`.
