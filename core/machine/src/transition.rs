@@ -129,7 +129,8 @@ impl<'m> Transition<'m> {
     }
 
     /// The host's word that the events are durable: releases the effects, in order. Effects
-    /// left unread when the iterator is dropped stay queued for [`Machine::drain`].
+    /// left unread when the iterator is dropped stay queued for
+    /// [`Machine::drain`](crate::Machine::drain).
     #[inline]
     pub fn persisted(self) -> Effects<'m> {
         self.queue.persist();
@@ -154,7 +155,7 @@ impl<'m> Transition<'m> {
 }
 
 /// The effects of a persisted [`Transition`], in order. Effects left unread when it is dropped
-/// stay queued for [`Machine::drain`].
+/// stay queued for [`Machine::drain`](crate::Machine::drain).
 ///
 /// # Examples
 ///
