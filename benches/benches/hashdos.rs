@@ -44,7 +44,7 @@ fn machine_session(config: Config, messages: &[Arc<Message>]) -> usize {
     }
     for message in messages {
         let removed = machine.remove(message.id()).expect("remove accepted");
-        outputs += settle(removed);
+        outputs += removed.map_or(0, settle);
     }
     outputs
 }

@@ -7,8 +7,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use coxswain_conformance::{replay, Trace, TraceError};
 use coxswain_core::{
-    CancelCause, Completion, InvalidLog, LogViolation, Machine, Message, Outstanding,
-    PreStepAnswer, Rejected, StepAnswer, Target, Transition, TurnStoppingAnswer,
+    CancelCause, Completion, Input, InvalidLog, LogViolation, Machine, Message, Outstanding,
+    PreStepAnswer, Rejected, RequestKind, StepAnswer, Target, Transition, TurnStoppingAnswer,
 };
 use coxswain_log::{parse, repair, Auditor, CorruptLine, Problem, RepairError, Rule, TornTail};
 use serde_json::error::Category;
@@ -886,7 +886,12 @@ fn input_identity_and_bounds() -> Vec<Case> {
                         ok(m.inject(user("a")))?;
                         ok(m.inject(user("b")))
                     },
-                    |m| ok(m.replace(&"a".into(), user("b"))),
+                    |m| {
+                        ok(m.handle(Input::Replace {
+                            id: "a".into(),
+                            message: user("b").into(),
+                        }))
+                    },
                 )
             }),
             Outcome::Rejected(Rejected::AlreadyPending("b".into())),
@@ -942,7 +947,7 @@ fn input_out_of_order() -> Vec<Case> {
             "input: an answer with nothing outstanding (S4)",
             Box::new(|| reject(|_| Ok(()), |m| ok(m.answer_step(StepAnswer::Completed)))),
             Outcome::Rejected(Rejected::UnexpectedCompletion {
-                answered: Completion::Step,
+                answered: Completion::Answer(RequestKind::Step),
                 outstanding: None,
             }),
         ),
@@ -950,7 +955,7 @@ fn input_out_of_order() -> Vec<Case> {
             "input: a pre-step answer while a step is outstanding (S4)",
             Box::new(|| reject(in_step, |m| ok(m.answer_pre_step(PreStepAnswer::Reject)))),
             Outcome::Rejected(Rejected::UnexpectedCompletion {
-                answered: Completion::PreStep,
+                answered: Completion::Answer(RequestKind::PreStep),
                 outstanding: Some(Outstanding::Step { turn: 1, step: 1 }),
             }),
         ),
@@ -962,7 +967,7 @@ fn input_out_of_order() -> Vec<Case> {
                 })
             }),
             Outcome::Rejected(Rejected::UnexpectedCompletion {
-                answered: Completion::TurnStopping,
+                answered: Completion::Answer(RequestKind::TurnStopping),
                 outstanding: Some(Outstanding::Step { turn: 1, step: 1 }),
             }),
         ),

@@ -129,16 +129,26 @@ impl NativeMachine {
         if let Err(deep) = check_depth(&input) {
             return wire::text(&json!({ "rejected": "too-deep", "message": deep.to_string() }));
         }
-        match self.machine.handle(input) {
-            Ok(transition) => {
+        // Only a remove or a replace can find its id not pending (S15): no transition then.
+        let applied = match input {
+            Input::Remove(id) => self.machine.remove(&id),
+            Input::Replace { id, message } => self.machine.replace(&id, message),
+            input => self.machine.handle(input).map(Some),
+        };
+        match applied {
+            Ok(Some(transition)) => {
                 let reply = wire::to_text(&Accepted {
-                    found: transition.found(),
+                    found: true,
                     events: transition.events(),
                 });
                 // Dropped undrained: the effects stay queued for `persisted`.
                 drop(transition);
                 reply
             }
+            Ok(None) => wire::to_text(&Accepted {
+                found: false,
+                events: &[],
+            }),
             Err(rejected) => rejection(&rejected),
         }
     }

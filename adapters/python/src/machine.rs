@@ -9,7 +9,8 @@
 use std::num::NonZeroUsize;
 
 use coxswain_core::{
-    Config, Input, Machine, MaintenanceInput, MessageId, Output, Outstanding, Status, Target,
+    Config, Input, Machine, MaintenanceInput, MessageId, Output, Outstanding, Rejected, Status,
+    Target, Transition,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
@@ -90,6 +91,16 @@ pub(crate) fn outstanding(request: Outstanding) -> (&'static str, u64, u64) {
     }
 }
 
+/// Applies one input; `None` only for a `remove`/`replace` of an id not pending (S15), which
+/// changed nothing and emitted nothing.
+fn apply(machine: &mut Machine, input: Input) -> Result<Option<Transition<'_>>, Rejected> {
+    match input {
+        Input::Remove(id) => machine.remove(&id),
+        Input::Replace { id, message } => machine.replace(&id, message),
+        input => machine.handle(input).map(Some),
+    }
+}
+
 /// The public status (S23) by name.
 pub(crate) fn status_name(status: Status) -> &'static str {
     match status {
@@ -152,13 +163,11 @@ impl NativeMachine {
         let value = to_value(input)?;
         let input: Input = serde_json::from_value(value.clone())
             .map_err(|e| errors::invalid_input(py, format!("unknown input {value}: {e}")))?;
-        let transition = self
-            .machine
-            .handle(input)
+        let transition = apply(&mut self.machine, input)
             .map_err(|rejection| errors::rejected(py, &rejection))?;
-        let found = transition.found();
+        let found = transition.is_some();
         let outputs = PyList::empty(py);
-        for output in transition.into_outputs() {
+        for output in transition.into_iter().flat_map(Transition::into_outputs) {
             outputs.append(to_py(py, &output_value(&output))?)?;
         }
         Ok((found, outputs))
@@ -182,15 +191,13 @@ impl NativeMachine {
             .map_err(|e| errors::invalid_input(py, format!("not an input: {e}")))?;
         let maintenance = matches!(input, Input::Maintenance(MaintenanceInput::Begin));
         let mut builder = Builder::new(py)?;
-        let transition = self
-            .machine
-            .handle(input)
+        let transition = apply(&mut self.machine, input)
             .map_err(|rejection| errors::rejected(py, &rejection))?;
-        let found = transition.found();
+        let found = transition.is_some();
         if maintenance {
             builder.begin(PyString::new(py, "maintenance").into_any())?;
         }
-        for output in transition.into_outputs() {
+        for output in transition.into_iter().flat_map(Transition::into_outputs) {
             builder.push(&output)?;
         }
         Ok((found, builder.events, builder.effects, builder.outputs))

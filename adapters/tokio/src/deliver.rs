@@ -84,28 +84,28 @@ impl Agent {
         .map(drop)
     }
 
-    /// A [`Preset`] delivery: `send(message, preset.target(), preset.wakeup())`.
-    pub async fn deliver(
+    /// A follow-up: a turn of its own (S22).
+    pub async fn followup(&self, message: impl Into<SharedMessage>) -> Result<(), AgentError> {
+        self.send_preset(Preset::Followup, message).await
+    }
+
+    /// Steering: joins the running turn at its next step boundary.
+    pub async fn steer(&self, message: impl Into<SharedMessage>) -> Result<(), AgentError> {
+        self.send_preset(Preset::Steer, message).await
+    }
+
+    /// Context that rides along with the next step; never wakes (S20).
+    pub async fn inject(&self, message: impl Into<SharedMessage>) -> Result<(), AgentError> {
+        self.send_preset(Preset::Inject, message).await
+    }
+
+    /// The send a preset names (S20–S22).
+    async fn send_preset(
         &self,
         preset: Preset,
         message: impl Into<SharedMessage>,
     ) -> Result<(), AgentError> {
         self.send(message, preset.target(), preset.wakeup()).await
-    }
-
-    /// A follow-up: a turn of its own (S22).
-    pub async fn followup(&self, message: impl Into<SharedMessage>) -> Result<(), AgentError> {
-        self.deliver(Preset::Followup, message).await
-    }
-
-    /// Steering: joins the running turn at its next step boundary.
-    pub async fn steer(&self, message: impl Into<SharedMessage>) -> Result<(), AgentError> {
-        self.deliver(Preset::Steer, message).await
-    }
-
-    /// Context that rides along with the next step; never wakes (S20).
-    pub async fn inject(&self, message: impl Into<SharedMessage>) -> Result<(), AgentError> {
-        self.deliver(Preset::Inject, message).await
     }
 
     /// Removes a pending message (S15); `false` if it was not pending.

@@ -93,7 +93,6 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Machine;
 
     #[test]
     fn each_builder_sets_its_field_and_keeps_the_other() {
@@ -103,20 +102,5 @@ mod tests {
         assert_eq!((config.delivery_memory, config.hash_seed), (3, 7));
         assert_eq!(Config::new(), Config::default());
         assert_eq!(Config::new().hash_seed, DEFAULT_HASH_SEED);
-    }
-
-    #[test]
-    fn s51_a_machine_reports_the_config_it_was_made_and_restored_with() {
-        for config in [
-            Config::new(),
-            Config::new().with_hash_seed(0x5eed),
-            Config::new()
-                .with_delivery_memory(2)
-                .with_hash_seed(u64::MAX),
-        ] {
-            assert_eq!(Machine::with_config(config).config(), config);
-            let restored = Machine::restore_with(config, &[], 0).map(|m| m.config());
-            assert_eq!(restored, Ok(config));
-        }
     }
 }

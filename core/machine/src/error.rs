@@ -6,14 +6,14 @@ use std::num::NonZeroUsize;
 
 use crate::input::{Expect, Target};
 use crate::message::MessageId;
-use crate::output::Outstanding;
+use crate::output::{Outstanding, RequestKind};
 
 /// Why an input was rejected. A rejected input changed nothing and emitted nothing (S5).
 ///
 /// # Examples
 ///
 /// ```
-/// use coxswain_core::{Completion, Machine, Message, Rejected, StepAnswer};
+/// use coxswain_core::{Completion, Machine, Message, Rejected, RequestKind, StepAnswer};
 ///
 /// let mut machine = Machine::new();
 /// machine.inject(Message::user("c1", "notes"))?.persisted().for_each(drop);
@@ -22,7 +22,7 @@ use crate::output::Outstanding;
 /// assert_eq!(again.map(|rejected| rejected.kind()), Some("already-pending"));
 ///
 /// let early = machine.answer_step(StepAnswer::Completed).err(); // nothing is outstanding
-/// assert_eq!(early, Some(Rejected::UnexpectedCompletion { answered: Completion::Step, outstanding: None }));
+/// assert_eq!(early, Some(Rejected::UnexpectedCompletion { answered: Completion::Answer(RequestKind::Step), outstanding: None }));
 /// assert_eq!(machine.pending(coxswain_core::Target::NextStep).len(), 1); // nothing changed (S5)
 /// # Ok::<(), Rejected>(())
 /// ```
@@ -54,7 +54,7 @@ pub enum Rejected {
     },
     /// The answer does not match the outstanding request, or `end_maintenance` came with no
     /// maintenance active (S4).
-    #[error("unexpected completion: {answered} while {}", DisplayOutstanding(.outstanding))]
+    #[error("unexpected completion: {answered} while {} is outstanding", OrNothing(.outstanding))]
     UnexpectedCompletion {
         /// What the input tried to complete.
         answered: Completion,
@@ -110,47 +110,41 @@ pub enum BatchError {
     Undrained,
 }
 
-/// What an input tried to complete (for [`Rejected::UnexpectedCompletion`];
-/// [example](Rejected#examples)).
+/// What an input tried to complete (for [`Rejected::UnexpectedCompletion`]): an answer to a
+/// request of one [`RequestKind`], or `end_maintenance`.
+///
+/// ```
+/// use coxswain_core::{Completion, RequestKind};
+///
+/// assert_eq!(Completion::Answer(RequestKind::TurnStopping).to_string(), "a turnStopping answer");
+/// assert_eq!(Completion::EndMaintenance.to_string(), "endMaintenance");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Completion {
-    /// An answer to `preStep`.
-    PreStep,
-    /// An answer to `step`.
-    Step,
-    /// An answer to `turnStopping`.
-    TurnStopping,
-    /// `end_maintenance`.
+    /// An answer to a request of this kind (S4).
+    Answer(RequestKind),
+    /// `end_maintenance` (S43).
     EndMaintenance,
 }
 
 impl fmt::Display for Completion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Completion::PreStep => "a preStep answer",
-            Completion::Step => "a step answer",
-            Completion::TurnStopping => "a turnStopping answer",
-            Completion::EndMaintenance => "endMaintenance",
-        })
+        match self {
+            Completion::Answer(kind) => write!(f, "a {kind} answer"),
+            Completion::EndMaintenance => f.write_str("endMaintenance"),
+        }
     }
 }
 
-struct DisplayOutstanding<'a>(&'a Option<Outstanding>);
+/// What was outstanding, or `nothing`, in [`Rejected::UnexpectedCompletion`]'s text.
+struct OrNothing<'a>(&'a Option<Outstanding>);
 
-impl fmt::Display for DisplayOutstanding<'_> {
+impl fmt::Display for OrNothing<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            None => f.write_str("nothing is outstanding"),
-            Some(Outstanding::PreStep { turn, step }) => {
-                write!(f, "preStep (turn {turn}, step {step}) is outstanding")
-            }
-            Some(Outstanding::Step { turn, step }) => {
-                write!(f, "step (turn {turn}, step {step}) is outstanding")
-            }
-            Some(Outstanding::TurnStopping { turn }) => {
-                write!(f, "turnStopping (turn {turn}) is outstanding")
-            }
+            Some(outstanding) => outstanding.fmt(f),
+            None => f.write_str("nothing"),
         }
     }
 }
@@ -229,11 +223,35 @@ mod tests {
         );
         assert_eq!(
             Rejected::UnexpectedCompletion {
-                answered: Completion::Step,
+                answered: Completion::Answer(RequestKind::Step),
                 outstanding: Some(Outstanding::PreStep { turn: 2, step: 1 }),
             }
             .to_string(),
             "unexpected completion: a step answer while preStep (turn 2, step 1) is outstanding"
+        );
+        assert_eq!(
+            Rejected::UnexpectedCompletion {
+                answered: Completion::Answer(RequestKind::PreStep),
+                outstanding: Some(Outstanding::Step { turn: 2, step: 1 }),
+            }
+            .to_string(),
+            "unexpected completion: a preStep answer while step (turn 2, step 1) is outstanding"
+        );
+        assert_eq!(
+            Rejected::UnexpectedCompletion {
+                answered: Completion::EndMaintenance,
+                outstanding: Some(Outstanding::TurnStopping { turn: 4 }),
+            }
+            .to_string(),
+            "unexpected completion: endMaintenance while turnStopping (turn 4) is outstanding"
+        );
+        assert_eq!(
+            Rejected::UnexpectedCompletion {
+                answered: Completion::Answer(RequestKind::TurnStopping),
+                outstanding: None,
+            }
+            .to_string(),
+            "unexpected completion: a turnStopping answer while nothing is outstanding"
         );
         assert_eq!(
             InvalidLog {

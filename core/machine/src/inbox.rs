@@ -15,13 +15,12 @@ use std::hash::{Hash, Hasher};
 use smallvec::SmallVec;
 
 use crate::fingerprint::Fingerprint;
+use crate::hasher::IdHasher;
 use crate::input::Target;
 use crate::memory::{DeliveryMemory, Forgotten};
 use crate::message::{Batch, MessageId, SharedMessage};
 use crate::output::{Event, Notification, Splice, SpliceOutcome};
 use crate::transition::Queue;
-
-pub(crate) use crate::hasher::IdHasher;
 
 /// One pending message and whether it was delivered waking (S19)
 /// ([example](crate::Machine#the-pending-lists)).

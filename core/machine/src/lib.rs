@@ -46,8 +46,8 @@ pub use input::{
 pub use machine::Machine;
 pub use message::{Batch, Message, MessageId, SharedMessage, BATCH_INLINE};
 pub use output::{
-    Abort, Activity, Effect, Event, Notification, Output, Outstanding, Request, Splice, SpliceKind,
-    SpliceOutcome, Status, TurnEndReason,
+    Abort, Activity, Effect, Event, Notification, Output, Outstanding, Request, RequestKind,
+    Splice, SpliceKind, SpliceOutcome, Status, TurnEndReason,
 };
 pub use position::{LogPosition, OpenTurn};
 pub use restore::Restorer;

@@ -17,8 +17,8 @@ use crate::input::{
 };
 use crate::message::{Message, MessageId, SharedMessage};
 use crate::output::{
-    Abort, Activity as ActivityId, Effect, Event, Notification, Outstanding, Request, Status,
-    TurnEndReason,
+    Abort, Activity as ActivityId, Effect, Event, Notification, Outstanding, Request, RequestKind,
+    Status, TurnEndReason,
 };
 use crate::transition::{Queue, Transition};
 
@@ -80,10 +80,12 @@ use crate::transition::{Queue, Transition};
 /// let quiet = |t: coxswain_core::Transition<'_>| t.persisted().for_each(drop);
 /// quiet(machine.inject(Message::user("c1", "notes"))?); // NS, quiet: no turn (S20)
 /// quiet(machine.send(Message::user("later", "hi"), Target::NextTurn, false, None)?); // quiet NT send
-/// quiet(machine.deliver(Preset::Inject, Message::user("c2", "more"))?);
+/// quiet(machine.handle(Input::preset(Preset::Inject, Message::user("c2", "more").into()))?);
 /// quiet(machine.prepend(Target::NextStep, Message::user("c0", "first"))?);
-/// quiet(machine.replace(&MessageId::new("c2"), Message::user("c3", "instead"))?);
-/// quiet(machine.remove(&MessageId::new("later"))?);
+/// let replaced = machine.replace(&MessageId::new("c2"), Message::user("c3", "instead"))?;
+/// replaced.into_iter().for_each(quiet); // `None` had c2 not been pending
+/// machine.remove(&MessageId::new("later"))?.into_iter().for_each(quiet);
+/// assert!(machine.replace(&MessageId::new("c2"), Message::user("c5", "gone"))?.is_none());
 /// quiet(machine.handle(Input::Inject(Message::user("c4", "last").into()))?);
 ///
 /// let ns: Vec<&str> = machine.pending(Target::NextStep).map(|p: &Pending| p.message().id().as_str()).collect();
@@ -250,21 +252,13 @@ struct Run {
     activity: Activity,
     /// The last entered step of the turn, 0 before the first.
     step: u64,
-    awaiting: Awaiting,
+    /// The request the turn waits on (S4).
+    awaiting: RequestKind,
+    /// The awaited `preStep` follows a terminal step: the turn only goes on for NS items (S30,
+    /// S33). Always `false` while another request is awaited.
+    after_terminal: bool,
     /// Some step of the turn hit the output limit (the sticky reason of S34).
     max_tokens: bool,
-}
-
-/// The outstanding request of a running turn (S4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Awaiting {
-    /// `after_terminal`: the latest step's outcome was terminal and the turn only goes on for
-    /// NS items (S30, S33).
-    PreStep {
-        after_terminal: bool,
-    },
-    Step,
-    TurnStopping,
 }
 
 impl Run {
@@ -272,11 +266,16 @@ impl Run {
         Run {
             activity: Activity::default(),
             step: 0,
-            awaiting: Awaiting::PreStep {
-                after_terminal: false,
-            },
+            awaiting: RequestKind::PreStep,
+            after_terminal: false,
             max_tokens: false,
         }
+    }
+
+    /// The turn now waits on a request of this kind; `after_terminal` only for a `preStep`.
+    fn wait_for(&mut self, request: RequestKind, after_terminal: bool) {
+        self.awaiting = request;
+        self.after_terminal = after_terminal && request == RequestKind::PreStep;
     }
 
     /// S34: the reason of a normal stop.
@@ -337,7 +336,7 @@ impl Machine {
     /// The outputs not drained yet, as a [`Transition`]: after a transition was dropped before
     /// it was drained (inputs are rejected [`Rejected::Undrained`] until then). Empty otherwise.
     pub fn drain(&mut self) -> Transition<'_> {
-        Transition::new(self, true)
+        Transition::new(&mut self.queue)
     }
 
     // ----- batches (group commit) -----
@@ -454,14 +453,6 @@ impl Machine {
         self.batch.0.as_deref_mut().filter(|before| before.open)
     }
 
-    pub(crate) fn queue(&self) -> &Queue {
-        &self.queue
-    }
-
-    pub(crate) fn queue_mut(&mut self) -> &mut Queue {
-        &mut self.queue
-    }
-
     // ----- queries -----
 
     /// The public status (S23): `running` while a driver runs, otherwise `idle`.
@@ -541,15 +532,15 @@ impl Machine {
         };
         let turn = self.last_turn;
         Some(match run.awaiting {
-            Awaiting::PreStep { .. } => Outstanding::PreStep {
+            RequestKind::PreStep => Outstanding::PreStep {
                 turn,
                 step: run.step + 1,
             },
-            Awaiting::Step => Outstanding::Step {
+            RequestKind::Step => Outstanding::Step {
                 turn,
                 step: run.step,
             },
-            Awaiting::TurnStopping => Outstanding::TurnStopping { turn },
+            RequestKind::TurnStopping => Outstanding::TurnStopping { turn },
         })
     }
 
@@ -560,7 +551,10 @@ impl Machine {
 
     // ----- inputs -----
 
-    /// Applies one input given as a value, through the same method as a direct call.
+    /// Applies one input given as a value, through the same method as a direct call: the entry
+    /// for inputs as data (replayers, bindings, the session layer). A `remove` or `replace` of
+    /// an id that is not pending is an empty transition here ([`remove`](Machine::remove) says
+    /// `None`).
     ///
     /// # Errors
     ///
@@ -573,11 +567,14 @@ impl Machine {
                 wakeup,
                 expect,
             } => self.send(message, target, wakeup, expect),
-            Input::Followup(message) => self.deliver(Preset::Followup, message),
-            Input::Steer(message) => self.deliver(Preset::Steer, message),
-            Input::Inject(message) => self.deliver(Preset::Inject, message),
-            Input::Remove(id) => self.remove(&id),
-            Input::Replace { id, message } => self.replace(&id, message),
+            Input::Followup(message) => self.followup(message),
+            Input::Steer(message) => self.steer(message),
+            Input::Inject(message) => self.inject(message),
+            // Total: a remove or replace of an id that is not pending is an empty transition.
+            Input::Remove(id) => self.apply(|machine| machine.on_remove(&id).map(drop)),
+            Input::Replace { id, message } => {
+                self.apply(|machine| machine.on_replace(&id, message).map(drop))
+            }
             Input::Prepend { target, message } => self.prepend(target, message),
             Input::Clear {} => self.clear(),
             Input::Cancel { cause, keep_inbox } => self.cancel(cause, keep_inbox),
@@ -590,7 +587,9 @@ impl Machine {
         }
     }
 
-    /// `send(message, target, wakeup, expect)` (S16–S21, S54): append the message to the end of
+    /// `send(message, target, wakeup, expect)` (S16–S21, S54), the delivery primitive
+    /// ([`followup`](Machine::followup), [`steer`](Machine::steer) and
+    /// [`inject`](Machine::inject) are its presets): append the message to the end of
     /// `target` (or of NT, for a waking send after a cancel, S18); a waking send then wakes
     /// (S24). With an [`Expect`] guard it is accepted only while the guard holds.
     ///
@@ -615,25 +614,6 @@ impl Machine {
         self.apply(|machine| machine.on_send(message, target, wakeup, expect))
     }
 
-    /// A [`Preset`] delivery: `send(message, preset.target(), preset.wakeup())`.
-    ///
-    /// # Errors
-    ///
-    /// In this order (S54): [`Rejected::AfterDisposal`] once the machine is disposed (S45);
-    /// [`Rejected::AlreadyPending`] if the message's id is pending (S13),
-    /// [`Rejected::AlreadyDelivered`] if the delivery memory holds it (S52), either of them
-    /// [`Rejected::Conflict`] when that id belongs to a different message (S56);
-    /// [`Rejected::Full`] if the list it joins holds the admission bound's number of items
-    /// (S55). [`Rejected::Undrained`] while a dropped transition's outputs wait for
-    /// [`drain`](Machine::drain).
-    pub fn deliver(
-        &mut self,
-        preset: Preset,
-        message: impl Into<SharedMessage>,
-    ) -> Result<Transition<'_>, Rejected> {
-        self.send(message, preset.target(), preset.wakeup(), None)
-    }
-
     /// `followup(m) = send(m, next-turn, true)`: a turn of its own (S22).
     ///
     /// # Errors
@@ -649,7 +629,7 @@ impl Machine {
         &mut self,
         message: impl Into<SharedMessage>,
     ) -> Result<Transition<'_>, Rejected> {
-        self.deliver(Preset::Followup, message)
+        self.send_preset(Preset::Followup, message)
     }
 
     /// `steer(m) = send(m, next-step, true)`: joins the running turn at its next boundary.
@@ -664,7 +644,7 @@ impl Machine {
     /// (S55). [`Rejected::Undrained`] while a dropped transition's outputs wait for
     /// [`drain`](Machine::drain).
     pub fn steer(&mut self, message: impl Into<SharedMessage>) -> Result<Transition<'_>, Rejected> {
-        self.deliver(Preset::Steer, message)
+        self.send_preset(Preset::Steer, message)
     }
 
     /// `inject(m) = send(m, next-step, false)`: context that rides along, never wakes (S20).
@@ -682,23 +662,37 @@ impl Machine {
         &mut self,
         message: impl Into<SharedMessage>,
     ) -> Result<Transition<'_>, Rejected> {
-        self.deliver(Preset::Inject, message)
+        self.send_preset(Preset::Inject, message)
     }
 
-    /// `remove(id)` (S15): discard a pending message. If it is not pending, nothing is emitted and
-    /// [`Transition::found`] is `false`.
+    /// `remove(id)` (S15): discard a pending message. `None` if it is not pending: nothing
+    /// changed and nothing was emitted ([`handle`](Machine::handle) gives an empty transition
+    /// instead).
     ///
     /// # Errors
     ///
     /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
     /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
-    pub fn remove(&mut self, id: &MessageId) -> Result<Transition<'_>, Rejected> {
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use coxswain_core::{Machine, Message, MessageId};
+    ///
+    /// let mut machine = Machine::new();
+    /// assert!(machine.remove(&MessageId::new("absent"))?.is_none()); // nothing to persist or do
+    /// machine.inject(Message::user("c1", "notes"))?.persisted().for_each(drop);
+    /// let removal = machine.remove(&MessageId::new("c1"))?.expect("c1 is pending");
+    /// assert_eq!(removal.events().len(), 1); // the splice that discards it
+    /// # Ok::<(), coxswain_core::Rejected>(())
+    /// ```
+    pub fn remove(&mut self, id: &MessageId) -> Result<Option<Transition<'_>>, Rejected> {
         self.apply_edit(|machine| machine.on_remove(id))
     }
 
     /// `replace(id, message)` (S15): swap a pending message in place; the replacement inherits its
-    /// waking flag. If `id` is not pending, nothing is emitted and [`Transition::found`] is
-    /// `false`; rejected if the new id is pending elsewhere.
+    /// waking flag. `None` if `id` is not pending: nothing changed and nothing was emitted
+    /// ([example](Machine#the-pending-lists)); rejected if the new id is pending elsewhere.
     ///
     /// # Errors
     ///
@@ -712,9 +706,18 @@ impl Machine {
         &mut self,
         id: &MessageId,
         message: impl Into<SharedMessage>,
-    ) -> Result<Transition<'_>, Rejected> {
+    ) -> Result<Option<Transition<'_>>, Rejected> {
         let message = message.into();
         self.apply_edit(|machine| machine.on_replace(id, message))
+    }
+
+    /// The send a preset names (S20–S22): its target and wakeup, no guard.
+    fn send_preset(
+        &mut self,
+        preset: Preset,
+        message: impl Into<SharedMessage>,
+    ) -> Result<Transition<'_>, Rejected> {
+        self.send(message, preset.target(), preset.wakeup(), None)
     }
 
     /// `prepend(target, message)` (S15): put a quiet message first in `target`.
@@ -865,27 +868,37 @@ impl Machine {
     // ----- what each input does -----
 
     /// The frame of every input: the previous input's outputs were drained, the machine is live
-    /// (S45), and a rejection leaves everything as it was (S5).
-    fn apply(
+    /// (S45), and a rejection leaves everything as it was (S5). Returns what `step` returned.
+    fn frame<T>(
         &mut self,
-        transition: impl FnOnce(&mut Self) -> Result<(), Rejected>,
-    ) -> Result<Transition<'_>, Rejected> {
-        self.apply_edit(|machine| transition(machine).map(|()| true))
-    }
-
-    /// [`apply`](Machine::apply) for `remove` and `replace`, which may find their id not pending.
-    fn apply_edit(
-        &mut self,
-        transition: impl FnOnce(&mut Self) -> Result<bool, Rejected>,
-    ) -> Result<Transition<'_>, Rejected> {
+        step: impl FnOnce(&mut Self) -> Result<T, Rejected>,
+    ) -> Result<T, Rejected> {
         if !self.queue.is_empty() {
             return Err(Rejected::Undrained);
         }
         if self.is_disposed() {
             return Err(Rejected::AfterDisposal);
         }
-        let found = transition(self)?;
-        Ok(Transition::new(self, found))
+        step(self)
+    }
+
+    /// An input in its [`frame`](Machine::frame), and the outputs it queued.
+    fn apply(
+        &mut self,
+        transition: impl FnOnce(&mut Self) -> Result<(), Rejected>,
+    ) -> Result<Transition<'_>, Rejected> {
+        self.frame(transition)?;
+        Ok(Transition::new(&mut self.queue))
+    }
+
+    /// [`apply`](Machine::apply) for `remove` and `replace`, whose id may not be pending: no
+    /// transition then (S15).
+    fn apply_edit(
+        &mut self,
+        edit: impl FnOnce(&mut Self) -> Result<bool, Rejected>,
+    ) -> Result<Option<Transition<'_>>, Rejected> {
+        let found = self.frame(edit)?;
+        Ok(found.then(|| Transition::new(&mut self.queue)))
     }
 
     fn on_send(
@@ -947,9 +960,7 @@ impl Machine {
     }
 
     fn on_pre_step(&mut self, answer: PreStepAnswer) -> Result<(), Rejected> {
-        let Some(Awaiting::PreStep { after_terminal }) = self.awaiting() else {
-            return Err(self.unexpected(Completion::PreStep));
-        };
+        let after_terminal = self.answering(RequestKind::PreStep)?.after_terminal;
         // S30, in this order: cancellation, fail, reject, then the entered batch.
         if self.end_if_cancelled() {
             return Ok(());
@@ -982,7 +993,7 @@ impl Machine {
         }
         // Enter the step (after a `continue`, even with no new messages).
         run.step += 1;
-        run.awaiting = Awaiting::Step;
+        run.wait_for(RequestKind::Step, false);
         let step = run.step;
         let turn = self.last_turn;
         self.queue.event(Event::StepStart { turn, step });
@@ -995,10 +1006,7 @@ impl Machine {
     }
 
     fn on_step(&mut self, answer: StepAnswer) -> Result<(), Rejected> {
-        let (Some(Awaiting::Step), Some(run)) = (self.awaiting(), self.running()) else {
-            return Err(self.unexpected(Completion::Step));
-        };
-        let (turn, step) = (self.last_turn, run.step);
+        let (turn, step) = (self.last_turn, self.answering(RequestKind::Step)?.step);
         self.queue.event(Event::StepEnd { turn, step });
         if self.end_if_cancelled() {
             return Ok(());
@@ -1027,10 +1035,7 @@ impl Machine {
     }
 
     fn on_turn_stopping(&mut self, answer: TurnStoppingAnswer) -> Result<(), Rejected> {
-        let (Some(Awaiting::TurnStopping), Some(run)) = (self.awaiting(), self.running()) else {
-            return Err(self.unexpected(Completion::TurnStopping));
-        };
-        let reason = run.stop_reason();
+        let reason = self.answering(RequestKind::TurnStopping)?.stop_reason();
         if self.end_if_cancelled() {
             return Ok(());
         }
@@ -1090,6 +1095,14 @@ impl Machine {
         }
     }
 
+    /// S4: the running turn waits on a request of this kind, which the input answers.
+    fn answering(&self, request: RequestKind) -> Result<&Run, Rejected> {
+        match self.running() {
+            Some(run) if run.awaiting == request => Ok(run),
+            _ => Err(self.unexpected(Completion::Answer(request))),
+        }
+    }
+
     fn unexpected(&self, answered: Completion) -> Rejected {
         Rejected::UnexpectedCompletion {
             answered,
@@ -1125,10 +1138,6 @@ impl Machine {
             Phase::Running(run) => Some(run),
             _ => None,
         }
-    }
-
-    fn awaiting(&self) -> Option<Awaiting> {
-        self.running().map(|run| run.awaiting)
     }
 
     /// S30, S33: once cancellation was requested, any answer ends the turn `aborted` with the
@@ -1215,7 +1224,7 @@ impl Machine {
         let Phase::Running(run) = &mut self.phase else {
             return;
         };
-        run.awaiting = Awaiting::PreStep { after_terminal };
+        run.wait_for(RequestKind::PreStep, after_terminal);
         let step = run.step + 1;
         self.queue.effect(Effect::Request(Request::PreStep {
             turn,
@@ -1228,7 +1237,7 @@ impl Machine {
         let Phase::Running(run) = &mut self.phase else {
             return;
         };
-        run.awaiting = Awaiting::TurnStopping;
+        run.wait_for(RequestKind::TurnStopping, false);
         self.queue.effect(Effect::Request(Request::TurnStopping {
             turn: self.last_turn,
         }));
@@ -1372,7 +1381,12 @@ mod tests {
         settle(machine.inject(user("d")));
         assert_rejected(
             &mut machine,
-            |m| m.replace(&"c".into(), user("d")),
+            |m| {
+                m.handle(Input::Replace {
+                    id: "c".into(),
+                    message: user("d"),
+                })
+            },
             "already-pending",
         );
         assert_rejected(
@@ -1458,7 +1472,7 @@ mod tests {
             machine.prepend(Target::NextTurn, user("d")).err(),
             Some(full(Target::NextTurn))
         );
-        settle(machine.replace(&"b".into(), user("d")));
+        settle(machine.replace(&"b".into(), user("d")).map(Option::unwrap));
         settle(machine.steer(user("e"))); // NS has room before a cancel
         settle(machine.cancel(CancelCause::User, true));
         // After the cancel a steer goes to NT (S18), which is full, though NS has room.
@@ -1571,15 +1585,21 @@ mod tests {
     }
 
     #[test]
-    fn s15_an_edit_of_an_absent_id_is_found_false_and_silent() {
+    fn s15_an_edit_of_an_absent_id_is_none_and_silent() {
         let mut machine = Machine::new();
-        let transition = machine.remove(&"zz".into()).unwrap();
-        assert!(!transition.found());
-        assert!(transition.is_empty());
+        let before = machine.clone();
+        assert!(machine.remove(&"zz".into()).unwrap().is_none());
+        assert!(machine.replace(&"zz".into(), user("b")).unwrap().is_none());
+        assert_eq!(machine, before);
+        assert!(machine.drain().is_empty());
+        // As a value the input is total: an empty transition.
+        assert!(machine
+            .handle(Input::Remove("zz".into()))
+            .unwrap()
+            .is_empty());
         settle(machine.inject(user("b")));
         let transition = machine.replace(&"b".into(), user("b2")).unwrap();
-        assert!(transition.found());
-        assert_eq!(transition.events().len(), 1);
+        assert_eq!(transition.map(|t| t.events().len()), Some(1));
     }
 
     #[test]
@@ -1620,5 +1640,68 @@ mod tests {
             }))
         );
         assert_eq!(by_method, by_value);
+    }
+
+    #[test]
+    fn a_transition_shows_its_outputs_and_its_effects_count_down() {
+        let mut machine = Machine::new();
+        let transition = machine.inject(Message::user("m1", "hi")).unwrap();
+        assert!(!transition.is_empty());
+        transition.persisted().for_each(drop);
+        assert_eq!(machine.pending(Target::NextStep).len(), 1);
+
+        // Effects count down exactly as they are taken (ExactSizeIterator).
+        let mut effects = machine
+            .followup(Message::user("m2", "hi"))
+            .unwrap()
+            .persisted();
+        let total = effects.len();
+        // inserted, status, the activity, claimed m1 (the injected NS item) and m2, pre-step
+        assert_eq!(total, 6);
+        assert_eq!(effects.size_hint(), (total, Some(total)));
+        effects.next();
+        assert_eq!(effects.len(), total - 1);
+        assert_eq!(effects.by_ref().count(), total - 1);
+        assert_eq!(effects.size_hint(), (0, Some(0)));
+    }
+
+    #[test]
+    fn outputs_left_unread_stay_queued_in_order() {
+        let all = |machine: &mut Machine| -> Vec<Output> {
+            machine
+                .followup(Message::user("m1", "hi"))
+                .unwrap()
+                .into_outputs()
+                .collect()
+        };
+        let whole = all(&mut Machine::new());
+        // three events (splice, turn/start, claim), inserted, status, claimed, pre-step
+        assert_eq!(whole.len(), 7, "{whole:?}");
+        for taken in 1..whole.len() {
+            let mut machine = Machine::new();
+            let mut outputs = machine
+                .followup(Message::user("m1", "hi"))
+                .unwrap()
+                .into_outputs();
+            let mut seen: Vec<Output> = outputs.by_ref().take(taken).collect();
+            drop(outputs);
+            seen.extend(machine.drain().into_outputs());
+            assert_eq!(seen, whole, "after taking {taken}");
+        }
+    }
+
+    #[test]
+    fn s51_a_machine_reports_the_config_it_was_made_and_restored_with() {
+        for config in [
+            Config::new(),
+            Config::new().with_hash_seed(0x5eed),
+            Config::new()
+                .with_delivery_memory(2)
+                .with_hash_seed(u64::MAX),
+        ] {
+            assert_eq!(Machine::with_config(config).config(), config);
+            let restored = Machine::restore_with(config, &[], 0).map(|m| m.config());
+            assert_eq!(restored, Ok(config));
+        }
     }
 }

@@ -14,7 +14,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use crate::fingerprint::Fingerprint;
-use crate::inbox::IdHasher;
+use crate::hasher::IdHasher;
 use crate::message::{MessageId, SharedMessage};
 
 /// The ids of the last `capacity` items that left the lists, oldest first. Boxed, so a machine

@@ -4,6 +4,8 @@
 //! (`docs/FORMAT.md`); an [`Event`] alone serializes as the `{ type, data }` record the host
 //! appends to the session's durable log.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
@@ -236,7 +238,7 @@ impl Event {
 ///
 /// let mut machine = Machine::new();
 /// machine.inject(Message::user("c1", "notes"))?.persisted().for_each(drop);
-/// let removal = machine.remove(&MessageId::new("c1"))?;
+/// let removal = machine.remove(&MessageId::new("c1"))?.expect("c1 is pending");
 /// let [Event::Spliced(splice)] = removal.events() else { panic!("one splice") };
 /// assert_eq!((splice.target, splice.start, splice.removed_count), (Target::NextStep, 0, 1));
 /// assert_eq!(splice.outcome, Some(SpliceOutcome::Canceled));
@@ -431,11 +433,7 @@ pub enum Request {
 impl Request {
     /// The turn this request belongs to.
     pub fn turn(&self) -> u64 {
-        match self {
-            Request::PreStep { turn, .. }
-            | Request::Step { turn, .. }
-            | Request::TurnStopping { turn } => *turn,
-        }
+        self.outstanding().turn()
     }
 
     /// The [`Outstanding`] this request makes (what [`Machine::outstanding`](crate::Machine::outstanding)
@@ -461,6 +459,18 @@ impl Request {
 }
 
 /// The request the machine waits on (S4): at most one at a time ([example](Effect#examples)).
+/// Its [`kind`](Outstanding::kind) is one of the [`RequestKind`]s; it displays as the rejection
+/// texts name it.
+///
+/// ```
+/// use coxswain_core::{Outstanding, RequestKind};
+///
+/// let outstanding = Outstanding::PreStep { turn: 2, step: 1 };
+/// assert_eq!(outstanding.kind(), RequestKind::PreStep);
+/// assert_eq!(outstanding.turn(), 2);
+/// assert_eq!(outstanding.to_string(), "preStep (turn 2, step 1)");
+/// assert_eq!(Outstanding::TurnStopping { turn: 3 }.to_string(), "turnStopping (turn 3)");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Outstanding {
     /// A `preStep` request for this turn and prospective step.
@@ -482,6 +492,85 @@ pub enum Outstanding {
         /// The turn.
         turn: u64,
     },
+}
+
+impl Outstanding {
+    /// Which request this is ([example](Outstanding)).
+    pub fn kind(&self) -> RequestKind {
+        match self {
+            Outstanding::PreStep { .. } => RequestKind::PreStep,
+            Outstanding::Step { .. } => RequestKind::Step,
+            Outstanding::TurnStopping { .. } => RequestKind::TurnStopping,
+        }
+    }
+
+    /// The turn the request belongs to ([example](Outstanding)).
+    pub fn turn(&self) -> u64 {
+        match *self {
+            Outstanding::PreStep { turn, .. }
+            | Outstanding::Step { turn, .. }
+            | Outstanding::TurnStopping { turn } => turn,
+        }
+    }
+}
+
+impl fmt::Display for Outstanding {
+    /// `preStep (turn 2, step 1)`, `step (turn 2, step 1)`, `turnStopping (turn 2)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Outstanding::PreStep { turn, step } | Outstanding::Step { turn, step } => {
+                write!(f, "{} (turn {turn}, step {step})", self.kind())
+            }
+            Outstanding::TurnStopping { turn } => write!(f, "{} (turn {turn})", self.kind()),
+        }
+    }
+}
+
+/// The kinds of request the host answers: what can be outstanding (S4). The one list of them
+/// that [`Outstanding`], the machine's own bookkeeping and [`Completion`](crate::Completion) are
+/// built from.
+///
+/// ```
+/// use coxswain_core::RequestKind;
+///
+/// let names = RequestKind::ALL.map(RequestKind::as_str);
+/// assert_eq!(names, ["preStep", "step", "turnStopping"]); // FORMAT.md's request keys
+/// assert_eq!(RequestKind::Step.to_string(), "step");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RequestKind {
+    /// The pre-step decision (S29), answered with [`PreStepAnswer`](crate::PreStepAnswer).
+    PreStep,
+    /// The step (S32), answered with [`StepAnswer`](crate::StepAnswer).
+    Step,
+    /// The turn-stopping hooks (S33), answered with
+    /// [`TurnStoppingAnswer`](crate::TurnStoppingAnswer).
+    TurnStopping,
+}
+
+impl RequestKind {
+    /// Every kind, in the order a step asks for them.
+    pub const ALL: [RequestKind; 3] = [
+        RequestKind::PreStep,
+        RequestKind::Step,
+        RequestKind::TurnStopping,
+    ];
+
+    /// The request's name on the wire: `preStep`, `step` or `turnStopping`
+    /// ([example](RequestKind)).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestKind::PreStep => "preStep",
+            RequestKind::Step => "step",
+            RequestKind::TurnStopping => "turnStopping",
+        }
+    }
+}
+
+impl fmt::Display for RequestKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -590,7 +679,13 @@ mod tests {
             Request::Step { turn: 4, step: 2 },
             Request::TurnStopping { turn: 5 },
         ];
-        assert_eq!(requests.map(|r| r.turn()), [3, 4, 5]);
+        assert_eq!(requests.clone().map(|r| r.turn()), [3, 4, 5]);
+        // The kind's name is the request's key on the wire.
+        for (request, kind) in requests.iter().zip(RequestKind::ALL) {
+            assert_eq!(request.outstanding().kind(), kind);
+            let wire = serde_json::to_value(Output::Request(request.clone())).unwrap();
+            assert!(wire["request"].get(kind.as_str()).is_some(), "{wire}");
+        }
     }
 
     #[test]

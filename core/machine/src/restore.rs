@@ -15,7 +15,7 @@ use smallvec::SmallVec;
 
 use crate::config::Config;
 use crate::error::{InvalidLog, LogViolation};
-use crate::inbox::IdHasher;
+use crate::hasher::IdHasher;
 use crate::inbox::Inbox;
 use crate::input::Target;
 use crate::machine::Machine;

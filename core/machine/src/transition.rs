@@ -1,7 +1,7 @@
 //! The drain contract as a type: what one input produced, persisted before it is acted on.
 //!
-//! Every accepted input returns a [`Transition`] that borrows the machine, so the next input
-//! cannot be fed while it is alive. Its durable [`events`](Transition::events) come first, as one
+//! Every accepted input returns a [`Transition`] that borrows the machine's output queue (and so
+//! the machine), so the next input cannot be fed while it is alive. Its durable [`events`](Transition::events) come first, as one
 //! batch; only [`persisted`](Transition::persisted), the host's word that the batch is durable,
 //! releases the [`Effect`]s (notifications, the start of activities, requests, `abort`). This is
 //! raft-rs's `Ready`/`advance` and str0m's single-mutation rhythm, carried by the borrow checker.
@@ -11,7 +11,6 @@
 
 use std::collections::VecDeque;
 
-use crate::machine::Machine;
 use crate::output::{Effect, Event, Notification, Output};
 
 /// The outputs of the input being applied: its events (one batch) and its effects, each in
@@ -78,7 +77,8 @@ impl Queue {
 ///    durable (skip this when there are none).
 /// 2. Call [`persisted`](Transition::persisted) and carry out every [`Effect`] in order.
 ///
-/// The transition borrows the machine: no other input can be fed until it is gone.
+/// The transition borrows the machine's output queue, and through it the machine: no other input
+/// can be fed until it is gone.
 ///
 /// ```
 /// use coxswain_core::{Effect, Machine, Message, Request};
@@ -98,56 +98,43 @@ impl Queue {
 #[must_use = "persist the events, then carry out the effects (Transition::persisted)"]
 #[derive(Debug)]
 pub struct Transition<'m> {
-    machine: &'m mut Machine,
-    found: bool,
+    queue: &'m mut Queue,
 }
 
 impl<'m> Transition<'m> {
-    pub(crate) fn new(machine: &'m mut Machine, found: bool) -> Self {
-        Transition { machine, found }
-    }
-
-    /// `false` only for a `remove` or `replace` whose id was not pending: it changed nothing and
-    /// emitted nothing (S15). `true` for every other accepted input.
-    ///
-    /// ```
-    /// use coxswain_core::{Machine, MessageId};
-    ///
-    /// let mut machine = Machine::new();
-    /// let removal = machine.remove(&MessageId::new("absent"))?;
-    /// assert!(!removal.found());
-    /// assert!(removal.is_empty()); // nothing to persist, nothing to do
-    /// # Ok::<(), coxswain_core::Rejected>(())
-    /// ```
-    #[inline]
-    pub fn found(&self) -> bool {
-        self.found
+    pub(crate) fn new(queue: &'m mut Queue) -> Self {
+        Transition { queue }
     }
 
     /// The durable events, in order: append them to the log as one batch before
     /// [`persisted`](Transition::persisted).
     #[inline]
     pub fn events(&self) -> &[Event] {
-        &self.machine.queue().events
+        &self.queue.events
     }
 
-    /// Whether the input produced no output at all ([example](Transition::found)).
+    /// Whether the input produced no output at all.
+    ///
+    /// ```
+    /// use coxswain_core::{Input, Machine, MessageId};
+    ///
+    /// let mut machine = Machine::new();
+    /// // A remove of an id that is not pending, as a value: nothing to persist, nothing to do.
+    /// let removal = machine.handle(Input::Remove(MessageId::new("absent")))?;
+    /// assert!(removal.is_empty());
+    /// # Ok::<(), coxswain_core::Rejected>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
-        self.machine.queue().is_empty()
-    }
-
-    /// The machine, for queries, while the transition is held.
-    pub fn machine(&self) -> &Machine {
-        self.machine
+        self.queue.is_empty()
     }
 
     /// The host's word that the events are durable: releases the effects, in order. Effects
-    /// left unread when the iterator is dropped stay queued for [`Machine::drain`].
+    /// left unread when the iterator is dropped stay queued for
+    /// [`Machine::drain`](crate::Machine::drain).
     #[inline]
     pub fn persisted(self) -> Effects<'m> {
-        let queue = self.machine.queue_mut();
-        queue.persist();
-        Effects { queue }
+        self.queue.persist();
+        Effects { queue: self.queue }
     }
 
     /// Persists the events into an in-memory log (durable once extended, for tests and
@@ -163,12 +150,12 @@ impl<'m> Transition<'m> {
     /// [`events`](Transition::events) and [`persisted`](Transition::persisted)
     /// ([example](crate::Output#examples)).
     pub fn into_outputs(self) -> Outputs<'m> {
-        Outputs::new(self.machine.queue_mut())
+        Outputs::new(self.queue)
     }
 }
 
 /// The effects of a persisted [`Transition`], in order. Effects left unread when it is dropped
-/// stay queued for [`Machine::drain`].
+/// stay queued for [`Machine::drain`](crate::Machine::drain).
 ///
 /// # Examples
 ///
@@ -258,8 +245,6 @@ impl Drop for Outputs<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Message;
-    use crate::output::{Event, Notification};
 
     #[test]
     fn a_queue_is_empty_only_without_events_and_without_effects() {
@@ -272,56 +257,5 @@ mod tests {
             status: crate::output::Status::Idle,
         });
         assert!(!queue.is_empty(), "an effect alone");
-    }
-
-    #[test]
-    fn a_transition_shows_its_outputs_and_the_machine_it_changed() {
-        let mut machine = Machine::new();
-        let transition = machine.inject(Message::user("m1", "hi")).unwrap();
-        assert!(!transition.is_empty());
-        assert_eq!(
-            transition.machine().pending(crate::Target::NextStep).len(),
-            1
-        );
-        transition.persisted().for_each(drop);
-
-        // Effects count down exactly as they are taken (ExactSizeIterator).
-        let mut effects = machine
-            .followup(Message::user("m2", "hi"))
-            .unwrap()
-            .persisted();
-        let total = effects.len();
-        // inserted, status, the activity, claimed m1 (the injected NS item) and m2, pre-step
-        assert_eq!(total, 6);
-        assert_eq!(effects.size_hint(), (total, Some(total)));
-        effects.next();
-        assert_eq!(effects.len(), total - 1);
-        assert_eq!(effects.by_ref().count(), total - 1);
-        assert_eq!(effects.size_hint(), (0, Some(0)));
-    }
-
-    #[test]
-    fn outputs_left_unread_stay_queued_in_order() {
-        let all = |machine: &mut Machine| -> Vec<Output> {
-            machine
-                .followup(Message::user("m1", "hi"))
-                .unwrap()
-                .into_outputs()
-                .collect()
-        };
-        let whole = all(&mut Machine::new());
-        // three events (splice, turn/start, claim), inserted, status, claimed, pre-step
-        assert_eq!(whole.len(), 7, "{whole:?}");
-        for taken in 1..whole.len() {
-            let mut machine = Machine::new();
-            let mut outputs = machine
-                .followup(Message::user("m1", "hi"))
-                .unwrap()
-                .into_outputs();
-            let mut seen: Vec<Output> = outputs.by_ref().take(taken).collect();
-            drop(outputs);
-            seen.extend(machine.drain().into_outputs());
-            assert_eq!(seen, whole, "after taking {taken}");
-        }
     }
 }

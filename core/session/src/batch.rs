@@ -24,8 +24,8 @@ pub struct Ticket {
 /// What one staged member turned into once its batch was persisted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ack {
-    /// An input; `found` is [`Transition::found`](coxswain_core::Transition::found) (`false`
-    /// only for a `remove` or `replace` of an id that was not pending).
+    /// An input; `found` is `false` only for a `remove` or `replace` of an id that was not
+    /// pending ([`Machine::remove`](coxswain_core::Machine::remove) returned `None`).
     Input {
         /// Whether the edit found its id.
         found: bool,

@@ -61,11 +61,7 @@ impl HostFailure {
             HostFailure::Abandoned => "was abandoned after the abort grace",
             HostFailure::InvalidAnswer => "gave an invalid answer",
         };
-        let call = match request {
-            Outstanding::PreStep { .. } => "preStep",
-            Outstanding::Step { .. } => "step",
-            Outstanding::TurnStopping { .. } => "turnStopping",
-        };
+        let call = request.kind();
         let message = if detail.is_empty() {
             format!("the host's {call} call {what}")
         } else {

@@ -196,7 +196,13 @@ impl Session {
         self.check_open()?;
         admit(&input, self.options.limits)?;
         self.open_batch()?;
-        let transition = match self.machine.handle(input) {
+        // Only a remove or a replace can find its id not pending (S15): no transition then.
+        let applied = match input {
+            Input::Remove(id) => self.machine.remove(&id),
+            Input::Replace { id, message } => self.machine.replace(&id, message),
+            input => self.machine.handle(input).map(Some),
+        };
+        let transition = match applied {
             Ok(transition) => transition,
             Err(rejected) => {
                 let ticket = self.refuse(rejected.into())?;
@@ -208,11 +214,13 @@ impl Session {
                 return Ok(ticket);
             }
         };
-        let found = transition.found();
-        self.staging
-            .entries
-            .extend(transition.events().iter().cloned().map(Entry::Machine));
-        self.staging.effects.extend(transition.persisted());
+        let found = transition.is_some();
+        if let Some(transition) = transition {
+            self.staging
+                .entries
+                .extend(transition.events().iter().cloned().map(Entry::Machine));
+            self.staging.effects.extend(transition.persisted());
+        }
         let ticket = self.join(Ack::Input { found });
         self.staging
             .answers

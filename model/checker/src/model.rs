@@ -604,7 +604,7 @@ impl Model for DeliveryModel {
         }
         let input = self.input(last, action)?;
         let (result, outputs) = match next.machine.handle(input.clone()) {
-            Ok(transition) => (Ok(transition.found()), transition.into_outputs().collect()),
+            Ok(transition) => (Ok(()), transition.into_outputs().collect()),
             Err(rejected) => (Err(rejected), Vec::new()),
         };
         let observed =

@@ -325,11 +325,18 @@ impl SessionModel {
         next: &mut SessionState,
         input: &Input,
     ) -> Result<(bool, Vec<Effect>), Rejected> {
-        let transition = next.reference.handle(input.clone())?;
-        let found = transition.found();
+        // Only a remove or a replace can find its id not pending (S15).
+        let transition = match input.clone() {
+            Input::Remove(id) => next.reference.remove(&id)?,
+            Input::Replace { id, message } => next.reference.replace(&id, message)?,
+            input => Some(next.reference.handle(input)?),
+        };
+        let Some(transition) = transition else {
+            return Ok((false, Vec::new()));
+        };
         next.reference_log
             .extend(transition.events().iter().cloned());
-        Ok((found, transition.persisted().collect()))
+        Ok((true, transition.persisted().collect()))
     }
 
     fn persist(&self, next: &mut SessionState) {
