@@ -71,6 +71,21 @@ impl List {
     fn position(&self, key: i64) -> Option<usize> {
         self.items.binary_search_by_key(&key, |item| item.key).ok()
     }
+
+    /// A key for an item about to be inserted at `position`, between its neighbours' keys:
+    /// the next append's last, the next prepend's first, otherwise the one after the previous
+    /// item's key if the next item's is above it; `None` when the neighbours' keys are adjacent.
+    fn key_at(&mut self, position: usize) -> Option<i64> {
+        if position == self.items.len() {
+            return Some(self.next_back_key());
+        }
+        if position == 0 {
+            return Some(self.next_front_key());
+        }
+        let before = self.items.get(position - 1)?.key;
+        let after = self.items.get(position)?.key;
+        before.checked_add(1).filter(|&key| key < after)
+    }
 }
 
 /// Where an id is pending.
@@ -610,37 +625,91 @@ impl Inbox {
         );
     }
 
-    /// Builds an inbox from restored lists and memory (S46, S48, S53). The caller checked ids are
-    /// unique and none is held.
-    pub(crate) fn from_lists(
-        next_turn: impl IntoIterator<Item = (SharedMessage, bool)>,
-        next_step: impl IntoIterator<Item = (SharedMessage, bool)>,
-        memory: DeliveryMemory,
-        hasher: IdHasher,
-    ) -> Self {
-        let mut inbox = Inbox {
-            memory,
-            index: HashMap::with_hasher(hasher),
-            ..Inbox::default()
-        };
-        for (target, items) in [
-            (Target::NextTurn, next_turn.into_iter().collect::<Vec<_>>()),
-            (Target::NextStep, next_step.into_iter().collect::<Vec<_>>()),
-        ] {
-            for (message, waking) in items {
-                let key = inbox.list_mut(target).next_back_key();
-                inbox
-                    .index
-                    .insert(message.id().clone(), Slot { target, key });
-                inbox.waking += usize::from(waking);
-                inbox.list_mut(target).items.push_back(Pending {
+    /// Applies one splice read from a restored log (S46), emitting nothing: the `removed` items
+    /// from `start` of `target` leave it, then `inserted` go in their place, each delivered
+    /// `waking` (S19). An inserted id the memory holds is released (a log written under a
+    /// smaller capacity, S51: never both pending and held); then S53: the removed ids that are
+    /// not pending after the splice enter the delivery memory, in list order, by the rule the
+    /// live changes follow. The caller checked the coordinates (S11). No batch is open.
+    ///
+    /// # Errors
+    ///
+    /// The first inserted id that is pending already (S13 at restore, S47). The items inserted
+    /// before it stay and the memory is not fed: a restorer that failed keeps failing.
+    pub(crate) fn restore_splice(
+        &mut self,
+        target: Target,
+        start: usize,
+        removed: usize,
+        inserted: impl IntoIterator<Item = SharedMessage>,
+        waking: bool,
+    ) -> Result<(), MessageId> {
+        let gone: SmallVec<[Pending; 1]> = self
+            .list_mut(target)
+            .items
+            .drain(start..start + removed)
+            .collect();
+        for item in &gone {
+            self.index.remove(item.message.id());
+            self.waking -= usize::from(item.waking);
+        }
+        let mut free_keys = gone.iter().map(|item| item.key);
+        let mut keyed = true;
+        for (at, message) in (start..).zip(inserted) {
+            if self.index.contains_key(message.id()) {
+                if !keyed {
+                    self.renumber(target);
+                }
+                return Err(message.id().clone());
+            }
+            self.memory.release(message.id());
+            let key = match free_keys.next() {
+                // A removed item's key lies between the neighbours of the removed range.
+                Some(key) => key,
+                None => self.list_mut(target).key_at(at).unwrap_or_else(|| {
+                    keyed = false;
+                    0
+                }),
+            };
+            self.index
+                .insert(message.id().clone(), Slot { target, key });
+            self.waking += usize::from(waking);
+            self.list_mut(target).items.insert(
+                at,
+                Pending {
                     message,
                     waking,
                     key,
-                });
+                },
+            );
+        }
+        if !keyed {
+            self.renumber(target);
+        }
+        // S53: the removed ids not pending after the splice enter the memory, in list order.
+        for gone in &gone {
+            if !self.index.contains_key(gone.message.id()) {
+                self.memory.left(&gone.message);
             }
         }
-        inbox
+        Ok(())
+    }
+
+    /// Gives the items of `target` the keys `0, 1, …` again (after a restored splice inserted
+    /// between two items with adjacent keys).
+    fn renumber(&mut self, target: Target) {
+        let list = self.list_mut(target);
+        list.front_key = 0;
+        list.back_key = 0;
+        let mut slots: Vec<(MessageId, i64)> = Vec::with_capacity(list.items.len());
+        for item in &mut list.items {
+            item.key = list.back_key;
+            list.back_key += 1;
+            slots.push((item.message.id().clone(), item.key));
+        }
+        for (id, key) in slots {
+            self.index.insert(id, Slot { target, key });
+        }
     }
 }
 
@@ -760,6 +829,48 @@ mod tests {
         );
         assert!(inbox.contains(&"b".into()));
         assert!(!inbox.contains(&"a".into()));
+    }
+
+    /// S46, S11: a restored splice may insert anywhere (a log another implementation wrote);
+    /// keys stay ascending, so every id is found at its place and the live changes that follow
+    /// work. S53: a removed id re-inserted by the same splice stays out of the memory.
+    #[test]
+    fn s46_restored_splices_insert_anywhere_and_keep_every_id_findable() {
+        let mut inbox = Inbox::with_memory(4, IdHasher::default());
+        let nt = Target::NextTurn;
+        let splice = |inbox: &mut Inbox, start, removed, ids: &[&str]| {
+            inbox.restore_splice(nt, start, removed, ids.iter().map(|id| user(id)), true)
+        };
+        splice(&mut inbox, 0, 0, &["a", "b"]).unwrap();
+        splice(&mut inbox, 1, 0, &["x"]).unwrap(); // between adjacent keys: renumbered
+        splice(&mut inbox, 0, 0, &["y", "z"]).unwrap(); // two in front
+        splice(&mut inbox, 2, 2, &["x", "c", "d"]).unwrap(); // a and x out, x back in
+        assert_eq!(ids(&inbox, nt), ["y", "z", "x", "c", "d", "b"]);
+        for (position, id) in ["y", "z", "x", "c", "d", "b"].into_iter().enumerate() {
+            assert_eq!(inbox.locate(&id.into()), Some((nt, position)), "{id}");
+        }
+        assert_eq!(
+            inbox
+                .memory()
+                .ids()
+                .map(MessageId::as_str)
+                .collect::<Vec<_>>(),
+            ["a"]
+        );
+        assert_eq!(splice(&mut inbox, 0, 0, &["e", "c"]), Err("c".into()));
+        assert_eq!(ids(&inbox, nt)[..2], ["e", "y"]);
+        let mut out = Queue::default();
+        inbox.prepend(nt, user("p"), &mut out);
+        inbox.append(nt, user("q"), false, &mut out);
+        inbox.remove_at(nt, 3, &mut out); // z
+        assert_eq!(ids(&inbox, nt), ["p", "e", "y", "x", "c", "d", "b", "q"]);
+        for (position, id) in ["p", "e", "y", "x", "c", "d", "b", "q"]
+            .into_iter()
+            .enumerate()
+        {
+            assert_eq!(inbox.locate(&id.into()), Some((nt, position)), "{id}");
+        }
+        assert_eq!(inbox.waking, 6);
     }
 
     #[test]

@@ -6,9 +6,9 @@
 //! A ring keeps their order (oldest first, for eviction) and an index answers "is it held, and
 //! with which message" in O(1). What it keeps of the message is its [`Fingerprint`] (16 bytes,
 //! §12's "digest of its canonical value"): holding the shared message instead would keep every
-//! delivered message's content alive for as long as its id is held. Both the live machine
-//! (through the inbox) and the restorer feed it through [`left`](DeliveryMemory::left), so the
-//! live rule and the replayed one are the same code (S53).
+//! delivered message's content alive for as long as its id is held. Only the inbox feeds
+//! it, through [`left`](DeliveryMemory::left): its live changes and the splices a restorer
+//! replays into it, so the live rule and the replayed one are the same code (S53).
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};

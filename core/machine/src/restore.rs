@@ -1,13 +1,13 @@
 //! Restoring a machine from a durable log (SPEC §9, S46–S48).
 //!
-//! [`Restorer`] reads a log one event at a time (so a log file can be streamed), rebuilding the
-//! two pending lists from every `agent/inbox/spliced` event at or after the seed boundary and
-//! `lastTurn` from the last `turn/start` of the whole log; every other event is read past. It
+//! [`Restorer`] reads a log one event at a time (so a log file can be streamed), replaying every
+//! `agent/inbox/spliced` event at or after the seed boundary into the inbox the restored machine
+//! gets (its two pending lists and its delivery memory, changed by the inbox's own restored
+//! splice, S53) and taking `lastTurn` from the last `turn/start` of the whole log; every other event is read past. It
 //! validates as it goes and produces a [`Machine`] only when the whole log was valid: nothing is
 //! ever partially restored (S47). The restored machine is idle and emits nothing; its items park
 //! until the next wake (S48).
 
-use std::collections::{HashSet, VecDeque};
 use std::num::NonZeroUsize;
 
 use serde_json::Value;
@@ -19,8 +19,7 @@ use crate::inbox::IdHasher;
 use crate::inbox::Inbox;
 use crate::input::Target;
 use crate::machine::Machine;
-use crate::memory::DeliveryMemory;
-use crate::message::{Message, MessageId, SharedMessage};
+use crate::message::{Message, SharedMessage};
 use crate::output::{Event, Splice};
 use crate::position::LogPosition;
 
@@ -75,11 +74,9 @@ pub struct Restorer {
     seed_length: usize,
     /// The index the next event gets.
     index: usize,
-    next_turn: VecDeque<(SharedMessage, bool)>,
-    next_step: VecDeque<(SharedMessage, bool)>,
-    pending: HashSet<MessageId, IdHasher>,
-    /// The delivery memory the replayed splices leave (S53).
-    memory: DeliveryMemory,
+    /// The lists and the delivery memory the replayed splices leave, changed by the inbox's
+    /// own restored splice (S46, S53): the restored machine gets it as it is.
+    inbox: Inbox,
     /// The admission bound the restored machine gets (S55; a longer restored list is kept).
     max_pending: Option<NonZeroUsize>,
     /// Where the log so far stands: last turn, open turn and step.
@@ -110,9 +107,7 @@ impl std::hash::Hash for Restorer {
 
 type CanonicalRestorer<'a> = (
     usize,
-    &'a VecDeque<(SharedMessage, bool)>,
-    &'a VecDeque<(SharedMessage, bool)>,
-    &'a DeliveryMemory,
+    &'a Inbox,
     Option<NonZeroUsize>,
     u64,
     Option<u64>,
@@ -123,9 +118,7 @@ impl Restorer {
     fn canonical(&self) -> CanonicalRestorer<'_> {
         (
             self.seed_length.saturating_sub(self.index),
-            &self.next_turn,
-            &self.next_step,
-            &self.memory,
+            &self.inbox,
             self.max_pending,
             self.position.last_turn(),
             // Whether a turn is open and which step it leaves open: not how many it closed.
@@ -182,10 +175,7 @@ impl Restorer {
         Restorer {
             seed_length,
             index: 0,
-            next_turn: VecDeque::new(),
-            next_step: VecDeque::new(),
-            pending: HashSet::with_hasher(IdHasher::new(config.hash_seed)),
-            memory: DeliveryMemory::new(config.delivery_memory, IdHasher::new(config.hash_seed)),
+            inbox: Inbox::with_memory(config.delivery_memory, IdHasher::new(config.hash_seed)),
             max_pending: config.max_pending,
             position: LogPosition::new(),
             turn_started_at: 0,
@@ -278,10 +268,8 @@ impl Restorer {
                 violation: LogViolation::OpenTurn,
             });
         }
-        let hasher = self.pending.hasher().clone();
-        let inbox = Inbox::from_lists(self.next_turn, self.next_step, self.memory, hasher);
         Ok(Machine::with_state(
-            inbox,
+            self.inbox,
             self.position.last_turn(),
             self.max_pending,
         ))
@@ -297,11 +285,10 @@ impl Restorer {
         &self,
         target: Target,
     ) -> impl ExactSizeIterator<Item = (&SharedMessage, bool)> + '_ {
-        let list = match target {
-            Target::NextTurn => &self.next_turn,
-            Target::NextStep => &self.next_step,
-        };
-        list.iter().map(|(message, waking)| (message, *waking))
+        self.inbox
+            .items(target)
+            .iter()
+            .map(|item| (item.message(), item.is_waking()))
     }
 
     /// Where the log read so far stands: its last turn, the turn and step it leaves open
@@ -344,16 +331,9 @@ impl Restorer {
         Ok(())
     }
 
-    fn list_mut(&mut self, target: Target) -> &mut VecDeque<(SharedMessage, bool)> {
-        match target {
-            Target::NextTurn => &mut self.next_turn,
-            Target::NextStep => &mut self.next_step,
-        }
-    }
-
     /// Applies one splice after checking its coordinates (S11) and ids (S13).
     fn apply(&mut self, splice: RawSplice<'_>) -> Result<(), LogViolation> {
-        let len = self.list_mut(splice.target).len();
+        let len = self.inbox.len(splice.target);
         let start = splice
             .start
             .and_then(|start| usize::try_from(start).ok())
@@ -374,34 +354,9 @@ impl Restorer {
                 .collect::<Option<_>>()
                 .ok_or(LogViolation::SpliceInserted)?,
         };
-        let list = match splice.target {
-            Target::NextTurn => &mut self.next_turn,
-            Target::NextStep => &mut self.next_step,
-        };
-        // The removed ids are kept only when a memory will hold them (S53).
-        let remember = self.memory.capacity() > 0;
-        let mut left: SmallVec<[SharedMessage; 1]> = SmallVec::new();
-        for (message, _) in list.drain(start..start + removed) {
-            self.pending.remove(message.id());
-            if remember {
-                left.push(message);
-            }
-        }
-        for (offset, message) in inserted.into_iter().enumerate() {
-            if !self.pending.insert(message.id().clone()) {
-                return Err(LogViolation::AlreadyPending(message.id().clone()));
-            }
-            // A log written under a smaller capacity may insert a held id (S51: never both).
-            self.memory.release(message.id());
-            list.insert(start + offset, (message, splice.wakeup));
-        }
-        // S53: the removed ids not pending after the splice enter the memory, in list order.
-        for message in &left {
-            if !self.pending.contains(message.id()) {
-                self.memory.left(message);
-            }
-        }
-        Ok(())
+        self.inbox
+            .restore_splice(splice.target, start, removed, inserted, splice.wakeup)
+            .map_err(LogViolation::AlreadyPending)
     }
 }
 
