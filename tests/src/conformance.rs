@@ -128,6 +128,9 @@ fn format_md_example() -> String {
     block.trim_start_matches('\n').to_owned()
 }
 
+/// Starts a subject afresh.
+type NewSubject = fn() -> Box<dyn Subject>;
+
 /// FORMAT.md's example replays on the core and on the spec, exactly: 4 inputs, 14 outputs; a
 /// changed expectation fails both at its line; a rejection after it and an invalid given log
 /// are checked by kind on both.
@@ -135,7 +138,7 @@ fn format_md_example() -> String {
 fn format_md_example_replays_on_the_core_and_the_spec() {
     let example = format_md_example();
     assert_eq!(example.lines().count(), 18, "{example}");
-    let subjects: [(&str, fn() -> Box<dyn Subject>); 2] = [
+    let subjects: [(&str, NewSubject); 2] = [
         ("core", || Box::new(CoreSubject::default())),
         ("spec", || Box::new(SpecSubject::default())),
     ];

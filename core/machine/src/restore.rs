@@ -18,7 +18,7 @@ use crate::error::{InvalidLog, LogViolation};
 use crate::inbox::IdHasher;
 use crate::inbox::Inbox;
 use crate::input::Target;
-use crate::machine::Machine;
+use crate::machine::{Machine, RestorerBehaviour};
 use crate::message::{Message, SharedMessage};
 use crate::output::{Event, Splice};
 use crate::position::LogPosition;
@@ -69,7 +69,10 @@ use crate::position::LogPosition;
 /// assert_eq!((machine.last_turn(), machine.pending(Target::NextStep).len()), (1, 1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug)]
+///
+/// `==` is structural (the events read included); the model checker's view is
+/// [`Restorer::behaviour`].
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Restorer {
     seed_length: usize,
     /// The index the next event gets.
@@ -87,44 +90,16 @@ pub struct Restorer {
     failed: Option<InvalidLog>,
 }
 
-/// Restorers compare by what they restored so far and how they will read the rest: the lists,
-/// `lastTurn`, whether a turn is open, whether the seed boundary is behind, and a failure. The
-/// count of events read is left out, so a model checker holding a restorer in its state does not
-/// tell apart two histories that restored the same thing.
-impl PartialEq for Restorer {
-    fn eq(&self, other: &Self) -> bool {
-        self.canonical() == other.canonical()
-    }
-}
-
-impl Eq for Restorer {}
-
-impl std::hash::Hash for Restorer {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.canonical().hash(state);
-    }
-}
-
-type CanonicalRestorer<'a> = (
-    usize,
-    &'a Inbox,
-    Option<NonZeroUsize>,
-    u64,
-    Option<u64>,
-    &'a Option<InvalidLog>,
-);
-
 impl Restorer {
-    fn canonical(&self) -> CanonicalRestorer<'_> {
-        (
+    /// The view of what this restorer's future behaviour depends on, which the model checkers
+    /// compare and hash ([`RestorerBehaviour`] says what counts and why). `==` on the restorer
+    /// itself is structural.
+    pub fn behaviour(&self) -> RestorerBehaviour<'_> {
+        RestorerBehaviour::new(
             self.seed_length.saturating_sub(self.index),
             &self.inbox,
             self.max_pending,
-            self.position.last_turn(),
-            // Whether a turn is open and which step it leaves open: not how many it closed.
-            self.position
-                .open()
-                .map(|_| self.position.open_step().map_or(0, |step| step + 1)),
+            &self.position,
             &self.failed,
         )
     }
@@ -476,9 +451,11 @@ mod tests {
         (error.index, error.violation)
     }
 
+    /// The checker's view of a restorer ([`Restorer::behaviour`]): what it restored and how it
+    /// will read the rest; `==` is structural.
     #[test]
-    fn restorers_compare_and_hash_by_what_they_restored() {
-        let hash = crate::test_support::hash_of::<Restorer>;
+    fn restorers_behave_by_what_they_restored() {
+        let hash = |restorer: &Restorer| crate::test_support::hash_of(&restorer.behaviour());
         let fed = |events: &[Value]| {
             let mut restorer = Restorer::new(0);
             for event in events {
@@ -489,13 +466,26 @@ mod tests {
         let insert = |id| spliced(json!({"target": "next-turn", "start": 0, "inserted": [m(id)]}));
         let noise = json!({"type": "model/output", "data": 1});
         let a = fed(&[insert("a")]);
-        // Reading an event that restores nothing leaves an equal restorer (the count is left out).
+        // Reading an event that restores nothing leaves an equal behaviour (the count is left
+        // out), not an equal restorer.
         let a_later = fed(&[insert("a"), noise]);
-        assert_eq!(a, a_later);
+        assert_eq!(a.behaviour(), a_later.behaviour());
         assert_eq!(hash(&a), hash(&a_later));
+        assert_ne!(a, a_later);
+        assert_eq!(a, fed(&[insert("a")]));
         let b = fed(&[insert("b")]);
-        assert_ne!(a, b);
+        assert_ne!(a.behaviour(), b.behaviour());
         assert_ne!(hash(&a), hash(&b));
+
+        // The events left before the seed boundary count (S46), once behind it they do not.
+        let skipped = |seed_length| {
+            let mut restorer = Restorer::new(seed_length);
+            restorer.skip_host_event().unwrap();
+            restorer
+        };
+        assert_ne!(skipped(3).behaviour(), skipped(2).behaviour());
+        assert_ne!(hash(&skipped(3)), hash(&skipped(2)));
+        assert_eq!(skipped(1).behaviour(), skipped(0).behaviour());
 
         // Which step an open turn leaves open counts (crash repair closes it, S50); how many
         // steps it closed does not.
@@ -503,12 +493,22 @@ mod tests {
         let step = |n: u64| json!({"type": "step/start", "data": {"step": n}});
         let step_end = json!({"type": "step/end", "data": {}});
         let open_turn = fed(std::slice::from_ref(&turn));
-        assert_eq!(open_turn, fed(&[turn.clone(), step(1), step_end.clone()]));
+        let closed_a_step = fed(&[turn.clone(), step(1), step_end.clone()]);
+        assert_eq!(open_turn.behaviour(), closed_a_step.behaviour());
+        assert_eq!(hash(&open_turn), hash(&closed_a_step));
         let in_step = |n| fed(&[turn.clone(), step(n)]);
         for n in [0, 1, 2] {
-            assert_ne!(open_turn, in_step(n), "step {n} open");
+            assert_ne!(
+                open_turn.behaviour(),
+                in_step(n).behaviour(),
+                "step {n} open"
+            );
         }
-        assert_ne!(in_step(1), in_step(2));
+        assert_ne!(in_step(1).behaviour(), in_step(2).behaviour());
+        // The first error counts (S47).
+        let mut failed = fed(&[insert("a")]);
+        assert!(failed.push_json(&json!({})).is_err());
+        assert_ne!(failed.behaviour(), a_later.behaviour());
     }
 
     #[test]
@@ -773,7 +773,10 @@ mod tests {
             .collect();
         let from_json = Machine::restore(&json, 0).unwrap();
         assert_eq!(typed, from_json);
-        assert_eq!(typed, machine);
+        // Restored under other keys than the live machine's prepend and claims left: the same
+        // behaviour, not the same machine.
+        assert_eq!(typed.behaviour(), machine.behaviour());
+        assert_ne!(typed, machine);
         assert_eq!(
             ids(&typed, Target::NextTurn),
             [("p".to_owned(), false), ("b".to_owned(), true)]
