@@ -43,7 +43,7 @@ pub use input::{
     CancelCause, ErrorInfo, Expect, Input, MaintenanceInput, PreStepAnswer, Preset, StepAnswer,
     Target, TurnStoppingAnswer, UnknownName,
 };
-pub use machine::Machine;
+pub use machine::{Behaviour, Machine, RestorerBehaviour};
 pub use message::{Batch, Message, MessageId, SharedMessage, BATCH_INLINE};
 pub use output::{
     Abort, Activity, Effect, Event, Notification, Output, Outstanding, Request, RequestKind,

@@ -22,6 +22,9 @@ use crate::output::{
 };
 use crate::transition::{Queue, Transition};
 
+mod behaviour;
+pub use behaviour::{Behaviour, RestorerBehaviour};
+
 /// The sans-IO delivery state machine of one agent session.
 ///
 /// # Calling contract
@@ -169,7 +172,12 @@ use crate::transition::{Queue, Transition};
 /// assert!(!machine.drain().is_empty());
 /// # Ok::<(), Rejected>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// `==` is structural: every list item with its place, the id index, the delivery memory, the
+/// phase, the turn number, the bound, the undrained outputs and the open batch's saved state.
+/// What a model checker compares instead, the view of what the machine's future behaviour
+/// depends on, is [`Machine::behaviour`].
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Machine {
     inbox: Inbox,
     phase: Phase,
@@ -179,34 +187,39 @@ pub struct Machine {
     max_pending: Option<NonZeroUsize>,
     /// The outputs of the input being applied, until the host drains them.
     queue: Queue,
-    /// The phase and turn number before the open batch (the inbox journals its own changes);
-    /// allocated at the first batch and kept. Bookkeeping, outside equality and hashing.
-    batch: Unobserved<Option<Box<Before>>>,
+    /// The phase and turn number before the open batch (the inbox journals its own changes).
+    batch: BatchStart,
 }
 
 /// What [`Machine::roll_back_batch`] puts back besides the inbox.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Before {
     open: bool,
     phase: Phase,
     last_turn: u64,
 }
 
-/// Bookkeeping that is not part of the machine's value: every two compare equal and hash alike.
-#[derive(Clone, Debug, Default)]
-struct Unobserved<T>(T);
+/// The state before the open batch, if one is open: allocated at the first batch and kept
+/// closed in between, so later batches reuse it. The kept allocation is not part of the value,
+/// as a `Vec`'s capacity is not: two of them are equal when both have no open batch, or both
+/// one opened on the same state.
+#[derive(Clone, Debug)]
+struct BatchStart(Option<Box<Before>>);
 
-impl<T> PartialEq for Unobserved<T> {
-    fn eq(&self, _: &Self) -> bool {
-        true
+impl BatchStart {
+    /// The saved state of the open batch.
+    fn open(&self) -> Option<&Before> {
+        self.0.as_deref().filter(|before| before.open)
     }
 }
 
-impl<T> Eq for Unobserved<T> {}
-
-impl<T> std::hash::Hash for Unobserved<T> {
-    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+impl PartialEq for BatchStart {
+    fn eq(&self, other: &Self) -> bool {
+        self.open() == other.open()
+    }
 }
+
+impl Eq for BatchStart {}
 
 /// The activity phase (S23). Disposing is a flag on the activity's cancellation (S45).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -329,7 +342,7 @@ impl Machine {
             last_turn,
             max_pending,
             queue: Queue::default(),
-            batch: Unobserved(None),
+            batch: BatchStart(None),
         }
     }
 
@@ -446,7 +459,7 @@ impl Machine {
 
     /// Whether a batch is open ([example](Machine::begin_batch)).
     pub fn is_batch_open(&self) -> bool {
-        self.batch.0.as_deref().is_some_and(|before| before.open)
+        self.batch.open().is_some()
     }
 
     fn open_batch(&mut self) -> Option<&mut Before> {

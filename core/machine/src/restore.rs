@@ -1,13 +1,13 @@
 //! Restoring a machine from a durable log (SPEC §9, S46–S48).
 //!
-//! [`Restorer`] reads a log one event at a time (so a log file can be streamed), rebuilding the
-//! two pending lists from every `agent/inbox/spliced` event at or after the seed boundary and
-//! `lastTurn` from the last `turn/start` of the whole log; every other event is read past. It
+//! [`Restorer`] reads a log one event at a time (so a log file can be streamed), replaying every
+//! `agent/inbox/spliced` event at or after the seed boundary into the inbox the restored machine
+//! gets (its two pending lists and its delivery memory, changed by the inbox's own restored
+//! splice, S53) and taking `lastTurn` from the last `turn/start` of the whole log; every other event is read past. It
 //! validates as it goes and produces a [`Machine`] only when the whole log was valid: nothing is
 //! ever partially restored (S47). The restored machine is idle and emits nothing; its items park
 //! until the next wake (S48).
 
-use std::collections::{HashSet, VecDeque};
 use std::num::NonZeroUsize;
 
 use serde_json::Value;
@@ -18,9 +18,8 @@ use crate::error::{InvalidLog, LogViolation};
 use crate::hasher::IdHasher;
 use crate::inbox::Inbox;
 use crate::input::Target;
-use crate::machine::Machine;
-use crate::memory::DeliveryMemory;
-use crate::message::{Message, MessageId, SharedMessage};
+use crate::machine::{Machine, RestorerBehaviour};
+use crate::message::{Message, SharedMessage};
 use crate::output::{Event, Splice};
 use crate::position::LogPosition;
 
@@ -70,16 +69,17 @@ use crate::position::LogPosition;
 /// assert_eq!((machine.last_turn(), machine.pending(Target::NextStep).len()), (1, 1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug)]
+///
+/// `==` is structural (the events read included); the model checker's view is
+/// [`Restorer::behaviour`].
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Restorer {
     seed_length: usize,
     /// The index the next event gets.
     index: usize,
-    next_turn: VecDeque<(SharedMessage, bool)>,
-    next_step: VecDeque<(SharedMessage, bool)>,
-    pending: HashSet<MessageId, IdHasher>,
-    /// The delivery memory the replayed splices leave (S53).
-    memory: DeliveryMemory,
+    /// The lists and the delivery memory the replayed splices leave, changed by the inbox's
+    /// own restored splice (S46, S53): the restored machine gets it as it is.
+    inbox: Inbox,
     /// The admission bound the restored machine gets (S55; a longer restored list is kept).
     max_pending: Option<NonZeroUsize>,
     /// Where the log so far stands: last turn, open turn and step.
@@ -90,48 +90,16 @@ pub struct Restorer {
     failed: Option<InvalidLog>,
 }
 
-/// Restorers compare by what they restored so far and how they will read the rest: the lists,
-/// `lastTurn`, whether a turn is open, whether the seed boundary is behind, and a failure. The
-/// count of events read is left out, so a model checker holding a restorer in its state does not
-/// tell apart two histories that restored the same thing.
-impl PartialEq for Restorer {
-    fn eq(&self, other: &Self) -> bool {
-        self.canonical() == other.canonical()
-    }
-}
-
-impl Eq for Restorer {}
-
-impl std::hash::Hash for Restorer {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.canonical().hash(state);
-    }
-}
-
-type CanonicalRestorer<'a> = (
-    usize,
-    &'a VecDeque<(SharedMessage, bool)>,
-    &'a VecDeque<(SharedMessage, bool)>,
-    &'a DeliveryMemory,
-    Option<NonZeroUsize>,
-    u64,
-    Option<u64>,
-    &'a Option<InvalidLog>,
-);
-
 impl Restorer {
-    fn canonical(&self) -> CanonicalRestorer<'_> {
-        (
+    /// The view of what this restorer's future behaviour depends on, which the model checkers
+    /// compare and hash ([`RestorerBehaviour`] says what counts and why). `==` on the restorer
+    /// itself is structural.
+    pub fn behaviour(&self) -> RestorerBehaviour<'_> {
+        RestorerBehaviour::new(
             self.seed_length.saturating_sub(self.index),
-            &self.next_turn,
-            &self.next_step,
-            &self.memory,
+            &self.inbox,
             self.max_pending,
-            self.position.last_turn(),
-            // Whether a turn is open and which step it leaves open: not how many it closed.
-            self.position
-                .open()
-                .map(|_| self.position.open_step().map_or(0, |step| step + 1)),
+            &self.position,
             &self.failed,
         )
     }
@@ -182,10 +150,7 @@ impl Restorer {
         Restorer {
             seed_length,
             index: 0,
-            next_turn: VecDeque::new(),
-            next_step: VecDeque::new(),
-            pending: HashSet::with_hasher(IdHasher::new(config.hash_seed)),
-            memory: DeliveryMemory::new(config.delivery_memory, IdHasher::new(config.hash_seed)),
+            inbox: Inbox::with_memory(config.delivery_memory, IdHasher::new(config.hash_seed)),
             max_pending: config.max_pending,
             position: LogPosition::new(),
             turn_started_at: 0,
@@ -278,10 +243,8 @@ impl Restorer {
                 violation: LogViolation::OpenTurn,
             });
         }
-        let hasher = self.pending.hasher().clone();
-        let inbox = Inbox::from_lists(self.next_turn, self.next_step, self.memory, hasher);
         Ok(Machine::with_state(
-            inbox,
+            self.inbox,
             self.position.last_turn(),
             self.max_pending,
         ))
@@ -297,11 +260,10 @@ impl Restorer {
         &self,
         target: Target,
     ) -> impl ExactSizeIterator<Item = (&SharedMessage, bool)> + '_ {
-        let list = match target {
-            Target::NextTurn => &self.next_turn,
-            Target::NextStep => &self.next_step,
-        };
-        list.iter().map(|(message, waking)| (message, *waking))
+        self.inbox
+            .items(target)
+            .iter()
+            .map(|item| (item.message(), item.is_waking()))
     }
 
     /// Where the log read so far stands: its last turn, the turn and step it leaves open
@@ -344,16 +306,9 @@ impl Restorer {
         Ok(())
     }
 
-    fn list_mut(&mut self, target: Target) -> &mut VecDeque<(SharedMessage, bool)> {
-        match target {
-            Target::NextTurn => &mut self.next_turn,
-            Target::NextStep => &mut self.next_step,
-        }
-    }
-
     /// Applies one splice after checking its coordinates (S11) and ids (S13).
     fn apply(&mut self, splice: RawSplice<'_>) -> Result<(), LogViolation> {
-        let len = self.list_mut(splice.target).len();
+        let len = self.inbox.len(splice.target);
         let start = splice
             .start
             .and_then(|start| usize::try_from(start).ok())
@@ -374,34 +329,9 @@ impl Restorer {
                 .collect::<Option<_>>()
                 .ok_or(LogViolation::SpliceInserted)?,
         };
-        let list = match splice.target {
-            Target::NextTurn => &mut self.next_turn,
-            Target::NextStep => &mut self.next_step,
-        };
-        // The removed ids are kept only when a memory will hold them (S53).
-        let remember = self.memory.capacity() > 0;
-        let mut left: SmallVec<[SharedMessage; 1]> = SmallVec::new();
-        for (message, _) in list.drain(start..start + removed) {
-            self.pending.remove(message.id());
-            if remember {
-                left.push(message);
-            }
-        }
-        for (offset, message) in inserted.into_iter().enumerate() {
-            if !self.pending.insert(message.id().clone()) {
-                return Err(LogViolation::AlreadyPending(message.id().clone()));
-            }
-            // A log written under a smaller capacity may insert a held id (S51: never both).
-            self.memory.release(message.id());
-            list.insert(start + offset, (message, splice.wakeup));
-        }
-        // S53: the removed ids not pending after the splice enter the memory, in list order.
-        for message in &left {
-            if !self.pending.contains(message.id()) {
-                self.memory.left(message);
-            }
-        }
-        Ok(())
+        self.inbox
+            .restore_splice(splice.target, start, removed, inserted, splice.wakeup)
+            .map_err(LogViolation::AlreadyPending)
     }
 }
 
@@ -521,9 +451,11 @@ mod tests {
         (error.index, error.violation)
     }
 
+    /// The checker's view of a restorer ([`Restorer::behaviour`]): what it restored and how it
+    /// will read the rest; `==` is structural.
     #[test]
-    fn restorers_compare_and_hash_by_what_they_restored() {
-        let hash = crate::test_support::hash_of::<Restorer>;
+    fn restorers_behave_by_what_they_restored() {
+        let hash = |restorer: &Restorer| crate::test_support::hash_of(&restorer.behaviour());
         let fed = |events: &[Value]| {
             let mut restorer = Restorer::new(0);
             for event in events {
@@ -534,13 +466,26 @@ mod tests {
         let insert = |id| spliced(json!({"target": "next-turn", "start": 0, "inserted": [m(id)]}));
         let noise = json!({"type": "model/output", "data": 1});
         let a = fed(&[insert("a")]);
-        // Reading an event that restores nothing leaves an equal restorer (the count is left out).
+        // Reading an event that restores nothing leaves an equal behaviour (the count is left
+        // out), not an equal restorer.
         let a_later = fed(&[insert("a"), noise]);
-        assert_eq!(a, a_later);
+        assert_eq!(a.behaviour(), a_later.behaviour());
         assert_eq!(hash(&a), hash(&a_later));
+        assert_ne!(a, a_later);
+        assert_eq!(a, fed(&[insert("a")]));
         let b = fed(&[insert("b")]);
-        assert_ne!(a, b);
+        assert_ne!(a.behaviour(), b.behaviour());
         assert_ne!(hash(&a), hash(&b));
+
+        // The events left before the seed boundary count (S46), once behind it they do not.
+        let skipped = |seed_length| {
+            let mut restorer = Restorer::new(seed_length);
+            restorer.skip_host_event().unwrap();
+            restorer
+        };
+        assert_ne!(skipped(3).behaviour(), skipped(2).behaviour());
+        assert_ne!(hash(&skipped(3)), hash(&skipped(2)));
+        assert_eq!(skipped(1).behaviour(), skipped(0).behaviour());
 
         // Which step an open turn leaves open counts (crash repair closes it, S50); how many
         // steps it closed does not.
@@ -548,12 +493,22 @@ mod tests {
         let step = |n: u64| json!({"type": "step/start", "data": {"step": n}});
         let step_end = json!({"type": "step/end", "data": {}});
         let open_turn = fed(std::slice::from_ref(&turn));
-        assert_eq!(open_turn, fed(&[turn.clone(), step(1), step_end.clone()]));
+        let closed_a_step = fed(&[turn.clone(), step(1), step_end.clone()]);
+        assert_eq!(open_turn.behaviour(), closed_a_step.behaviour());
+        assert_eq!(hash(&open_turn), hash(&closed_a_step));
         let in_step = |n| fed(&[turn.clone(), step(n)]);
         for n in [0, 1, 2] {
-            assert_ne!(open_turn, in_step(n), "step {n} open");
+            assert_ne!(
+                open_turn.behaviour(),
+                in_step(n).behaviour(),
+                "step {n} open"
+            );
         }
-        assert_ne!(in_step(1), in_step(2));
+        assert_ne!(in_step(1).behaviour(), in_step(2).behaviour());
+        // The first error counts (S47).
+        let mut failed = fed(&[insert("a")]);
+        assert!(failed.push_json(&json!({})).is_err());
+        assert_ne!(failed.behaviour(), a_later.behaviour());
     }
 
     #[test]
@@ -818,7 +773,10 @@ mod tests {
             .collect();
         let from_json = Machine::restore(&json, 0).unwrap();
         assert_eq!(typed, from_json);
-        assert_eq!(typed, machine);
+        // Restored under other keys than the live machine's prepend and claims left: the same
+        // behaviour, not the same machine.
+        assert_eq!(typed.behaviour(), machine.behaviour());
+        assert_ne!(typed, machine);
         assert_eq!(
             ids(&typed, Target::NextTurn),
             [("p".to_owned(), false), ("b".to_owned(), true)]

@@ -11,8 +11,9 @@ use coxswain_conformance::input_json;
 use std::num::NonZeroUsize;
 
 use coxswain_core::{
-    Batch, CancelCause, Config, ErrorInfo, Expect, Input, Machine, MaintenanceInput, Message,
-    MessageId, Output, PreStepAnswer, SharedMessage, StepAnswer, Target, TurnStoppingAnswer,
+    Batch, Behaviour, CancelCause, Config, ErrorInfo, Expect, Input, Machine, MaintenanceInput,
+    Message, MessageId, Output, PreStepAnswer, SharedMessage, StepAnswer, Target,
+    TurnStoppingAnswer,
 };
 use coxswain_spec::Spec;
 use stateright::{Model, Property};
@@ -210,10 +211,20 @@ pub struct State {
 
 impl State {
     /// Everything that tells two states apart (the log and the pool excepted: history and a
-    /// constant of the model).
-    pub(crate) fn parts(&self) -> (&Machine, &Monitor, &Spec, &Option<Arc<Mismatch>>, u8, u8) {
+    /// constant of the model): the machine by its [`Machine::behaviour`].
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn parts(
+        &self,
+    ) -> (
+        Behaviour<'_>,
+        &Monitor,
+        &Spec,
+        &Option<Arc<Mismatch>>,
+        u8,
+        u8,
+    ) {
         (
-            &self.machine,
+            self.machine.behaviour(),
             &self.monitor,
             &self.spec,
             &self.mismatch,

@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coxswain_core::{
-    CancelCause, Config, Effect, Event, Input, Machine, Message, Outstanding, PreStepAnswer,
-    Rejected, Request, SharedMessage, StepAnswer, TurnStoppingAnswer,
+    Behaviour, CancelCause, Config, Effect, Event, Input, Machine, Message, Outstanding,
+    PreStepAnswer, Rejected, Request, SharedMessage, StepAnswer, TurnStoppingAnswer,
 };
 use coxswain_log::{Entry, HostEvent};
 use coxswain_session::{Ack, HostFailure, Options, Refused, Release, Session, Timeout};
@@ -179,13 +179,13 @@ pub struct SessionState {
 
 impl SessionState {
     /// What tells two states apart: the logs and the clock are history (the deadline counts
-    /// relative to now).
+    /// relative to now); the machines count by their [`Machine::behaviour`].
     #[allow(clippy::type_complexity)]
     fn key(
         &self,
     ) -> (
-        &Machine,
-        &Machine,
+        Behaviour<'_>,
+        Behaviour<'_>,
         &[Option<Input>],
         bool,
         &Option<Request>,
@@ -197,8 +197,8 @@ impl SessionState {
         u8,
     ) {
         (
-            self.session.machine(),
-            &self.reference,
+            self.session.machine().behaviour(),
+            self.reference.behaviour(),
             &self.staged,
             self.session.is_sealed(),
             &self.released,
@@ -400,7 +400,7 @@ impl SessionModel {
                 format!("batch {batch:?} released {released:?}, expected {expected:?}"),
             );
         }
-        if next.session.machine() != &next.reference {
+        if next.session.machine().behaviour() != next.reference.behaviour() {
             next.violate(
                 SessionProperty::ReleaseOrder,
                 "the persisted session differs from the reference".into(),
@@ -464,7 +464,7 @@ impl SessionModel {
                     next.session.machine()
                 ),
             );
-        } else if next.session.machine() != &next.reference {
+        } else if next.session.machine().behaviour() != next.reference.behaviour() {
             next.violate(
                 SessionProperty::RolledBack,
                 "after the failed batch the machine differs from the reference".into(),

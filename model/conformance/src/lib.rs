@@ -530,30 +530,26 @@ impl fmt::Display for Replayed {
 mod tests {
     use super::*;
 
-    const EXAMPLE: &str = r#"{"note":"FORMAT.md example: an idle follow-up, one text step"}
-{"in":{"followup":{"id":"a","source":{"kind":"user"},"content":"hi"}}}
-{"out":{"event":{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"inserted":[{"id":"a","source":{"kind":"user"},"content":"hi"}],"wakeup":true}}}}
-{"out":{"notify":{"type":"agent/inbox/inserted","message":{"id":"a","source":{"kind":"user"},"content":"hi"}}}}
-{"out":{"notify":{"type":"agent/status","status":"running"}}}
-{"out":{"event":{"type":"turn/start","data":{"turn":1}}}}
-{"out":{"event":{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}}}}
-{"out":{"notify":{"type":"agent/inbox/claimed","message":{"id":"a","source":{"kind":"user"},"content":"hi"},"turn":1}}}
-{"out":{"request":{"preStep":{"turn":1,"step":1,"messages":[{"id":"a","source":{"kind":"user"},"content":"hi"}]}}}}
-{"in":{"preStep":{"enter":[{"id":"a","source":{"kind":"user"},"content":"hi"}]}}}
-{"out":{"event":{"type":"step/start","data":{"turn":1,"step":1}}}}
-{"out":{"event":{"type":"user/message","data":{"id":"a","source":{"kind":"user"},"content":"hi"}}}}
-{"out":{"request":{"step":{"turn":1,"step":1}}}}
-{"in":{"step":"completed"}}
-{"out":{"event":{"type":"step/end","data":{"turn":1,"step":1}}}}
-{"out":{"request":{"turnStopping":{"turn":1}}}}
-{"in":{"turnStopping":"done"}}
-{"out":{"event":{"type":"turn/end","data":{"turn":1,"reason":{"kind":"completed"}}}}}
-{"out":{"notify":{"type":"agent/status","status":"idle"}}}
-"#;
+    /// FORMAT.md's example ("Example: an idle follow-up, one text step"), read from the
+    /// document itself (the first fenced block after its heading) behind a note line, so the
+    /// line numbers below count from the note.
+    fn example() -> String {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/FORMAT.md");
+        let text = std::fs::read_to_string(path).unwrap();
+        let (_, section) = text
+            .split_once("## Example: an idle follow-up, one text step")
+            .unwrap();
+        let block = section.split("```").nth(1).unwrap();
+        format!(
+            "{}\n{}",
+            r#"{"note":"FORMAT.md example: an idle follow-up, one text step"}"#,
+            block.trim_start_matches('\n')
+        )
+    }
 
     #[test]
     fn format_md_example_replays() {
-        let trace = Trace::parse(EXAMPLE).unwrap();
+        let trace = Trace::parse(&example()).unwrap();
         assert_eq!(
             replay(&trace),
             Ok(Replayed {
@@ -566,7 +562,7 @@ mod tests {
 
     #[test]
     fn a_changed_output_is_reported_at_its_line() {
-        let text = EXAMPLE.replace(r#""status":"idle""#, r#""status":"running""#);
+        let text = example().replace(r#""status":"idle""#, r#""status":"running""#);
         let Err(TraceError::Mismatch { line, .. }) = replay(&Trace::parse(&text).unwrap()) else {
             panic!("expected a mismatch");
         };
@@ -575,7 +571,7 @@ mod tests {
 
     #[test]
     fn a_missing_output_is_reported_at_the_next_input() {
-        let text: String = EXAMPLE
+        let text: String = example()
             .lines()
             .filter(|l| !l.contains("agent/inbox/claimed"))
             .map(|l| format!("{l}\n"))
@@ -590,7 +586,7 @@ mod tests {
 
     #[test]
     fn an_extra_expected_output_is_reported() {
-        let text = format!("{EXAMPLE}{}\n", r#"{"out":{"disposed":{}}}"#);
+        let text = format!("{}{}\n", example(), r#"{"out":{"disposed":{}}}"#);
         let Err(TraceError::Mismatch { line, .. }) = replay(&Trace::parse(&text).unwrap()) else {
             panic!("expected a mismatch");
         };
@@ -673,7 +669,7 @@ mod tests {
 
     #[test]
     fn a_subject_failure_fails_the_trace_at_the_line_served() {
-        let trace = Trace::parse(EXAMPLE).unwrap();
+        let trace = Trace::parse(&example()).unwrap();
         let mut subject = FailsAt {
             core: CoreSubject::default(),
             left: 1,

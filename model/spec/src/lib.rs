@@ -29,8 +29,10 @@
 //! # Ok::<(), &'static str>(())
 //! ```
 //!
-//! Its behaviour is pinned by the conformance corpus (`tests/conformance/*.jsonl`), which its
-//! tests replay in full; its unit tests check only what a trace cannot express.
+//! Its behaviour is pinned by the conformance corpus (`tests/conformance/*.jsonl`), which
+//! `coxswain-tests` replays in full on it through the conformance kit's one replayer
+//! (`coxswain_conformance::replay_on`, the spec wired in as a `Subject` there, so this crate
+//! depends on neither); its unit tests check only what a trace cannot express.
 //!
 //! The rules live one module per SPEC section: `wire` (the FORMAT.md values), `lists`
 //! (S10–S14), `delivery` (S13, S15–S21), `latch` (S24–S26), `turns` (S27–S38), `answers`
@@ -103,10 +105,6 @@ mod conflict;
 
 /// The observable state: the queries the differential property compares with the core's.
 mod view;
-
-/// The conformance corpus replayed on the spec, and the replayer's own tests.
-#[cfg(test)]
-mod trace_replay;
 
 /// Random walks: the spec agrees with its own durable log and keeps its invariants (S49).
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! projections (status, quiescence, `lastTurn`, the pending view, the held ids and messages, the
 //! bound) the harness compares with the core's, and S56's value equality itself, edge by edge
 //! across serde_json's three number representations (the traces pin it only through inputs).
-//! Behaviour (outputs and rejections) is pinned by the corpus, see `trace_replay`.
+//! Behaviour (outputs and rejections) is pinned by the corpus, which `coxswain-tests` replays on
+//! the spec (`tests/src/conformance.rs`).
 
 use serde_json::{json, Value};
 

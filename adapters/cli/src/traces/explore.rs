@@ -4,8 +4,8 @@
 //! each distinct transition.
 //!
 //! Coverage is counted on the core, not on the model's states (which also hold the monitor's
-//! history, the spec and the budget left): a *state* is a [`Machine`] up to its canonical
-//! equality, and a *distinct transition* is a pair (state, input), the input compared as its
+//! history, the spec and the budget left): a *state* is a [`Machine`] up to its behaviour
+//! ([`Machine::behaviour`], what the model checker compares), and a *distinct transition* is a pair (state, input), the input compared as its
 //! FORMAT.md JSON. Breadth-first order makes the first path to reach each the shortest.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -14,6 +14,24 @@ use coxswain_checker::stateright::Model;
 use coxswain_checker::{DeliveryModel, State};
 use coxswain_conformance::input_json;
 use coxswain_core::{Input, Machine};
+
+/// A core state: a machine compared and hashed by its [`Machine::behaviour`].
+#[derive(Clone, Debug)]
+struct CoreState(Machine);
+
+impl PartialEq for CoreState {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.behaviour() == other.0.behaviour()
+    }
+}
+
+impl Eq for CoreState {}
+
+impl std::hash::Hash for CoreState {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.behaviour().hash(state);
+    }
+}
 
 /// One node of the trie of witness paths: an accepted input from its parent (none at the root),
 /// and the new rejected transitions first seen in the state it leads to.
@@ -61,13 +79,15 @@ pub(crate) fn explore(model: &DeliveryModel) -> Explored {
     let mut children: HashMap<(usize, String), usize> = HashMap::new();
     let mut visits: Vec<Visit> = Vec::new();
     let mut seen: HashSet<State> = HashSet::new();
-    let mut machines: HashMap<Machine, usize> = HashMap::new();
+    let mut machines: HashMap<CoreState, usize> = HashMap::new();
     let mut transitions: HashSet<(usize, String)> = HashSet::new();
     let mut queue = VecDeque::new();
     for state in model.init_states() {
         if seen.insert(state.clone()) {
             let id = machines.len();
-            machines.entry(state.machine.clone()).or_insert(id);
+            machines
+                .entry(CoreState(state.machine.clone()))
+                .or_insert(id);
             visits.push(Visit {
                 state,
                 parent: None,
@@ -81,7 +101,10 @@ pub(crate) fn explore(model: &DeliveryModel) -> Explored {
         actions.clear();
         let state = visits[at].state.clone();
         model.actions(&state, &mut actions);
-        let machine_id = machines.get(&state.machine).copied().unwrap_or_default();
+        let machine_id = machines
+            .get(&CoreState(state.machine.clone()))
+            .copied()
+            .unwrap_or_default();
         for &action in &actions {
             let input = model.input(&state, action);
             let mut trie_of_next = None;
@@ -104,10 +127,11 @@ pub(crate) fn explore(model: &DeliveryModel) -> Explored {
             if !seen.insert(next.clone()) {
                 continue;
             }
-            let new_machine = !machines.contains_key(&next.machine);
+            let core_state = CoreState(next.machine.clone());
+            let new_machine = !machines.contains_key(&core_state);
             if new_machine {
                 let id = machines.len();
-                machines.insert(next.machine.clone(), id);
+                machines.insert(core_state, id);
             }
             visits.push(Visit {
                 state: next,
@@ -244,13 +268,13 @@ mod tests {
             let mut taken = HashSet::new();
             for path in &paths {
                 let mut machine = model.machine();
-                states.insert(machine.clone());
+                states.insert(CoreState(machine.clone()));
                 for input in path {
-                    taken.insert((machine.clone(), input_json(input).to_string()));
+                    taken.insert((CoreState(machine.clone()), input_json(input).to_string()));
                     if let Ok(transition) = machine.handle(input.clone()) {
                         transition.into_outputs().for_each(drop);
                     }
-                    states.insert(machine.clone());
+                    states.insert(CoreState(machine.clone()));
                 }
             }
             assert_eq!(
