@@ -19,20 +19,26 @@
 //! in `grown`, so its records are not inserted and it alone is told
 //! [`LogError::Fenced`](coxswain_tokio::LogError::Fenced), while the others commit. A statement
 //! that fails fails every batch in it, each as the one-session append would
-//! ([`append_error`]). While one round is being written the next appends wait, and the next
-//! round takes them all: the committer is the group commit of the whole worker.
+//! ([`append_error`]). Up to [`MAX_IN_FLIGHT`] rounds are written at once, each on its own
+//! connection; while they are, the next appends wait, and the next round takes them all: the
+//! committer is the group commit of the whole worker. A session has one append in flight at a
+//! time (its log awaits each), so two rounds never hold the same session.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use coxswain_tokio::LogError;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use crate::error::{append_error, chain, not_sent};
 use crate::Store;
 
 /// The most appends one round writes.
 pub(crate) const MAX_ROUND: usize = 1024;
+
+/// The most rounds in flight at once (each on a connection of its own): while they are, the
+/// next appends wait and gather into the next round.
+pub(crate) const MAX_IN_FLIGHT: usize = 4;
 
 const COMMIT: &str = "WITH batch AS (
         SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[])
@@ -105,8 +111,13 @@ impl Committer {
 }
 
 async fn run(store: Store, mut waiting: mpsc::UnboundedReceiver<Append>) {
+    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut next: Vec<Append> = Vec::new();
     loop {
+        // A round starts once one of the slots is free, with everything waiting by then.
+        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+            return;
+        };
         if next.is_empty() {
             match waiting.recv().await {
                 Some(append) => next.push(append),
@@ -121,7 +132,11 @@ async fn run(store: Store, mut waiting: mpsc::UnboundedReceiver<Append>) {
         }
         let (round, later) = one_per_session(std::mem::take(&mut next));
         next = later;
-        write(&store, round).await;
+        let store = store.clone();
+        tokio::spawn(async move {
+            write(&store, round).await;
+            drop(slot);
+        });
     }
 }
 
