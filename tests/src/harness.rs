@@ -24,7 +24,7 @@ use std::fmt;
 
 use coxswain_checker::{Fact, Monitor, Violation};
 use coxswain_core::{
-    Batch, Config, Input, LogPosition, Machine, Output, Rejected, Request, Target,
+    Batch, Config, Effect, Input, LogPosition, Machine, Output, Rejected, Request, Target,
 };
 use serde_json::{json, Value};
 
@@ -280,7 +280,7 @@ impl Session {
                     self.position.advance(event);
                     self.log.push(to_json(event));
                 }
-                Output::Request(Request::PreStep { messages, .. }) => {
+                Output::Effect(Effect::Request(Request::PreStep { messages, .. })) => {
                     self.claimed = messages.clone();
                 }
                 _ => {}

@@ -7,7 +7,7 @@
 use std::num::NonZeroUsize;
 
 use coxswain_conformance::generate::{input, Choice};
-use coxswain_core::{Batch, BatchError, Config, Machine, Output, Request};
+use coxswain_core::{Batch, BatchError, Config, Effect, Machine, Output, Request};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestRunner};
 
@@ -40,7 +40,7 @@ impl Host {
             Err(rejected) => return Err(rejected.kind()),
         };
         for output in &outputs {
-            if let Output::Request(Request::PreStep { messages, .. }) = output {
+            if let Output::Effect(Effect::Request(Request::PreStep { messages, .. })) = output {
                 self.claimed = messages.clone();
             }
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use coxswain_conformance::{Line, Trace};
 use coxswain_core::{
-    Abort, Batch, CancelCause, ErrorInfo, Event, Expect, Input, MaintenanceInput, Message,
+    Abort, Batch, CancelCause, Effect, ErrorInfo, Event, Expect, Input, MaintenanceInput, Message,
     Notification, Output, PreStepAnswer, Request, SharedMessage, Splice, SpliceOutcome, Status,
     StepAnswer, Target, TurnEndReason, TurnStoppingAnswer,
 };
@@ -173,27 +173,32 @@ fn event() -> impl Strategy<Value = Event> {
 fn output() -> impl Strategy<Value = Output> {
     prop_oneof![
         event().prop_map(Output::Event),
-        message().prop_map(|message| Output::Notify(Notification::Inserted { message })),
-        message().prop_map(|message| Output::Notify(Notification::Discarded { message })),
-        (message(), any::<u64>())
-            .prop_map(|(message, turn)| Output::Notify(Notification::Claimed { message, turn })),
+        message()
+            .prop_map(|message| Output::Effect(Effect::Notify(Notification::Inserted { message }))),
+        message().prop_map(
+            |message| Output::Effect(Effect::Notify(Notification::Discarded { message }))
+        ),
+        (message(), any::<u64>()).prop_map(|(message, turn)| Output::Effect(Effect::Notify(
+            Notification::Claimed { message, turn }
+        ))),
         prop_oneof![Just(Status::Idle), Just(Status::Running)]
-            .prop_map(|status| Output::Notify(Notification::Status { status })),
+            .prop_map(|status| Output::Effect(Effect::Notify(Notification::Status { status }))),
         (any::<u64>(), any::<u64>(), error_info()).prop_map(|(turn, step, error)| {
-            Output::Notify(Notification::Error { turn, step, error })
+            Output::Effect(Effect::Notify(Notification::Error { turn, step, error }))
         }),
         (any::<u64>(), any::<u64>(), batch()).prop_map(|(turn, step, messages)| {
-            Output::Request(Request::PreStep {
+            Output::Effect(Effect::Request(Request::PreStep {
                 turn,
                 step,
                 messages,
-            })
+            }))
         }),
         (any::<u64>(), any::<u64>())
-            .prop_map(|(turn, step)| Output::Request(Request::Step { turn, step })),
-        any::<u64>().prop_map(|turn| Output::Request(Request::TurnStopping { turn })),
-        cause().prop_map(|cause| Output::Abort(Abort { cause })),
-        Just(Output::Disposed),
+            .prop_map(|(turn, step)| Output::Effect(Effect::Request(Request::Step { turn, step }))),
+        any::<u64>()
+            .prop_map(|turn| Output::Effect(Effect::Request(Request::TurnStopping { turn }))),
+        cause().prop_map(|cause| Output::Effect(Effect::Abort(Abort { cause }))),
+        Just(Output::Effect(Effect::Disposed)),
     ]
 }
 

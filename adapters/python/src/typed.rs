@@ -111,10 +111,10 @@ impl<'py> Builder<'py> {
                 }
                 return Ok(());
             }
-            Output::Notify(notification) => self.notification(notification)?,
-            Output::Request(request) => self.request(request)?,
-            Output::Abort(abort) => self.abort(abort)?,
-            Output::Disposed => c.disposed.bind(py).call0()?,
+            // The wire order holds no begin: the core's begins follow their turn/start (above)
+            // and `beginMaintenance`.
+            Output::Effect(Effect::Begin(_)) => return Ok(()),
+            Output::Effect(effect) => self.effect(effect)?,
         };
         self.outputs.append(&object)?;
         self.effects.append(object)

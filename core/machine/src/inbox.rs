@@ -819,7 +819,7 @@ fn claim_splice(target: Target, removed_count: usize) -> Event {
 mod tests {
     use super::*;
     use crate::message::Message;
-    use crate::output::Output;
+    use crate::output::{Effect, Output};
     use std::sync::Arc;
 
     fn user(id: &str) -> SharedMessage {
@@ -913,10 +913,10 @@ mod tests {
             (0, 1, Some(SpliceOutcome::Canceled), false)
         );
         assert!(
-            matches!(&out.peek()[1], Output::Notify(Notification::Discarded { message }) if message.id().as_str() == "a")
+            matches!(&out.peek()[1], Output::Effect(Effect::Notify(Notification::Discarded { message })) if message.id().as_str() == "a")
         );
         assert!(
-            matches!(&out.peek()[2], Output::Notify(Notification::Inserted { message }) if message.id().as_str() == "b")
+            matches!(&out.peek()[2], Output::Effect(Effect::Notify(Notification::Inserted { message })) if message.id().as_str() == "b")
         );
         assert!(inbox.contains(&"b".into()));
         assert!(!inbox.contains(&"a".into()));

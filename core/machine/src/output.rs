@@ -41,14 +41,12 @@ use crate::message::{Batch, SharedMessage};
 pub enum Output {
     /// Append this event to the session's durable log.
     Event(Event),
-    /// Publish this live, non-durable signal.
-    Notify(Notification),
-    /// Do this asynchronous work and answer it with an input (S4).
-    Request(Request),
-    /// Stop the current activity's in-flight work (S39). On the wire it is the `abort` request.
-    Abort(Abort),
-    /// The machine is disposed (S45): the last output it ever emits.
-    Disposed,
+    /// What the host does once the input's events are persisted ([`Effect`]: a notification,
+    /// a request, an abort, the end). The wire order ([`Outputs`](crate::Outputs)) has no
+    /// [`Effect::Begin`] (FORMAT.md: where an activity begins is fixed by `turn/start` and
+    /// `beginMaintenance`); serialized, one is `{"begin": {"turn": N}}` or
+    /// `{"begin": "maintenance"}`, which no trace holds.
+    Effect(Effect),
 }
 
 /// What the host does once an input's durable events are persisted, in emission order.
@@ -91,8 +89,9 @@ pub enum Effect {
 }
 
 /// An activity (S23, S42): a turn, or a maintenance job. Each has its own cancellation
-/// ([example](Effect#examples)).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// ([example](Effect#examples)). Serialized: `{"turn": N}` or `"maintenance"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum Activity {
     /// The turn with this number.
     Turn(u64),
@@ -109,14 +108,11 @@ pub struct Abort {
 }
 
 impl From<Effect> for Option<Output> {
-    /// The wire form of an effect; `Begin` has none.
+    /// The effect as an output of the wire order: `Begin` is none.
     fn from(effect: Effect) -> Option<Output> {
         match effect {
-            Effect::Notify(notification) => Some(Output::Notify(notification)),
             Effect::Begin(_) => None,
-            Effect::Request(request) => Some(Output::Request(request)),
-            Effect::Abort(abort) => Some(Output::Abort(abort)),
-            Effect::Disposed => Some(Output::Disposed),
+            effect => Some(Output::Effect(effect)),
         }
     }
 }
@@ -586,7 +582,7 @@ fn is_false(b: &bool) -> bool {
 mod wire {
     use serde::{Deserialize, Serialize};
 
-    use super::{Abort, Event, Notification};
+    use super::{Abort, Activity, Effect, Event, Notification};
 
     #[derive(Serialize, Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -594,6 +590,7 @@ mod wire {
         Event(Event),
         Notify(Notification),
         Request(Request),
+        Begin(Activity),
         #[serde(with = "super::empty_object")]
         Disposed,
     }
@@ -610,28 +607,34 @@ mod wire {
         fn from(output: super::Output) -> Self {
             match output {
                 super::Output::Event(event) => Output::Event(event),
-                super::Output::Notify(notification) => Output::Notify(notification),
-                super::Output::Request(request) => Output::Request(Request::Work(request)),
-                super::Output::Abort(abort) => Output::Request(Request::Abort(abort)),
-                super::Output::Disposed => Output::Disposed,
+                super::Output::Effect(Effect::Notify(notification)) => Output::Notify(notification),
+                super::Output::Effect(Effect::Request(request)) => {
+                    Output::Request(Request::Work(request))
+                }
+                super::Output::Effect(Effect::Abort(abort)) => {
+                    Output::Request(Request::Abort(abort))
+                }
+                super::Output::Effect(Effect::Begin(activity)) => Output::Begin(activity),
+                super::Output::Effect(Effect::Disposed) => Output::Disposed,
             }
         }
     }
 
     impl From<Output> for super::Output {
         fn from(output: Output) -> Self {
-            match output {
-                Output::Event(event) => super::Output::Event(event),
-                Output::Notify(notification) => super::Output::Notify(notification),
-                Output::Request(Request::Work(request)) => super::Output::Request(request),
-                Output::Request(Request::Abort(abort)) => super::Output::Abort(abort),
-                Output::Disposed => super::Output::Disposed,
-            }
+            super::Output::Effect(match output {
+                Output::Event(event) => return super::Output::Event(event),
+                Output::Notify(notification) => Effect::Notify(notification),
+                Output::Request(Request::Work(request)) => Effect::Request(request),
+                Output::Request(Request::Abort(abort)) => Effect::Abort(abort),
+                Output::Begin(activity) => Effect::Begin(activity),
+                Output::Disposed => Effect::Disposed,
+            })
         }
     }
 }
 
-/// `Output::Disposed` is `{"disposed": {}}` on the wire.
+/// `Output::Effect(Effect::Disposed)` is `{"disposed": {}}` on the wire.
 mod empty_object {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -663,7 +666,10 @@ mod tests {
     #[test]
     fn disposed_is_an_empty_object_and_nothing_else_on_the_wire() {
         let read = |wire: Value| serde_json::from_value::<Output>(wire).ok();
-        assert_eq!(read(json!({"disposed": {}})), Some(Output::Disposed));
+        assert_eq!(
+            read(json!({"disposed": {}})),
+            Some(Output::Effect(Effect::Disposed))
+        );
         assert_eq!(read(json!({"disposed": {"x": 1}})), None);
         assert_eq!(read(json!({"disposed": 1})), None);
     }
@@ -683,7 +689,8 @@ mod tests {
         // The kind's name is the request's key on the wire.
         for (request, kind) in requests.iter().zip(RequestKind::ALL) {
             assert_eq!(request.outstanding().kind(), kind);
-            let wire = serde_json::to_value(Output::Request(request.clone())).unwrap();
+            let wire =
+                serde_json::to_value(Output::Effect(Effect::Request(request.clone()))).unwrap();
             assert!(wire["request"].get(kind.as_str()).is_some(), "{wire}");
         }
     }
@@ -800,44 +807,54 @@ mod tests {
             json!({"event": {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "max-tokens"}}}}),
         );
         round_trip(
-            Output::Notify(Notification::Claimed {
+            Output::Effect(Effect::Notify(Notification::Claimed {
                 message: m.clone(),
                 turn: 1,
-            }),
+            })),
             json!({"notify": {"type": "agent/inbox/claimed", "message": mj, "turn": 1}}),
         );
         round_trip(
-            Output::Notify(Notification::Status {
+            Output::Effect(Effect::Notify(Notification::Status {
                 status: Status::Running,
-            }),
+            })),
             json!({"notify": {"type": "agent/status", "status": "running"}}),
         );
         round_trip(
-            Output::Notify(Notification::Error {
+            Output::Effect(Effect::Notify(Notification::Error {
                 turn: 1,
                 step: 0,
                 error: ErrorInfo::new("m", "c"),
-            }),
+            })),
             json!({"notify": {"type": "agent/error", "turn": 1, "step": 0, "error": {"message": "m", "code": "c"}}}),
         );
         round_trip(
-            Output::Request(Request::PreStep {
+            Output::Effect(Effect::Request(Request::PreStep {
                 turn: 1,
                 step: 1,
                 messages: [m.clone()].into_iter().collect(),
-            }),
+            })),
             json!({"request": {"preStep": {"turn": 1, "step": 1, "messages": [mj]}}}),
         );
         round_trip(
-            Output::Request(Request::TurnStopping { turn: 2 }),
+            Output::Effect(Effect::Request(Request::TurnStopping { turn: 2 })),
             json!({"request": {"turnStopping": {"turn": 2}}}),
         );
         round_trip(
-            Output::Abort(Abort {
+            Output::Effect(Effect::Abort(Abort {
                 cause: CancelCause::Disposed,
-            }),
+            })),
             json!({"request": {"abort": {"cause": {"kind": "disposed"}}}}),
         );
-        round_trip(Output::Disposed, json!({"disposed": {}}));
+        round_trip(Output::Effect(Effect::Disposed), json!({"disposed": {}}));
+        // A begin is no output of the wire order (a transition's outputs hold none), but an
+        // `Output` holding one serializes and reads back.
+        round_trip(
+            Output::Effect(Effect::Begin(Activity::Turn(3))),
+            json!({"begin": {"turn": 3}}),
+        );
+        round_trip(
+            Output::Effect(Effect::Begin(Activity::Maintenance)),
+            json!({"begin": "maintenance"}),
+        );
     }
 }

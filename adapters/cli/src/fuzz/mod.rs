@@ -21,7 +21,7 @@ use coxswain_conformance::generate::{self, Choice, MAX_PENDING, MEMORY};
 use coxswain_conformance::{
     output_json, replay, replay_on, Given, Recorder, Subject, Trace, TraceError,
 };
-use coxswain_core::{Batch, Config, Input, Machine, Output, Request};
+use coxswain_core::{Batch, Config, Effect, Input, Machine, Output, Request};
 use serde_json::Value;
 
 use crate::exec::Exec;
@@ -284,7 +284,10 @@ impl Session {
                 Ok(transition) => {
                     let outputs: Vec<Output> = transition.into_outputs().collect();
                     for output in &outputs {
-                        if let Output::Request(Request::PreStep { messages, .. }) = output {
+                        if let Output::Effect(Effect::Request(Request::PreStep {
+                            messages, ..
+                        })) = output
+                        {
                             claimed = messages.clone();
                         }
                     }

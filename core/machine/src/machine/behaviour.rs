@@ -358,7 +358,11 @@ mod tests {
         let mut undrained = other.clone();
         drop(undrained.remove(&"a".into()).unwrap());
         let mut drained = other.clone();
-        quiet(drained.remove(&"a".into()).map(|t| t.expect("a is pending")));
+        quiet(
+            drained
+                .remove(&"a".into())
+                .map(|t| t.expect("a is pending")),
+        );
         assert_ne!(undrained.behaviour(), drained.behaviour());
         // The bound counts (S55).
         let bounded =

@@ -3,7 +3,7 @@
 //! what the later checks need is tallied.
 
 use coxswain_core::{
-    CancelCause, Event, MessageId, Notification, Output, Request, SharedMessage, Status,
+    CancelCause, Effect, Event, MessageId, Notification, Output, Request, SharedMessage, Status,
     TurnEndReason,
 };
 
@@ -43,20 +43,26 @@ enum Seen<'a> {
     /// The activity's `abort` (S39): fire and forget, never awaited.
     Abort(&'a CancelCause),
     Disposed,
+    /// An activity's begin: no output of the wire order the monitor reads (FORMAT.md), so
+    /// nothing to tally.
+    Begin,
 }
 
 /// Sorts an output. The one place that matches how the core spells an `abort`.
 fn sort(output: &Output) -> Seen<'_> {
     match output {
         Output::Event(event) => Seen::Event(event),
-        Output::Notify(notification) => Seen::Notification(notification),
-        Output::Abort(abort) => Seen::Abort(&abort.cause),
-        Output::Request(Request::PreStep { messages, .. }) => {
+        Output::Effect(Effect::Notify(notification)) => Seen::Notification(notification),
+        Output::Effect(Effect::Abort(abort)) => Seen::Abort(&abort.cause),
+        Output::Effect(Effect::Request(Request::PreStep { messages, .. })) => {
             Seen::Request(Awaited::PreStep(messages.clone()))
         }
-        Output::Request(Request::Step { .. }) => Seen::Request(Awaited::Step),
-        Output::Request(Request::TurnStopping { .. }) => Seen::Request(Awaited::TurnStopping),
-        Output::Disposed => Seen::Disposed,
+        Output::Effect(Effect::Request(Request::Step { .. })) => Seen::Request(Awaited::Step),
+        Output::Effect(Effect::Request(Request::TurnStopping { .. })) => {
+            Seen::Request(Awaited::TurnStopping)
+        }
+        Output::Effect(Effect::Disposed) => Seen::Disposed,
+        Output::Effect(Effect::Begin(_)) => Seen::Begin,
     }
 }
 
@@ -84,6 +90,7 @@ impl Monitor {
                 Seen::Request(awaited) => self.observe_request(awaited, &mut tally)?,
                 Seen::Abort(cause) => self.observe_abort(cause)?,
                 Seen::Disposed => self.note(Fact::Disposed),
+                Seen::Begin => {}
             }
         }
         self.close_splice(&mut tally.splice);

@@ -1,7 +1,9 @@
 //! Unit tests of the monitor: a clean session, I9 parking, and forged outputs per invariant.
 
 use super::{Fact, Invariant, Monitor, Violation};
-use coxswain_core::{Abort, Batch, Event, Input, Machine, Output, Rejected, Request, Status};
+use coxswain_core::{
+    Abort, Batch, Effect, Event, Input, Machine, Output, Rejected, Request, Status,
+};
 use coxswain_core::{
     CancelCause, Message, Notification, PreStepAnswer, StepAnswer, TurnStoppingAnswer,
 };
@@ -95,30 +97,30 @@ fn i9_keep_inbox_parking_is_excused_and_a_crash_restores_the_lists() {
 #[test]
 fn forged_outputs_are_caught_by_the_right_invariant() {
     let machine = Machine::new();
-    let status = |status| Output::Notify(Notification::Status { status });
+    let status = |status| Output::Effect(Effect::Notify(Notification::Status { status }));
     let cases = [
         (vec![status(Status::Idle)], Invariant::I8Status),
         (
-            vec![Output::Notify(Notification::Discarded {
+            vec![Output::Effect(Effect::Notify(Notification::Discarded {
                 message: user("x"),
-            })],
+            }))],
             Invariant::I3Conservation,
         ),
         (
             vec![
-                Output::Request(Request::PreStep {
+                Output::Effect(Effect::Request(Request::PreStep {
                     turn: 1,
                     step: 1,
                     messages: Batch::new(),
-                }),
-                Output::Request(Request::Step { turn: 1, step: 1 }),
+                })),
+                Output::Effect(Effect::Request(Request::Step { turn: 1, step: 1 })),
             ],
             Invariant::I10OneRequest,
         ),
         (
-            vec![Output::Abort(Abort {
+            vec![Output::Effect(Effect::Abort(Abort {
                 cause: CancelCause::User,
-            })],
+            }))],
             Invariant::S39OneAbort,
         ),
         (
