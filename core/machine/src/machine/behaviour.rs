@@ -356,7 +356,7 @@ mod tests {
         assert_ne!(hash(&running), hash(&other));
         // Undrained outputs count (S1).
         let mut undrained = other.clone();
-        drop(undrained.remove(&"a".into()).unwrap());
+        let _ = undrained.remove(&"a".into()).unwrap();
         let mut drained = other.clone();
         quiet(
             drained
