@@ -55,10 +55,10 @@ struct Case {
     shared: bool,
 }
 
-fn main() {
-    let full = full_run();
+/// The cases, at full size or the smoke run's.
+fn cases(full: bool) -> [Case; 7] {
     let scale = |n: usize| if full { n } else { (n / 100).max(2) };
-    let cases = [
+    [
         Case {
             name: "1x1_unbatched",
             agents: 1,
@@ -115,7 +115,12 @@ fn main() {
             max_batch: 64,
             shared: true,
         },
-    ];
+    ]
+}
+
+fn main() {
+    let full = full_run();
+    let cases = cases(full);
     let base = std::env::var_os("COXSWAIN_BENCH_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| results_dir().join("durable-tmp"));
