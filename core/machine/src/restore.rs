@@ -94,6 +94,20 @@ impl Restorer {
     /// The view of what this restorer's future behaviour depends on, which the model checkers
     /// compare and hash ([`RestorerBehaviour`] says what counts and why). `==` on the restorer
     /// itself is structural.
+    ///
+    /// ```
+    /// use coxswain_core::{Restorer, RestorerBehaviour, Target};
+    ///
+    /// // Two restorers that read different histories (one skipped a host event) behave alike.
+    /// let plain = Restorer::new(0);
+    /// let mut read_more = Restorer::new(0);
+    /// read_more.skip_host_event()?;
+    /// assert_ne!(plain, read_more); // structurally: one read an event more
+    /// let view: RestorerBehaviour<'_> = plain.behaviour();
+    /// assert_eq!(view, read_more.behaviour());
+    /// assert_eq!(read_more.pending(Target::NextTurn).len(), 0);
+    /// # Ok::<(), coxswain_core::InvalidLog>(())
+    /// ```
     pub fn behaviour(&self) -> RestorerBehaviour<'_> {
         RestorerBehaviour::new(
             self.seed_length.saturating_sub(self.index),

@@ -277,7 +277,7 @@ pub const MUTANTS: [Mutant; 31] = [
         name: "PrependIgnoresMemory",
         rule: "S52",
         wrong: "`prepend` checks only that the id is not pending, not the delivery memory",
-        file: "core/machine/src/machine.rs",
+        file: "core/machine/src/machine/inputs.rs",
         from: "machine.check_new_message(&message)?;
             machine.check_room(target)?;
             machine.inbox.prepend(",

@@ -102,7 +102,7 @@ impl Hash for Behaviour<'_> {
 }
 
 /// What a restorer's future behaviour depends on
-/// ([`Restorer::behaviour`](crate::Restorer::behaviour)): two restorers with equal behaviours accept and reject the same rest of a log and restore
+/// ([`Restorer::behaviour`](crate::Restorer::behaviour), [example](crate::Restorer::behaviour)): two restorers with equal behaviours accept and reject the same rest of a log and restore
 /// machines with equal [`Behaviour`]s from it.
 ///
 /// It counts: how many events remain before the seed boundary (S46: splices before it are not
