@@ -39,19 +39,8 @@ fn store_options(owner: &str, lease: Duration) -> StoreOptions {
     options
 }
 
-/// Deliveries/s through `sessions` agents on PostgreSQL, `messages` each.
-async fn through_agents(store: &Store, round: usize, sessions: usize, messages: usize) -> f64 {
-    let mut agents = Vec::new();
-    for s in 0..sessions {
-        let log = store
-            .open(&format!("bench-{round}-{sessions}-{s}"))
-            .await
-            .expect("open");
-        let (agent, _) = Agent::open_with(Options::default(), Hang, log)
-            .await
-            .expect("an agent");
-        agents.push(agent);
-    }
+/// Deliveries/s of `messages` quiet injects into each of `agents` at once, one sender each.
+async fn inject_all(agents: &[Agent], messages: usize) -> f64 {
     let start = Instant::now();
     let tasks: Vec<_> = agents
         .iter()
@@ -70,7 +59,23 @@ async fn through_agents(store: &Store, round: usize, sessions: usize, messages: 
     for task in tasks {
         task.await.expect("a sender");
     }
-    let rate = (sessions * messages) as f64 / start.elapsed().as_secs_f64();
+    (agents.len() * messages) as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Deliveries/s through `sessions` agents on PostgreSQL, `messages` each.
+async fn through_agents(store: &Store, round: usize, sessions: usize, messages: usize) -> f64 {
+    let mut agents = Vec::new();
+    for s in 0..sessions {
+        let log = store
+            .open(&format!("bench-{round}-{sessions}-{s}"))
+            .await
+            .expect("open");
+        let (agent, _) = Agent::open_with(Options::default(), Hang, log)
+            .await
+            .expect("an agent");
+        agents.push(agent);
+    }
+    let rate = inject_all(&agents, messages).await;
     for agent in agents {
         let _ = agent.close().await;
     }
@@ -91,25 +96,7 @@ async fn through_worker(url: &str, round: usize, sessions: usize, messages: usiz
         worker.open(&session).await.expect("open");
         agents.push(worker.agent(&session).expect("served").clone());
     }
-    let start = Instant::now();
-    let tasks: Vec<_> = agents
-        .iter()
-        .cloned()
-        .map(|agent| {
-            tokio::spawn(async move {
-                for m in 0..messages {
-                    agent
-                        .inject(Message::user(format!("m{m}"), "context"))
-                        .await
-                        .expect("a delivery");
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.expect("a sender");
-    }
-    let rate = (sessions * messages) as f64 / start.elapsed().as_secs_f64();
+    let rate = inject_all(&agents, messages).await;
     worker.shutdown().await;
     rate
 }

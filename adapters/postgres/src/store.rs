@@ -225,29 +225,10 @@ impl Store {
     /// by the database's clock: its own or its worker's), each under a new epoch and a lease of
     /// its own that its [`PgLog`] renews. Sessions locked by an append in flight are skipped.
     pub async fn claim_expired(&self, max: usize) -> Result<Vec<PgLog>, PgError> {
-        let client = self.client().await?;
-        let max = i64::try_from(max).unwrap_or(i64::MAX);
-        let rows = client
-            .query(
-                &format!(
-                    "UPDATE coxswain.sessions AS s
-                     SET epoch = s.epoch + 1, owner = $1, worker = NULL,
-                         lease_until = now() + make_interval(secs => $2)
-                     FROM (SELECT c.session FROM coxswain.sessions AS c WHERE {}
-                           ORDER BY c.session LIMIT $3 FOR UPDATE SKIP LOCKED) AS free
-                     WHERE s.session = free.session
-                     RETURNING s.session, s.epoch",
-                    free("c")
-                ),
-                &[&self.owner(), &self.lease_secs(), &max],
-            )
-            .await?;
-        Ok(rows
-            .iter()
-            .map(|row| {
-                let session: String = row.get(0);
-                PgLog::new(self.clone(), &session, Mode::Writer(row.get(1)))
-            })
+        let claimed = self.claim(max, Holder::Own).await?;
+        Ok(claimed
+            .into_iter()
+            .map(|(session, epoch)| PgLog::new(self.clone(), &session, Mode::Writer(epoch)))
             .collect())
     }
 
@@ -290,29 +271,11 @@ impl Store {
         max: usize,
         committer: &Committer,
     ) -> Result<Vec<PgLog>, PgError> {
-        let client = self.client().await?;
-        let max = i64::try_from(max).unwrap_or(i64::MAX);
-        let rows = client
-            .query(
-                &format!(
-                    "WITH me AS ({UPSERT_WORKER})
-                     UPDATE coxswain.sessions AS s
-                     SET epoch = s.epoch + 1, owner = me.worker, worker = me.worker,
-                         lease_until = NULL
-                     FROM me, (SELECT c.session FROM coxswain.sessions AS c WHERE {}
-                               ORDER BY c.session LIMIT $3 FOR UPDATE SKIP LOCKED) AS free
-                     WHERE s.session = free.session
-                     RETURNING s.session, s.epoch",
-                    free("c")
-                ),
-                &[&self.owner(), &self.lease_secs(), &max],
-            )
-            .await?;
-        Ok(rows
-            .iter()
-            .map(|row| {
-                let session: String = row.get(0);
-                PgLog::in_worker(self.clone(), &session, row.get(1), committer.clone())
+        let claimed = self.claim(max, Holder::Worker).await?;
+        Ok(claimed
+            .into_iter()
+            .map(|(session, epoch)| {
+                PgLog::in_worker(self.clone(), &session, epoch, committer.clone())
             })
             .collect())
     }
@@ -373,6 +336,38 @@ impl Store {
             )
             .await?;
         Ok(())
+    }
+
+    /// Takes up to `max` free sessions ([`free`]) under a new epoch each, held by `holder`: the
+    /// sessions and their epochs. One statement; sessions locked by an append in flight are
+    /// skipped.
+    async fn claim(&self, max: usize, holder: Holder) -> Result<Vec<(String, i64)>, PgError> {
+        let (with, hold, from) = match holder {
+            Holder::Own => (
+                String::new(),
+                "owner = $1, worker = NULL, lease_until = now() + make_interval(secs => $2)",
+                "",
+            ),
+            Holder::Worker => (
+                format!("WITH me AS ({UPSERT_WORKER}) "),
+                "owner = me.worker, worker = me.worker, lease_until = NULL",
+                "me, ",
+            ),
+        };
+        let sql = format!(
+            "{with}UPDATE coxswain.sessions AS s SET epoch = s.epoch + 1, {hold}
+             FROM {from}(SELECT c.session FROM coxswain.sessions AS c WHERE {}
+                   ORDER BY c.session LIMIT $3 FOR UPDATE SKIP LOCKED) AS free
+             WHERE s.session = free.session
+             RETURNING s.session, s.epoch",
+            free("c")
+        );
+        let client = self.client().await?;
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        let rows = client
+            .query(&sql, &[&self.owner(), &self.lease_secs(), &max])
+            .await?;
+        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }
 
     /// Every session, by id: owner, epoch, lease, length.
@@ -437,6 +432,16 @@ impl Store {
             Err(error) => error.into(),
         }
     }
+}
+
+/// Who holds a session a claim takes.
+#[derive(Clone, Copy)]
+enum Holder {
+    /// The claiming writer, under a lease of the session's own that its [`PgLog`] renews.
+    Own,
+    /// The store owner's worker, under the worker's one lease (started or renewed by the same
+    /// statement).
+    Worker,
 }
 
 /// Starts or renews the lease of worker `$1` for `$2` seconds; returns the worker.

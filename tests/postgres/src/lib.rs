@@ -85,15 +85,7 @@ impl TempCluster {
     /// For tests: the cluster, or `None` after one loud `SKIPPED` line when the binaries are
     /// missing. With `CI=true` missing binaries are an error (`Err`), never a skip.
     pub fn for_tests() -> Result<Option<TempCluster>, HarnessError> {
-        match TempCluster::start() {
-            Err(HarnessError::Missing) if std::env::var("CI").as_deref() != Ok("true") => {
-                eprintln!(
-                    "SKIPPED: PostgreSQL tests need the server binaries: install the Debian package `postgresql` (apt-get install postgresql)"
-                );
-                Ok(None)
-            }
-            other => other.map(Some),
-        }
+        skip_when_missing(TempCluster::start(), "PostgreSQL tests need")
     }
 
     /// Creates and starts a cluster in a new temp dir, with `fsync = off` (tests: a commit is
@@ -105,15 +97,7 @@ impl TempCluster {
     /// [`TempCluster::for_tests`] with `fsync = on` (benches: every commit flushed, as in
     /// production).
     pub fn for_benches() -> Result<Option<TempCluster>, HarnessError> {
-        match TempCluster::start_with(true) {
-            Err(HarnessError::Missing) if std::env::var("CI").as_deref() != Ok("true") => {
-                eprintln!(
-                    "SKIPPED: the PostgreSQL bench needs the server binaries: install the Debian package `postgresql` (apt-get install postgresql)"
-                );
-                Ok(None)
-            }
-            other => other.map(Some),
-        }
+        skip_when_missing(TempCluster::start_with(true), "the PostgreSQL bench needs")
     }
 
     /// Creates and starts a cluster in a new temp dir; `fsync` on or off.
@@ -300,6 +284,23 @@ impl Drop for TempCluster {
         if let Some(data) = data.to_str() {
             let _ = self.server("pg_ctl", &["-D", data, "-m", "immediate", "-w", "stop"]);
         }
+    }
+}
+
+/// `started`, or `None` after one loud `SKIPPED` line (`who` needs the binaries) when the server
+/// binaries are missing outside CI; with `CI=true` missing binaries are an error, never a skip.
+pub(crate) fn skip_when_missing<T>(
+    started: Result<T, HarnessError>,
+    who: &str,
+) -> Result<Option<T>, HarnessError> {
+    match started {
+        Err(HarnessError::Missing) if std::env::var("CI").as_deref() != Ok("true") => {
+            eprintln!(
+                "SKIPPED: {who} the server binaries: install the Debian package `postgresql` (apt-get install postgresql)"
+            );
+            Ok(None)
+        }
+        other => other.map(Some),
     }
 }
 

@@ -5,7 +5,7 @@
 //! find whichever is the primary through a connection string with both hosts and
 //! `target_session_attrs=read-write` ([`ReplicatedPair::url`]).
 
-use crate::{path_str, HarnessError, TempCluster};
+use crate::{path_str, skip_when_missing, HarnessError, TempCluster};
 
 /// The standby's `application_name`, which `synchronous_standby_names` names.
 const STANDBY: &str = "standby";
@@ -23,15 +23,7 @@ impl ReplicatedPair {
     /// For tests: the pair, or `None` after one loud `SKIPPED` line when the binaries are
     /// missing. With `CI=true` missing binaries are an error (`Err`), never a skip.
     pub fn for_tests() -> Result<Option<ReplicatedPair>, HarnessError> {
-        match ReplicatedPair::start() {
-            Err(HarnessError::Missing) if std::env::var("CI").as_deref() != Ok("true") => {
-                eprintln!(
-                    "SKIPPED: PostgreSQL tests need the server binaries: install the Debian package `postgresql` (apt-get install postgresql)"
-                );
-                Ok(None)
-            }
-            other => other.map(Some),
-        }
+        skip_when_missing(ReplicatedPair::start(), "PostgreSQL tests need")
     }
 
     /// Starts the primary (`wal_level = replica`, the standby synchronous), copies it with

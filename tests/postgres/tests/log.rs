@@ -14,13 +14,7 @@ use coxswain_postgres_tests::TempCluster;
 use coxswain_tokio::{
     Agent, AgentError, DurableLog, Ending, LogError, MemoryLog, Options, ReadBack,
 };
-use support::{batch, cluster, read_all, runtime, Echo, Hang};
-
-fn opts(owner: &str, lease_ms: u64) -> StoreOptions {
-    let mut options = StoreOptions::owned_by(owner);
-    options.lease = Duration::from_millis(lease_ms);
-    options
-}
+use support::{batch, cluster, opts, read_all, runtime, Echo, Hang};
 
 /// Every case shares one cluster (starting one takes seconds); each uses its own sessions or
 /// database.

@@ -12,13 +12,13 @@ use coxswain_core::Message;
 use coxswain_postgres::{Store, StoreOptions, Worker};
 use coxswain_postgres_tests::ReplicatedPair;
 use coxswain_tokio::Options;
-use support::{runtime, Hang};
+use support::{opts, runtime, Hang};
 
 const SESSIONS: usize = 8;
 
-fn opts(owner: &str) -> StoreOptions {
-    let mut options = StoreOptions::owned_by(owner);
-    options.lease = Duration::from_millis(1_500);
+/// A 1.5 s lease, and connection attempts that give up after 1 s (the dead primary's socket).
+fn replica_opts(owner: &str) -> StoreOptions {
+    let mut options = opts(owner, 1_500);
     options.connect_timeout = Duration::from_secs(1);
     options
 }
@@ -54,7 +54,7 @@ fn the_primary_dies_and_the_promoted_standby_keeps_every_acknowledged_delivery()
     let url = pair.database("replicated").unwrap();
     let rt = runtime();
     rt.block_on(async {
-        let store = Store::connect(&url, opts("w1")).await.unwrap();
+        let store = Store::connect(&url, replica_opts("w1")).await.unwrap();
         let mut worker = Worker::new(store, Options::default(), |_| Hang);
         let sessions: Vec<String> = (0..SESSIONS).map(|n| format!("s{n}")).collect();
         for session in &sessions {

@@ -8,16 +8,10 @@ mod support;
 use std::time::{Duration, Instant};
 
 use coxswain_core::Message;
-use coxswain_postgres::{Store, StoreOptions, Worker};
+use coxswain_postgres::{Store, Worker};
 use coxswain_postgres_tests::TempCluster;
 use coxswain_tokio::{Ending, LogError, Options};
-use support::{cluster, runtime, Echo, Hang};
-
-fn opts(owner: &str, lease_ms: u64) -> StoreOptions {
-    let mut options = StoreOptions::owned_by(owner);
-    options.lease = Duration::from_millis(lease_ms);
-    options
-}
+use support::{cluster, opts, runtime, Echo, Hang};
 
 #[test]
 fn worker_leases() {

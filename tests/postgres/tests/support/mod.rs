@@ -2,10 +2,12 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::ops::ControlFlow;
+use std::time::Duration;
 
 use coxswain_core::Event;
 use coxswain_core::{StepAnswer, TurnEndReason};
 use coxswain_log::{Entry, HostEvent, Record};
+use coxswain_postgres::StoreOptions;
 use coxswain_postgres_tests::TempCluster;
 use coxswain_tokio::{DurableLog, Host, StepContext};
 use serde_json::json;
@@ -16,6 +18,13 @@ pub fn cluster() -> Option<TempCluster> {
         Ok(cluster) => cluster,
         Err(error) => panic!("the PostgreSQL test cluster did not start: {error}"),
     }
+}
+
+/// A store's options: `owner`, and a lease of `lease_ms`.
+pub fn opts(owner: &str, lease_ms: u64) -> StoreOptions {
+    let mut options = StoreOptions::owned_by(owner);
+    options.lease = Duration::from_millis(lease_ms);
+    options
 }
 
 /// A host whose step records `model/output` and completes.
