@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use coxswain_benches::report_file::{full_run, results_dir, save};
-use coxswain_load::{run, Length, Load, LoadReport, Progress, Workload};
+use coxswain_load::{run, Length, Load, LoadReport, Progress, Target, Workload};
 use coxswain_tokio::SyncPolicy;
 use serde_json::{json, Value};
 
@@ -135,14 +135,16 @@ fn main() {
     for round in 0..rounds {
         for (case, reports) in cases.iter().zip(&mut reports) {
             let load = Load {
-                dir: dir.path().join(case.name),
+                target: Target::Files {
+                    dir: dir.path().join(case.name),
+                    policy: SyncPolicy::EveryAppend,
+                    shared: case.shared,
+                },
                 agents: case.agents,
                 senders: case.senders,
                 length: Length::Messages(case.messages),
                 workload: Workload::Replace,
                 max_batch: case.max_batch,
-                policy: SyncPolicy::EveryAppend,
-                shared: case.shared,
             };
             let report = runtime
                 .block_on(run(&load, Arc::new(Progress::default())))

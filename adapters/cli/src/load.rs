@@ -13,7 +13,8 @@
 //! one `write` + `fdatasync` per group of `min(N × K, --max-batch)` deliveries, as many as the
 //! run wrote (at most as long as the run took). A progress bar shows on a terminal.
 //! `--json` prints one object instead (`deliveries_per_s`, `p50_ms`, `p99_ms`, `floor_per_s`,
-//! and the details). `postgres://…` is the PostgreSQL log's (not supported yet).
+//! and the details). With `postgres://…`, `--workers W` workers in this process (each its own pool, lease and
+//! committer) serve the sessions, and the floor is single-row `INSERT` transactions of the same rows.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use coxswain_load::{run, Length, Load, LoadReport, Progress, Workload};
+use coxswain_load::{run, Length, Load, LoadReport, Progress, Target, Turns, Workload};
 use coxswain_tokio::{Options, SyncPolicy};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -36,13 +37,16 @@ const MAX_SECONDS: f64 = 86_400.0;
 /// The arguments of `coxswain load`.
 #[derive(Args, Debug)]
 pub(crate) struct LoadArgs {
-    /// Where the logs go: a directory for the agents' JSON-lines logs (created if needed).
-    /// `postgres://…` is for the PostgreSQL log (not supported yet).
+    /// Where the logs go: a directory for the agents' JSON-lines logs (created if needed), or
+    /// a `postgres://…` database whose sessions workers serve.
     #[arg(long)]
     log: String,
-    /// Agents, each on its own log.
-    #[arg(long, default_value_t = 1)]
+    /// Agents (sessions), each on its own log.
+    #[arg(long, visible_alias = "sessions", default_value_t = 1)]
     agents: usize,
+    /// Workers serving the sessions (PostgreSQL only): each its own pool, lease and committer.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
     /// Concurrent senders per agent (each keeps one message pending: at most 10000).
     #[arg(long, default_value_t = 64)]
     senders: usize,
@@ -53,9 +57,19 @@ pub(crate) struct LoadArgs {
     #[arg(long, conflicts_with = "seconds")]
     messages: Option<usize>,
     /// What every sender does: `replace` injects one quiet message into the next-step list,
-    /// then replaces it with each next one (one delivery and one record per call, no turn).
+    /// then replaces it with each next one (one delivery and one record per call, no turn);
+    /// `turns` sends follow-ups that wake turns of a scripted host, steers and cancels.
     #[arg(long, value_enum, default_value_t = WorkloadArg::Replace)]
     workload: WorkloadArg,
+    /// With `--workload turns`: how long each step takes, in milliseconds.
+    #[arg(long, default_value_t = 5)]
+    step_ms: u64,
+    /// With `--workload turns`: every this-many-th call is a steer (0: never).
+    #[arg(long, default_value_t = 4)]
+    steer_every: usize,
+    /// With `--workload turns`: every this-many-th call is a cancel keeping the inbox (0: never).
+    #[arg(long, default_value_t = 50)]
+    cancel_every: usize,
     /// The most inputs per append (group commit); 1 appends and syncs once per input.
     #[arg(long, default_value_t = Options::DEFAULT_MAX_BATCH)]
     max_batch: usize,
@@ -83,12 +97,14 @@ enum Sync {
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum WorkloadArg {
     Replace,
+    Turns,
 }
 
 /// Why the arguments cannot run.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Refused {
     Postgres,
+    Workers,
     Zero,
     Senders,
     Seconds,
@@ -100,8 +116,12 @@ impl std::fmt::Display for Refused {
         match self {
             Refused::Postgres => write!(
                 f,
-                "postgres:// logs are not supported yet (the PostgreSQL log is its own issue); \
-                 pass a directory"
+                "--shared and --sync are for log files; a postgres:// database's sessions are \
+                 written by their workers' committers"
+            ),
+            Refused::Workers => write!(
+                f,
+                "--workers is for a postgres:// database and must be at least 1"
             ),
             Refused::Zero => write!(f, "--agents, --senders and --messages must be at least 1"),
             Refused::Senders => write!(
@@ -121,8 +141,12 @@ impl std::fmt::Display for Refused {
 
 impl LoadArgs {
     pub(crate) fn load(&self) -> Result<Load, Refused> {
-        if self.log.starts_with("postgres://") || self.log.starts_with("postgresql://") {
+        let postgres = self.log.starts_with("postgres://") || self.log.starts_with("postgresql://");
+        if postgres && (self.shared || !matches!(self.sync, Sync::EveryAppend)) {
             return Err(Refused::Postgres);
+        }
+        if self.workers == 0 || (!postgres && self.workers != 1) {
+            return Err(Refused::Workers);
         }
         if self.agents == 0 || self.senders == 0 || self.messages == Some(0) {
             return Err(Refused::Zero);
@@ -143,21 +167,36 @@ impl LoadArgs {
             }
             None => return Err(Refused::Seconds),
         };
+        let target = if postgres {
+            Target::Postgres {
+                url: self.log.clone(),
+                workers: self.workers,
+            }
+        } else {
+            Target::Files {
+                dir: PathBuf::from(&self.log),
+                policy: match self.sync {
+                    Sync::EveryAppend => SyncPolicy::EveryAppend,
+                    Sync::PerTurn => SyncPolicy::PerTurn,
+                    Sync::Never => SyncPolicy::Never,
+                },
+                shared: self.shared,
+            }
+        };
         Ok(Load {
-            dir: PathBuf::from(&self.log),
+            target,
             agents: self.agents,
             senders: self.senders,
             length,
             workload: match self.workload {
                 WorkloadArg::Replace => Workload::Replace,
+                WorkloadArg::Turns => Workload::Turns(Turns {
+                    step: Duration::from_millis(self.step_ms),
+                    steer_every: self.steer_every,
+                    cancel_every: self.cancel_every,
+                }),
             },
             max_batch: self.max_batch,
-            policy: match self.sync {
-                Sync::EveryAppend => SyncPolicy::EveryAppend,
-                Sync::PerTurn => SyncPolicy::PerTurn,
-                Sync::Never => SyncPolicy::Never,
-            },
-            shared: self.shared,
         })
     }
 }
@@ -270,8 +309,23 @@ pub(crate) fn to_json(load: &Load, report: &LoadReport) -> serde_json::Value {
         "messages": messages,
         "seconds": seconds,
         "max_batch": load.max_batch,
-        "shared": load.shared,
+        "shared": matches!(load.target, Target::Files { shared: true, .. }),
+        "workers": match load.target {
+            Target::Postgres { workers, .. } => Some(workers),
+            _ => None,
+        },
         "deliveries": report.deliveries,
+        "turns": report.turns,
+        "turns_per_s": report.turns_per_s,
+        "steps": report.steps,
+        "steers": report.steers,
+        "cancels": report.cancels,
+        "records": report.records,
+        "statements": report.statements.map(|s| s.sent.statements),
+        "statements_per_s": report.statements.map(|s| s.per_s),
+        "lease_renewals": report.statements.map(|s| s.sent.lease_renewals),
+        "lease_renewals_per_s": report.statements.map(|s| s.lease_renewals_per_s),
+        "floor_concurrency": report.floor_concurrency,
         "elapsed_s": report.elapsed.as_secs_f64(),
         "syncs": report.syncs,
         "bytes": report.bytes,
@@ -283,20 +337,20 @@ pub(crate) fn to_json(load: &Load, report: &LoadReport) -> serde_json::Value {
 
 fn print_text(load: &Load, report: &LoadReport) {
     let length = match load.length {
-        Length::Messages(messages) => format!("× {messages} messages"),
+        Length::Messages(messages) => format!("× {messages} calls"),
         Length::Duration(duration) => format!("for {} s", duration.as_secs_f64()),
     };
+    let target = match &load.target {
+        Target::Files { shared: true, .. } => "one shared segment log".to_owned(),
+        Target::Files { .. } => "a log file each".to_owned(),
+        Target::Postgres { workers, .. } => format!("PostgreSQL, {workers} workers"),
+    };
     println!(
-        "{} agents × {} senders {length} ({} workload, max batch {}, {}): {} deliveries in {:.2} s",
+        "{} agents × {} senders {length} ({} workload, max batch {}, {target}): {} deliveries in {:.2} s",
         load.agents,
         load.senders,
         load.workload.name(),
         load.max_batch,
-        if load.shared {
-            "one shared segment log"
-        } else {
-            "a log file each"
-        },
         report.deliveries,
         report.elapsed.as_secs_f64()
     );
@@ -306,22 +360,51 @@ fn print_text(load: &Load, report: &LoadReport) {
         ms(report.p50),
         ms(report.p99)
     );
+    if let Workload::Turns(_) = load.workload {
+        println!(
+            "  {} turns ({:.0}/s), {} steps, {} steers, {} cancels",
+            report.turns, report.turns_per_s, report.steps, report.steers, report.cancels
+        );
+    }
     println!(
-        "  {} syncs ({:.1} deliveries per sync), {} bytes ({} per delivery)",
+        "  {} syncs ({:.1} deliveries per sync), {} records, {} bytes ({} per record)",
         report.syncs,
         report.deliveries as f64 / report.syncs.max(1) as f64,
+        report.records,
         report.bytes,
-        report.bytes / report.deliveries.max(1)
+        report.bytes / report.records.max(1)
     );
-    println!(
-        "  floor (the same record size, one write + fdatasync per {} deliveries, {} groups in \
-         {:.2} s): {:.0}/s; the run reached {:.0} % of it",
-        report.floor_group,
-        report.floor_groups,
-        report.floor_elapsed.as_secs_f64(),
-        report.floor_per_s,
-        100.0 * report.deliveries_per_s / report.floor_per_s.max(1e-9)
-    );
+    if let Some(statements) = report.statements {
+        println!(
+            "  {} statements ({:.0}/s), {} lease renewals ({:.2}/s)",
+            statements.sent.statements,
+            statements.per_s,
+            statements.sent.lease_renewals,
+            statements.lease_renewals_per_s
+        );
+    }
+    let records_per_s = report.records as f64 / report.elapsed.as_secs_f64().max(1e-9);
+    match load.target {
+        Target::Postgres { .. } => println!(
+            "  floor (the same rows, one INSERT transaction each on {} connections, {} rows in \
+             {:.2} s): {:.0} rows/s; the run wrote {:.0} records/s, {:.0} % of it",
+            report.floor_concurrency,
+            report.floor_groups,
+            report.floor_elapsed.as_secs_f64(),
+            report.floor_per_s,
+            records_per_s,
+            100.0 * records_per_s / report.floor_per_s.max(1e-9)
+        ),
+        _ => println!(
+            "  floor (the same record size, one write + fdatasync per {} records, {} groups in \
+             {:.2} s): {:.0}/s; the run reached {:.0} % of it",
+            report.floor_group,
+            report.floor_groups,
+            report.floor_elapsed.as_secs_f64(),
+            report.floor_per_s,
+            100.0 * report.deliveries_per_s / report.floor_per_s.max(1e-9)
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -342,10 +425,45 @@ mod tests {
     }
 
     #[test]
-    fn postgres_is_refused_as_not_supported_yet() {
-        let args = parse(&["--log", "postgres://localhost/db", "--agents", "2"]);
-        assert_eq!(args.load().unwrap_err(), Refused::Postgres);
-        assert!(Refused::Postgres.to_string().contains("not supported yet"));
+    fn postgres_takes_workers_and_refuses_the_file_options() {
+        let load = parse(&[
+            "--log",
+            "postgres://localhost/db",
+            "--sessions",
+            "2",
+            "--workers",
+            "3",
+        ])
+        .load()
+        .unwrap();
+        assert_eq!(
+            load.target,
+            Target::Postgres {
+                url: "postgres://localhost/db".to_owned(),
+                workers: 3
+            }
+        );
+        assert_eq!(load.agents, 2);
+        for extra in [&["--shared"][..], &["--sync", "never"][..]] {
+            let mut args = vec!["--log", "postgres://localhost/db"];
+            args.extend_from_slice(extra);
+            assert_eq!(parse(&args).load().unwrap_err(), Refused::Postgres);
+        }
+        let args = parse(&["--log", "/tmp/x", "--workers", "2"]);
+        assert_eq!(args.load().unwrap_err(), Refused::Workers);
+        let args = parse(&["--log", "postgres://localhost/db", "--workers", "0"]);
+        assert_eq!(args.load().unwrap_err(), Refused::Workers);
+        let load = parse(&["--log", "/tmp/x", "--workload", "turns", "--step-ms", "7"])
+            .load()
+            .unwrap();
+        assert_eq!(
+            load.workload,
+            Workload::Turns(Turns {
+                step: Duration::from_millis(7),
+                steer_every: 4,
+                cancel_every: 50
+            })
+        );
     }
 
     #[test]
@@ -363,7 +481,7 @@ mod tests {
         assert_eq!(load.length, Length::Messages(5));
         assert_eq!(load.workload, Workload::Replace);
         assert_eq!(load.max_batch, 64);
-        assert_eq!(load.policy, SyncPolicy::EveryAppend);
+        assert_eq!(load.target, Target::files("/tmp/x"));
     }
 
     #[test]
@@ -513,7 +631,7 @@ mod tests {
         ])
         .load()
         .unwrap();
-        assert!(load.shared);
+        assert!(matches!(load.target, Target::Files { shared: true, .. }));
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let report = runtime
             .block_on(run(&load, Arc::new(Progress::default())))

@@ -82,7 +82,7 @@ fn the_readme_load_command_runs_with_its_flags_and_defaults() {
     assert!(lines[1].starts_with("  ") && lines[1].contains(" deliveries/s; acknowledged in p50 "));
     assert!(lines[2].contains(" syncs (") && lines[2].contains(" deliveries per sync), "));
     assert!(lines[3]
-        .starts_with("  floor (the same record size, one write + fdatasync per 64 deliveries, "));
+        .starts_with("  floor (the same record size, one write + fdatasync per 64 records, "));
     let n = deliveries(lines[0]);
     assert!(n >= 64, "{stdout}");
     // One record per delivery, no turn; the floor's file is gone.

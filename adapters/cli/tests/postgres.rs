@@ -162,3 +162,66 @@ fn the_cli_runs_verifies_lists_and_copies_postgres_logs() {
         "the database holds coxswain schema version 0, not 2: nothing to read (a writer creates or upgrades it)\n"
     );
 }
+
+/// `coxswain load` on PostgreSQL: sessions over workers, turns run, every figure reported, the
+/// statements the workers sent counted, the raw-`INSERT` floor beside it; and the text report's
+/// PostgreSQL lines.
+#[test]
+fn load_runs_turns_on_postgres_workers() {
+    let cluster = match TempCluster::for_tests() {
+        Ok(Some(cluster)) => cluster,
+        Ok(None) => return,
+        Err(error) => panic!("the PostgreSQL test cluster did not start: {error}"),
+    };
+    let url = cluster.url();
+    let args = [
+        "load",
+        "--log",
+        &url,
+        "--sessions",
+        "4",
+        "--workers",
+        "2",
+        "--senders",
+        "2",
+        "--messages",
+        "6",
+        "--workload",
+        "turns",
+        "--step-ms",
+        "1",
+        "--cancel-every",
+        "0",
+    ];
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let output = coxswain(&json_args);
+    assert!(output.status.success(), "{output:?}");
+    let report: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(report["deliveries"], 48);
+    assert_eq!(report["workers"], 2);
+    assert_eq!(report["workload"], "turns");
+    // The 4th call of each sender is a steer: 8 senders, one steer each.
+    assert_eq!(report["steers"], 8);
+    assert!(report["turns"].as_u64().unwrap() >= 4, "{report}");
+    assert!(report["statements"].as_u64().unwrap() >= report["syncs"].as_u64().unwrap());
+    assert!(report["floor_per_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(report["floor_concurrency"], 8);
+    let text = coxswain(&args);
+    assert!(text.status.success(), "{text:?}");
+    let lines: Vec<String> = stdout(&text).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    assert!(lines[0].starts_with(
+        "4 agents × 2 senders × 6 calls (turns workload, max batch 64, PostgreSQL, 2 workers): 48 deliveries in "
+    ), "{lines:?}");
+    assert!(lines[2].contains(" steers, 0 cancels"), "{lines:?}");
+    assert!(
+        lines[4].contains(" statements (") && lines[4].contains(" lease renewals ("),
+        "{lines:?}"
+    );
+    assert!(
+        lines[5]
+            .starts_with("  floor (the same rows, one INSERT transaction each on 8 connections, "),
+        "{lines:?}"
+    );
+}

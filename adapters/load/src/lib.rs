@@ -1,41 +1,60 @@
 //! # coxswain-load
 //!
-//! The load generator behind `coxswain load` and the durable-throughput bench (bench 8): agents on [`FileLog`]s (or sessions of one shared [`SegmentLog`]) on a disk the
-//! user chooses, each fed by concurrent senders, and the fsync floor of that disk measured in
-//! the same run.
+//! The load generator behind `coxswain load`, the durable-throughput bench (bench 8) and the
+//! PostgreSQL figures: agents on a [`Target`] the user chooses — [`FileLog`]s on a disk, the
+//! sessions of one shared [`SegmentLog`], or sessions served by [`Worker`]s on a PostgreSQL
+//! database — each fed by concurrent senders, and the floor of that storage measured in the
+//! same run.
 //!
-//! What a sender does is the run's [`Workload`]. The one there is, [`Workload::Replace`], makes
-//! quiet deliveries that keep every list bounded: a sender's first message is an `inject` into
-//! the next-step list, each later one `replace`s the sender's previous message in place. Every
-//! call delivers one new message and writes one `agent/inbox/spliced` record, and no turn runs,
-//! so what is timed is the durable path alone: the call, the core, the group's append and its
-//! sync, the acknowledgement; and a list holds at most one message per sender, whatever the
-//! run's length (injects alone would fill the list: `Options::max_pending`).
+//! What a sender does is the run's [`Workload`]:
 //!
-//! A run lasts a [`Length`]: a number of messages per sender, or a duration. The floor is the
-//! same bytes written and synced with no agent at all: one file, one `write` and one
-//! `fdatasync` per group of `min(agents × senders, max_batch)` deliveries (the largest group
-//! the load's concurrency allows), each delivery the run's average record size; it writes as
-//! many groups as the run's deliveries fill (at least [`FLOOR_MIN_GROUPS`]), and stops early
-//! once it has taken as long as the run.
+//! * [`Workload::Replace`] makes quiet deliveries that keep every list bounded: a sender's
+//!   first message is an `inject` into the next-step list, each later one `replace`s the
+//!   sender's previous message in place. Every call delivers one new message and writes one
+//!   `agent/inbox/spliced` record, and no turn runs, so what is timed is the durable path alone.
+//! * [`Workload::Turns`] runs real turns: follow-ups that wake turns, served by a scripted host
+//!   whose every step takes a set latency and records one `model/output` event; every so many
+//!   calls a steer (joining the running turn's next step) and a cancel of the running turn
+//!   (keeping the inbox). A turn claims one follow-up (S28), so a sender keeps at most one
+//!   queued: while its previous follow-up still waits, the next `replace`s it in place (as a
+//!   user edits a queued message); once a turn took it, the next is a new follow-up, and so is
+//!   the first after a cancel (it wakes a turn for what the cancel parked). Lists stay bounded
+//!   by the senders, however long the run; a delivery a full list refuses (S55) is sent again
+//!   a moment later.
+//!
+//! A run lasts a [`Length`]: a number of calls per sender, or a duration. The floor is the same
+//! rows with no agent at all. On files: the same bytes written and synced to one file, one
+//! `write` and one `fdatasync` per group of `min(agents × senders, max_batch)` records (the
+//! largest group the load's concurrency allows), each the run's average record size, at least
+//! [`FLOOR_MIN_GROUPS`] groups and at most as many as the run wrote, stopping early once it
+//! has taken as long as the run. On PostgreSQL: as many rows as the run wrote, of its average
+//! size, by single-row `INSERT` transactions on `min(agents × senders, 64)` connections at once
+//! into a table shaped as the records table (`coxswain_load.raw`), with the same early stop.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::fs::File;
-use std::io::Write;
+mod files;
+mod postgres;
+mod workload;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use coxswain_core::{Message, StepAnswer};
+use coxswain_postgres::{PgError, StoreStats, WorkerError};
+use coxswain_tokio::{AgentError, LogError, OpenError, Options, SyncPolicy};
 
-use coxswain_tokio::{
-    Agent, AgentError, FileLog, Host, LogError, LogFile, OpenError, Options, SegmentLog,
-    StepContext, SyncPolicy,
-};
+#[cfg(doc)]
+use coxswain_postgres::Worker;
+#[cfg(doc)]
+use coxswain_tokio::{FileLog, SegmentLog};
+
+pub use files::floor;
+pub use postgres::{FLOOR_MAX_CONNECTIONS, FLOOR_MIN_ROWS};
+use workload::{Run, Tally};
 
 /// What every sender does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,6 +65,35 @@ pub enum Workload {
     /// delivery and one `agent/inbox/spliced` record per call; no turn runs.
     #[default]
     Replace,
+    /// Follow-ups that wake turns, steers and cancels, served by a scripted host.
+    Turns(Turns),
+}
+
+/// The turns workload's script.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Turns {
+    /// How long each step of the scripted host takes (a cancel ends it early).
+    pub step: Duration,
+    /// Every this-many-th call of a sender is a steer instead of a follow-up (0: never).
+    pub steer_every: usize,
+    /// Every this-many-th call of a sender is a user cancel keeping the inbox, refused (and not
+    /// counted) when no turn runs (0: never); it comes before a steer on the same count.
+    pub cancel_every: usize,
+}
+
+impl Turns {
+    /// 5 ms steps, a steer every 4th call, a cancel every 50th.
+    pub const DEFAULT: Turns = Turns {
+        step: Duration::from_millis(5),
+        steer_every: 4,
+        cancel_every: 50,
+    };
+}
+
+impl Default for Turns {
+    fn default() -> Self {
+        Turns::DEFAULT
+    }
 }
 
 impl Workload {
@@ -53,6 +101,7 @@ impl Workload {
     pub fn name(self) -> &'static str {
         match self {
             Workload::Replace => "replace",
+            Workload::Turns(_) => "turns",
         }
     }
 }
@@ -60,23 +109,60 @@ impl Workload {
 /// How long the senders go on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Length {
-    /// This many messages per sender.
+    /// This many calls per sender.
     Messages(usize),
-    /// Each sender starts deliveries until this long after the run began (a delivery under
-    /// way then is finished and counted).
+    /// Each sender starts calls until this long after the run began (a call under way then is
+    /// finished and counted).
     Duration(Duration),
+}
+
+/// Where the agents' logs are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Log files in a directory (created if needed).
+    Files {
+        /// The directory; `agent-N.jsonl`, `segment.jsonl` and `floor.bin` in it are replaced.
+        dir: PathBuf,
+        /// The logs' sync policy (per-agent files only: a shared segment log syncs every
+        /// commit).
+        policy: SyncPolicy,
+        /// One shared segment log (`segment.jsonl`) for every agent, each its own session,
+        /// instead of a file per agent.
+        shared: bool,
+    },
+    /// Sessions on a PostgreSQL database, served by workers in this process, each with its own
+    /// connection pool, lease and committer (as separate processes would be). Every run makes
+    /// fresh sessions (`load-<run>-<i>`) and leaves them, released, in the database.
+    Postgres {
+        /// The connection string (`postgres://…`; several hosts and
+        /// `target_session_attrs=read-write` find a replicated cluster's primary).
+        url: String,
+        /// How many workers serve the sessions (session `i` on worker `i % workers`).
+        workers: usize,
+    },
+}
+
+impl Target {
+    /// Log files in `dir`, a file per agent, syncing every append.
+    pub fn files(dir: impl Into<PathBuf>) -> Self {
+        Target::Files {
+            dir: dir.into(),
+            policy: SyncPolicy::EveryAppend,
+            shared: false,
+        }
+    }
 }
 
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Load {
-    /// The directory the logs go in (created if needed); `agent-N.jsonl` and `floor.bin` in it
-    /// are replaced.
-    pub dir: PathBuf,
-    /// How many agents, each on its own log.
+    /// Where the logs are.
+    pub target: Target,
+    /// How many agents (sessions), each on its own log.
     pub agents: usize,
-    /// Concurrent senders per agent, each sending one message after the other; at most
-    /// [`Options::DEFAULT_MAX_PENDING`] (each keeps one message pending).
+    /// Concurrent senders per agent, each calling one call after the other; at most
+    /// [`Options::DEFAULT_MAX_PENDING`] (with [`Workload::Replace`] each keeps one message
+    /// pending).
     pub senders: usize,
     /// How long every sender goes on.
     pub length: Length,
@@ -84,17 +170,27 @@ pub struct Load {
     pub workload: Workload,
     /// [`Options::max_batch`] (1: one append and one sync per input).
     pub max_batch: usize,
-    /// The logs' sync policy (per-agent files only: a shared segment log syncs every commit).
-    pub policy: SyncPolicy,
-    /// One shared segment log (`segment.jsonl`, replaced) for every agent, each its own session,
-    /// instead of a file per agent.
-    pub shared: bool,
+}
+
+/// What the statements of a PostgreSQL run were.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Statements {
+    /// What every worker's store sent while the senders ran (opening the sessions and closing
+    /// them is not counted).
+    pub sent: StoreStats,
+    /// `sent.statements / elapsed`.
+    pub per_s: f64,
+    /// `sent.lease_renewals / elapsed`: with worker leases, about `workers × 3 / lease`,
+    /// whatever the number of sessions.
+    pub lease_renewals_per_s: f64,
 }
 
 /// What a run measured.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct LoadReport {
-    /// Acknowledged deliveries.
+    /// Acknowledged deliveries (follow-ups, steers, injects and replaces; not cancels).
     pub deliveries: u64,
     /// From the first call to the last acknowledgement.
     pub elapsed: Duration,
@@ -104,28 +200,51 @@ pub struct LoadReport {
     pub p50: Duration,
     /// 99th percentile of the same.
     pub p99: Duration,
-    /// Syncs the logs made during the run.
-    pub syncs: u64,
-    /// Bytes the logs hold.
+    /// Turns begun.
+    pub turns: u64,
+    /// `turns / elapsed`.
+    pub turns_per_s: f64,
+    /// Steps run.
+    pub steps: u64,
+    /// Steers acknowledged (among the deliveries).
+    pub steers: u64,
+    /// Cancels the agents took.
+    pub cancels: u64,
+    /// Records the logs hold at the end (crash repair's and the closes' included).
+    pub records: u64,
+    /// Bytes the logs hold (on PostgreSQL: the records' `type` and `data` as text).
     pub bytes: u64,
-    /// The floor's group: deliveries per write and sync.
+    /// The syncs while the senders ran: on files, the `fdatasync`s; on PostgreSQL, the append
+    /// statements (each a commit the server flushes).
+    pub syncs: u64,
+    /// On PostgreSQL, what the workers sent.
+    pub statements: Option<Statements>,
+    /// The floor's group: records per write and sync (on PostgreSQL 1: a transaction per row).
     pub floor_group: usize,
     /// Groups the floor wrote.
     pub floor_groups: usize,
+    /// How many writers the floor ran at once (1 on files).
+    pub floor_concurrency: usize,
     /// How long the floor took.
     pub floor_elapsed: Duration,
-    /// Deliveries per second the raw file took in groups of `floor_group`.
+    /// Records per second the floor took.
     pub floor_per_s: f64,
 }
 
 /// How far a run is, for a progress display.
 #[derive(Debug, Default)]
 pub struct Progress {
+    opened: AtomicU64,
     deliveries: AtomicU64,
     floor: AtomicBool,
 }
 
 impl Progress {
+    /// Sessions opened so far (on PostgreSQL, before the senders start).
+    pub fn opened(&self) -> u64 {
+        self.opened.load(Ordering::Relaxed)
+    }
+
     /// Deliveries acknowledged so far.
     pub fn deliveries(&self) -> u64 {
         self.deliveries.load(Ordering::Relaxed)
@@ -135,17 +254,28 @@ impl Progress {
     pub fn measuring_floor(&self) -> bool {
         self.floor.load(Ordering::Relaxed)
     }
+
+    fn delivered(&self) {
+        self.deliveries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn opened_one(&self) {
+        self.opened.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoadError {
-    /// Agents, senders, messages and the duration must each be at least 1 (a nonzero duration).
-    #[error("agents, senders and messages must each be at least 1, and the duration above 0")]
+    /// Agents, senders, workers, messages and the duration must each be at least 1 (a nonzero
+    /// duration).
+    #[error(
+        "agents, senders, workers and messages must each be at least 1, and the duration above 0"
+    )]
     Empty,
-    /// More senders per agent than a list holds (each keeps one message pending).
-    #[error("{senders} senders per agent: at most {max} (each keeps one message pending)")]
+    /// More senders per agent than a list holds.
+    #[error("{senders} senders per agent: at most {max} (each may keep one message pending)")]
     Senders {
         /// The senders asked for.
         senders: usize,
@@ -166,6 +296,12 @@ pub enum LoadError {
     /// An agent could not be opened.
     #[error("opening an agent: {0}")]
     Open(#[from] OpenError),
+    /// The database refused or failed.
+    #[error("PostgreSQL: {0}")]
+    Postgres(#[from] PgError),
+    /// A worker could not take or serve a session.
+    #[error("a worker: {0}")]
+    Worker(#[from] WorkerError),
     /// A delivery failed.
     #[error("a delivery failed: {0}")]
     Delivery(#[from] AgentError),
@@ -177,17 +313,8 @@ pub enum LoadError {
     Task(String),
 }
 
-/// The fewest groups the floor writes, however short the run.
+/// The fewest groups the file floor writes, however short the run.
 pub const FLOOR_MIN_GROUPS: usize = 200;
-
-/// A host that never runs a turn (quiet deliveries wake nothing); a step would complete at once.
-struct Quiet;
-
-impl Host for Quiet {
-    async fn step(&self, _cx: StepContext) -> StepAnswer {
-        StepAnswer::Completed
-    }
-}
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
     move |error| LoadError::Io {
@@ -196,71 +323,95 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
     }
 }
 
-/// One sender of agent `a`: delivers until its length is reached; the latency of every
-/// delivery.
-async fn sender(
-    agent: Agent,
-    (a, s): (usize, usize),
-    load: (Workload, Length, Instant),
-    progress: Arc<Progress>,
-) -> Result<Vec<Duration>, LoadError> {
-    let (workload, length, start) = load;
-    let mut latencies = Vec::new();
-    let mut m = 0usize;
-    loop {
-        let more = match length {
-            Length::Messages(messages) => m < messages,
-            Length::Duration(duration) => start.elapsed() < duration,
-        };
-        if !more {
-            return Ok(latencies);
-        }
-        let message = Message::user(format!("a{a}s{s}m{m}"), "load");
-        let sent = Instant::now();
-        match workload {
-            Workload::Replace if m == 0 => agent.inject(message).await?,
-            Workload::Replace => {
-                let previous = format!("a{a}s{s}m{}", m - 1);
-                if !agent.replace(previous.clone(), message).await? {
-                    return Err(LoadError::NotPending(previous));
-                }
-            }
-        }
-        latencies.push(sent.elapsed());
-        progress.deliveries.fetch_add(1, Ordering::Relaxed);
-        m += 1;
-    }
-}
-
-/// Runs `load`: opens the agents on fresh logs, lets every sender deliver (counting each
+/// Runs `load`: opens the agents on fresh logs, lets every sender call (counting each
 /// acknowledgement in `progress`), closes the agents, then measures the floor.
 pub async fn run(load: &Load, progress: Arc<Progress>) -> Result<LoadReport, LoadError> {
     check(load)?;
-    std::fs::create_dir_all(&load.dir).map_err(io_error(&load.dir))?;
-    let syncs = SyncCount::default();
-    let (agents, segment, paths) = open_agents(load, &syncs).await?;
-    let before = syncs.get();
-    let start = Instant::now();
-    let latencies = send(load, &agents, start, &progress).await?;
-    let elapsed = start.elapsed();
-    let syncs = syncs.get() - before;
-    for agent in &agents {
-        agent.close().await?;
-    }
-    drop(agents);
-    drop(segment);
-    progress.floor.store(true, Ordering::Relaxed);
-    let mut bytes = 0;
-    for path in &paths {
-        bytes += std::fs::metadata(path).map_err(io_error(path))?.len();
-    }
-    let run = Measured {
-        latencies,
-        elapsed,
-        syncs,
-        bytes,
+    let tally = Arc::new(Tally::default());
+    let run = |start| Run {
+        workload: load.workload,
+        length: load.length,
+        start,
+        progress: Arc::clone(&progress),
+        tally: Arc::clone(&tally),
     };
-    report(load, run).await
+    match &load.target {
+        Target::Files {
+            dir,
+            policy,
+            shared,
+        } => {
+            let files = files::open(load, dir, (*policy, *shared), &tally).await?;
+            let (syncs_before, _) = files.counts.get();
+            let start = Instant::now();
+            let latencies = workload::send(&files.agents, load.senders, run(start)).await?;
+            let elapsed = start.elapsed();
+            let (syncs, _) = files.counts.get();
+            let counts = files.counts.clone();
+            let bytes = files.close().await?;
+            let (_, records) = counts.get();
+            progress.floor.store(true, Ordering::Relaxed);
+            let mut report = measured(latencies, elapsed, &tally);
+            report.records = records;
+            report.bytes = bytes;
+            report.syncs = syncs - syncs_before;
+            report.floor_group = load
+                .agents
+                .saturating_mul(load.senders)
+                .min(load.max_batch)
+                .max(1);
+            let record = (bytes / records.max(1)).max(1) as usize;
+            let groups = (records as usize / report.floor_group).max(FLOOR_MIN_GROUPS);
+            let path = dir.join("floor.bin");
+            let group = report.floor_group;
+            let task_path = path.clone();
+            let (written, took) = tokio::task::spawn_blocking(move || {
+                floor(&task_path, record, group, groups, elapsed)
+            })
+            .await
+            .map_err(|error| LoadError::Task(error.to_string()))?
+            .map_err(io_error(&path))?;
+            report.floor_groups = written;
+            report.floor_concurrency = 1;
+            report.floor_elapsed = took;
+            report.floor_per_s = (written * group) as f64 / took.as_secs_f64();
+            Ok(report)
+        }
+        Target::Postgres { url, workers } => {
+            let served = postgres::open(load, (url, *workers), &tally, &progress).await?;
+            let before = served.stats();
+            let start = Instant::now();
+            let latencies = workload::send(&served.agents, load.senders, run(start)).await?;
+            let elapsed = start.elapsed();
+            let after = served.stats();
+            let (records, bytes) = served.close().await?;
+            progress.floor.store(true, Ordering::Relaxed);
+            let mut report = measured(latencies, elapsed, &tally);
+            let sent = after.since(before);
+            let seconds = elapsed.as_secs_f64();
+            report.statements = Some(Statements {
+                sent,
+                per_s: sent.statements as f64 / seconds,
+                lease_renewals_per_s: sent.lease_renewals as f64 / seconds,
+            });
+            report.records = records;
+            report.bytes = bytes;
+            report.syncs = sent.appends;
+            let record = (bytes / records.max(1)).max(1) as usize;
+            let connections = load
+                .agents
+                .saturating_mul(load.senders)
+                .min(FLOOR_MAX_CONNECTIONS);
+            let (written, took) =
+                postgres::floor(url, (records as usize, record, connections), elapsed).await?;
+            report.floor_group = 1;
+            report.floor_groups = written;
+            report.floor_concurrency = connections;
+            report.floor_elapsed = took;
+            report.floor_per_s = written as f64 / took.as_secs_f64();
+            Ok(report)
+        }
+    }
 }
 
 /// Refuses a load with nothing to do, or more senders than a list holds.
@@ -269,7 +420,8 @@ fn check(load: &Load) -> Result<(), LoadError> {
         Length::Messages(messages) => messages == 0,
         Length::Duration(duration) => duration.is_zero(),
     };
-    if load.agents == 0 || load.senders == 0 || empty {
+    let no_workers = matches!(load.target, Target::Postgres { workers: 0, .. });
+    if load.agents == 0 || load.senders == 0 || empty || no_workers {
         return Err(LoadError::Empty);
     }
     if load.senders > Options::DEFAULT_MAX_PENDING {
@@ -281,241 +433,65 @@ fn check(load: &Load) -> Result<(), LoadError> {
     Ok(())
 }
 
-/// The agents of `load` on fresh logs whose syncs `syncs` counts; the shared segment log (if
-/// the load shares one) and the paths of the logs.
-async fn open_agents(
-    load: &Load,
-    syncs: &SyncCount,
-) -> Result<(Vec<Agent>, Option<SegmentLog<Counted>>, Vec<PathBuf>), LoadError> {
-    let mut agents = Vec::with_capacity(load.agents);
-    let mut paths = Vec::with_capacity(load.agents);
-    let segment = if load.shared {
-        let path = load.dir.join("segment.jsonl");
-        remove(&path)?;
-        let segment = SegmentLog::open_wrapped(&path, syncs.wrapper()).await?;
-        paths.push(path);
-        Some(segment)
-    } else {
-        None
-    };
-    for i in 0..load.agents {
-        let mut options = Options::named(format!("load-{i}"));
-        options.max_batch = load.max_batch;
-        options.channel_capacity = options.channel_capacity.max(load.senders);
-        let agent = match &segment {
-            Some(segment) => {
-                let log = segment.session(format!("agent-{i}"))?;
-                Agent::open_with(options, Quiet, log).await?.0
-            }
-            None => {
-                let path = load.dir.join(format!("agent-{i}.jsonl"));
-                remove(&path)?;
-                let log = FileLog::open_wrapped(&path, load.policy, syncs.wrapper()).await?;
-                paths.push(path);
-                Agent::open_with(options, Quiet, log).await?.0
-            }
-        };
-        agents.push(agent);
-    }
-    Ok((agents, segment, paths))
-}
-
-/// Runs every sender of every agent to the end of the load; the latency of every delivery.
-/// The first failure is the run's (the other senders are stopped).
-async fn send(
-    load: &Load,
-    agents: &[Agent],
-    start: Instant,
-    progress: &Arc<Progress>,
-) -> Result<Vec<Duration>, LoadError> {
-    let mut tasks = tokio::task::JoinSet::new();
-    for (a, agent) in agents.iter().enumerate() {
-        for s in 0..load.senders {
-            let run = (load.workload, load.length, start);
-            tasks.spawn(sender(agent.clone(), (a, s), run, Arc::clone(progress)));
-        }
-    }
-    let mut latencies = Vec::new();
-    let mut failed = None;
-    while let Some(done) = tasks.join_next().await {
-        match done.map_err(|error| LoadError::Task(error.to_string())) {
-            Ok(Ok(done)) => latencies.extend(done),
-            Ok(Err(error)) | Err(error) => {
-                tasks.abort_all();
-                failed.get_or_insert(error);
-            }
-        }
-    }
-    match failed {
-        Some(error) => Err(error),
-        None => Ok(latencies),
-    }
-}
-
-/// What the senders' part of a run measured.
-struct Measured {
-    latencies: Vec<Duration>,
-    elapsed: Duration,
-    syncs: u64,
-    bytes: u64,
-}
-
-/// Measures the floor of `load` beside what its senders measured, and reports both.
-async fn report(load: &Load, run: Measured) -> Result<LoadReport, LoadError> {
-    let Measured {
-        mut latencies,
-        elapsed,
-        syncs,
-        bytes,
-    } = run;
+/// The report of what the senders measured, the storage's fields left to fill.
+fn measured(mut latencies: Vec<Duration>, elapsed: Duration, tally: &Tally) -> LoadReport {
     latencies.sort_unstable();
     let deliveries = latencies.len() as u64;
     let percentile = |p: f64| {
         let index = ((latencies.len() as f64 * p).ceil() as usize).saturating_sub(1);
         latencies.get(index).copied().unwrap_or_default()
     };
-    let (p50, p99) = (percentile(0.50), percentile(0.99));
-    let floor_group = load
-        .agents
-        .saturating_mul(load.senders)
-        .min(load.max_batch)
-        .max(1);
-    let record = (bytes / deliveries.max(1)).max(1) as usize;
-    let floor_path = load.dir.join("floor.bin");
-    let groups = (deliveries as usize / floor_group).max(FLOOR_MIN_GROUPS);
-    let (floor_groups, floor_elapsed) = {
-        let path = floor_path.clone();
-        tokio::task::spawn_blocking(move || floor(&path, record, floor_group, groups, elapsed))
-            .await
-            .map_err(|error| LoadError::Task(error.to_string()))?
-            .map_err(io_error(&floor_path))?
-    };
-    Ok(LoadReport {
+    let seconds = elapsed.as_secs_f64();
+    let turns = tally.turns.load(Ordering::Relaxed);
+    LoadReport {
         deliveries,
         elapsed,
-        deliveries_per_s: deliveries as f64 / elapsed.as_secs_f64(),
-        p50,
-        p99,
-        syncs,
-        bytes,
-        floor_group,
-        floor_groups,
-        floor_elapsed,
-        floor_per_s: (floor_groups * floor_group) as f64 / floor_elapsed.as_secs_f64(),
-    })
-}
-
-/// The syncs of every log of a run (the report's `syncs`), counted by the logs' files.
-#[derive(Clone, Debug, Default)]
-struct SyncCount(Arc<AtomicU64>);
-
-impl SyncCount {
-    /// What wraps a log's opened file so that its syncs are counted here.
-    fn wrapper(&self) -> impl FnOnce(File) -> Counted + Send + 'static {
-        let syncs = self.clone();
-        move |file| Counted { file, syncs }
+        deliveries_per_s: deliveries as f64 / seconds,
+        p50: percentile(0.50),
+        p99: percentile(0.99),
+        turns,
+        turns_per_s: turns as f64 / seconds,
+        steps: tally.steps.load(Ordering::Relaxed),
+        steers: tally.steers.load(Ordering::Relaxed),
+        cancels: tally.cancels.load(Ordering::Relaxed),
+        records: 0,
+        bytes: 0,
+        syncs: 0,
+        statements: None,
+        floor_group: 1,
+        floor_groups: 0,
+        floor_concurrency: 1,
+        floor_elapsed: Duration::ZERO,
+        floor_per_s: 0.0,
     }
-
-    fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-/// A log's file that counts the syncs the log attempts and otherwise is the plain file.
-#[derive(Debug)]
-struct Counted {
-    file: File,
-    syncs: SyncCount,
-}
-
-impl LogFile for Counted {
-    #[inline]
-    fn append(&self, bytes: &[u8]) -> std::io::Result<()> {
-        self.file.append(bytes)
-    }
-
-    #[inline]
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        LogFile::read_at(&self.file, buf, offset)
-    }
-
-    #[inline]
-    fn set_len(&self, len: u64) -> std::io::Result<()> {
-        self.file.set_len(len)
-    }
-
-    #[inline]
-    fn sync_data(&self) -> std::io::Result<()> {
-        self.syncs.0.fetch_add(1, Ordering::Relaxed);
-        self.file.sync_data()
-    }
-
-    #[inline]
-    fn metadata(&self) -> std::io::Result<std::fs::Metadata> {
-        self.file.metadata()
-    }
-}
-
-/// Removes a log left by an earlier run.
-fn remove(path: &Path) -> Result<(), LoadError> {
-    match std::fs::remove_file(path) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(io_error(path)(error)),
-        _ => Ok(()),
-    }
-}
-
-/// The fsync floor: up to `groups` times, one `write` of `group` records of `record` bytes to a
-/// fresh file at `path`, then one `fdatasync`, stopping early once `budget` has passed and at
-/// least [`FLOOR_MIN_GROUPS`] groups were written. The groups written and the time they took.
-/// Removes the file afterwards.
-pub fn floor(
-    path: &Path,
-    record: usize,
-    group: usize,
-    groups: usize,
-    budget: Duration,
-) -> std::io::Result<(usize, Duration)> {
-    let mut line = vec![b'x'; record.max(1)];
-    if let Some(last) = line.last_mut() {
-        *last = b'\n';
-    }
-    let chunk = line.repeat(group.max(1));
-    let _ = std::fs::remove_file(path);
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    let start = Instant::now();
-    let mut written = 0;
-    while written < groups.max(1) {
-        file.write_all(&chunk)?;
-        file.sync_data()?;
-        written += 1;
-        if written >= FLOOR_MIN_GROUPS && start.elapsed() >= budget {
-            break;
-        }
-    }
-    let elapsed = start.elapsed();
-    drop(file);
-    std::fs::remove_file(path)?;
-    Ok((written, elapsed))
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use coxswain_tokio::{Agent, FileLog, Host, StepContext};
 
     fn load(dir: &Path, senders: usize, length: Length) -> Load {
         Load {
-            dir: dir.to_owned(),
+            target: Target::Files {
+                dir: dir.to_owned(),
+                policy: SyncPolicy::Never,
+                shared: false,
+            },
             agents: 1,
             senders,
             length,
             workload: Workload::Replace,
             max_batch: Options::DEFAULT_MAX_BATCH,
-            policy: SyncPolicy::Never,
-            shared: false,
+        }
+    }
+
+    struct Quiet;
+
+    impl Host for Quiet {
+        async fn step(&self, _cx: StepContext) -> coxswain_core::StepAnswer {
+            coxswain_core::StepAnswer::Completed
         }
     }
 
@@ -539,6 +515,13 @@ mod tests {
                 max: 10_000
             })
         ));
+        let mut no_workers = load(&made, 1, Length::Messages(1));
+        no_workers.target = Target::Postgres {
+            url: "postgres://nowhere.invalid/db".to_owned(),
+            workers: 0,
+        };
+        let error = run(&no_workers, Arc::default()).await;
+        assert!(matches!(error, Err(LoadError::Empty)), "{error:?}");
         assert!(!made.exists());
     }
 
@@ -553,14 +536,21 @@ mod tests {
             let mut load = load(dir.path(), 1, Length::Messages(3));
             load.agents = agents;
             load.max_batch = 1;
-            load.policy = SyncPolicy::EveryAppend;
-            load.shared = shared;
+            load.target = Target::Files {
+                dir: dir.path().to_owned(),
+                policy: SyncPolicy::EveryAppend,
+                shared,
+            };
             let report = run(&load, Arc::default()).await.unwrap();
             let expected = 3 * agents as u64;
             assert_eq!(
-                (report.deliveries, report.syncs),
-                (expected, expected),
+                (report.deliveries, report.syncs, report.records),
+                (expected, expected, expected),
                 "shared: {shared}"
+            );
+            assert_eq!(
+                (report.turns, report.steps, report.statements),
+                (0, 0, None)
             );
         }
     }
@@ -595,5 +585,108 @@ mod tests {
         assert_eq!(ids, ["a0s0m5999", "a0s1m5999"]);
         assert!(pending.next_turn.is_empty());
         agent.close().await.unwrap();
+    }
+
+    /// The turns workload runs turns: every call but the cancels is a delivery, the lists stay
+    /// bounded, the host's steps record their output, and the cancels the agents took are
+    /// counted.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_turns_workload_runs_turns_that_claim_every_delivery() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut load = load(dir.path(), 4, Length::Messages(25));
+        load.workload = Workload::Turns(Turns {
+            step: Duration::from_millis(2),
+            steer_every: 4,
+            cancel_every: 10,
+        });
+        let report = run(&load, Arc::default()).await.unwrap();
+        // 25 calls a sender: 2 cancels (the 10th and 20th), 6 steers (4, 8, 12, 16, 24; not
+        // 20) and 17 follow-ups.
+        assert_eq!(report.deliveries, 4 * 23);
+        assert_eq!(report.steers, 4 * 5);
+        assert!(
+            report.turns >= 1 && report.steps >= report.turns,
+            "{report:?}"
+        );
+        assert!(report.cancels <= 8, "{report:?}");
+        assert!(report.turns_per_s > 0.0);
+        let (agent, recovery) = Agent::open(
+            Quiet,
+            FileLog::open(dir.path().join("agent-0.jsonl"))
+                .await
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(recovery.records as u64, report.records);
+        // Each sender keeps at most one follow-up queued (replacing it while it waits), but for
+        // those a cancel parked (turns claim them in order), and steers are claimed by every
+        // next step: a list holds at most one item per sender and per cancel.
+        let pending = agent.pending().await.unwrap();
+        let bound = 4 + report.cancels as usize;
+        assert!(
+            pending.next_step.len() <= 4 && pending.next_turn.len() <= bound,
+            "{pending:?}"
+        );
+        agent.close().await.unwrap();
+        let text = std::fs::read_to_string(dir.path().join("agent-0.jsonl")).unwrap();
+        // A step a cancel cut short records nothing.
+        let outputs = text.matches("\"model/output\"").count() as u64;
+        assert!(outputs <= report.steps, "{outputs}");
+    }
+
+    /// On PostgreSQL: sessions spread over workers, turns run, every delivery's record and the
+    /// steps' outputs in the records table, the statements counted (the appends among them),
+    /// and the raw-`INSERT` floor measured beside (a real throwaway cluster; skipped without
+    /// the server binaries outside CI).
+    #[test]
+    fn a_postgres_load_runs_turns_on_workers_and_counts_its_statements() {
+        let Some(cluster) = coxswain_postgres_tests::TempCluster::for_tests().unwrap() else {
+            return;
+        };
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let load = Load {
+            target: Target::Postgres {
+                url: cluster.url(),
+                workers: 2,
+            },
+            agents: 4,
+            senders: 2,
+            length: Length::Messages(10),
+            workload: Workload::Turns(Turns {
+                step: Duration::from_millis(1),
+                steer_every: 3,
+                cancel_every: 0,
+            }),
+            max_batch: Options::DEFAULT_MAX_BATCH,
+        };
+        let progress = Arc::new(Progress::default());
+        let report = runtime.block_on(run(&load, Arc::clone(&progress))).unwrap();
+        assert_eq!(report.deliveries, 80);
+        assert_eq!(progress.opened(), 4);
+        assert_eq!(report.steers, 4 * 2 * 3);
+        assert!(report.turns >= 4, "{report:?}");
+        let statements = report.statements.unwrap();
+        assert!(
+            statements.sent.appends >= 1 && statements.sent.appends <= statements.sent.statements
+        );
+        assert_eq!(report.syncs, statements.sent.appends);
+        let rows = cluster
+            .psql("SELECT count(DISTINCT session) || '/' || count(*) FROM coxswain.records WHERE session LIKE 'load-%'")
+            .unwrap();
+        assert_eq!(rows, format!("4/{}", report.records));
+        let outputs: u64 = cluster
+            .psql("SELECT count(*) FROM coxswain.records WHERE type = 'model/output'")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(outputs >= 1 && outputs <= report.steps, "{outputs}");
+        assert_eq!(report.floor_concurrency, 8);
+        assert!(report.floor_groups >= FLOOR_MIN_ROWS && report.floor_per_s > 0.0);
+        // Every session was released by its worker's shutdown.
+        let held = cluster
+            .psql("SELECT count(*) FROM coxswain.sessions WHERE owner IS NOT NULL")
+            .unwrap();
+        assert_eq!(held, "0");
     }
 }

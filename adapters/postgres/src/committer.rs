@@ -31,6 +31,7 @@ use coxswain_tokio::LogError;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use crate::error::{append_error, chain, not_sent};
+use crate::stats::Sent;
 use crate::Store;
 
 /// The most appends one round writes.
@@ -197,6 +198,7 @@ async fn execute(store: &Store, round: &[Append]) -> Result<HashSet<String>, Log
         .client()
         .await
         .map_err(|error| not_sent(error.to_string()))?;
+    store.sent(Sent::Append);
     let statement = client
         .prepare_cached(COMMIT)
         .await

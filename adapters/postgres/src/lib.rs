@@ -39,10 +39,12 @@ mod committer;
 mod error;
 mod log;
 pub mod schema;
+mod stats;
 mod store;
 mod worker;
 
 pub use error::PgError;
 pub use log::PgLog;
+pub use stats::StoreStats;
 pub use store::{SessionInfo, Store, StoreOptions};
 pub use worker::{Worker, WorkerError};

@@ -26,6 +26,7 @@ use tokio::task::JoinHandle;
 
 use crate::committer::{Batch, Committed, Committer};
 use crate::error::{append_error, chain, not_sent, other};
+use crate::stats::Sent;
 use crate::Store;
 
 /// Whether a [`PgLog`] may append.
@@ -140,6 +141,7 @@ impl PgLog {
             .start()
             .await
             .map_err(|error| other(chain(&error)))?;
+        self.store.sent(Sent::Other);
         let length: i64 = tx
             .query_opt(
                 "SELECT length FROM coxswain.sessions WHERE session = $1",
@@ -160,6 +162,7 @@ impl PgLog {
         let mut line = Vec::new();
         let mut read = 0u64;
         loop {
+            self.store.sent(Sent::Other);
             let rows = tx
                 .query_portal(&portal, 1024)
                 .await
@@ -321,6 +324,7 @@ impl DurableLog for PgLog {
             Err(error) => return Err(not_sent(chain(&error))),
         };
         let session: &str = &self.session;
+        self.store.sent(Sent::Append);
         let result = client
             .execute(
                 &statement,

@@ -9,6 +9,7 @@
 //! previous writer.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -16,7 +17,8 @@ use tokio_postgres::NoTls;
 
 use crate::committer::Committer;
 use crate::log::{Mode, PgLog};
-use crate::{schema, PgError};
+use crate::stats::{Counters, Sent};
+use crate::{schema, PgError, StoreStats};
 
 /// How a [`Store`] connects and leases.
 #[derive(Clone, Debug)]
@@ -94,6 +96,7 @@ pub struct Store {
     pub(crate) pool: Pool,
     options: StoreOptions,
     role: String,
+    counters: Arc<Counters>,
 }
 
 impl Store {
@@ -137,6 +140,7 @@ impl Store {
             pool,
             options,
             role,
+            counters: Arc::default(),
         })
     }
 
@@ -148,6 +152,16 @@ impl Store {
     /// The lease length.
     pub fn lease(&self) -> Duration {
         self.options.lease
+    }
+
+    /// What this store (its logs, worker and committer) sent since it connected.
+    pub fn stats(&self) -> StoreStats {
+        self.counters.get()
+    }
+
+    /// Counts one statement about to be sent.
+    pub(crate) fn sent(&self, sent: Sent) {
+        self.counters.sent(sent);
     }
 
     /// A pooled connection, for a tool's own queries beside the log (e.g. a request table in
@@ -169,6 +183,7 @@ impl Store {
     pub async fn open(&self, session: &str) -> Result<PgLog, PgError> {
         check_session(session)?;
         let client = self.client().await?;
+        self.sent(Sent::Other);
         let statement = client
             .prepare_cached(&format!(
                 "INSERT INTO coxswain.sessions AS s (session, epoch, owner, lease_until, length)
@@ -194,6 +209,7 @@ impl Store {
     /// [`PgError::NoSession`] if the session does not exist.
     pub async fn open_read_only(&self, session: &str) -> Result<PgLog, PgError> {
         let client = self.client().await?;
+        self.sent(Sent::Other);
         let row = client
             .query_opt(
                 "SELECT 1 FROM coxswain.sessions WHERE session = $1",
@@ -211,6 +227,7 @@ impl Store {
     pub async fn register(&self, session: &str) -> Result<(), PgError> {
         check_session(session)?;
         let client = self.client().await?;
+        self.sent(Sent::Other);
         client
             .execute(
                 "INSERT INTO coxswain.sessions (session, epoch, owner, lease_until, length)
@@ -236,6 +253,7 @@ impl Store {
     /// session's (fenced).
     pub async fn renew(&self, session: &str, epoch: i64) -> Result<bool, PgError> {
         let client = self.client().await?;
+        self.sent(Sent::Renewal);
         let statement = client
             .prepare_cached(
                 "UPDATE coxswain.sessions SET lease_until = now() + make_interval(secs => $3)
@@ -252,6 +270,7 @@ impl Store {
     /// the next owner's is newer. `false` when it was no longer held at `epoch`.
     pub async fn release(&self, session: &str, epoch: i64) -> Result<bool, PgError> {
         let client = self.client().await?;
+        self.sent(Sent::Other);
         let rows = client
             .execute(
                 "UPDATE coxswain.sessions SET owner = NULL, worker = NULL, lease_until = NULL
@@ -289,6 +308,7 @@ impl Store {
     ) -> Result<PgLog, PgError> {
         check_session(session)?;
         let client = self.client().await?;
+        self.sent(Sent::Other);
         let statement = client
             .prepare_cached(&format!(
                 "WITH me AS ({UPSERT_WORKER})
@@ -319,6 +339,7 @@ impl Store {
     /// one statement (it starts the lease again if the row is gone).
     pub(crate) async fn renew_worker(&self) -> Result<(), PgError> {
         let client = self.client().await?;
+        self.sent(Sent::Renewal);
         let statement = client.prepare_cached(UPSERT_WORKER).await?;
         client
             .execute(&statement, &[&self.owner(), &self.lease_secs()])
@@ -329,6 +350,7 @@ impl Store {
     /// Ends the worker's lease (its sessions, if any are left, are free at once).
     pub(crate) async fn end_worker(&self) -> Result<(), PgError> {
         let client = self.client().await?;
+        self.sent(Sent::Other);
         client
             .execute(
                 "DELETE FROM coxswain.workers WHERE worker = $1",
@@ -363,6 +385,7 @@ impl Store {
             free("c")
         );
         let client = self.client().await?;
+        self.sent(Sent::Other);
         let max = i64::try_from(max).unwrap_or(i64::MAX);
         let rows = client
             .query(&sql, &[&self.owner(), &self.lease_secs(), &max])
@@ -373,6 +396,7 @@ impl Store {
     /// Every session, by id: owner, epoch, lease, length.
     pub async fn sessions(&self) -> Result<Vec<SessionInfo>, PgError> {
         let client = self.client().await?;
+        self.sent(Sent::Other);
         let rows = client
             .query(
                 "SELECT s.session, s.epoch, s.owner,
@@ -404,6 +428,7 @@ impl Store {
 
     /// The [`PgError::Held`] of a session an open could not take.
     async fn held(&self, session: &str) -> PgError {
+        self.sent(Sent::Other);
         let Ok(client) = self.client().await else {
             return PgError::Held {
                 session: session.to_owned(),
