@@ -17,17 +17,21 @@ fn coxswain(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// The throwaway cluster, or `None` (after the SKIPPED line) without the binaries outside CI.
+fn cluster() -> Option<TempCluster> {
+    match TempCluster::for_tests() {
+        Ok(cluster) => cluster,
+        Err(error) => panic!("the PostgreSQL test cluster did not start: {error}"),
+    }
+}
+
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 #[test]
 fn the_cli_runs_verifies_lists_and_copies_postgres_logs() {
-    let cluster = match TempCluster::for_tests() {
-        Ok(Some(cluster)) => cluster,
-        Ok(None) => return,
-        Err(error) => panic!("the PostgreSQL test cluster did not start: {error}"),
-    };
+    let Some(cluster) = cluster() else { return };
     let url = cluster.url();
     let dir = tempfile::tempdir().unwrap();
     let script = examples_dir().join("quickstart.json");
@@ -168,11 +172,7 @@ fn the_cli_runs_verifies_lists_and_copies_postgres_logs() {
 /// PostgreSQL lines.
 #[test]
 fn load_runs_turns_on_postgres_workers() {
-    let cluster = match TempCluster::for_tests() {
-        Ok(Some(cluster)) => cluster,
-        Ok(None) => return,
-        Err(error) => panic!("the PostgreSQL test cluster did not start: {error}"),
-    };
+    let Some(cluster) = cluster() else { return };
     let url = cluster.url();
     let args = [
         "load",

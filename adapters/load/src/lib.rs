@@ -495,6 +495,12 @@ mod tests {
         }
     }
 
+    /// Agent 0 of a run in `dir`, opened again on its log.
+    async fn reopen(dir: &Path) -> (Agent, coxswain_tokio::Recovery) {
+        let log = FileLog::open(dir.join("agent-0.jsonl")).await.unwrap();
+        Agent::open(Quiet, log).await.unwrap()
+    }
+
     #[tokio::test]
     async fn empty_lengths_and_too_many_senders_are_refused_before_anything_is_made() {
         let dir = tempfile::tempdir().unwrap();
@@ -566,14 +572,7 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(report.deliveries, 12_000);
-        let (agent, recovery) = Agent::open(
-            Quiet,
-            FileLog::open(dir.path().join("agent-0.jsonl"))
-                .await
-                .unwrap(),
-        )
-        .await
-        .unwrap();
+        let (agent, recovery) = reopen(dir.path()).await;
         assert_eq!(recovery.records, 12_000);
         let pending = agent.pending().await.unwrap();
         let mut ids: Vec<&str> = pending
@@ -610,14 +609,7 @@ mod tests {
         );
         assert!(report.cancels <= 8, "{report:?}");
         assert!(report.turns_per_s > 0.0);
-        let (agent, recovery) = Agent::open(
-            Quiet,
-            FileLog::open(dir.path().join("agent-0.jsonl"))
-                .await
-                .unwrap(),
-        )
-        .await
-        .unwrap();
+        let (agent, recovery) = reopen(dir.path()).await;
         assert_eq!(recovery.records as u64, report.records);
         // Each sender keeps at most one follow-up queued (replacing it while it waits), but for
         // those a cancel parked (turns claim them in order), and steers are claimed by every
