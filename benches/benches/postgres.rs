@@ -187,8 +187,21 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
+/// The command line's filters (`cargo bench --bench postgres -- sessions_64 takeover`): a
+/// filtered run measures the cases whose names contain one, and writes no figures.
+fn filters() -> Vec<String> {
+    std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .collect()
+}
+
 fn main() {
     let full = full_run();
+    let filters = filters();
+    let wanted = |case: &str| {
+        filters.is_empty() || filters.iter().any(|filter| case.contains(filter.as_str()))
+    };
     let cluster = match TempCluster::for_benches() {
         Ok(Some(cluster)) => cluster,
         Ok(None) => return,
@@ -224,6 +237,9 @@ fn main() {
             .await
             .expect("the raw table");
         for &sessions in &concurrency {
+            if !wanted(&format!("sessions_{sessions}")) {
+                continue;
+            }
             let (mut ours, mut worker, mut raw) = (Vec::new(), Vec::new(), Vec::new());
             for round in 0..rounds {
                 let messages = messages(sessions);
@@ -245,6 +261,9 @@ fn main() {
                        "deliveries_per_s": ours, "worker_per_s": worker, "raw_per_s": raw}),
             );
         }
+        if !wanted("takeover") {
+            return;
+        }
         let records = if full { 1000 } else { 8 };
         let mut times = Vec::new();
         for round in 0..rounds {
@@ -257,7 +276,7 @@ fn main() {
             json!({"records": records, "ms": takeover_ms}),
         );
     });
-    if full {
+    if full && filters.is_empty() {
         save("postgres", &Value::Object(figures));
     }
 }

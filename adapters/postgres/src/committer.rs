@@ -6,17 +6,19 @@
 //! transaction and one round trip, however many sessions wait:
 //!
 //! ```sql
-//! WITH batch AS (SELECT * FROM unnest($sessions, $epochs, $counts, $expected)),
-//!      grown AS (UPDATE coxswain.sessions SET length = length + n FROM batch
+//! WITH grown AS (UPDATE coxswain.sessions SET length = length + b.n
+//!                FROM unnest($sessions, $epochs, $counts, $expected) AS b
 //!                WHERE session = b.session AND epoch = b.epoch AND length = b.expected
-//!                RETURNING session, epoch, length - n AS base),
-//!      written AS (INSERT INTO coxswain.records SELECT … FROM grown JOIN unnest($records…))
+//!                RETURNING session),
+//!      written AS (INSERT INTO coxswain.records SELECT … FROM unnest($records…) AS r
+//!                  WHERE r.session IN (SELECT session FROM grown))
 //! SELECT session FROM grown
 //! ```
 //!
 //! Each session's epoch and length are checked inside it, under the session row's lock as in
 //! the one-session append: a session another writer took over (or whose length moved) is not
-//! in `grown`, so its records are not inserted and it alone is told
+//! in `grown`, so its records (numbered from the length the writer expects, which is the length
+//! `grown` checked) are not inserted and it alone is told
 //! [`LogError::Fenced`](coxswain_tokio::LogError::Fenced), while the others commit. A statement
 //! that fails fails every batch in it, each as the one-session append would
 //! ([`append_error`]). Up to [`MAX_IN_FLIGHT`] rounds are written at once, each on its own
@@ -41,20 +43,18 @@ pub(crate) const MAX_ROUND: usize = 1024;
 /// next appends wait and gather into the next round.
 pub(crate) const MAX_IN_FLIGHT: usize = 4;
 
-const COMMIT: &str = "WITH batch AS (
-        SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[])
-            AS b(session, epoch, n, expected)),
-    grown AS (
+const COMMIT: &str = "WITH grown AS (
         UPDATE coxswain.sessions AS s SET length = s.length + b.n
-        FROM batch AS b
+        FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[])
+            AS b(session, epoch, n, expected)
         WHERE s.session = b.session AND s.epoch = b.epoch AND s.length = b.expected
-        RETURNING s.session, s.epoch, s.length - b.n AS base),
+        RETURNING s.session),
     written AS (
         INSERT INTO coxswain.records (session, seq, epoch, type, data)
-        SELECT g.session, g.base + r.ord, g.epoch, r.type, r.data::jsonb
-        FROM grown AS g
-        JOIN unnest($5::text[], $6::bigint[], $7::text[], $8::text[])
-            AS r(session, ord, type, data) ON r.session = g.session
+        SELECT r.session, r.seq, r.epoch, r.type, r.data::jsonb
+        FROM unnest($5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[])
+            AS r(session, seq, epoch, type, data)
+        WHERE r.session IN (SELECT g.session FROM grown AS g)
         RETURNING 1)
     SELECT g.session FROM grown AS g";
 
@@ -179,7 +179,8 @@ async fn execute(store: &Store, round: &[Append]) -> Result<HashSet<String>, Log
     let mut counts = Vec::with_capacity(round.len());
     let mut expected = Vec::with_capacity(round.len());
     let mut record_sessions = Vec::with_capacity(records);
-    let mut ords = Vec::with_capacity(records);
+    let mut seqs = Vec::with_capacity(records);
+    let mut record_epochs = Vec::with_capacity(records);
     let mut types = Vec::with_capacity(records);
     let mut datas = Vec::with_capacity(records);
     for Append { batch: append, .. } in round {
@@ -189,7 +190,8 @@ async fn execute(store: &Store, round: &[Append]) -> Result<HashSet<String>, Log
         expected.push(append.expected);
         for (ord, (kind, data)) in append.types.iter().zip(&append.datas).enumerate() {
             record_sessions.push(&*append.session);
-            ords.push(ord as i64 + 1);
+            seqs.push(append.expected + ord as i64 + 1);
+            record_epochs.push(append.epoch);
             types.push(kind.as_str());
             datas.push(data.as_deref());
         }
@@ -212,7 +214,8 @@ async fn execute(store: &Store, round: &[Append]) -> Result<HashSet<String>, Log
                 &counts,
                 &expected,
                 &record_sessions,
-                &ords,
+                &seqs,
+                &record_epochs,
                 &types,
                 &datas,
             ],

@@ -90,9 +90,10 @@ impl<H: Host> Worker<H> {
         self.serve(log).await
     }
 
-    /// Claims up to `max` sessions whose lease expired (or that have no owner), restores each
-    /// (crash repair writes its closers under the new epoch, S50) and serves it. A session
-    /// whose log cannot be restored is released again and reported.
+    /// Claims up to `max` sessions whose lease expired (or that have no owner), restores them
+    /// all at once (each reads its log back and crash repair writes its closers under the new
+    /// epoch, S50; their closers share the committer's rounds) and serves them. A session whose
+    /// log cannot be restored is released again and reported.
     pub async fn claim_expired(
         &mut self,
         max: usize,
@@ -100,18 +101,48 @@ impl<H: Host> Worker<H> {
         let committer = self.committer();
         let logs = self.store.claim_for_worker(max, &committer).await?;
         self.renew_in_background();
-        let mut claimed = Vec::with_capacity(logs.len());
+        let mut taken: Vec<(String, i64)> = logs
+            .iter()
+            .map(|log| (log.session().to_owned(), log.epoch().unwrap_or(0)))
+            .collect();
+        let mut restores = tokio::task::JoinSet::new();
         for log in logs {
-            let session = log.session().to_owned();
-            let epoch = log.epoch();
-            let result = self.serve(log).await;
-            if result.is_err() {
-                if let Some(epoch) = epoch {
-                    let _ = self.store.release(&session, epoch).await;
+            let host = (self.make_host)(log.session());
+            let mut options = self.options.clone();
+            options.name = log.session().to_owned();
+            restores.spawn(async move {
+                let session = log.session().to_owned();
+                let epoch = log.epoch().unwrap_or(0);
+                let opened = Agent::open_with(options, host, log).await;
+                (session, epoch, opened)
+            });
+        }
+        let mut claimed = Vec::with_capacity(restores.len());
+        while let Some(restored) = restores.join_next().await {
+            let Ok((session, epoch, opened)) = restored else {
+                continue;
+            };
+            taken.retain(|(other, _)| *other != session);
+            let result = match opened {
+                Ok((agent, recovery)) => {
+                    self.insert(session.clone(), Served { agent, epoch }).await;
+                    Ok(recovery)
                 }
-            }
+                Err(error) => {
+                    let _ = self.store.release(&session, epoch).await;
+                    Err(WorkerError::Open {
+                        session: session.clone(),
+                        error,
+                    })
+                }
+            };
             claimed.push((session, result));
         }
+        // A restore whose task ended without an answer (it panicked) is not served: released.
+        for (session, epoch) in taken {
+            let _ = self.store.release(&session, epoch).await;
+        }
+        claimed.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(claimed)
     }
 
@@ -143,10 +174,15 @@ impl<H: Host> Worker<H> {
                 session: session.clone(),
                 error,
             })?;
-        if let Some(old) = self.served.insert(session, Served { agent, epoch }) {
+        self.insert(session, Served { agent, epoch }).await;
+        Ok(recovery)
+    }
+
+    /// Serves `session` by `served`, closing the agent that served it before, if any.
+    async fn insert(&mut self, session: String, served: Served) {
+        if let Some(old) = self.served.insert(session, served) {
             let _ = old.agent.close().await;
         }
-        Ok(recovery)
     }
 
     /// The agent serving `session`, if this worker serves it.

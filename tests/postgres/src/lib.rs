@@ -1,7 +1,7 @@
 //! # coxswain-postgres-tests
 //!
 //! The PostgreSQL adapter's verification, unpublished: [`TempCluster`] (below), the worker
-//! process of the Jepsen-style test (`src/bin/coxswain-pg-jepsen-worker.rs`), and the adapter's
+//! process of the Jepsen-style test (`src/bin/coxswain-pg-worker.rs`), and the adapter's
 //! integration tests (`tests/log.rs`, `tests/jepsen.rs`). The published `coxswain-postgres`
 //! carries none of it.
 //!

@@ -1,5 +1,5 @@
 //! A Jepsen-style test of the PostgreSQL log: 3 worker processes
-//! (`src/bin/coxswain-pg-jepsen-worker.rs`) serve many sessions of one throwaway database while
+//! (`src/bin/coxswain-pg-worker.rs`) serve many sessions of one throwaway database while
 //! clients request follow-ups, steers and cancels through a request table (retrying their
 //! inserts with the same id), and a nemesis kill -9s and SIGSTOPs workers, terminates their
 //! database connections (`pg_terminate_backend`) and restarts the database server. Afterwards a
@@ -20,8 +20,9 @@
 //! Size: `COXSWAIN_JEPSEN_SESSIONS` (default 100) and `COXSWAIN_JEPSEN_SECONDS` of nemesis
 //! (default 30). docs/reliability.md gives the figures of a larger run.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use coxswain_core::{MessageId, Target};
@@ -29,6 +30,7 @@ use coxswain_log::Auditor;
 use coxswain_postgres::{Store, StoreOptions};
 use coxswain_postgres_tests::{ReplicatedPair, TempCluster};
 use coxswain_tokio::DurableLog;
+use support::processes::{query_u64, request, Workers, REQUESTS};
 
 const WORKERS: usize = 3;
 const LEASE_MS: u64 = 1500;
@@ -53,92 +55,6 @@ impl Rng {
 
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
-    }
-}
-
-struct Workers {
-    url: String,
-    /// The workers' stderr logs (kept only while the test runs).
-    logs: tempfile::TempDir,
-    children: Vec<Option<Child>>,
-    generation: usize,
-}
-
-impl Workers {
-    fn spawn(&mut self, slot: usize) {
-        self.generation += 1;
-        let owner = format!("w{slot}-g{}", self.generation);
-        let log = std::fs::File::create(self.logs.path().join(format!("{owner}.log")))
-            .map(Stdio::from)
-            .unwrap_or_else(|_| Stdio::null());
-        let child = Command::new(env!("CARGO_BIN_EXE_coxswain-pg-jepsen-worker"))
-            .args([&self.url, &owner, &LEASE_MS.to_string()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        self.children[slot] = Some(child);
-    }
-
-    fn signal(&self, slot: usize, signal: &str) {
-        if let Some(child) = &self.children[slot] {
-            let _ = Command::new("kill")
-                .args([signal, &child.id().to_string()])
-                .status();
-        }
-    }
-
-    fn kill(&mut self, slot: usize) {
-        self.signal(slot, "-KILL");
-        if let Some(mut child) = self.children[slot].take() {
-            let _ = child.wait();
-        }
-    }
-
-    /// Closes every worker's stdin (it releases its sessions and exits) and waits.
-    fn stop(&mut self) {
-        for child in self.children.iter_mut().flatten() {
-            drop(child.stdin.take());
-        }
-        for slot in 0..self.children.len() {
-            if let Some(mut child) = self.children[slot].take() {
-                let deadline = Instant::now() + Duration::from_secs(20);
-                while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-        }
-    }
-}
-
-impl Drop for Workers {
-    fn drop(&mut self) {
-        for child in self.children.iter_mut().flatten() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// Inserts a request, retrying with the same id until the database takes it.
-async fn request(store: &Store, id: &str, session: &str, kind: &str) {
-    loop {
-        if let Ok(client) = store.client_for_tools().await {
-            let inserted = client
-                .execute(
-                    "INSERT INTO jepsen.requests (id, session, kind) VALUES ($1, $2, $3)
-                     ON CONFLICT (id) DO NOTHING",
-                    &[&id, &session, &kind],
-                )
-                .await;
-            if inserted.is_ok() {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -169,18 +85,6 @@ async fn not_run(store: &Store, sessions: usize) -> Vec<String> {
         }
     }
     waiting
-}
-
-async fn query_u64(store: &Store, sql: &str) -> u64 {
-    loop {
-        if let Ok(client) = store.client_for_tools().await {
-            if let Ok(row) = client.query_one(sql, &[]).await {
-                let value: i64 = row.get(0);
-                return value as u64;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[test]
@@ -278,26 +182,13 @@ fn run(mut database: Database) {
         options.connect_timeout = Duration::from_secs(2);
         let store = Store::connect(&url, options).await.unwrap();
         let client = store.client_for_tools().await.unwrap();
-        client
-            .batch_execute(
-                "CREATE SCHEMA jepsen;
-                 CREATE TABLE jepsen.requests (
-                     id text PRIMARY KEY, session text NOT NULL, kind text NOT NULL,
-                     acked boolean NOT NULL DEFAULT false, acked_by text)",
-            )
-            .await
-            .unwrap();
+        client.batch_execute(REQUESTS).await.unwrap();
         for s in 0..sessions {
             store.register(&format!("s{s:03}")).await.unwrap();
         }
         store
     });
-    let mut workers = Workers {
-        url: url.clone(),
-        logs: tempfile::tempdir().unwrap(),
-        children: (0..WORKERS).map(|_| None).collect(),
-        generation: 0,
-    };
+    let mut workers = Workers::new(&url, WORKERS, LEASE_MS, 10);
     for slot in 0..WORKERS {
         workers.spawn(slot);
     }

@@ -1,6 +1,8 @@
 //! What the PostgreSQL tests share: the throwaway cluster, a scripted host, readers.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod processes;
+
 use std::ops::ControlFlow;
 use std::time::Duration;
 
