@@ -40,11 +40,21 @@ const SMALLER: &[(&str, &str)] = &[
         "COXSWAIN_JEPSEN_SESSIONS=300 COXSWAIN_JEPSEN_SECONDS=90 cargo test -p coxswain-postgres-tests --test jepsen -- --nocapture",
         "COXSWAIN_JEPSEN_SESSIONS=20 COXSWAIN_JEPSEN_SECONDS=5 cargo test -p coxswain-postgres-tests --test jepsen -- --nocapture",
     ),
+    // 10,000 sessions take a minute and a half to build and run in release: 400, as the suite.
+    (
+        "COXSWAIN_FAILOVER_SESSIONS=10000 cargo test --release -p coxswain-postgres-tests --test failover -- --nocapture",
+        "COXSWAIN_FAILOVER_SESSIONS=400 cargo test -p coxswain-postgres-tests --test failover -- --nocapture",
+    ),
 ];
 
 /// The commands of the ```` ```sh no-run ```` blocks, by file (each block's text says why).
 const NO_RUN: &[(&str, &str)] = &[
     ("README.md", "cargo test --workspace"),
+    ("README.md", "cargo bench -p coxswain-benches --bench postgres"),
+    (
+        "README.md",
+        "coxswain load --log postgres://user@host/db --workers 4 --sessions 10000 --senders 1 --seconds 20",
+    ),
     (
         "docs/MUTANTS.md",
         "CARGO_TARGET_DIR=$HOME/.cache/coxswain-mutants-target PROPTEST_CASES=32 nice -n 10 cargo mutants -p coxswain-core --profile mutants --test-package coxswain-core --test-package coxswain-tests --baseline=skip --timeout 90 --build-timeout 600 -j 1 --output /tmp/mutants-out -- --lib -- tests:: mutation_gate conformance:: proptests::s5",
@@ -84,6 +94,10 @@ const NO_RUN: &[(&str, &str)] = &[
     (
         "docs/performance.md",
         "cargo bench -p coxswain-benches --bench postgres",
+    ),
+    (
+        "docs/performance.md",
+        "coxswain load --log postgres://user@host/db --workers 4 --sessions 10000 --senders 1 --seconds 20",
     ),
     (
         "docs/postgres.md",
@@ -152,6 +166,7 @@ const CHECKS: &[&str] = &[
     "view",
     "driver-sim",
     "jepsen",
+    "failover",
 ];
 
 /// One command of a ```` ```sh ```` block.
@@ -405,14 +420,28 @@ fn check_simulation(command: &str, stdout: &str) -> &'static str {
 /// server binaries the harness prints one `SKIPPED` line instead, which only counts outside CI
 /// (with `CI=true` the harness fails, as `.ci/run` installs them).
 fn check_jepsen(command: &str, stdout: &str) -> &'static str {
-    match stdout.lines().find(|line| line.starts_with("jepsen: ")) {
+    // The two process tests' reports: their size variable, its default, and how each begins.
+    let (name, variable, default, shape) = if command.contains("--test failover") {
+        (
+            "failover",
+            "COXSWAIN_FAILOVER_SESSIONS=",
+            "400",
+            " sessions on 4 worker processes",
+        )
+    } else {
+        ("jepsen", "COXSWAIN_JEPSEN_SESSIONS=", "100", " sessions, ")
+    };
+    match stdout
+        .lines()
+        .find(|line| line.starts_with(&format!("{name}: ")))
+    {
         Some(report) => {
             let sessions = command
-                .split_once("COXSWAIN_JEPSEN_SESSIONS=")
+                .split_once(variable)
                 .and_then(|(_, rest)| rest.split(' ').next())
-                .unwrap_or("100");
+                .unwrap_or(default);
             assert!(
-                report.starts_with(&format!("jepsen: {sessions} sessions, ")),
+                report.starts_with(&format!("{name}: {sessions}{shape}")),
                 "{command}: {report}"
             );
             assert!(report.ends_with("; 0 violations"), "{command}: {report}");
@@ -422,7 +451,7 @@ fn check_jepsen(command: &str, stdout: &str) -> &'static str {
             "{command}: no report:\n{stdout}"
         ),
     }
-    "jepsen"
+    name
 }
 
 /// The mutant runner's verdicts: a named mutant killed, an unchanged core a survivor.

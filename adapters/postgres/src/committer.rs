@@ -41,7 +41,7 @@ pub(crate) const MAX_ROUND: usize = 1024;
 
 /// The most rounds in flight at once (each on a connection of its own): while they are, the
 /// next appends wait and gather into the next round.
-pub(crate) const MAX_IN_FLIGHT: usize = 4;
+pub(crate) const MAX_IN_FLIGHT: usize = 2;
 
 const COMMIT: &str = "WITH grown AS (
         UPDATE coxswain.sessions AS s SET length = s.length + b.n
