@@ -1,7 +1,8 @@
 //! Python values <-> JSON values (`serde_json::Value`), the one currency between the two sides.
 //!
-//! Python passes `None`, `bool`, `int`, `float`, `str`, `dict` (string keys), `list` and `tuple`;
-//! anything else is a `TypeError`, never a panic. Nesting is bounded (a cycle or a pathological
+//! Python passes `None`, `bool`, `int` (within 64 bits: `-2**63 ..= 2**64 - 1`, kept exactly),
+//! `float` (finite), `str`, `dict` (string keys), `list` and `tuple`; a larger `int` or a NaN or
+//! infinite `float` is a `ValueError`, anything else a `TypeError`, never a panic or a rounding. Nesting is bounded (a cycle or a pathological
 //! value is refused, not followed).
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -39,11 +40,11 @@ fn convert(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
         if let Ok(n) = int.extract::<u64>() {
             return Ok(Value::Number(n.into()));
         }
-        // Beyond 64 bits serde_json (and so the Rust side) reads a JSON integer as a float.
-        let float: f64 = int.extract()?;
-        return Number::from_f64(float)
-            .map(Value::Number)
-            .ok_or_else(|| PyValueError::new_err("an integer too large for JSON"));
+        // Beyond 64 bits neither JSON as the Rust side reads it nor the log holds the integer
+        // exactly (serde_json would read it as a float): refused, not rounded.
+        return Err(PyValueError::new_err(
+            "an integer beyond 64 bits (JSON here holds -2**63 ..= 2**64 - 1 exactly)",
+        ));
     }
     if let Ok(float) = object.cast::<PyFloat>() {
         return Number::from_f64(float.value())

@@ -345,3 +345,31 @@ def test_s56_an_id_reused_for_another_message_is_a_conflict() -> None:
     assert delivered.value.was_delivered
     for error in (coxswain.Conflict, coxswain.TurnMismatch, coxswain.Full):
         assert issubclass(error, coxswain.Rejected)
+
+
+def test_integers_within_64_bits_are_kept_exactly_and_larger_ones_refused() -> None:
+    """Content integers cross exactly within -2**63 ..= 2**64 - 1 (beyond 2**53 too); a larger
+    one is refused with ``ValueError`` at the call and nothing changes (S5), instead of being
+    rounded to a float on its way to the log."""
+    exact = Message("exact", {"max": 2**64 - 1, "min": -(2**63), "odd": 2**53 + 1})
+    m = Machine()
+    m.begin_maintenance().persisted()  # held: the follow-up stays pending, untouched
+    t = m.followup(exact)
+    (spliced,) = t.events
+    assert spliced == Event(
+        "agent/inbox/spliced",
+        {"target": "next-turn", "start": 0, "inserted": [exact.to_json()], "wakeup": True},
+    )
+    assert t.persisted() == (Inserted(exact),)
+    (pending,) = m.pending("next-turn")
+    content = pending.message.content
+    assert content == {"max": 18446744073709551615, "min": -9223372036854775808, "odd": 9007199254740993}
+    assert isinstance(content, dict) and all(type(n) is int for n in content.values())
+    for too_large in (2**64, -(2**63) - 1, 10**30):
+        with pytest.raises(ValueError, match="beyond 64 bits"):
+            m.followup(Message("huge", {"n": too_large}))
+        with pytest.raises(ValueError, match="beyond 64 bits"):
+            m.inject(Message("huge", too_large))
+    assert [p.message.id for p in m.pending("next-turn")] == ["exact"]
+    assert m.pending("next-step") == ()
+    settle(m.followup(Message("next", "after the refusals")))

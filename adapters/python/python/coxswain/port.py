@@ -98,6 +98,14 @@ class Port:
         return {"outputs": outputs}
 
 
+def _json_int(text: str) -> int | float:
+    """An integer of a request line as the Rust core reads JSON text (serde_json): exact within
+    64 bits, a float beyond (the binding's API refuses such an ``int``; a trace's text is read
+    as every port reads it, so the ports agree)."""
+    n = int(text)
+    return n if -(2**63) <= n < 2**64 else float(text)
+
+
 def serve(requests: IO[bytes], replies: IO[str]) -> None:
     """Answers every line of ``requests`` on ``replies`` until end of input."""
     port = Port()
@@ -110,7 +118,7 @@ def serve(requests: IO[bytes], replies: IO[str]) -> None:
             if not line:
                 continue
             try:
-                request = json.loads(line)
+                request = json.loads(line, parse_int=_json_int)
             except ValueError as error:
                 reply = {"error": f"not JSON: {error}"}
             else:
