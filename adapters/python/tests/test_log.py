@@ -53,3 +53,20 @@ def test_restore_closes_an_interrupted_turn() -> None:
         Event("turn/end", {"turn": 3, "reason": {"kind": "interrupted"}}),
     )
     assert restored.machine.last_turn == 3 and restored.machine.phase == "idle"
+
+
+def test_integers_within_64_bits_survive_the_log_and_restore_exactly() -> None:
+    """An event's integers beyond 2**53 are written, read back and restored as the same ``int``;
+    one beyond 64 bits is refused before anything is encoded."""
+    exact = {"max": 2**64 - 1, "min": -(2**63), "odd": 2**53 + 1}
+    message = {"id": "exact", "source": {"kind": "user"}, "content": exact}
+    spliced = {"target": "next-turn", "start": 0, "inserted": [message], "wakeup": True}
+    data = log.encode([{"type": "agent/inbox/spliced", "data": spliced}])
+    assert b'"max":18446744073709551615,"min":-9223372036854775808,"odd":9007199254740993' in data
+    (record,) = log.parse(data).records
+    assert record["data"] == spliced
+    restored = log.restore(log.parse(data).records)
+    (pending,) = restored.machine.pending("next-turn")
+    assert pending.message.content == exact
+    with pytest.raises(ValueError, match="beyond 64 bits"):
+        log.encode([{"type": "host/x", "data": {"n": 2**64}}])
