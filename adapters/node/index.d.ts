@@ -208,7 +208,13 @@ export class Transition {
   /** The host's word that the events are durable: the effects, in order (once). */
   persisted(): Effect[];
   /** Every output in wire order, events included: for ports, which persist nothing. */
-  intoOutputs(): Output[];
+  intoOutputs(options?: { begin?: false }): Output[];
+  /**
+   * The wire order with each `begin` effect where its activity begins (right after a turn's
+   * `turn/start`, first for a maintenance job): for a harness that reads the wire order and
+   * scopes its cancellation by activity. FORMAT.md's traces hold no `begin`.
+   */
+  intoOutputs(options: { begin: true }): (Output | Extract<Effect, { begin: unknown }>)[];
 }
 
 /** The core's delivery state machine. Every method that takes an input throws a `RejectedError` subclass on rejection. */

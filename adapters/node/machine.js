@@ -34,11 +34,16 @@ class Transition {
     return JSON.parse(this._inner.persisted());
   }
 
-  /** Every output in wire order, events included (FORMAT.md `"out"` values): for ports. */
-  intoOutputs() {
+  /**
+   * Every output in wire order, events included (FORMAT.md `"out"` values): for ports. With
+   * `{begin: true}`, also each `{begin: …}` effect where its activity begins (right after a
+   * turn's `turn/start`, first for a maintenance job), for a harness that reads the wire order
+   * and scopes its cancellation by activity (FORMAT.md's traces hold no `begin`).
+   */
+  intoOutputs(options = {}) {
     if (this._drained) return [];
     this._drained = true;
-    return JSON.parse(this._inner.outputs());
+    return JSON.parse(this._inner.outputs(options.begin === true));
   }
 }
 

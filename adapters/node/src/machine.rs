@@ -167,10 +167,20 @@ impl NativeMachine {
     }
 
     /// Every queued output of the last input in wire order (events included), as a JSON array
-    /// of `"out"` values: for recorders and ports, which persist nothing.
+    /// of `"out"` values: for recorders and ports, which persist nothing. With `with_begin`,
+    /// also each `{"begin": …}` (as [`persisted`](NativeMachine::persisted) writes it) where
+    /// the core puts it: right after a turn's `turn/start`, first for a maintenance job.
     #[napi]
-    pub fn outputs(&mut self) -> String {
-        let outputs: Vec<Output> = self.machine.drain().into_outputs().collect();
+    pub fn outputs(&mut self, with_begin: Option<bool>) -> String {
+        let drained = self.machine.drain();
+        if with_begin.unwrap_or(false) {
+            let outputs: Vec<wire::EffectJson> = drained
+                .into_outputs_with_begin()
+                .map(wire::EffectJson::from_output)
+                .collect();
+            return wire::to_text(&outputs);
+        }
+        let outputs: Vec<Output> = drained.into_outputs().collect();
         wire::to_text(&outputs)
     }
 

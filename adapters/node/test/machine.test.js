@@ -254,3 +254,25 @@ test('S56: an id reused for another message is a conflict, never success', () =>
   rejects(() => machine.inject(userMessage('n', 'other')), coxswain.ConflictError);
   assert.equal(rejects(() => machine.inject(same), coxswain.AlreadyDeliveredError).wasDelivered, true);
 });
+
+test('intoOutputs({begin: true}): each begin where its activity begins; without it, FORMAT.md order', () => {
+  const a = userMessage('a', 'hi');
+  const spliced = { event: { type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 0, inserted: [a], wakeup: true } } };
+  const start = { event: { type: 'turn/start', data: { turn: 1 } } };
+  const claim = { event: { type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 0, removedCount: 1, inserted: [] } } };
+  const rest = [
+    { notify: { type: 'agent/inbox/claimed', message: a, turn: 1 } },
+    { request: { preStep: { turn: 1, step: 1, messages: [a] } } },
+  ];
+  const head = [
+    spliced,
+    { notify: { type: 'agent/inbox/inserted', message: a } },
+    { notify: { type: 'agent/status', status: 'running' } },
+    start,
+  ];
+  assert.deepEqual(new Machine().followup(a).intoOutputs({ begin: true }), [...head, { begin: { turn: 1 } }, claim, ...rest]);
+  assert.deepEqual(new Machine().followup(a).intoOutputs(), [...head, claim, ...rest]);
+  const idle = new Machine();
+  assert.deepEqual(idle.beginMaintenance().intoOutputs({ begin: true }), [{ begin: { maintenance: {} } }]);
+  assert.deepEqual(idle.endMaintenance().intoOutputs({ begin: true }), []);
+});

@@ -9,11 +9,10 @@
 use std::num::NonZeroUsize;
 
 use coxswain_core::{
-    Config, Input, Machine, MaintenanceInput, MessageId, Output, Outstanding, Rejected, Status,
-    Target, Transition,
+    Config, Input, Machine, MessageId, Output, Outstanding, Rejected, Status, Target, Transition,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyList, PyTuple};
 use serde_json::{json, Value};
 
 use crate::errors;
@@ -173,8 +172,9 @@ impl NativeMachine {
         Ok((found, outputs))
     }
 
-    /// [`handle`](Self::handle) for the typed API: `(found, events, effects, outputs)` as the
-    /// classes of `coxswain._types` (effects include `Begin`, which has no wire form).
+    /// [`handle`](Self::handle) for the typed API: `(found, events, effects, outputs, ordered)`
+    /// as the classes of `coxswain._types` (effects include `Begin`, which has no wire form;
+    /// `ordered` is the wire order with each `Begin` where the core puts it).
     #[allow(clippy::type_complexity)]
     fn handle_typed<'py>(
         &mut self,
@@ -185,22 +185,28 @@ impl NativeMachine {
         Bound<'py, PyList>,
         Bound<'py, PyList>,
         Bound<'py, PyList>,
+        Bound<'py, PyList>,
     )> {
         let value = to_value(input)?;
         let input: Input = serde_json::from_value(value)
             .map_err(|e| errors::invalid_input(py, format!("not an input: {e}")))?;
-        let maintenance = matches!(input, Input::Maintenance(MaintenanceInput::Begin));
         let mut builder = Builder::new(py)?;
         let transition = apply(&mut self.machine, input)
             .map_err(|rejection| errors::rejected(py, &rejection))?;
         let found = transition.is_some();
-        if maintenance {
-            builder.begin(PyString::new(py, "maintenance").into_any())?;
-        }
-        for output in transition.into_iter().flat_map(Transition::into_outputs) {
+        for output in transition
+            .into_iter()
+            .flat_map(Transition::into_outputs_with_begin)
+        {
             builder.push(&output)?;
         }
-        Ok((found, builder.events, builder.effects, builder.outputs))
+        Ok((
+            found,
+            builder.events,
+            builder.effects,
+            builder.outputs,
+            builder.ordered,
+        ))
     }
 
     /// Opens a batch: the inputs fed from now on can be taken back together

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use coxswain_core::{
-    Abort, Activity, CancelCause, Effect, ErrorInfo, Event, Message, Notification, Output, Request,
+    Abort, Activity, CancelCause, Effect, ErrorInfo, Message, Notification, Output, Request,
     SharedMessage, Status,
 };
 use pyo3::prelude::*;
@@ -68,6 +68,9 @@ pub(crate) struct Builder<'py> {
     messages: HashMap<*const Message, Bound<'py, PyAny>>,
     /// Every output in wire order.
     pub(crate) outputs: Bound<'py, PyList>,
+    /// The same with each `Begin` where its activity begins (the core's
+    /// `into_outputs_with_begin`).
+    pub(crate) ordered: Bound<'py, PyList>,
     /// The durable events.
     pub(crate) events: Bound<'py, PyList>,
     /// The effects, `Begin` included.
@@ -81,22 +84,18 @@ impl<'py> Builder<'py> {
             classes: classes(py)?,
             messages: HashMap::new(),
             outputs: PyList::empty(py),
+            ordered: PyList::empty(py),
             events: PyList::empty(py),
             effects: PyList::empty(py),
         })
     }
 
-    /// `Begin(activity)`, an effect with no wire form.
-    pub(crate) fn begin(&mut self, activity: Bound<'py, PyAny>) -> PyResult<()> {
-        let begin = self.classes.begin.bind(self.py).call1((activity,))?;
-        self.effects.append(begin)
-    }
-
-    /// One output of the core, in wire order.
+    /// One output of the core's wire order with its begins
+    /// ([`into_outputs_with_begin`](coxswain_core::Transition::into_outputs_with_begin)).
     pub(crate) fn push(&mut self, output: &Output) -> PyResult<()> {
         let py = self.py;
         let c = self.classes;
-        let object = match output {
+        match output {
             Output::Event(event) => {
                 let data = serde_json::to_value(event)
                     .ok()
@@ -104,20 +103,22 @@ impl<'py> Builder<'py> {
                     .unwrap_or(Value::Null);
                 let object = c.event.bind(py).call1((event.kind(), to_py(py, &data)?))?;
                 self.outputs.append(&object)?;
-                self.events.append(&object)?;
-                if let Event::TurnStart { turn } = event {
-                    // The core begins the turn's activity right after its turn/start.
-                    self.begin(turn.into_pyobject(py)?.into_any())?;
-                }
-                return Ok(());
+                self.ordered.append(&object)?;
+                self.events.append(object)
             }
-            // The wire order holds no begin: the core's begins follow their turn/start (above)
-            // and `beginMaintenance`.
-            Output::Effect(Effect::Begin(_)) => return Ok(()),
-            Output::Effect(effect) => self.effect(effect)?,
-        };
-        self.outputs.append(&object)?;
-        self.effects.append(object)
+            // A begin has no wire form: in the effects and the ordered view only.
+            Output::Effect(effect @ Effect::Begin(_)) => {
+                let object = self.effect(effect)?;
+                self.ordered.append(&object)?;
+                self.effects.append(object)
+            }
+            Output::Effect(effect) => {
+                let object = self.effect(effect)?;
+                self.outputs.append(&object)?;
+                self.ordered.append(&object)?;
+                self.effects.append(object)
+            }
+        }
     }
 
     /// The object of one effect released by the session layer (`Begin` included), with no

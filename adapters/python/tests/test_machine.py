@@ -373,3 +373,21 @@ def test_integers_within_64_bits_are_kept_exactly_and_larger_ones_refused() -> N
     assert [p.message.id for p in m.pending("next-turn")] == ["exact"]
     assert m.pending("next-step") == ()
     settle(m.followup(Message("next", "after the refusals")))
+
+
+def test_into_outputs_with_begin_puts_each_begin_where_its_activity_begins() -> None:
+    """The wire order with ``Begin`` (the core's ``into_outputs_with_begin``): the turn's right
+    after its ``turn/start``, a maintenance job's first; without the option, FORMAT.md's order."""
+    a = A.to_json()
+    spliced = Event("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [a], "wakeup": True})
+    start = Event("turn/start", {"turn": 1})
+    claim = Event("agent/inbox/spliced", {"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []})
+    wire = (spliced, Inserted(A), StatusChanged("running"), start, Claimed(A, 1), PreStepRequest(1, 1, (A,)))
+    m = Machine()
+    assert m.followup(A).into_outputs(begin=True) == wire[:4] + (Begin(1), claim) + wire[4:]
+    m = Machine()
+    assert m.followup(A).into_outputs() == wire[:4] + (claim,) + wire[4:]
+    m = Machine()
+    assert m.begin_maintenance().into_outputs(begin=True) == (Begin("maintenance"),)
+    ended = m.end_maintenance()
+    assert ended.into_outputs(begin=True) == ended.outputs

@@ -47,7 +47,7 @@ impl Queue {
     #[cfg(test)]
     pub(crate) fn peek(&self) -> Vec<Output> {
         let mut copy = self.clone();
-        Outputs::new(&mut copy).collect()
+        Outputs::new(&mut copy, false).collect()
     }
 
     /// Empties the queue (for unit tests).
@@ -150,7 +150,29 @@ impl<'m> Transition<'m> {
     /// [`events`](Transition::events) and [`persisted`](Transition::persisted)
     /// ([example](crate::Output#examples)).
     pub fn into_outputs(self) -> Outputs<'m> {
-        Outputs::new(self.queue)
+        Outputs::new(self.queue, false)
+    }
+
+    /// [`into_outputs`](Transition::into_outputs) with each [`Effect::Begin`] where its
+    /// activity begins (right after a turn's `turn/start`, first for a maintenance job): the
+    /// wire order for a host that reads it and scopes its cancellation by activity. FORMAT.md's
+    /// traces hold no `Begin`; this view is not a trace's.
+    ///
+    /// ```
+    /// use coxswain_core::{Activity, Effect, Event, Machine, Message, Output};
+    ///
+    /// let mut machine = Machine::new();
+    /// let outputs: Vec<Output> =
+    ///     machine.followup(Message::user("m1", "hi"))?.into_outputs_with_begin().collect();
+    /// let start = outputs
+    ///     .iter()
+    ///     .position(|output| *output == Output::Event(Event::TurnStart { turn: 1 }))
+    ///     .unwrap();
+    /// assert_eq!(outputs[start + 1], Output::Effect(Effect::Begin(Activity::Turn(1))));
+    /// # Ok::<(), coxswain_core::Rejected>(())
+    /// ```
+    pub fn into_outputs_with_begin(self) -> Outputs<'m> {
+        Outputs::new(self.queue, true)
     }
 }
 
@@ -199,13 +221,19 @@ pub struct Outputs<'m> {
     queue: &'m mut Queue,
     /// Events handed out so far.
     read: usize,
+    /// Whether each [`Effect::Begin`] is handed out too (else skipped, as the wire order has it).
+    begin: bool,
 }
 
 impl<'m> Outputs<'m> {
-    fn new(queue: &'m mut Queue) -> Self {
+    fn new(queue: &'m mut Queue, begin: bool) -> Self {
         // Events are taken from the back of the reversed batch, in emission order.
         queue.events.reverse();
-        Outputs { queue, read: 0 }
+        Outputs {
+            queue,
+            read: 0,
+            begin,
+        }
     }
 }
 
@@ -225,6 +253,9 @@ impl Iterator for Outputs<'_> {
                 }
             }
             let (_, effect) = self.queue.effects.pop_front()?;
+            if self.begin {
+                return Some(Output::Effect(effect));
+            }
             if let Some(output) = Option::<Output>::from(effect) {
                 return Some(output);
             }
@@ -257,5 +288,56 @@ mod tests {
             status: crate::output::Status::Idle,
         });
         assert!(!queue.is_empty(), "an effect alone");
+    }
+
+    /// The wire order with `Begin`: each activity's begin right after its `turn/start` (a turn)
+    /// or first (a maintenance job), every other output where `into_outputs` has it.
+    #[test]
+    fn the_wire_order_with_begin_puts_each_begin_where_its_activity_begins() {
+        use crate::{Activity, Input, Machine, MaintenanceInput, Message, Request, Status};
+        let message = Message::user("m1", "hi");
+        let mut machine = Machine::new();
+        let plain: Vec<Output> = machine
+            .followup(message.clone())
+            .unwrap()
+            .into_outputs()
+            .collect();
+        let mut again = Machine::new();
+        let with: Vec<Output> = again
+            .followup(message.clone())
+            .unwrap()
+            .into_outputs_with_begin()
+            .collect();
+        let begin = Output::Effect(Effect::Begin(Activity::Turn(1)));
+        let mut expected = plain.clone();
+        let start = plain
+            .iter()
+            .position(|output| *output == Output::Event(Event::TurnStart { turn: 1 }))
+            .unwrap();
+        expected.insert(start + 1, begin);
+        assert_eq!(with, expected);
+        assert_eq!(with.len(), 8);
+        assert_eq!(
+            with[2],
+            Output::Effect(Effect::Notify(Notification::Status {
+                status: Status::Running
+            }))
+        );
+        assert!(matches!(
+            with[7],
+            Output::Effect(Effect::Request(Request::PreStep { turn: 1, .. }))
+        ));
+        // A maintenance job begins first; a drained transition's view is the same.
+        let mut idle = Machine::new();
+        drop(
+            idle.handle(Input::Maintenance(MaintenanceInput::Begin))
+                .unwrap(),
+        );
+        let drained: Vec<Output> = idle.drain().into_outputs_with_begin().collect();
+        assert_eq!(
+            drained,
+            vec![Output::Effect(Effect::Begin(Activity::Maintenance))]
+        );
+        assert!(idle.drain().into_outputs_with_begin().next().is_none());
     }
 }

@@ -11,12 +11,13 @@ Every delivery rule is the Rust core's; this module only translates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Iterable, Literal, Mapping, overload
 
 from . import _native
 from ._errors import BatchError, Undrained
 from ._types import (
     JSON,
+    Begin,
     CancelCause,
     Effect,
     Event,
@@ -66,6 +67,7 @@ class Transition:
     effects: tuple[Effect, ...]
     outputs: tuple[Output, ...]
     _machine: "Machine | None" = field(default=None, repr=False, compare=False)
+    _ordered: "tuple[Output | Begin, ...]" = field(default=(), repr=False, compare=False)
 
     @property
     def wire(self) -> tuple[JSON, ...]:
@@ -79,12 +81,24 @@ class Transition:
             self._machine._settle(self)
         return self.effects
 
-    def into_outputs(self) -> tuple[Output, ...]:
+    @overload
+    def into_outputs(self) -> tuple[Output, ...]: ...
+
+    @overload
+    def into_outputs(self, *, begin: Literal[False]) -> tuple[Output, ...]: ...
+
+    @overload
+    def into_outputs(self, *, begin: bool) -> tuple[Output | Begin, ...]: ...
+
+    def into_outputs(self, *, begin: bool = False) -> tuple[Output | Begin, ...]:
         """Settles the transition (persisting nothing: for recorders and ports) and returns
-        every output in wire order."""
+        every output in wire order; with ``begin=True`` also each ``Begin`` where its activity
+        begins (right after a turn's ``turn/start``, first for a maintenance job), for a
+        harness that reads the wire order and scopes its cancellation by activity (FORMAT.md's
+        traces hold no ``Begin``)."""
         if self._machine is not None:
             self._machine._settle(self)
-        return self.outputs
+        return self._ordered if begin else self.outputs
 
     def is_empty(self) -> bool:
         """Whether the input produced no output at all."""
@@ -148,10 +162,12 @@ class Machine:
         """Applies an input given as a trace ``"in"`` value (FORMAT.md)."""
         if self._undrained is not None:
             raise Undrained("the previous input's outputs were not drained")
-        found, events, effects, outputs = self._native.handle_typed(input)
+        found, events, effects, outputs, ordered = self._native.handle_typed(input)
         if not effects and not events:
             return _EMPTY if found else _NOT_FOUND
-        transition = Transition(found, tuple(events), tuple(effects), tuple(outputs), self)
+        transition = Transition(
+            found, tuple(events), tuple(effects), tuple(outputs), self, tuple(ordered)
+        )
         self._undrained = transition
         return transition
 
