@@ -81,3 +81,22 @@ test('wasDelivered is true for AlreadyDeliveredError and AlreadyPendingError onl
     assert.equal(error.wasDelivered, undefined, error.name);
   }
 });
+
+const HARNESS = path.resolve(__dirname, '..', 'examples', 'harness.js');
+const HARNESS_OUTPUT =
+  'append refused: rolled back\nm1 pending: false, remembered: false\nidle after turn 1; 10 events in the log\n';
+
+test('the harness example: a refused append is rolled back, and the same id then runs its turn', () => {
+  const run = spawnSync(process.execPath, [HARNESS], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  assert.equal(run.stderr, '');
+  assert.equal(run.stdout, HARNESS_OUTPUT);
+});
+
+test("this package's README shows the harness example whole, with its output", () => {
+  const readme = fs.readFileSync(path.resolve(__dirname, '..', 'README.md'), 'utf8');
+  const example = fs.readFileSync(HARNESS, 'utf8');
+  assert.ok(example.trimEnd().split('\n').length <= 35, 'a 30-line example, its header aside');
+  assert.ok(readme.includes('```js\n' + example + '```'), 'the example, whole');
+  assert.ok(readme.includes('```text\n' + HARNESS_OUTPUT + '```'), 'its output');
+});

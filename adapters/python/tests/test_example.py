@@ -96,3 +96,26 @@ def test_was_delivered_is_true_for_already_delivered_and_already_pending_only() 
         coxswain.UnexpectedCompletion("x"),
     ):
         assert error.was_delivered is False, error
+
+
+HARNESS = Path(__file__).resolve().parents[1] / "examples" / "harness.py"
+HARNESS_OUTPUT = (
+    "append refused: rolled back\nm1 pending: False, remembered: False\n"
+    "idle after turn 1; 10 events in the log\n"
+)
+
+
+def test_the_harness_example_rolls_a_refused_append_back_and_goes_on(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(HARNESS)], cwd=tmp_path, check=True, timeout=60, capture_output=True, text=True
+    )
+    assert done.stderr == ""
+    assert done.stdout == HARNESS_OUTPUT
+
+
+def test_this_package_s_readme_shows_the_harness_example_whole_with_its_output() -> None:
+    readme = (HARNESS.parents[1] / "README.md").read_text(encoding="utf-8")
+    example = HARNESS.read_text(encoding="utf-8")
+    assert len(example.rstrip().splitlines()) <= 42, "a 30-line example, its docstring and imports aside"
+    assert "```python\n" + example + "```" in readme
+    assert "```text\n" + HARNESS_OUTPUT + "```" in readme
