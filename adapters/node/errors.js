@@ -113,7 +113,7 @@ class MessageTooLargeError extends RejectedError {
   }
 }
 
-/** An input of a shape the format does not define (FORMAT.md "Inputs"). */
+/** An input that is not one of FORMAT.md's shapes, or holds a value JSON cannot carry exactly (NaN, a cycle…); nothing was applied. */
 class InvalidInputError extends CoxswainError {
   constructor(message) { super('invalid-input', message); }
 }

@@ -21,6 +21,7 @@ const fs = require('node:fs/promises');
 const path = require('node:path');
 const native = require('./native');
 const errors = require('./errors');
+const { encode } = require('./json');
 
 const POLICIES = ['every-append', 'per-turn', 'never'];
 /** How many of the last bytes it wrote the log compares with the file's own. */
@@ -48,7 +49,7 @@ function linesOf(firstSeq, entries) {
 /** Encodes `entries` (`{type, data}` each) as log lines numbered from `firstSeq`. */
 function encodeRecords(firstSeq, entries) {
   try {
-    return native.encodeRecords(firstSeq, JSON.stringify(entries));
+    return native.encodeRecords(firstSeq, encode(entries));
   } catch (error) {
     throw new errors.EncodeError(error.message);
   }

@@ -6,6 +6,7 @@
 
 const native = require('./native');
 const errors = require('./errors');
+const { encode } = require('./json');
 
 /** Parses the native reply of an input: the transition's events, or a typed error. */
 function accepted(reply) {
@@ -68,7 +69,7 @@ class Machine {
     const maxPending = bound(options.maxPending);
     const machine = new Machine({ memory, maxPending });
     const given = { log, seedLength: options.seedLength ?? 0, memory, maxPending };
-    const reply = JSON.parse(machine._inner.restoreGiven(JSON.stringify(given)));
+    const reply = JSON.parse(machine._inner.restoreGiven(encode(given)));
     if (reply.ready) return machine;
     if (reply.invalidLog !== undefined) throw new errors.InvalidLogError(reply.invalidLog);
     throw new TypeError(reply.error);
@@ -76,7 +77,7 @@ class Machine {
 
   /** Applies one input in the trace format (FORMAT.md "Inputs"). */
   handle(input) {
-    const { found, events } = accepted(this._inner.handle(JSON.stringify(input)));
+    const { found, events } = accepted(this._inner.handle(encode(input)));
     return new Transition(this._inner, found, events);
   }
 

@@ -11,6 +11,7 @@
 
 const native = require('./native');
 const errors = require('./errors');
+const { encode } = require('./json');
 const { Machine, capacity, bound } = require('./machine');
 const { ENCODED } = require('./log');
 
@@ -51,9 +52,9 @@ class Session {
   stage(commands, firstSeq = null) {
     let text;
     try {
-      text = JSON.stringify(commands);
+      text = encode(commands);
     } catch {
-      return this._stageEach(commands); // a value JSON cannot hold (a cycle, a BigInt): one at a time
+      return this._stageEach(commands); // a value JSON cannot carry (NaN, a cycle, a BigInt): one at a time
     }
     const [reply, lines] = this._inner.stage(text, firstSeq);
     const { staged = [], batch = null, entries = null } = JSON.parse(reply);
@@ -75,9 +76,9 @@ class Session {
         const [call, turn, step, input] = command.answer;
         let text;
         try {
-          text = JSON.stringify(input);
+          text = encode(input);
         } catch (error) {
-          return this.hostFailed(call, turn, step, 'invalid-answer', `not JSON: ${error.message}`);
+          return this.hostFailed(call, turn, step, 'invalid-answer', error.message);
         }
         return staged(this._inner.answer(call, turn, step, text));
       } catch (error) {
@@ -89,7 +90,7 @@ class Session {
     return { staged, batch: sealed ? sealed.batch : null, entries: sealed ? sealed.entries : null };
   }
   /** Stages an input (FORMAT.md "Inputs"); throws its refusal (`RejectedError`, `InvalidInputError`…). */
-  feed(input) { return staged(this._inner.feed(JSON.stringify(input))); }
+  feed(input) { return staged(this._inner.feed(encode(input))); }
   /**
    * Stages the answer (`{preStep: …}`, `{step: …}`, `{turnStopping: …}`) of the host call `call`
    * to the request of turn `turn`, step `step`: a refusal `stale` unless that request is
@@ -97,7 +98,7 @@ class Session {
    * too deep for the log, fails the call instead (`host-invalid-answer`, S38).
    */
   answer(call, turn, step, input) {
-    return staged(this._inner.answer(call, turn, step ?? 0, JSON.stringify(input)));
+    return staged(this._inner.answer(call, turn, step ?? 0, encode(input)));
   }
   /**
    * Answers that request `fail` on the host's behalf: `failure` is what happened (`'panicked' |
@@ -107,7 +108,7 @@ class Session {
     return staged(this._inner.hostFailed(call, turn, step ?? 0, failure, detail));
   }
   /** Stages host events inside step `step` of turn `turn` (`StepClosedError` otherwise, `ReservedTypeError`). */
-  record(turn, step, events) { return staged(this._inner.record(turn, step, JSON.stringify(events))); }
+  record(turn, step, events) { return staged(this._inner.record(turn, step, encode(events))); }
   /** Seals the staged batch: `{batch, entries}` (append the entries as one write), or `null` if none is staged. */
   seal() {
     const sealed = this._inner.seal();
