@@ -20,3 +20,16 @@ test('bench/cycle.js prints the machine, the baseline and their ratio', () => {
   assert.match(lines[4], /^agent \(Promise driver, in-memory log\): \d+\.\d ns\/cycle$/);
   assert.match(lines[5], /^ratio agent\/baseline: \d+\.\dx$/);
 });
+
+test('bench/restore.js restores the same log through Agent.open and the Rust restore, and prints their ratio', () => {
+  const bench = spawnSync(process.execPath, [path.join(__dirname, '..', 'bench', 'restore.js'), '500'], {
+    encoding: 'utf8',
+  });
+  assert.equal(bench.status, 0, bench.stderr);
+  const lines = bench.stdout.trim().split('\n');
+  assert.equal(lines.length, 4);
+  assert.match(lines[0], /^restore of a 500-record log \(\d+ bytes\), medians of 7$/);
+  assert.match(lines[1], /^Agent\.open \(MemoryLog\): \d+\.\d ms$/);
+  assert.match(lines[2], /^the Rust restore of the same bytes \(ResumePlan::from_bytes\): \d+\.\d ms$/);
+  assert.match(lines[3], /^ratio Agent\.open\/Rust: \d+\.\d\dx$/);
+});

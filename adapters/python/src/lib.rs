@@ -28,6 +28,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(log::encode_records, module)?)?;
     module.add_function(wrap_pyfunction!(log::parse_log, module)?)?;
     module.add_function(wrap_pyfunction!(log::open_log, module)?)?;
+    module.add_function(wrap_pyfunction!(log::resume_log, module)?)?;
     module.add_function(wrap_pyfunction!(log::check_message_json, module)?)?;
     module.add_function(wrap_pyfunction!(failure::host_failure, module)?)?;
     module.add("VERSION", env!("CARGO_PKG_VERSION"))?;

@@ -113,14 +113,8 @@ pub(crate) fn open_log<'py>(
             event,
         });
     }
-    let plan = ResumePlan::from_records(&read, 0, config).map_err(|error| {
-        let line = match &error {
-            ResumeError::Invalid(invalid) => invalid.line,
-            ResumeError::Corrupt(corrupt) => corrupt.line,
-            _ => 0,
-        };
-        errors::raise(py, "CorruptLog", (error.to_string(), line))
-    })?;
+    let plan =
+        ResumePlan::from_records(&read, 0, config).map_err(|error| resume_error(py, &error))?;
     let list = PyList::empty(py);
     for closer in &plan.closers {
         list.append(to_py(
@@ -135,6 +129,65 @@ pub(crate) fn open_log<'py>(
         list,
         plan.interrupted,
     ))
+}
+
+/// Resumes a session from a log's bytes in one crossing, as `Agent::open` does (the session
+/// layer's `ResumePlan::from_bytes`: read back, restore with the host's delivery memory, S51,
+/// admission bound, S55, and hash seed; S46–S48, S50): returns `(machine, closers,
+/// interrupted_turn, records, cut_to, torn, unterminated, next_seq)`. `cut_to` is the length to
+/// cut a torn tail back to (S50), `torn` its `(line, bytes)`, `unterminated` whether the last
+/// record lacks its `\n`; no record becomes a Python object. Raises `CorruptLog` naming the line
+/// of anything that is not a record, or of the first record the core refuses.
+#[pyfunction]
+#[pyo3(signature = (data, delivery_memory = 0, max_pending = None, hash_seed = 0))]
+#[allow(clippy::type_complexity)]
+pub(crate) fn resume_log<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    delivery_memory: usize,
+    max_pending: Option<usize>,
+    hash_seed: u64,
+) -> PyResult<(
+    NativeMachine,
+    Bound<'py, PyList>,
+    Option<u64>,
+    usize,
+    Option<u64>,
+    Option<(usize, usize)>,
+    bool,
+    u64,
+)> {
+    let config = crate::machine::config(py, delivery_memory, max_pending, hash_seed)?;
+    let plan = ResumePlan::from_bytes(data, config).map_err(|error| resume_error(py, &error))?;
+    let closers = PyList::empty(py);
+    for closer in &plan.closers {
+        closers.append(to_py(
+            py,
+            &serde_json::to_value(closer).unwrap_or(Value::Null),
+        )?)?;
+    }
+    Ok((
+        NativeMachine {
+            machine: plan.machine,
+        },
+        closers,
+        plan.interrupted,
+        plan.records,
+        plan.cut_to,
+        plan.torn.map(|torn| (torn.line, torn.bytes)),
+        plan.terminate,
+        plan.next_seq,
+    ))
+}
+
+/// `CorruptLog` for a log the session layer cannot resume, naming the line.
+fn resume_error(py: Python<'_>, error: &ResumeError) -> PyErr {
+    let line = match error {
+        ResumeError::Invalid(invalid) => invalid.line,
+        ResumeError::Corrupt(corrupt) => corrupt.line,
+        _ => 0,
+    };
+    errors::raise(py, "CorruptLog", (error.to_string(), line))
 }
 
 /// Raises `EncodeError` if `message` (a message's JSON) is not a message with a string `id`, or

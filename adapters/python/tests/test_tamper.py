@@ -213,8 +213,7 @@ def test_an_overwrite_in_the_middle_is_not_detected(tmp_path: Path) -> None:
 def opened(path: Path) -> FileLog:
     """A FileLog holding the history, read back and repaired, as an agent opens it."""
     run(lambda: history_closed(path))
-    file = FileLog(path)
-    file.repair_tail(file.read_back())
+    file, _ = FileLog.open(path, 0, None, 0)
     return file
 
 

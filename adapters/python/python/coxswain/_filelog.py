@@ -111,11 +111,13 @@ class ReadBack:
 
 @dataclass(frozen=True, slots=True)
 class Resumed:
-    """What :meth:`FileLog.open` read back and did: the records, the machine the session layer
-    restored from them (S46–S48: items parked, nothing wakes), how many closers it appended
-    (S50) and the turn the log ended inside, if any."""
+    """What :meth:`FileLog.open` read back and did: how many complete records it read, the torn
+    final record it dropped (``(line, bytes)``, S50), the machine the session layer restored
+    from them (S46–S48: items parked, nothing wakes), how many closers it appended (S50) and
+    the turn the log ended inside, if any."""
 
-    read: ReadBack
+    records: int
+    torn: tuple[int, int] | None
     machine: _native.Machine
     closers: int
     interrupted: int | None
@@ -171,11 +173,13 @@ class FileLog:
         (:class:`~coxswain.CorruptLog`) is left as it was and released. Blocking."""
         log = cls(path)
         try:
-            read = log.read_back()
-            machine, closers, interrupted = _native.open_log(
-                list(read.records), delivery_memory, max_pending, hash_seed
-            )
-            changed = log.repair_tail(read)
+            # One crossing: the bytes go to the session layer's plan, no record becomes a
+            # Python object (`_native.resume_log`, `ResumePlan::from_bytes`).
+            (machine, closers, interrupted, records, cut_to, torn, unterminated,
+             next_seq) = _native.resume_log(log._read_all(), delivery_memory, max_pending,
+                                            hash_seed)
+            log._next_seq = next_seq
+            changed = log._repair(cut_to, unterminated)
             if closers:
                 log.append(closers)
             elif changed:
@@ -183,7 +187,7 @@ class FileLog:
         except BaseException:
             log.close()
             raise
-        return log, Resumed(read, machine, len(closers), interrupted)
+        return log, Resumed(records, torn, machine, len(closers), interrupted)
 
     @property
     def next_seq(self) -> int:
@@ -196,9 +200,8 @@ class FileLog:
             raise LogError(str(shut), indeterminate=shut.indeterminate, undo=shut.undo)
         return self._fd
 
-    def read_back(self) -> ReadBack:
-        """Reads every record (changes nothing). Raises :class:`~coxswain.CorruptLog` naming the
-        line of anything that is not a record, except a torn final line."""
+    def _read_all(self) -> bytes:
+        """Every byte of the file (changes nothing); the log's size as read."""
         fd = self._file()
         chunks = []
         offset = 0
@@ -212,21 +215,20 @@ class FileLog:
         self._size = len(data)
         self._read_len = len(data)
         self._tail = None
-        records, complete_len, torn, unterminated, next_seq = _native.parse_log(data)
-        self._next_seq = next_seq
-        return ReadBack(tuple(records), complete_len, torn, unterminated, next_seq)
+        return data
 
-    def repair_tail(self, read: ReadBack) -> bool:
-        """Drops a torn final record and ends an unterminated one with ``\\n`` (S50); returns
-        whether the file changed (then sync before acknowledging anything)."""
+    def _repair(self, cut_to: int | None, unterminated: bool) -> bool:
+        """Drops a torn final record (cuts the file to ``cut_to``) and ends an unterminated one
+        with ``\\n`` (S50); returns whether the file changed (then sync before acknowledging
+        anything)."""
         fd = self._file()
         self._check(fd, self._read_len, b"", named=True)
         changed = False
-        if read.torn is not None:
-            os.ftruncate(fd, read.complete_len)
-            self._size = read.complete_len
+        if cut_to is not None:
+            os.ftruncate(fd, cut_to)
+            self._size = cut_to
             changed = True
-        if read.unterminated:
+        if unterminated:
             self._write_all(fd, b"\n")
             self._size += 1
             changed = True

@@ -77,10 +77,10 @@ class Agent(Calls, Reports):
         except BaseException:
             log.close()
             raise
-        read, counts = resumed.read, [len(session.pending(t)) for t in ("next-turn", "next-step")]
+        counts = [len(session.pending(t)) for t in ("next-turn", "next-step")]
         return cls(host, log, session, max_batch), Recovery(
-            len(read.records), read.torn, resumed.interrupted, resumed.closers, session.last_turn(),
-            *counts)
+            resumed.records, resumed.torn, resumed.interrupted, resumed.closers,
+            session.last_turn(), *counts)
 
     async def dispose(self) -> None:
         """Disposes (S45): returns once ``disposed`` was emitted, the running call returned and the

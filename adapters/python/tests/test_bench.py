@@ -1,0 +1,24 @@
+"""The restore bench runs (a smoke run of a small log: it restores the same bytes both ways and
+prints both figures and the ratio; timings are never asserted)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "restore.py"
+
+
+def test_the_restore_bench_prints_both_paths_and_their_ratio() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--records", "500"], check=True, timeout=120,
+        capture_output=True, text=True,
+    )
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 4
+    assert re.fullmatch(r"restore of a 500-record log \(\d+ bytes\), medians of 7", lines[0])
+    assert re.fullmatch(r"FileLog\.open \(as Agent\.open\) +\d+\.\d ms", lines[1])
+    assert re.fullmatch(r"the Rust restore \(ResumePlan::from_bytes\) +\d+\.\d ms", lines[2])
+    assert re.fullmatch(r"ratio FileLog\.open/Rust  \d+\.\d\dx", lines[3])
