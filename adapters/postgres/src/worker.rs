@@ -101,7 +101,7 @@ impl<H: Host> Worker<H> {
         let committer = self.committer();
         let logs = self.store.claim_for_worker(max, &committer).await?;
         self.renew_in_background();
-        let mut taken: Vec<(String, i64)> = logs
+        let mut taken: BTreeMap<String, i64> = logs
             .iter()
             .map(|log| (log.session().to_owned(), log.epoch().unwrap_or(0)))
             .collect();
@@ -122,7 +122,7 @@ impl<H: Host> Worker<H> {
             let Ok((session, epoch, opened)) = restored else {
                 continue;
             };
-            taken.retain(|(other, _)| *other != session);
+            taken.remove(&session);
             let result = match opened {
                 Ok((agent, recovery)) => {
                     self.insert(session.clone(), Served { agent, epoch }).await;

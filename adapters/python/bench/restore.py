@@ -1,8 +1,9 @@
 """Restoring a session of ``--records`` records (default 100000: whole follow-up turns, then
 quiet injects) as the asyncio agent opens a log file (``FileLog.open``: read, resume, repair),
 beside the Rust restore of the same bytes in the same process (the session layer's
-``ResumePlan::from_bytes`` through ``_native.resume_log``, no Python around it). Medians of 7
-interleaved runs.
+``ResumePlan::from_bytes`` through ``_native.resume_log``, no Python around it) and the path
+``FileLog.open`` took before it resumed from bytes (every record a Python dict and back:
+``log.parse``, then ``log.restore``). Medians of 7 interleaved runs.
 
     python bench/restore.py [--records N]
 """
@@ -50,6 +51,7 @@ def main() -> None:
     data = session_log(args.records)
     ours: list[float] = []
     rust: list[float] = []
+    records: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "session.jsonl"
         for _ in range(7):
@@ -63,11 +65,16 @@ def main() -> None:
             ours.append(time.perf_counter() - start)
             opened.close()
             assert resumed.records == args.records
+            start = time.perf_counter()
+            log.restore(log.parse(data).records)
+            records.append(time.perf_counter() - start)
     agent, baseline = statistics.median(ours), statistics.median(rust)
+    before = statistics.median(records)
     print(f"restore of a {args.records}-record log ({len(data)} bytes), medians of 7")
     print(f"FileLog.open (as Agent.open)  {agent * 1e3:8.1f} ms")
     print(f"the Rust restore (ResumePlan::from_bytes)  {baseline * 1e3:8.1f} ms")
     print(f"ratio FileLog.open/Rust  {agent / baseline:.2f}x")
+    print(f"through Python records (the path before)  {before * 1e3:8.1f} ms  ratio {before / baseline:.2f}x")
 
 
 if __name__ == "__main__":

@@ -115,18 +115,12 @@ pub(crate) fn open_log<'py>(
     }
     let plan =
         ResumePlan::from_records(&read, 0, config).map_err(|error| resume_error(py, &error))?;
-    let list = PyList::empty(py);
-    for closer in &plan.closers {
-        list.append(to_py(
-            py,
-            &serde_json::to_value(closer).unwrap_or(Value::Null),
-        )?)?;
-    }
+    let closers = closers(py, &plan.closers)?;
     Ok((
         NativeMachine {
             machine: plan.machine,
         },
-        list,
+        closers,
         plan.interrupted,
     ))
 }
@@ -159,13 +153,7 @@ pub(crate) fn resume_log<'py>(
 )> {
     let config = crate::machine::config(py, delivery_memory, max_pending, hash_seed)?;
     let plan = ResumePlan::from_bytes(data, config).map_err(|error| resume_error(py, &error))?;
-    let closers = PyList::empty(py);
-    for closer in &plan.closers {
-        closers.append(to_py(
-            py,
-            &serde_json::to_value(closer).unwrap_or(Value::Null),
-        )?)?;
-    }
+    let closers = closers(py, &plan.closers)?;
     Ok((
         NativeMachine {
             machine: plan.machine,
@@ -178,6 +166,18 @@ pub(crate) fn resume_log<'py>(
         plan.terminate,
         plan.next_seq,
     ))
+}
+
+/// A resume plan's closers (S50) as Python `{type, data}` values, to append before anything.
+fn closers<'py>(py: Python<'py>, closers: &[Event]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for closer in closers {
+        list.append(to_py(
+            py,
+            &serde_json::to_value(closer).unwrap_or(Value::Null),
+        )?)?;
+    }
+    Ok(list)
 }
 
 /// `CorruptLog` for a log the session layer cannot resume, naming the line.

@@ -17,8 +17,9 @@ def test_the_restore_bench_prints_both_paths_and_their_ratio() -> None:
         capture_output=True, text=True,
     )
     lines = done.stdout.strip().splitlines()
-    assert len(lines) == 4
+    assert len(lines) == 5
     assert re.fullmatch(r"restore of a 500-record log \(\d+ bytes\), medians of 7", lines[0])
     assert re.fullmatch(r"FileLog\.open \(as Agent\.open\) +\d+\.\d ms", lines[1])
     assert re.fullmatch(r"the Rust restore \(ResumePlan::from_bytes\) +\d+\.\d ms", lines[2])
     assert re.fullmatch(r"ratio FileLog\.open/Rust  \d+\.\d\dx", lines[3])
+    assert re.fullmatch(r"through Python records \(the path before\) +\d+\.\d ms  ratio \d+\.\d\dx", lines[4])

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use coxswain_postgres::Store;
-use support::processes::{query_u64, Workers, REQUESTS};
+use support::processes::{query_u64, stale_records, takeovers, Workers, REQUESTS};
 use support::{cluster, opts, runtime};
 
 const WORKERS: usize = 4;
@@ -212,24 +212,13 @@ fn a_killed_worker_s_sessions_are_served_again_within_the_lease() {
                 None => violations.push(format!("{session}: acknowledged {id} is not in the log")),
             }
         }
-        let stale: i64 = client
-            .query_one(
-                "SELECT count(*) FROM (SELECT epoch < max(epoch) OVER (PARTITION BY session ORDER BY seq
-                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS stale
-                 FROM coxswain.records) AS r WHERE stale",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        let stale = stale_records(&store).await;
         if stale > 0 {
-            violations.push(format!("{stale} records of a fenced epoch after its takeover"));
+            violations.push(format!(
+                "{stale} records of a fenced epoch after its takeover"
+            ));
         }
-        let takeovers: i64 = client
-            .query_one("SELECT coalesce(sum(epoch - 1), 0)::bigint FROM coxswain.sessions", &[])
-            .await
-            .unwrap()
-            .get(0);
+        let takeovers = takeovers(&store).await;
         (violations, takeovers)
     });
 

@@ -30,7 +30,7 @@ use coxswain_log::Auditor;
 use coxswain_postgres::{Store, StoreOptions};
 use coxswain_postgres_tests::{ReplicatedPair, TempCluster};
 use coxswain_tokio::DurableLog;
-use support::processes::{query_u64, request, Workers, REQUESTS};
+use support::processes::{query_u64, request, stale_records, takeovers, Workers, REQUESTS};
 
 const WORKERS: usize = 3;
 const LEASE_MS: u64 = 1500;
@@ -335,24 +335,11 @@ fn run(mut database: Database) {
             }
         }
         // No record of an older epoch after a newer one.
-        let stale = client
-            .query_one(
-                "SELECT count(*) FROM (SELECT epoch < max(epoch) OVER (PARTITION BY session ORDER BY seq
-                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS stale
-                 FROM coxswain.records) AS r WHERE stale",
-                &[],
-            )
-            .await
-            .unwrap();
-        let stale: i64 = stale.get(0);
+        let stale = stale_records(&store).await;
         if stale > 0 {
             violations.push(format!("{stale} records of a fenced epoch after its takeover"));
         }
-        let takeovers: i64 = client
-            .query_one("SELECT coalesce(sum(epoch - 1), 0)::bigint FROM coxswain.sessions", &[])
-            .await
-            .unwrap()
-            .get(0);
+        let takeovers = takeovers(&store).await;
         let mut records_total = 0;
         let mut stepped = 0;
         for s in 0..sessions {

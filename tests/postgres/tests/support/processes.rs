@@ -156,3 +156,36 @@ pub async fn query_u64(store: &Store, sql: &str) -> u64 {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Records of an epoch that come after a newer epoch's record in their session: a fenced
+/// writer that appended after its takeover (must be 0).
+pub async fn stale_records(store: &Store) -> i64 {
+    store
+        .client_for_tools()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT count(*) FROM (SELECT epoch < max(epoch) OVER (PARTITION BY session ORDER BY seq
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS stale
+             FROM coxswain.records) AS r WHERE stale",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// How many times sessions were taken over (every epoch after a session's first).
+pub async fn takeovers(store: &Store) -> i64 {
+    store
+        .client_for_tools()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT coalesce(sum(epoch - 1), 0)::bigint FROM coxswain.sessions",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
