@@ -21,7 +21,7 @@ const fs = require('node:fs/promises');
 const path = require('node:path');
 const native = require('./native');
 const errors = require('./errors');
-const { encode } = require('./json');
+const { encode, parse } = require('./json');
 
 const POLICIES = ['every-append', 'per-turn', 'never'];
 /** How many of the last bytes it wrote the log compares with the file's own. */
@@ -57,7 +57,7 @@ function encodeRecords(firstSeq, entries) {
 
 /** Reads a log's bytes: `{records, completeLen, torn, unterminated, nextSeq}`. */
 function parseLog(bytes) {
-  const parsed = JSON.parse(native.parseLog(Buffer.from(bytes)));
+  const parsed = parse(native.parseLog(Buffer.from(bytes)));
   if (parsed.corrupt) throw new errors.CorruptLogError(parsed.corrupt.message, parsed.corrupt.line);
   return parsed;
 }
@@ -321,7 +321,7 @@ async function resume(log, machine) {
   await log.repairTail(plan);
   if (plan.closers.length > 0) await log.append(plan.closers);
   if (plan.torn || plan.unterminated || plan.closers.length > 0) await log.sync();
-  const { lastTurn, nextTurn, nextStep } = JSON.parse(machine.state());
+  const { lastTurn, nextTurn, nextStep } = parse(machine.state());
   const recovery = {
     records: plan.records,
     tornTail: plan.torn,

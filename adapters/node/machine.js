@@ -6,21 +6,16 @@
 
 const native = require('./native');
 const errors = require('./errors');
-const { encode } = require('./json');
-
-/** Parses the native reply of an input: the transition's events, or a typed error. */
-function accepted(reply) {
-  const value = JSON.parse(reply);
-  if (value.events !== undefined) return value;
-  if (value.rejected !== undefined) throw errors.rejection(value.rejected, value.message, value);
-  throw new errors.InvalidInputError(value.invalid);
-}
+const { encode, parse } = require('./json');
+const tape = require('./tape');
 
 /** What one accepted input produced: its durable events, then (once persisted) its effects. */
 class Transition {
-  /** @param {native.NativeMachine} inner */
-  constructor(inner, found, events) {
-    this._inner = inner;
+  /** @param {Machine} machine */
+  constructor(machine, found, events, effects) {
+    this._machine = machine;
+    this._generation = machine._generation;
+    this._effects = effects;
     this._drained = false;
     /** `false` only for a `remove` or `replace` whose id was not pending (S15). */
     this.found = found;
@@ -28,11 +23,22 @@ class Transition {
     this.events = events;
   }
 
-  /** The host's word that the events are durable: the effects, in order (each once). */
-  persisted() {
-    if (this._drained) return [];
+  /** Whether this is the machine's queued transition (not one a later input or a rollback superseded). */
+  _current() {
+    if (this._drained) return false;
     this._drained = true;
-    return JSON.parse(this._inner.persisted());
+    return this._generation === this._machine._generation;
+  }
+
+  /**
+   * The host's word that the events are durable: the effects, in order (each once). The core
+   * hears it with the next input (the transition crossed whole: its effects were queued there
+   * until now).
+   */
+  persisted() {
+    if (!this._current()) return [];
+    this._machine._ack = true;
+    return this._effects;
   }
 
   /**
@@ -42,9 +48,9 @@ class Transition {
    * and scopes its cancellation by activity (FORMAT.md's traces hold no `begin`).
    */
   intoOutputs(options = {}) {
-    if (this._drained) return [];
-    this._drained = true;
-    return JSON.parse(this._inner.outputs(options.begin === true));
+    if (!this._current()) return [];
+    const machine = this._machine;
+    return tape.ordered(native.machineOrdered(machine._core, options.begin === true), machine._messages);
   }
 }
 
@@ -56,6 +62,14 @@ class Machine {
    */
   constructor(options = {}) {
     this._inner = new native.NativeMachine(capacity(options.memory ?? 0), bound(options.maxPending));
+    /** The native machine's core, which the hot-path functions take (a third of a method call's cost). */
+    this._core = this._inner.core();
+    /** The frozen messages the native machine names by handle (tape.js). */
+    this._messages = new tape.Messages();
+    /** Whether the caller said the queued transition is persisted (passed on with the next call). */
+    this._ack = false;
+    /** Bumped whenever the queued transition changes hands (a new one, a rollback). */
+    this._generation = 0;
   }
 
   /**
@@ -75,15 +89,46 @@ class Machine {
     throw new TypeError(reply.error);
   }
 
-  /** Applies one input in the trace format (FORMAT.md "Inputs"). */
+  /**
+   * Applies one input in the trace format (FORMAT.md "Inputs"). Throws the typed rejection
+   * (S5: nothing changed) or `InvalidInputError`. An accepted input's messages are frozen, and
+   * every output that carries one hands back that object (S8).
+   */
   handle(input) {
-    const { found, events } = accepted(this._inner.handle(encode(input)));
-    return new Transition(this._inner, found, events);
+    const text = encode(input);
+    return this._transition(native.machineFeed(this._core, this._takeAck(), text), tape.messagesOf(input));
   }
 
   /** The transition of the last input again, when it was not drained (its events unpersisted). */
   drain() {
-    return new Transition(this._inner, true, JSON.parse(this._inner.queuedEvents()));
+    this._flush();
+    this._generation++;
+    const { events, effects } = tape.queued(native.machineQueued(this._core), this._messages);
+    return new Transition(this, true, events, effects);
+  }
+
+  /** The native reply of an input: its transition, or the typed error. */
+  _transition(reply, inputs) {
+    const result = tape.transition(reply, this._messages, inputs);
+    if (result.refused === 1) {
+      const value = JSON.parse(result.text);
+      throw errors.rejection(value.rejected, value.message, value);
+    }
+    if (result.refused !== undefined) throw new errors.InvalidInputError(result.text);
+    this._generation++;
+    return new Transition(this, result.found, result.events, result.effects);
+  }
+
+  /** Takes the caller's persisted word, to pass on with the next native input. */
+  _takeAck() {
+    const ack = this._ack;
+    this._ack = false;
+    return ack;
+  }
+
+  /** Passes the caller's persisted word on now (before a call that needs the core drained). */
+  _flush() {
+    if (this._takeAck()) native.machineAck(this._core);
   }
 
   /**
@@ -123,12 +168,31 @@ class Machine {
   endMaintenance() { return this.handle({ maintenance: 'end' }); }
   /** Disposes the machine (S45). */
   dispose() { return this.handle({ dispose: {} }); }
-  /** Answers the outstanding `preStep` request (S29). */
-  answerPreStep(answer) { return this.handle({ preStep: answer }); }
+  /**
+   * Answers the outstanding `preStep` request (S29). An `enter` of the messages the request
+   * handed out goes back by handle: they do not cross again.
+   */
+  answerPreStep(answer) {
+    const batch = answer?.enter;
+    if (Array.isArray(batch)) {
+      const handles = new Array(batch.length);
+      for (let k = 0; k < batch.length; k++) {
+        handles[k] = this._messages.handleOf.get(batch[k]);
+        if (handles[k] === undefined) return this.handle({ preStep: answer });
+      }
+      return this._transition(native.machineEnter(this._core, this._takeAck(), handles), batch);
+    }
+    return this.handle({ preStep: answer });
+  }
   /** Answers the outstanding `step` request (S32). */
-  answerStep(answer) { return this.handle({ step: answer }); }
+  answerStep(answer) { return this._answer('step', answer); }
   /** Answers the outstanding `turnStopping` request (S33). */
-  answerTurnStopping(answer) { return this.handle({ turnStopping: answer }); }
+  answerTurnStopping(answer) { return this._answer('turnStopping', answer); }
+  /** An answer; one that is a plain word (`'completed'`, `'done'`) is written without a JSON encoder. */
+  _answer(kind, answer) {
+    if (typeof answer !== 'string' || !WORD.test(answer)) return this.handle({ [kind]: answer });
+    return this._transition(native.machineFeed(this._core, this._takeAck(), `{"${kind}":"${answer}"}`), []);
+  }
 
   /**
    * Opens a batch: the inputs fed from now on can be taken back together with
@@ -136,20 +200,34 @@ class Machine {
    * leaving the machine as if none had been fed. Persist each transition as usual;
    * `commitBatch()` keeps them once durable. Throws `BatchError` (`already-open`, `undrained`).
    */
-  beginBatch() { batchCall(this._inner.beginBatch()); }
+  beginBatch() {
+    this._flush();
+    batchCall(this._inner.beginBatch());
+  }
   /** Closes the batch and keeps its inputs. Throws `BatchError` (`not-open`). */
-  commitBatch() { batchCall(this._inner.commitBatch()); }
+  commitBatch() {
+    this._flush();
+    batchCall(this._inner.commitBatch());
+  }
   /**
    * Closes the batch and takes back every input fed since `beginBatch()`: lists, delivery
    * memory, phase and turn number are as they were; outputs still queued are dropped (their
    * effects must not be carried out). Throws `BatchError` (`not-open`).
    */
-  rollBackBatch() { batchCall(this._inner.rollBackBatch()); }
+  rollBackBatch() {
+    this._flush();
+    batchCall(this._inner.rollBackBatch());
+    this._generation++;
+  }
   /** Whether a batch is open. */
   get batchOpen() { return this._inner.isBatchOpen(); }
 
-  /** The machine's state: status, quiescence, outstanding request, both pending lists. */
-  state() { return JSON.parse(this._inner.state()); }
+  /** The machine's state: status, quiescence, outstanding request, both pending lists (their messages the delivered objects, S8). */
+  state() {
+    const state = parse(this._inner.state());
+    Object.assign(state, tape.pending(native.machinePending(this._core), this._messages));
+    return state;
+  }
   /** `'running'` or `'idle'` (S23). */
   get status() { return this.state().status; }
   /** No turn and no maintenance runs (S44). */
@@ -165,6 +243,9 @@ class Machine {
   /** The number of the last turn opened (0 before the first), the running one while running: what a guarded send names (S54). */
   get lastTurn() { return this.state().lastTurn; }
 }
+
+/** An answer that is a word, which JSON writes as itself between quotes. */
+const WORD = /^[a-z-]{1,32}$/;
 
 /** Throws the `BatchError` a native batch call replied with (`""`: done). */
 function batchCall(reply) {

@@ -11,7 +11,7 @@
 
 const native = require('./native');
 const errors = require('./errors');
-const { encode } = require('./json');
+const { encode, parse } = require('./json');
 const { Machine, capacity, bound } = require('./machine');
 const { ENCODED } = require('./log');
 
@@ -35,6 +35,7 @@ class Session {
    */
   constructor(machine = new Machine(), options = {}) {
     const o = sessionOptions(options);
+    if (machine instanceof Machine) machine._flush(); // the caller's persisted word, passed on
     const inner = machine instanceof Machine ? machine._inner : machine;
     this._inner = new native.NativeSession(inner, o.abortGraceMs, o.maxIdBytes, o.maxMessageBytes, o.retryAfterMs);
   }
@@ -57,7 +58,7 @@ class Session {
       return this._stageEach(commands); // a value JSON cannot carry (NaN, a cycle, a BigInt): one at a time
     }
     const [reply, lines] = this._inner.stage(text, firstSeq);
-    const { staged = [], batch = null, entries = null } = JSON.parse(reply);
+    const { staged = [], batch = null, entries = null } = parse(reply);
     if (lines !== undefined) entries[ENCODED] = { seq: firstSeq, lines };
     for (let i = 0; i < staged.length; i++) {
       if (staged[i] !== null && typeof staged[i] === 'object') staged[i] = typed(staged[i]);
@@ -112,7 +113,7 @@ class Session {
   /** Seals the staged batch: `{batch, entries}` (append the entries as one write), or `null` if none is staged. */
   seal() {
     const sealed = this._inner.seal();
-    return sealed === null ? null : JSON.parse(sealed);
+    return sealed === null ? null : parse(sealed);
   }
   /**
    * The sealed batch is durable at `nowMs`: its releases in input order, each member's effects
@@ -120,7 +121,7 @@ class Session {
    * members, stands now), and last `{deadline}` while an abort grace runs.
    */
   persisted(batch, nowMs) {
-    const releases = JSON.parse(this._inner.persisted(batch, nowMs));
+    const releases = parse(this._inner.persisted(batch, nowMs));
     for (const release of releases) if (release.refused) release.refused = errors.refusal(release.refused);
     return releases;
   }
@@ -144,9 +145,9 @@ class Session {
   }
 
   /** The machine's state, with the staged inputs applied. */
-  state() { return JSON.parse(this._inner.state()); }
+  state() { return parse(this._inner.state()); }
   /** The pending lists (NT and NS, in order). */
-  pending() { return JSON.parse(this._inner.pending()); }
+  pending() { return parse(this._inner.pending()); }
   /** No turn and no maintenance runs (S44). */
   get quiescent() { return this._inner.isQuiescent(); }
   /** Disposed (S45). */

@@ -2,13 +2,16 @@
 'use strict';
 // The follow-up cycle through Node (benches/'s bench 1: followup → claim → preStep enter → step
 // completed → turnStopping done, every transition settled: its events read, its effects
-// drained), beside a plain JS array doing the equivalent queue work, measured in the same run.
-// Prints ns/cycle for each and the ratio. `node bench/cycle.js [cycles]` (default 200000);
-// the Agent line adds the Promise driver on an in-memory log (no disk).
+// drained), beside a plain JS array doing the equivalent queue work, measured in the same run:
+// rounds that alternate the two, the median of each (this VM's timings wander by ±30 % between
+// runs; the median of paired rounds does not). Prints ns/cycle for each and the ratio.
+// `node bench/cycle.js [cycles] [rounds]` (defaults 200000 and 7, cycles per round split
+// evenly); the Agent line adds the Promise driver on an in-memory log (no disk).
 
 const { Machine, Agent, MemoryLog, userMessage } = require('..');
 
 const cycles = Number(process.argv[2] ?? 200_000);
+const rounds = Math.max(1, Number(process.argv[3] ?? 7));
 const message = userMessage('m', 'hello');
 
 /** One follow-up cycle on the machine; returns the number of outputs it settled. */
@@ -72,6 +75,11 @@ function time(count, body) {
   return Number(process.hrtime.bigint() - start) / count;
 }
 
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
 async function timeAsync(count, body) {
   const start = process.hrtime.bigint();
   for (let i = 0; i < count; i += 1) await body();
@@ -88,8 +96,13 @@ async function main() {
   const warm = Math.max(1, Math.floor(cycles / 10));
   time(warm, () => machineCycle(machine));
   time(warm * 10, () => baselineCycle(queue));
-  const node = time(cycles, () => machineCycle(machine));
-  const baseline = time(cycles * 10, () => baselineCycle(queue));
+  const perRound = Math.max(1, Math.floor(cycles / rounds));
+  const [nodes, baselines] = [[], []];
+  for (let round = 0; round < rounds; round++) {
+    nodes.push(time(perRound, () => machineCycle(machine)));
+    baselines.push(time(perRound * 10, () => baselineCycle(queue)));
+  }
+  const [node, baseline] = [median(nodes), median(baselines)];
 
   const { agent } = await Agent.open({ step: () => 'completed' }, new MemoryLog(), { memory: 0 });
   const agentCycle = async () => {
@@ -98,11 +111,15 @@ async function main() {
   };
   const agentCycles = Math.max(1, Math.floor(cycles / 10));
   await timeAsync(Math.max(1, Math.floor(agentCycles / 10)), agentCycle);
-  const driven = await timeAsync(agentCycles, agentCycle);
+  const drivens = [];
+  for (let round = 0; round < rounds; round++) {
+    drivens.push(await timeAsync(Math.max(1, Math.floor(agentCycles / rounds)), agentCycle));
+  }
+  const driven = median(drivens);
   await agent.dispose();
 
   const ns = (value) => `${value.toFixed(1)} ns/cycle`;
-  console.log(`node ${process.version}, ${cycles} cycles (baseline ${cycles * 10}, agent ${agentCycles})`);
+  console.log(`node ${process.version}, ${cycles} cycles (baseline ${cycles * 10}, agent ${agentCycles}), median of ${rounds} rounds`);
   console.log(`machine (Rust core via N-API): ${ns(node)}`);
   console.log(`baseline (JS array, 15 push+shift): ${ns(baseline)}`);
   console.log(`ratio machine/baseline: ${(node / baseline).toFixed(1)}x`);

@@ -15,10 +15,13 @@
 //!   log written from Node has one owner: the Rust crate that `coxswain verify` and the tokio
 //!   adapter's `FileLog` use — and [`FileLock`], the same `flock` that `FileLog` takes.
 //!
-//! Values cross the boundary as JSON text in the shapes of `docs/FORMAT.md` (inputs as `"in"`
-//! lines, outputs as `"out"` lines, events as log records): the JavaScript side parses them
-//! with `JSON.parse`, which is faster than building objects through N-API, and the shapes have
-//! one definition (the core's serde). The typed API is `index.js` / `index.d.ts`.
+//! On the hot path a transition crosses as a *tape* (the module `tape`, decoded by `tape.js`):
+//! one string of small numbers, decoded in JavaScript into object literals, with every message
+//! named by the handle of the caller's own frozen object (S8) — no JSON text is parsed or
+//! written for it. An input's message content crosses inward once, as the JSON text
+//! `json.js` writes (it refuses what JSON cannot carry exactly). The ports' entry points
+//! (`wire`, `outputs`, `restore_given`) and the rarer replies keep JSON text in the shapes of
+//! `docs/FORMAT.md`. The typed API is `index.js` / `index.d.ts`.
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -26,9 +29,13 @@ mod lock;
 mod log;
 mod machine;
 mod session;
+mod tape;
 mod wire;
 
 pub use lock::FileLock;
 pub use log::{encode_records, host_failure, parse_log};
-pub use machine::NativeMachine;
+pub use machine::{
+    machine_ack, machine_enter, machine_feed, machine_ordered, machine_pending, machine_queued,
+    Core, NativeMachine, Shared,
+};
 pub use session::NativeSession;

@@ -1,17 +1,18 @@
 //! [`NativeMachine`]: the core's machine behind N-API, with its drain contract.
 
+use std::cell::RefCell;
 use std::num::NonZeroUsize;
+use std::rc::Rc;
 
-use coxswain_core::{
-    BatchError, Config, Event, Input, Machine, Output, PreStepAnswer, Rejected, Target,
-};
+use coxswain_core::{BatchError, Config, Input, Machine, Output, PreStepAnswer, Rejected, Target};
 use coxswain_log::{check_message, TooDeep};
 use coxswain_session::{ResumeError, ResumePlan};
-use napi::bindgen_prelude::Buffer;
+use napi::bindgen_prelude::{Buffer, External, Utf16String};
 use napi_derive::napi;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::tape::{self, Handles, Tape};
 use crate::wire;
 
 /// The core's [`Machine`], driven from JavaScript.
@@ -23,8 +24,19 @@ use crate::wire;
 /// ports) drains them. Until then the core rejects the next input as `undrained`.
 #[napi]
 pub struct NativeMachine {
-    machine: Machine,
+    core: Shared,
 }
+
+/// A machine and the messages JavaScript holds objects for (the tape's handles): shared by the
+/// [`NativeMachine`] object and the [`External`] the hot-path functions take (`machine_feed`,
+/// `machine_enter`, `machine_ack`), which N-API reaches in a third of a class method's time.
+pub struct Core {
+    pub(crate) machine: Machine,
+    pub(crate) handles: Handles,
+}
+
+/// The one [`Core`] of a [`NativeMachine`].
+pub type Shared = Rc<RefCell<Core>>;
 
 #[napi]
 impl NativeMachine {
@@ -40,14 +52,18 @@ impl NativeMachine {
             .and_then(|hex| u64::from_str_radix(&hex, 16).ok())
             .unwrap_or(0);
         NativeMachine {
-            machine: Machine::with_config(config(memory, max_pending).with_hash_seed(seed)),
+            core: Rc::new(RefCell::new(Core {
+                machine: Machine::with_config(config(memory, max_pending).with_hash_seed(seed)),
+                handles: Handles::default(),
+            })),
         }
     }
 
     /// The seed of the id indexes' hasher, as 16 hex digits.
     #[napi]
     pub fn hash_seed(&self) -> String {
-        format!("{:016x}", self.machine.config().hash_seed)
+        let core = self.core.borrow();
+        format!("{:016x}", core.machine.config().hash_seed)
     }
 
     /// Replaces this machine with one restored from a conformance trace's `given` value (JSON
@@ -56,6 +72,7 @@ impl NativeMachine {
     /// "why"}` for a value of the wrong shape.
     #[napi]
     pub fn restore_given(&mut self, given: String) -> String {
+        let mut core = self.core.borrow_mut();
         let reply = match parse_given(&given) {
             Err(error) => json!({ "error": error }),
             Ok((log, seed_length, memory, max_pending)) => {
@@ -66,7 +83,7 @@ impl NativeMachine {
                 };
                 match Machine::restore_with(config, &log, seed_length) {
                     Ok(machine) => {
-                        self.machine = machine;
+                        core.machine = machine;
                         json!({ "ready": {} })
                     }
                     Err(error) => json!({ "invalidLog": error.to_string() }),
@@ -85,8 +102,9 @@ impl NativeMachine {
     /// message}}` / `{"invalidLog": {line, message}}` with the machine unchanged.
     #[napi]
     pub fn resume(&mut self, bytes: Buffer) -> String {
+        let mut core = self.core.borrow_mut();
         // The session layer's one resume decision (`ResumePlan`).
-        match ResumePlan::from_bytes(&bytes, self.machine.config()) {
+        match ResumePlan::from_bytes(&bytes, core.machine.config()) {
             Err(ResumeError::Corrupt(corrupt)) => wire::text(
                 &json!({ "corrupt": { "line": corrupt.line, "message": corrupt.to_string() } }),
             ),
@@ -97,7 +115,7 @@ impl NativeMachine {
                 wire::text(&json!({ "corrupt": { "line": 0, "message": other.to_string() } }))
             }
             Ok(plan) => {
-                self.machine = plan.machine;
+                core.machine = plan.machine;
                 wire::text(&json!({ "ok": {
                     "records": plan.records,
                     "completeLen": plan.cut_to,
@@ -111,90 +129,25 @@ impl NativeMachine {
         }
     }
 
-    /// Applies one input (JSON text of a trace's `"in"` value) and returns `{"found": bool,
-    /// "events": [EVENT…]}`: the durable events to persist, as one batch, before calling
-    /// [`persisted`](NativeMachine::persisted). A rejected input changed nothing (S5):
-    /// `{"rejected": KIND, "message": "…"}` (`undrained` when the previous input's outputs were
-    /// not drained). A message nesting deeper than a log record can hold is refused before the
-    /// core sees it: `{"rejected": "too-deep", …}`. An input of unknown shape:
-    /// `{"invalid": "why"}`. A rejection carries its details: `id` (`already-pending`,
-    /// `already-delivered`, `conflict`), `expect` (`turn-mismatch`), `target` and `maxPending`
-    /// (`full`).
+    /// The machine's core, for the hot-path functions (`machine_feed`, `machine_enter`,
+    /// `machine_ack`, `machine_queued`, `machine_ordered`, `machine_pending`).
     #[napi]
-    pub fn handle(&mut self, input: String) -> String {
-        let input = match parse_input(&input) {
-            Ok(input) => input,
-            Err(reply) => return reply,
-        };
-        if let Err(deep) = check_depth(&input) {
-            return wire::text(&json!({ "rejected": "too-deep", "message": deep.to_string() }));
-        }
-        // Only a remove or a replace can find its id not pending (S15): no transition then.
-        let applied = match input {
-            Input::Remove(id) => self.machine.remove(&id),
-            Input::Replace { id, message } => self.machine.replace(&id, message),
-            input => self.machine.handle(input).map(Some),
-        };
-        match applied {
-            Ok(Some(transition)) => {
-                let reply = wire::to_text(&Accepted {
-                    found: true,
-                    events: transition.events(),
-                });
-                // Dropped undrained: the effects stay queued for `persisted`.
-                drop(transition);
-                reply
-            }
-            Ok(None) => wire::to_text(&Accepted {
-                found: false,
-                events: &[],
-            }),
-            Err(rejected) => rejection(&rejected),
-        }
-    }
-
-    /// The host's word that the events of the last input are durable: its effects, in order, as
-    /// a JSON array (see the module `wire` for their shapes). Empty when nothing is queued.
-    #[napi]
-    pub fn persisted(&mut self) -> String {
-        let effects: Vec<wire::EffectJson> = self
-            .machine
-            .drain()
-            .persisted()
-            .map(wire::EffectJson::from)
-            .collect();
-        wire::to_text(&effects)
-    }
-
-    /// Every queued output of the last input in wire order (events included), as a JSON array
-    /// of `"out"` values: for recorders and ports, which persist nothing. With `with_begin`,
-    /// also each `{"begin": …}` (as [`persisted`](NativeMachine::persisted) writes it) where
-    /// the core puts it: right after a turn's `turn/start`, first for a maintenance job.
-    #[napi]
-    pub fn outputs(&mut self, with_begin: Option<bool>) -> String {
-        let drained = self.machine.drain();
-        if with_begin.unwrap_or(false) {
-            let outputs: Vec<wire::EffectJson> = drained
-                .into_outputs_with_begin()
-                .map(wire::EffectJson::from_output)
-                .collect();
-            return wire::to_text(&outputs);
-        }
-        let outputs: Vec<Output> = drained.into_outputs().collect();
-        wire::to_text(&outputs)
+    pub fn core(&self) -> External<Shared> {
+        External::new(Rc::clone(&self.core))
     }
 
     /// One request of the `--exec` line protocol (PORTS.md) on this machine: the reply line to an
     /// `"in"` request, `{"outputs": [OUTPUT…]}`, `{"rejected": KIND}` or `{"error": "why"}`.
     #[napi]
     pub fn wire(&mut self, input: String) -> String {
+        let mut core = self.core.borrow_mut();
         let input: Input = match serde_json::from_str(&input) {
             Ok(input) => input,
             Err(error) => {
                 return wire::text(&json!({ "error": format!("unknown input: {error}") }))
             }
         };
-        match self.machine.handle(input) {
+        match core.machine.handle(input) {
             Ok(transition) => {
                 let outputs: Vec<Output> = transition.into_outputs().collect();
                 wire::to_text(&Wire { outputs })
@@ -207,73 +160,73 @@ impl NativeMachine {
     /// (`already-open`, `undrained`).
     #[napi]
     pub fn begin_batch(&mut self) -> String {
-        batch_reply(self.machine.begin_batch())
+        let mut core = self.core.borrow_mut();
+        batch_reply(core.machine.begin_batch())
     }
 
     /// Closes the batch and keeps its inputs: `""`, or `not-open`.
     #[napi]
     pub fn commit_batch(&mut self) -> String {
-        batch_reply(self.machine.commit_batch())
+        let mut core = self.core.borrow_mut();
+        batch_reply(core.machine.commit_batch())
     }
 
     /// Closes the batch and takes back every input fed since it opened (the machine is as it
     /// was; queued outputs are dropped): `""`, or `not-open`.
     #[napi]
     pub fn roll_back_batch(&mut self) -> String {
-        batch_reply(self.machine.roll_back_batch())
+        let mut core = self.core.borrow_mut();
+        batch_reply(core.machine.roll_back_batch())
     }
 
     /// Whether a batch is open.
     #[napi]
     pub fn is_batch_open(&self) -> bool {
-        self.machine.is_batch_open()
+        let core = self.core.borrow();
+        core.machine.is_batch_open()
     }
 
     /// The machine's state as JSON: `{status, quiescent, disposed, maintenance,
     /// cancelRequested, lastTurn, outstanding, nextTurn, nextStep}`.
     #[napi]
     pub fn state(&self) -> String {
-        wire::text(&wire::state(&self.machine))
-    }
-
-    /// The durable events still queued (of an input whose outputs were not drained), as a JSON
-    /// array, leaving everything queued: the events half of the core's `Machine::drain`.
-    #[napi]
-    pub fn queued_events(&mut self) -> String {
-        let transition = self.machine.drain();
-        let events = wire::to_text(transition.events());
-        drop(transition);
-        events
+        let core = self.core.borrow();
+        wire::text(&wire::state(&core.machine))
     }
 
     /// Whether no turn and no maintenance runs (S44).
     #[napi]
     pub fn is_quiescent(&self) -> bool {
-        self.machine.is_quiescent()
+        let core = self.core.borrow();
+        core.machine.is_quiescent()
     }
 
     /// Whether the machine is disposed (S45).
     #[napi]
     pub fn is_disposed(&self) -> bool {
-        self.machine.is_disposed()
+        let core = self.core.borrow();
+        core.machine.is_disposed()
     }
 
     /// The outstanding request as JSON (`{"step": {turn, step}}`, …) or `null`.
     #[napi]
     pub fn outstanding(&self) -> String {
-        wire::text(&wire::outstanding(self.machine.outstanding()))
+        let core = self.core.borrow();
+        wire::text(&wire::outstanding(core.machine.outstanding()))
     }
 
     /// Whether the delivery memory holds `id` (S51).
     #[napi]
     pub fn remembers(&self, id: String) -> bool {
-        self.machine.remembers(&id.into())
+        let core = self.core.borrow();
+        core.machine.remembers(&id.into())
     }
 
     /// The admission bound (S55), or `null` when unbounded.
     #[napi]
     pub fn max_pending(&self) -> Option<u32> {
-        self.machine
+        let core = self.core.borrow();
+        core.machine
             .config()
             .max_pending
             .map(|limit| u32::try_from(limit.get()).unwrap_or(u32::MAX))
@@ -282,7 +235,8 @@ impl NativeMachine {
     /// The number of items pending in the next-turn list (NT) and the next-step list (NS).
     #[napi]
     pub fn pending_counts(&self) -> Vec<u32> {
-        let count = |target| u32::try_from(self.machine.pending(target).len()).unwrap_or(u32::MAX);
+        let core = self.core.borrow();
+        let count = |target| u32::try_from(core.machine.pending(target).len()).unwrap_or(u32::MAX);
         vec![count(Target::NextTurn), count(Target::NextStep)]
     }
 }
@@ -290,17 +244,190 @@ impl NativeMachine {
 impl NativeMachine {
     /// Takes the machine out (for a [`NativeSession`](crate::NativeSession)), leaving a fresh
     /// one with the same configuration.
-    pub(crate) fn take(&mut self) -> Machine {
-        let fresh = Machine::with_config(self.machine.config());
-        std::mem::replace(&mut self.machine, fresh)
+    pub(crate) fn take(&mut self) -> (Machine, Handles) {
+        let mut core = self.core.borrow_mut();
+        let fresh = Machine::with_config(core.machine.config());
+        (
+            std::mem::replace(&mut core.machine, fresh),
+            std::mem::take(&mut core.handles),
+        )
     }
 }
 
-/// The reply to an accepted input: its events, to persist before its effects.
-#[derive(Serialize)]
-struct Accepted<'a> {
-    found: bool,
-    events: &'a [Event],
+impl Core {
+    /// Applies one input (JSON text of a trace's `"in"` value) and replies with a tape (the
+    /// module `tape`): the swept handles, then `0`, `found`, the events and the effects of the
+    /// transition (left queued in the core until the caller's persisted word: `ack`); or `1`
+    /// and a rejection's JSON text (as [`handle`](NativeMachine::handle) writes it), or `2` and
+    /// why the input is of unknown shape. With `ack`, the previous transition is first drained:
+    /// the caller has had its effects, and the host said its events are durable.
+    pub(crate) fn feed(&mut self, ack: bool, input: String) -> Utf16String {
+        if ack {
+            self.ack();
+        }
+        match serde_json::from_str::<Input>(&input) {
+            Ok(input) => self.apply_taped(input, true),
+            Err(error) => self.refusal(2, &format!("unknown input: {error}")),
+        }
+    }
+
+    /// Answers the outstanding pre-step request with `enter` of the messages behind `handles`
+    /// (handles of the tape, in order): [`feed`](Core::feed) of `{"preStep": {"enter":
+    /// […]}}` with the core's own messages, so none crosses again. A handle the table does not
+    /// hold replies `2`.
+    pub(crate) fn enter(&mut self, ack: bool, handles: Vec<i64>) -> Utf16String {
+        if ack {
+            self.ack();
+        }
+        let mut batch = Vec::with_capacity(handles.len());
+        for handle in handles {
+            let found = u64::try_from(handle)
+                .ok()
+                .and_then(|handle| self.handles.get(handle));
+            match found {
+                Some(message) => batch.push(std::sync::Arc::clone(message)),
+                None => return self.refusal(2, &format!("no message has the handle {handle}")),
+            }
+        }
+        // The core's own messages, checked when they were delivered.
+        self.apply_taped(Input::PreStep(PreStepAnswer::Enter(batch.into())), false)
+    }
+
+    /// The caller's persisted word for the transition it was handed: drains it.
+    pub(crate) fn ack(&mut self) {
+        self.machine.drain().persisted().for_each(drop);
+    }
+
+    /// The queued transition again (its events and effects, left queued) as a tape: the swept
+    /// handles, the events, the effects.
+    pub(crate) fn queued(&mut self) -> Utf16String {
+        let transition = self.machine.drain();
+        let mut tape = Tape::new(&mut self.handles, tape::Given::new());
+        tape.num(transition.events().len() as u64);
+        for event in transition.events() {
+            tape.event(event);
+        }
+        tape.num(transition.effects().len() as u64);
+        for effect in transition.effects() {
+            tape.effect(effect);
+        }
+        drop(transition);
+        tape.finish().into()
+    }
+
+    /// Every queued output in wire order (with each begin when `with_begin`) as a tape, which
+    /// drains them: the swept handles, the count, then each output (`0` and an event, `1` and
+    /// an effect).
+    pub(crate) fn ordered(&mut self, with_begin: bool) -> Utf16String {
+        let drained = self.machine.drain();
+        let outputs: Vec<Output> = if with_begin {
+            drained.into_outputs_with_begin().collect()
+        } else {
+            drained.into_outputs().collect()
+        };
+        let mut tape = Tape::new(&mut self.handles, tape::Given::new());
+        tape.num(outputs.len() as u64);
+        for output in &outputs {
+            tape.output(output);
+        }
+        tape.finish().into()
+    }
+
+    /// Both pending lists as a tape: the swept handles, then each list (its length, then each
+    /// item's message and whether it wakes).
+    pub(crate) fn pending_tape(&mut self) -> Utf16String {
+        let mut tape = Tape::new(&mut self.handles, tape::Given::new());
+        tape.pending(&self.machine);
+        tape.finish().into()
+    }
+
+    /// Applies an input and writes the tape of its transition (see [`feed`](Core::feed)).
+    fn apply_taped(&mut self, input: Input, check: bool) -> Utf16String {
+        if let Err(deep) = check.then(|| check_depth(&input)).unwrap_or(Ok(())) {
+            let reply = json!({ "rejected": "too-deep", "message": deep.to_string() });
+            return self.refusal(1, &wire::text(&reply));
+        }
+        let inputs = tape::messages_of(&input);
+        let applied = match input {
+            Input::Remove(id) => self.machine.remove(&id),
+            Input::Replace { id, message } => self.machine.replace(&id, message),
+            input => self.machine.handle(input).map(Some),
+        };
+        match applied {
+            Ok(transition) => {
+                let mut tape = Tape::new(&mut self.handles, inputs);
+                tape.num(0);
+                tape.flag(transition.is_some());
+                match &transition {
+                    Some(transition) => {
+                        tape.num(transition.events().len() as u64);
+                        for event in transition.events() {
+                            tape.event(event);
+                        }
+                        tape.num(transition.effects().len() as u64);
+                        for effect in transition.effects() {
+                            tape.effect(effect);
+                        }
+                    }
+                    None => {
+                        tape.num(0);
+                        tape.num(0);
+                    }
+                }
+                // Dropped undrained: the effects stay queued for the caller's `ack`.
+                drop(transition);
+                tape.finish().into()
+            }
+            Err(rejected) => {
+                let reply = wire::text(&rejection_value(&rejected));
+                self.refusal(1, &reply)
+            }
+        }
+    }
+
+    /// A tape that refuses: the swept handles, `status`, then `text`.
+    fn refusal(&mut self, status: u64, text: &str) -> Utf16String {
+        let mut tape = Tape::new(&mut self.handles, tape::Given::new());
+        tape.num(status);
+        tape.str(text);
+        tape.finish().into()
+    }
+}
+
+/// [`Core::feed`] of a machine's core (see [`NativeMachine::core`]).
+#[napi]
+pub fn machine_feed(core: &External<Shared>, ack: bool, input: String) -> Utf16String {
+    core.borrow_mut().feed(ack, input)
+}
+
+/// [`Core::enter`] of a machine's core.
+#[napi]
+pub fn machine_enter(core: &External<Shared>, ack: bool, handles: Vec<i64>) -> Utf16String {
+    core.borrow_mut().enter(ack, handles)
+}
+
+/// [`Core::ack`] of a machine's core.
+#[napi]
+pub fn machine_ack(core: &External<Shared>) {
+    core.borrow_mut().ack();
+}
+
+/// [`Core::queued`] of a machine's core.
+#[napi]
+pub fn machine_queued(core: &External<Shared>) -> Utf16String {
+    core.borrow_mut().queued()
+}
+
+/// [`Core::ordered`] of a machine's core.
+#[napi]
+pub fn machine_ordered(core: &External<Shared>, with_begin: bool) -> Utf16String {
+    core.borrow_mut().ordered(with_begin)
+}
+
+/// [`Core::pending_tape`] of a machine's core.
+#[napi]
+pub fn machine_pending(core: &External<Shared>) -> Utf16String {
+    core.borrow_mut().pending_tape()
 }
 
 /// The reply line to an accepted `"in"` request (PORTS.md).
@@ -318,11 +445,6 @@ fn config(memory: u32, max_pending: Option<u32>) -> Config {
         Some(limit) => config.with_max_pending(limit),
         None => config,
     }
-}
-
-/// A rejection's reply: its kind, its message and its details (S13, S52, S54–S56).
-fn rejection(rejected: &Rejected) -> String {
-    wire::text(&rejection_value(rejected))
 }
 
 /// A rejection as a JSON value: `{rejected: KIND, message, …details}`.
@@ -343,11 +465,6 @@ pub(crate) fn rejection_value(rejected: &Rejected) -> Value {
         reply.extend(details);
     }
     reply
-}
-
-fn parse_input(text: &str) -> Result<Input, String> {
-    serde_json::from_str(text)
-        .map_err(|error| wire::text(&json!({ "invalid": format!("unknown input: {error}") })))
 }
 
 /// Every message an input carries must fit in the log records it can be written to.

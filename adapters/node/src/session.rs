@@ -84,7 +84,7 @@ impl NativeSession {
             },
         };
         NativeSession {
-            session: Session::new(machine.take(), options),
+            session: Session::new(machine.take().0, options),
         }
     }
 

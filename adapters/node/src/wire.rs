@@ -36,17 +36,6 @@ impl From<Effect> for EffectJson {
     }
 }
 
-impl EffectJson {
-    /// An output of the wire order with its begins: an event as itself, an effect as
-    /// [`From<Effect>`] writes it.
-    pub(crate) fn from_output(output: Output) -> Self {
-        match output {
-            Output::Effect(effect) => EffectJson::from(effect),
-            event => EffectJson::Output(event),
-        }
-    }
-}
-
 /// JSON text of any serializable reply (the core's types cannot fail to serialize; an error
 /// would read as `null`).
 pub(crate) fn to_text<T: Serialize + ?Sized>(value: &T) -> String {

@@ -714,13 +714,13 @@ test('S56: an id reused for another message rejects with ConflictError, never su
 });
 
 test('a value JSON cannot hold is refused alone; its batch goes on (InvalidInputError, host-invalid-answer)', async () => {
-  const host = { step: (cx) => (cx.turn === 1 ? { fail: { message: 'x', code: 1n } } : 'completed') };
+  const host = { step: (cx) => (cx.turn === 1 ? { fail: { message: 'x', code: 2n ** 70n } } : 'completed') };
   const { agent } = await Agent.open(host, new MemoryLog());
   const ends = [];
   agent.subscribe((u) => u.recorded && u.recorded.entry.type === 'turn/end' && ends.push(u.recorded.entry.data));
   const results = await Promise.allSettled([
     agent.inject(userMessage('a', 'ok')),
-    agent.inject(userMessage('b', 10n)),
+    agent.inject(userMessage('b', 2n ** 70n)),
     agent.followup(userMessage('c', 'ok')),
   ]);
   assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);

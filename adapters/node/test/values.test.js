@@ -1,9 +1,11 @@
 'use strict';
 // Values crossing to the core are kept exactly or refused at the call (issue 28, item 2): a value
-// JSON cannot carry (NaN, ±Infinity, undefined in an array, a function, a symbol, a BigInt, an
-// object that is not plain, a cycle) throws `InvalidInputError` and changes nothing (S5) — on the
-// Machine, through the Agent (nothing written to its log), and in recorded host events. A field
-// holding `undefined` is absent, as in JSON and TypeScript.
+// JSON cannot carry (NaN, ±Infinity, undefined in an array, a function, a symbol, a BigInt beyond
+// the 64-bit integers a log holds, an object that is not plain, a cycle) throws
+// `InvalidInputError` and changes nothing (S5) — on the Machine, through the Agent (nothing
+// written to its log), and in recorded host events. A field holding `undefined` is absent, as
+// in JSON and TypeScript. Integers beyond 2^53 round-trip exactly, as `BigInt`, through the
+// machine, the log and a resume; a delivered message comes back as the one frozen object (S8).
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -21,7 +23,8 @@ function refusedValues() {
     ['undefined in an array', [1, undefined], 'undefined in an array is not a JSON value (at "1")'],
     ['a function', { f() {} }, 'a function is not a JSON value (at "f")'],
     ['a symbol', Symbol('s'), 'a symbol is not a JSON value (at "content")'],
-    ['a BigInt', 2n ** 70n, 'a BigInt is not a JSON value here (content integers cross as numbers) (at "content")'],
+    ['a BigInt beyond 64 bits', 2n ** 70n, '1180591620717411303424 is beyond the 64-bit integers a log holds (at "content")'],
+    ['a BigInt below -2^63', { n: -(2n ** 63n) - 1n }, '-9223372036854775809 is beyond the 64-bit integers a log holds (at "n")'],
     ['a Map', new Map([[1, 2]]), 'a Map object is not a JSON value (at "content")'],
     ['a Date', new Date(0), 'a Date object is not a JSON value (at "content")'],
     ['a cycle', cycle, 'a value nests deeper than 256 levels (or is a cycle) (at "self")'],
@@ -43,9 +46,54 @@ test('the Machine refuses each value JSON cannot carry with InvalidInputError, a
       assert.equal(machine.remembers('bad'), false, name);
     }
   }
-  // The machine was not left undrained: the next input is accepted.
-  const next = machine.inject(userMessage('next', { kept: true, absent: undefined }));
-  assert.deepEqual(next.events[0].data.inserted, [{ id: 'next', source: { kind: 'user' }, content: { kept: true } }]);
+  // The machine was not left undrained: the next input is accepted, the delivered object itself
+  // in its outputs (an `undefined` field is absent from what the core holds: its wire form).
+  const given = userMessage('next', { kept: true, absent: undefined });
+  const next = machine.inject(given);
+  assert.equal(next.events[0].data.inserted[0], given);
+  assert.ok(Object.isFrozen(given) && Object.isFrozen(given.content));
+});
+
+test('S8: a delivered message is one frozen object in every output that carries it', () => {
+  const machine = new Machine();
+  const given = userMessage('m1', { parts: ['hello'] });
+  const followup = machine.followup(given);
+  assert.equal(followup.events[0].data.inserted[0], given, 'the splice of its delivery');
+  const effects = followup.persisted();
+  const carried = effects.flatMap((e) => [e.notify?.message, ...(e.request?.preStep?.messages ?? [])]);
+  assert.deepEqual(carried.filter(Boolean).map((m) => m === given), [true, true, true], 'inserted, claimed, the pre-step batch');
+  assert.ok(Object.isFrozen(given) && Object.isFrozen(given.content.parts));
+  assert.throws(() => { given.content.parts.push('x'); }, TypeError);
+  const enter = machine.answerPreStep({ enter: [given] });
+  assert.equal(enter.events[1].type, 'user/message');
+  assert.equal(enter.events[1].data, given, 'the user/message event');
+  enter.persisted();
+  // A message restored from a log crosses once: one object however often it comes back.
+  const restored = Machine.restore([
+    { type: 'agent/inbox/spliced', data: { target: 'next-step', start: 0, inserted: [{ id: 'r', content: 1 }] } },
+  ]);
+  const [first] = restored.state().nextStep;
+  assert.equal(restored.state().nextStep[0].message, first.message);
+  assert.ok(Object.isFrozen(first.message));
+});
+
+test('integers beyond 2^53 round-trip exactly as BigInt: the machine, the log, a resume', async () => {
+  const big = { id: 9007199254740993n, neg: -(2n ** 63n), max: 2n ** 64n - 1n, small: 7, float: 0.5 };
+  const machine = new Machine();
+  const given = userMessage('m', big);
+  const events = machine.inject(given).events;
+  assert.equal(events[0].data.inserted[0].content.id, 9007199254740993n);
+  const line = coxswain.encodeRecords(1, events).toString('utf8');
+  // The record's fields are in the core's order (sorted keys), every integer as written.
+  assert.match(line, /"content":\{"float":0\.5,"id":9007199254740993,"max":18446744073709551615,"neg":-9223372036854775808,"small":7\}/);
+  const log = new MemoryLog();
+  const { agent } = await Agent.open({ step: () => 'completed' }, log);
+  await agent.inject(given);
+  await agent.close();
+  const { agent: resumed } = await Agent.open({ step: () => 'completed' }, new MemoryLog(log.bytes()));
+  const { nextStep } = await resumed.pending();
+  assert.deepEqual(nextStep[0].message.content, big);
+  await resumed.close();
 });
 
 test('through the Agent: a refused value fails its call alone, nothing is written, and the agent goes on', async () => {

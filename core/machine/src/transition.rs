@@ -137,6 +137,27 @@ impl<'m> Transition<'m> {
         Effects { queue: self.queue }
     }
 
+    /// The effects [`persisted`](Transition::persisted) will release, in order, read without
+    /// releasing them: they stay queued, and the machine still refuses the next input until
+    /// the transition is drained. For a binding that hands a whole transition to another
+    /// language in one crossing and gives the effects out only on its caller's persisted word
+    /// (which it passes on to [`persisted`](Transition::persisted) before the next input).
+    ///
+    /// ```
+    /// use coxswain_core::{Effect, Machine, Message, Rejected};
+    ///
+    /// let mut machine = Machine::new();
+    /// let transition = machine.followup(Message::user("m1", "hi"))?;
+    /// let seen: Vec<Effect> = transition.effects().cloned().collect();
+    /// drop(transition);
+    /// assert_eq!(machine.steer(Message::user("m2", "hi")).err(), Some(Rejected::Undrained));
+    /// assert_eq!(machine.drain().persisted().collect::<Vec<_>>(), seen);
+    /// # Ok::<(), Rejected>(())
+    /// ```
+    pub fn effects(&self) -> impl ExactSizeIterator<Item = &Effect> + '_ {
+        self.queue.effects.iter().map(|(_, effect)| effect)
+    }
+
     /// Persists the events into an in-memory log (durable once extended, for tests and
     /// collecting hosts) and releases the effects: `events` then `persisted` in one
     /// ([example](crate::Event#examples)).
