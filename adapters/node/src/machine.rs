@@ -343,7 +343,7 @@ impl Core {
 
     /// Applies an input and writes the tape of its transition (see [`feed`](Core::feed)).
     fn apply_taped(&mut self, input: Input, check: bool) -> Utf16String {
-        if let Err(deep) = check.then(|| check_depth(&input)).unwrap_or(Ok(())) {
+        if let Err(deep) = if check { check_depth(&input) } else { Ok(()) } {
             let reply = json!({ "rejected": "too-deep", "message": deep.to_string() });
             return self.refusal(1, &wire::text(&reply));
         }
@@ -374,8 +374,7 @@ impl Core {
                         tape.num(0);
                     }
                 }
-                // Dropped undrained: the effects stay queued for the caller's `ack`.
-                drop(transition);
+                // Left undrained: the effects stay queued for the caller's `ack`.
                 tape.finish().into()
             }
             Err(rejected) => {

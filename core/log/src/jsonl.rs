@@ -84,12 +84,29 @@ pub fn measure<T: Serialize + ?Sized>(value: &T) -> Measure {
 
 /// Checks that `message` fits in every record it can be written to ([`MAX_MESSAGE_DEPTH`]).
 pub fn check_message(message: &Message) -> Result<(), TooDeep> {
-    check(depth_of(message), MAX_MESSAGE_DEPTH)
+    // Its own object, then its fields' values: what `depth_of` measures of its JSON, walked
+    // without writing it (this runs for every delivered message).
+    let fields = message
+        .fields()
+        .values()
+        .map(value_depth)
+        .max()
+        .unwrap_or(0);
+    check(1 + fields, MAX_MESSAGE_DEPTH)
+}
+
+/// How many arrays and objects `value` nests, its own included: [`depth_of`] of its JSON.
+fn value_depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(value_depth).max().unwrap_or(0),
+        Value::Object(fields) => 1 + fields.values().map(value_depth).max().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 /// Checks that a host event's `data` fits in its record ([`MAX_DATA_DEPTH`]).
 pub fn check_data(data: &Value) -> Result<(), TooDeep> {
-    check(depth_of(data), MAX_DATA_DEPTH)
+    check(value_depth(data), MAX_DATA_DEPTH)
 }
 
 fn check(depth: usize, max: usize) -> Result<(), TooDeep> {
@@ -752,6 +769,31 @@ mod tests {
             outcome: None,
             wakeup: false,
         }))
+    }
+
+    /// The checks walk values; they measure what `depth_of` measures of the JSON text.
+    #[test]
+    fn the_checks_measure_what_the_text_nests() {
+        let values = [
+            json!(null),
+            json!("[[{{"),
+            json!([]),
+            json!({}),
+            json!([[], [[{"a": [1, {"b": []}]}]], 3]),
+            json!({"x": {"y": ["[", {"z": {}}]}, "w": [[[[]]]]}),
+            nested(40),
+        ];
+        for value in values {
+            assert_eq!(value_depth(&value), depth_of(&value), "{value}");
+            let message = Message::new("m", json!({"kind": "user"}), value.clone());
+            let walked = 1 + message
+                .fields()
+                .values()
+                .map(value_depth)
+                .max()
+                .unwrap_or(0);
+            assert_eq!(walked, depth_of(&message), "{value}");
+        }
     }
 
     /// Item 1: the depth rule. What `check_message`/`check_data` accept encodes and reads back in
