@@ -8,12 +8,14 @@ Python: a ``collections.deque`` gets 8, 3, 2 and 2 outputs pushed and drained pe
 
     python bench/cycle.py [--cycles N] [--repeat R]
 
-Prints each path's time per cycle (best of R runs) and its ratio to the baseline.
+Each of R rounds times every path in turn (interleaved: this VM's speed wanders between runs);
+prints each path's median time per cycle and its ratio to the baseline's median.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from collections import deque
 from typing import Callable
@@ -60,20 +62,26 @@ def baseline_cycle(queue: deque[tuple[int, int]]) -> int:
     return outputs
 
 
-def best(run: Callable[[], int], cycles: int, repeat: int) -> float:
-    times = []
+def timed(run: Callable[[], int], cycles: int) -> float:
+    start = time.perf_counter()
+    for _ in range(cycles):
+        run()
+    return (time.perf_counter() - start) / cycles
+
+
+def medians(paths: list[Callable[[], int]], cycles: int, repeat: int) -> list[float]:
+    """Each path's median seconds per cycle over ``repeat`` interleaved rounds."""
+    rounds: list[list[float]] = [[] for _ in paths]
     for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(cycles):
-            run()
-        times.append((time.perf_counter() - start) / cycles)
-    return min(times)
+        for times, run in zip(rounds, paths):
+            times.append(timed(run, cycles))
+    return [statistics.median(times) for times in rounds]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cycles", type=int, default=20_000)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
 
     machine = Machine()
@@ -86,10 +94,16 @@ def main() -> None:
     assert native_cycle(native, raw) == CYCLE_OUTPUTS
     assert baseline_cycle(queue) == CYCLE_OUTPUTS
 
-    base = best(lambda: baseline_cycle(queue), args.cycles, args.repeat)
-    typed = best(lambda: typed_cycle(machine, message), args.cycles, args.repeat)
-    nat = best(lambda: native_cycle(native, raw), args.cycles, args.repeat)
-    print(f"cycles: {args.cycles} x {args.repeat} runs (best), {CYCLE_OUTPUTS} outputs each")
+    base, typed, nat = medians(
+        [
+            lambda: baseline_cycle(queue),
+            lambda: typed_cycle(machine, message),
+            lambda: native_cycle(native, raw),
+        ],
+        args.cycles,
+        args.repeat,
+    )
+    print(f"cycles: {args.cycles} x {args.repeat} rounds (median), {CYCLE_OUTPUTS} outputs each")
     print(f"baseline (deque)  {base * 1e6:8.2f} us/cycle")
     print(f"coxswain typed    {typed * 1e6:8.2f} us/cycle  ratio {typed / base:6.1f}x baseline")
     print(f"coxswain native   {nat * 1e6:8.2f} us/cycle  ratio {nat / base:6.1f}x baseline")

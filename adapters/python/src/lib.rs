@@ -15,7 +15,9 @@ mod failure;
 mod json;
 mod log;
 mod machine;
+mod outputs;
 mod session;
+mod transition;
 mod typed;
 
 use pyo3::prelude::*;
@@ -25,6 +27,8 @@ use pyo3::prelude::*;
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<machine::NativeMachine>()?;
     module.add_class::<session::NativeSession>()?;
+    module.add_class::<transition::Transition>()?;
+    outputs::add(module)?;
     module.add_function(wrap_pyfunction!(log::encode_records, module)?)?;
     module.add_function(wrap_pyfunction!(log::parse_log, module)?)?;
     module.add_function(wrap_pyfunction!(log::open_log, module)?)?;

@@ -119,6 +119,8 @@ pub(crate) fn open_log<'py>(
     Ok((
         NativeMachine {
             machine: plan.machine,
+            messages: crate::typed::Messages::default(),
+            undrained: None,
         },
         closers,
         plan.interrupted,
@@ -157,6 +159,8 @@ pub(crate) fn resume_log<'py>(
     Ok((
         NativeMachine {
             machine: plan.machine,
+            messages: crate::typed::Messages::default(),
+            undrained: None,
         },
         closers,
         plan.interrupted,

@@ -9,7 +9,8 @@
 use std::num::NonZeroUsize;
 
 use coxswain_core::{
-    Config, Input, Machine, MessageId, Output, Outstanding, Rejected, Status, Target, Transition,
+    Config, Input, Machine, Message, MessageId, Output, Outstanding, PreStepAnswer, Rejected,
+    SharedMessage, Status, Target, Transition,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -17,12 +18,18 @@ use serde_json::{json, Value};
 
 use crate::errors;
 use crate::json::{to_py, to_value};
-use crate::typed::Builder;
+use crate::transition;
+use crate::typed::{message_from, Builder, Messages};
 
 /// The machine, driven with JSON inputs (see the module docs).
 #[pyclass(module = "coxswain._native", name = "Machine")]
 pub(crate) struct NativeMachine {
     pub(crate) machine: Machine,
+    /// The Python objects of the messages the machine holds (S8: one object each).
+    pub(crate) messages: Messages,
+    /// The typed transition not settled yet (the typed API's drain contract): the next typed
+    /// input raises `Undrained` until it is settled.
+    pub(crate) undrained: Option<Py<transition::Transition>>,
 }
 
 fn target(py: Python<'_>, name: &str) -> PyResult<Target> {
@@ -100,6 +107,68 @@ fn apply(machine: &mut Machine, input: Input) -> Result<Option<Transition<'_>>, 
     }
 }
 
+impl NativeMachine {
+    /// Applies a typed input and builds its `Transition`, binding the input's messages to
+    /// `given` (in [`messages_of`] order) once the machine accepted it.
+    fn typed<'py>(
+        slf: &Bound<'py, Self>,
+        input: Input,
+        given: &[Bound<'py, PyAny>],
+    ) -> PyResult<Bound<'py, transition::Transition>> {
+        let py = slf.py();
+        let mut this = slf.borrow_mut();
+        if this.undrained.is_some() {
+            let why = "the previous input's outputs were not drained";
+            return Err(errors::raise(py, "Undrained", (why,)));
+        }
+        let carried = messages_of(&input);
+        let this = &mut *this;
+        let transition = apply(&mut this.machine, input)
+            .map_err(|rejection| errors::rejected(py, &rejection))?;
+        for (message, object) in carried.iter().zip(given) {
+            this.messages.bind(message, object);
+        }
+        let found = transition.is_some();
+        let mut builder = Builder::new(py, &mut this.messages)?;
+        for output in transition
+            .into_iter()
+            .flat_map(Transition::into_outputs_with_begin)
+        {
+            builder.push(&output)?;
+        }
+        let settles = !(builder.events.is_empty() && builder.effects.is_empty());
+        let owner = settles.then(|| slf.clone().into_any().unbind());
+        let made = transition::Transition::made(
+            py,
+            found,
+            [builder.events, builder.effects, builder.ordered],
+            owner,
+        )?;
+        if settles {
+            this.undrained = Some(made.clone().unbind());
+        }
+        Ok(made)
+    }
+}
+
+/// The messages an input carries, in the order its JSON holds them.
+fn messages_of(input: &Input) -> Vec<SharedMessage> {
+    match input {
+        Input::Send { message, .. }
+        | Input::Followup(message)
+        | Input::Steer(message)
+        | Input::Inject(message)
+        | Input::Replace { message, .. }
+        | Input::Prepend { message, .. } => vec![std::sync::Arc::clone(message)],
+        Input::PreStep(PreStepAnswer::Enter(batch)) => batch.to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+fn target_named(py: Python<'_>, name: &str) -> PyResult<Target> {
+    target(py, name)
+}
+
 /// The public status (S23) by name.
 pub(crate) fn status_name(status: Status) -> &'static str {
     match status {
@@ -122,6 +191,8 @@ impl NativeMachine {
     ) -> PyResult<Self> {
         Ok(NativeMachine {
             machine: Machine::with_config(config(py, delivery_memory, max_pending, hash_seed)?),
+            messages: Messages::default(),
+            undrained: None,
         })
     }
 
@@ -147,7 +218,11 @@ impl NativeMachine {
             events.push(to_value(&record?)?);
         }
         Machine::restore_with(config, &events, seed_length)
-            .map(|machine| NativeMachine { machine })
+            .map(|machine| NativeMachine {
+                machine,
+                messages: Messages::default(),
+                undrained: None,
+            })
             .map_err(|error| errors::invalid_log(py, &error))
     }
 
@@ -172,41 +247,114 @@ impl NativeMachine {
         Ok((found, outputs))
     }
 
-    /// [`handle`](Self::handle) for the typed API: `(found, events, effects, outputs, ordered)`
-    /// as the classes of `coxswain._types` (effects include `Begin`, which has no wire form;
-    /// `ordered` is the wire order with each `Begin` where the core puts it).
-    #[allow(clippy::type_complexity)]
+    /// [`handle`](Self::handle) for the typed API: the `coxswain.Transition` of `owner` (the
+    /// Python `Machine`, which settles it), its outputs the classes of `coxswain`. `given` are
+    /// the `Message` objects of the input, in the order its JSON holds them (one for a send,
+    /// follow-up, steer, inject, replace or prepend; a pre-step batch's): the outputs carrying
+    /// those messages hand back these objects (S8).
+    #[pyo3(signature = (input, given = None))]
     fn handle_typed<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         input: &Bound<'py, PyAny>,
-    ) -> PyResult<(
-        bool,
-        Bound<'py, PyList>,
-        Bound<'py, PyList>,
-        Bound<'py, PyList>,
-        Bound<'py, PyList>,
-    )> {
+        given: Option<&Bound<'py, PyTuple>>,
+    ) -> PyResult<Bound<'py, transition::Transition>> {
+        let py = slf.py();
         let value = to_value(input)?;
         let input: Input = serde_json::from_value(value)
             .map_err(|e| errors::invalid_input(py, format!("not an input: {e}")))?;
-        let mut builder = Builder::new(py)?;
-        let transition = apply(&mut self.machine, input)
-            .map_err(|rejection| errors::rejected(py, &rejection))?;
-        let found = transition.is_some();
-        for output in transition
-            .into_iter()
-            .flat_map(Transition::into_outputs_with_begin)
-        {
-            builder.push(&output)?;
+        let objects: Vec<Bound<'py, PyAny>> = given.map(|g| g.iter().collect()).unwrap_or_default();
+        NativeMachine::typed(slf, input, &objects)
+    }
+
+    /// A follow-up, steer or inject (`kind`) of a typed `Message` (read from its fields: no
+    /// JSON round trip), or a send of it when `target` is given (with `wakeup` and the guard
+    /// `expect`, `("turn" | "idleAfter", n)`, S54).
+    #[pyo3(signature = (kind, message, target = None, wakeup = false, expect = None))]
+    fn deliver<'py>(
+        slf: &Bound<'py, Self>,
+        kind: &str,
+        message: &Bound<'py, PyAny>,
+        target: Option<&str>,
+        wakeup: bool,
+        expect: Option<(String, u64)>,
+    ) -> PyResult<Bound<'py, transition::Transition>> {
+        let py = slf.py();
+        let core = match message_from(message)? {
+            Some(core) => std::sync::Arc::new(core),
+            None => {
+                let value = to_value(&message.call_method0(pyo3::intern!(py, "to_json"))?)?;
+                let parsed: Message = serde_json::from_value(value)
+                    .map_err(|e| errors::invalid_input(py, format!("not a message: {e}")))?;
+                std::sync::Arc::new(parsed)
+            }
+        };
+        let input = match (kind, target) {
+            ("followup", _) => Input::Followup(core),
+            ("steer", _) => Input::Steer(core),
+            ("inject", _) => Input::Inject(core),
+            (_, Some(name)) => Input::Send {
+                message: core,
+                target: target_named(py, name)?,
+                wakeup,
+                expect: match expect {
+                    None => None,
+                    Some((guard, n)) => Some(
+                        serde_json::from_value(json!({ guard: n }))
+                            .map_err(|e| errors::invalid_input(py, format!("not a guard: {e}")))?,
+                    ),
+                },
+            },
+            _ => return Err(errors::invalid_input(py, format!("no delivery `{kind}`"))),
+        };
+        NativeMachine::typed(slf, input, std::slice::from_ref(message))
+    }
+
+    /// Answers the outstanding pre-step request `enter` with `messages` (typed `Message`s): the
+    /// ones the machine handed out go back as its own messages, with no conversion.
+    fn enter<'py>(
+        slf: &Bound<'py, Self>,
+        messages: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, transition::Transition>> {
+        let py = slf.py();
+        let mut batch = Vec::with_capacity(messages.len());
+        let mut objects = Vec::with_capacity(messages.len());
+        for object in messages.iter() {
+            let known = slf.borrow().messages.message_of(&object);
+            let message = match known {
+                Some(message) => message,
+                None => match message_from(&object)? {
+                    Some(core) => std::sync::Arc::new(core),
+                    None => {
+                        let value = to_value(&object.call_method0(pyo3::intern!(py, "to_json"))?)?;
+                        let parsed: Message = serde_json::from_value(value).map_err(|e| {
+                            errors::invalid_input(py, format!("not a message: {e}"))
+                        })?;
+                        std::sync::Arc::new(parsed)
+                    }
+                },
+            };
+            batch.push(message);
+            objects.push(object);
         }
-        Ok((
-            found,
-            builder.events,
-            builder.effects,
-            builder.outputs,
-            builder.ordered,
-        ))
+        let input = Input::PreStep(PreStepAnswer::Enter(batch.into()));
+        NativeMachine::typed(slf, input, &objects)
+    }
+
+    /// Answers the outstanding request `kind` (`preStep`, `step`, `turnStopping`) with the
+    /// word `answer` (`"completed"`, `"done"`, `"reject"`, …).
+    fn answer_word<'py>(
+        slf: &Bound<'py, Self>,
+        kind: &str,
+        answer: &str,
+    ) -> PyResult<Bound<'py, transition::Transition>> {
+        let input: Input = serde_json::from_value(json!({ kind: answer }))
+            .map_err(|e| errors::invalid_input(slf.py(), format!("not an input: {e}")))?;
+        NativeMachine::typed(slf, input, &[])
+    }
+
+    /// The typed transition not settled yet, if any.
+    fn undrained(&self, py: Python<'_>) -> Option<Py<transition::Transition>> {
+        self.undrained.as_ref().map(|t| t.clone_ref(py))
     }
 
     /// Opens a batch: the inputs fed from now on can be taken back together
@@ -229,7 +377,11 @@ impl NativeMachine {
     fn roll_back_batch(&mut self, py: Python<'_>) -> PyResult<()> {
         self.machine
             .roll_back_batch()
-            .map_err(|error| errors::batch(py, error))
+            .map_err(|error| errors::batch(py, error))?;
+        // A transition still waiting to be settled is dropped: its effects must not be
+        // carried out.
+        self.undrained = None;
+        Ok(())
     }
 
     /// Whether a batch is open.

@@ -24,7 +24,7 @@ use serde_json::Value;
 use crate::errors;
 use crate::json::{to_py, to_value};
 use crate::machine::{outstanding, pending, status_name, NativeMachine};
-use crate::typed::Builder;
+use crate::typed::{Builder, Messages};
 
 /// Where the agent's own error classes live.
 const AGENT_ERRORS: &str = "coxswain.asyncio._errors";
@@ -35,6 +35,8 @@ pub(crate) struct NativeSession {
     session: Session,
     /// The sealed batch's lines (its buffer kept between batches).
     buffer: Vec<u8>,
+    /// The Python objects of the messages the session's machine holds (S8: one object each).
+    messages: Messages,
 }
 
 /// Seconds as a [`Duration`]: negative or NaN is 0, too large is the largest.
@@ -114,6 +116,7 @@ impl NativeSession {
         Ok(NativeSession {
             session: Session::new(machine.machine.clone(), options),
             buffer: Vec::new(),
+            messages: Messages::default(),
         })
     }
 
@@ -257,7 +260,7 @@ impl NativeSession {
             .session
             .persisted(BatchNo(batch), duration(now))
             .map_err(|e| mismatch(py, e))?;
-        let mut builder = Builder::new(py)?;
+        let mut builder = Builder::new(py, &mut self.messages)?;
         let out = PyList::empty(py);
         for release in &released {
             match release {

@@ -1,36 +1,29 @@
-//! The typed outputs of `coxswain._types`, built here from the core's outputs (no JSON round
-//! trip): the fast path of the typed `coxswain.Machine`. A message shared by several outputs of
-//! one input (S8) becomes one frozen `Message` object shared by them.
+//! The typed outputs, built here from the core's outputs (no JSON round trip): the fast path of
+//! the typed `coxswain.Machine` and of the asyncio agent. Each output is one of the frozen
+//! classes of [`outputs`](crate::outputs). A message is one Python object however many outputs
+//! carry it and for as long as the core holds it (S8): the caller's own `Message` when it was
+//! delivered through the typed API, else one made once; its event form (the dict in a splice's
+//! `inserted` and a `user/message` event's `data`) is likewise one dict.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use coxswain_core::{
-    Abort, Activity, CancelCause, Effect, ErrorInfo, Message, Notification, Output, Request,
-    SharedMessage, Status,
+    Abort, Activity, CancelCause, Effect, ErrorInfo, Event, Message, MessageId, Notification,
+    Output, Request, SharedMessage, Status, Target, TurnEndReason,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyTuple};
-use serde_json::Value;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use serde_json::{Map, Value};
 
-use crate::json::to_py;
+use crate::json::{to_py, to_value};
+use crate::outputs;
 
 /// The classes of `coxswain._types`, looked up once.
 pub(crate) struct Classes {
     message: Py<PyAny>,
-    event: Py<PyAny>,
-    inserted: Py<PyAny>,
-    discarded: Py<PyAny>,
-    claimed: Py<PyAny>,
-    status: Py<PyAny>,
-    turn_failed: Py<PyAny>,
-    pre_step: Py<PyAny>,
-    step: Py<PyAny>,
-    turn_stopping: Py<PyAny>,
-    abort: Py<PyAny>,
-    disposed: Py<PyAny>,
-    begin: Py<PyAny>,
     cancel_cause: Py<PyAny>,
     error_info: Py<PyAny>,
 }
@@ -43,156 +36,104 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
         let get = |name: &str| module.getattr(name).map(Bound::unbind);
         Ok(Classes {
             message: get("Message")?,
-            event: get("Event")?,
-            inserted: get("Inserted")?,
-            discarded: get("Discarded")?,
-            claimed: get("Claimed")?,
-            status: get("StatusChanged")?,
-            turn_failed: get("TurnFailed")?,
-            pre_step: get("PreStepRequest")?,
-            step: get("StepRequest")?,
-            turn_stopping: get("TurnStoppingRequest")?,
-            abort: get("Abort")?,
-            disposed: get("Disposed")?,
-            begin: get("Begin")?,
             cancel_cause: get("CancelCause")?,
             error_info: get("ErrorInfo")?,
         })
     })
 }
 
-/// Builds the typed outputs of one input, sharing one `Message` per shared message.
-pub(crate) struct Builder<'py> {
-    py: Python<'py>,
-    classes: &'py Classes,
-    messages: HashMap<*const Message, Bound<'py, PyAny>>,
-    /// Every output in wire order.
-    pub(crate) outputs: Bound<'py, PyList>,
-    /// The same with each `Begin` where its activity begins (the core's
-    /// `into_outputs_with_begin`).
-    pub(crate) ordered: Bound<'py, PyList>,
-    /// The durable events.
-    pub(crate) events: Bound<'py, PyList>,
-    /// The effects, `Begin` included.
-    pub(crate) effects: Bound<'py, PyList>,
+/// The hasher of the message table: its keys are addresses, never a caller's values, so a
+/// multiply-shift is as good as SipHash at a fraction of its cost.
+type Cheap = BuildHasherDefault<Mix>;
+
+/// A multiply-shift hasher of one address.
+#[derive(Default)]
+pub(crate) struct Mix(u64);
+
+impl Hasher for Mix {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        let n = n as u64;
+        self.0 = (n ^ (n >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
-impl<'py> Builder<'py> {
-    pub(crate) fn new(py: Python<'py>) -> PyResult<Self> {
-        Ok(Builder {
-            py,
-            classes: classes(py)?,
-            messages: HashMap::new(),
-            outputs: PyList::empty(py),
-            ordered: PyList::empty(py),
-            events: PyList::empty(py),
-            effects: PyList::empty(py),
-        })
-    }
+/// One message the core holds, with its Python objects.
+struct Held {
+    message: SharedMessage,
+    object: Py<PyAny>,
+    /// Its event form (`{"id", …fields}`), made once when an event first carries it.
+    dict: Option<Py<PyDict>>,
+}
 
-    /// One output of the core's wire order with its begins
-    /// ([`into_outputs_with_begin`](coxswain_core::Transition::into_outputs_with_begin)).
-    pub(crate) fn push(&mut self, output: &Output) -> PyResult<()> {
-        let py = self.py;
-        let c = self.classes;
-        match output {
-            Output::Event(event) => {
-                let data = serde_json::to_value(event)
-                    .ok()
-                    .and_then(|mut v| v.get_mut("data").map(Value::take))
-                    .unwrap_or(Value::Null);
-                let object = c.event.bind(py).call1((event.kind(), to_py(py, &data)?))?;
-                self.outputs.append(&object)?;
-                self.ordered.append(&object)?;
-                self.events.append(object)
-            }
-            // A begin has no wire form: in the effects and the ordered view only.
-            Output::Effect(effect @ Effect::Begin(_)) => {
-                let object = self.effect(effect)?;
-                self.ordered.append(&object)?;
-                self.effects.append(object)
-            }
-            Output::Effect(effect) => {
-                let object = self.effect(effect)?;
-                self.outputs.append(&object)?;
-                self.ordered.append(&object)?;
-                self.effects.append(object)
-            }
+/// The Python objects of the messages the core holds, by the core's `Arc` (S8: one object per
+/// message). A message the core no longer holds (its only owner is this table) is dropped once
+/// the table has doubled since its last sweep (amortized O(1) per message).
+#[derive(Default)]
+pub(crate) struct Messages {
+    by_arc: HashMap<usize, Held, Cheap>,
+    /// A held object's address → its message's address (a pre-step batch of the objects the
+    /// core handed out goes back as the core's own messages).
+    by_object: HashMap<usize, usize, Cheap>,
+    sweep_at: usize,
+}
+
+impl Messages {
+    /// Binds `object` (the caller's `Message`) to the core's `message`: the outputs carrying it
+    /// hand back `object`.
+    pub(crate) fn bind(&mut self, message: &SharedMessage, object: &Bound<'_, PyAny>) {
+        let key = Arc::as_ptr(message) as usize;
+        if self.by_arc.contains_key(&key) {
+            return;
         }
+        self.by_object.insert(object.as_ptr() as usize, key);
+        self.by_arc.insert(
+            key,
+            Held {
+                message: Arc::clone(message),
+                object: object.clone().unbind(),
+                dict: None,
+            },
+        );
     }
 
-    /// The object of one effect released by the session layer (`Begin` included), with no
-    /// list kept: the asyncio agent carries it out at once.
-    pub(crate) fn effect(&mut self, effect: &Effect) -> PyResult<Bound<'py, PyAny>> {
-        let py = self.py;
-        match effect {
-            Effect::Notify(notification) => self.notification(notification),
-            Effect::Begin(Activity::Turn(turn)) => self.classes.begin.bind(py).call1((*turn,)),
-            Effect::Begin(Activity::Maintenance) => {
-                self.classes.begin.bind(py).call1(("maintenance",))
-            }
-            Effect::Request(request) => self.request(request),
-            Effect::Abort(abort) => self.abort(abort),
-            Effect::Disposed => self.classes.disposed.bind(py).call0(),
+    /// The core's message behind a `Message` object it handed out, if the table holds it.
+    pub(crate) fn message_of(&self, object: &Bound<'_, PyAny>) -> Option<SharedMessage> {
+        let key = self.by_object.get(&(object.as_ptr() as usize))?;
+        self.by_arc.get(key).map(|held| Arc::clone(&held.message))
+    }
+
+    /// Drops what the core no longer holds, once the table has doubled since the last sweep.
+    pub(crate) fn sweep(&mut self) {
+        if self.by_arc.len() < self.sweep_at {
+            return;
         }
+        self.by_arc
+            .retain(|_, held| Arc::strong_count(&held.message) > 1);
+        let held = &self.by_arc;
+        self.by_object.retain(|_, key| held.contains_key(key));
+        self.sweep_at = (self.by_arc.len() * 2).max(64);
     }
 
-    fn notification(&mut self, notification: &Notification) -> PyResult<Bound<'py, PyAny>> {
-        let py = self.py;
-        let c = self.classes;
-        match notification {
-            Notification::Inserted { message } => {
-                c.inserted.bind(py).call1((self.message(message)?,))
-            }
-            Notification::Discarded { message } => {
-                c.discarded.bind(py).call1((self.message(message)?,))
-            }
-            Notification::Claimed { message, turn } => {
-                c.claimed.bind(py).call1((self.message(message)?, *turn))
-            }
-            Notification::Status { status } => c.status.bind(py).call1((match status {
-                Status::Idle => "idle",
-                Status::Running => "running",
-            },)),
-            Notification::Error { turn, step, error } => {
-                let error = self.error(error)?;
-                c.turn_failed.bind(py).call1((*turn, *step, error))
-            }
+    /// The `Message` object of `message`: the bound one, else one made now (and bound).
+    fn object<'py>(
+        &mut self,
+        py: Python<'py>,
+        classes: &Classes,
+        message: &SharedMessage,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(held) = self.by_arc.get(&(Arc::as_ptr(message) as usize)) {
+            return Ok(held.object.bind(py).clone());
         }
-    }
-
-    fn request(&mut self, request: &Request) -> PyResult<Bound<'py, PyAny>> {
-        let py = self.py;
-        let c = self.classes;
-        match request {
-            Request::PreStep {
-                turn,
-                step,
-                messages,
-            } => {
-                let mut items = Vec::with_capacity(messages.as_slice().len());
-                for message in messages.as_slice() {
-                    items.push(self.message(message)?);
-                }
-                let batch = PyTuple::new(py, items)?;
-                c.pre_step.bind(py).call1((*turn, *step, batch))
-            }
-            Request::Step { turn, step } => c.step.bind(py).call1((*turn, *step)),
-            Request::TurnStopping { turn } => c.turn_stopping.bind(py).call1((*turn,)),
-        }
-    }
-
-    fn abort(&self, abort: &Abort) -> PyResult<Bound<'py, PyAny>> {
-        let cause = self.cause(&abort.cause)?;
-        self.classes.abort.bind(self.py).call1((cause,))
-    }
-
-    fn message(&mut self, message: &SharedMessage) -> PyResult<Bound<'py, PyAny>> {
-        let key = Arc::as_ptr(message);
-        if let Some(object) = self.messages.get(&key) {
-            return Ok(object.clone());
-        }
-        let py = self.py;
         let extra = PyDict::new(py);
         let mut content = py.None().into_bound(py);
         let mut source = None;
@@ -208,12 +149,315 @@ impl<'py> Builder<'py> {
             None => to_py(py, &serde_json::json!({ "kind": "user" }))?,
         };
         let object =
-            self.classes
+            classes
                 .message
                 .bind(py)
                 .call1((message.id().as_str(), content, source, extra))?;
-        self.messages.insert(key, object.clone());
+        self.bind(message, &object);
         Ok(object)
+    }
+
+    /// The event form of `message` (`{"id", …fields}`, as a log record holds it): one dict.
+    fn dict<'py>(
+        &mut self,
+        py: Python<'py>,
+        classes: &Classes,
+        message: &SharedMessage,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.object(py, classes, message)?;
+        let key = Arc::as_ptr(message) as usize;
+        if let Some(Held {
+            dict: Some(dict), ..
+        }) = self.by_arc.get(&key)
+        {
+            return Ok(dict.bind(py).clone());
+        }
+        let dict = PyDict::new(py);
+        dict.set_item(pyo3::intern!(py, "id"), message.id().as_str())?;
+        for (key, value) in message.fields() {
+            dict.set_item(key, to_py(py, value)?)?;
+        }
+        if let Some(held) = self.by_arc.get_mut(&key) {
+            held.dict = Some(dict.clone().unbind());
+        }
+        Ok(dict)
+    }
+}
+
+/// The kind of a turn end's reason that has no other field (the hot ones), as a word.
+fn reason_word<'py>(py: Python<'py>, reason: &TurnEndReason) -> Option<&'py Bound<'py, PyString>> {
+    match reason {
+        TurnEndReason::Completed => Some(pyo3::intern!(py, "completed")),
+        TurnEndReason::MaxTokens => Some(pyo3::intern!(py, "max-tokens")),
+        TurnEndReason::Blocked => Some(pyo3::intern!(py, "blocked")),
+        TurnEndReason::Interrupted => Some(pyo3::intern!(py, "interrupted")),
+        _ => None,
+    }
+}
+
+/// The core's message for a typed `Message` (`id`, `content`, `source`, `extra`), read from
+/// its fields; `None` for anything else (the caller then goes through `to_json()`).
+pub(crate) fn message_from(object: &Bound<'_, PyAny>) -> PyResult<Option<Message>> {
+    let py = object.py();
+    let Ok(class) = classes(py).map(|c| c.message.bind(py).clone()) else {
+        return Ok(None);
+    };
+    if !object.get_type().is(&class) {
+        return Ok(None);
+    }
+    let extra = object.getattr(pyo3::intern!(py, "extra"))?;
+    if extra.len().unwrap_or(1) != 0 {
+        return Ok(None);
+    }
+    let id = object.getattr(pyo3::intern!(py, "id"))?;
+    let Ok(id) = id.cast::<PyString>() else {
+        return Ok(None);
+    };
+    let mut fields = Map::new();
+    fields.insert(
+        "source".to_owned(),
+        to_value(&object.getattr(pyo3::intern!(py, "source"))?)?,
+    );
+    fields.insert(
+        "content".to_owned(),
+        to_value(&object.getattr(pyo3::intern!(py, "content"))?)?,
+    );
+    Ok(Some(Message::from_fields(
+        MessageId::new(id.to_str()?),
+        fields,
+    )))
+}
+
+/// Builds the typed outputs of one input.
+pub(crate) struct Builder<'py, 'm> {
+    py: Python<'py>,
+    classes: &'py Classes,
+    messages: &'m mut Messages,
+    /// Every output in wire order with each `Begin` where its activity begins (the core's
+    /// `into_outputs_with_begin`).
+    pub(crate) ordered: Vec<Bound<'py, PyAny>>,
+    /// The durable events.
+    pub(crate) events: Vec<Bound<'py, PyAny>>,
+    /// The effects, `Begin` included.
+    pub(crate) effects: Vec<Bound<'py, PyAny>>,
+}
+
+impl<'py, 'm> Builder<'py, 'm> {
+    pub(crate) fn new(py: Python<'py>, messages: &'m mut Messages) -> PyResult<Self> {
+        messages.sweep();
+        Ok(Builder {
+            py,
+            classes: classes(py)?,
+            messages,
+            ordered: Vec::new(),
+            events: Vec::new(),
+            effects: Vec::new(),
+        })
+    }
+
+    /// One output of the core's wire order with its begins
+    /// ([`into_outputs_with_begin`](coxswain_core::Transition::into_outputs_with_begin)).
+    pub(crate) fn push(&mut self, output: &Output) -> PyResult<()> {
+        match output {
+            Output::Event(event) => {
+                let object = self.event(event)?;
+                self.ordered.push(object.clone());
+                self.events.push(object);
+            }
+            Output::Effect(effect) => {
+                let object = self.effect(effect)?;
+                self.ordered.push(object.clone());
+                self.effects.push(object);
+            }
+        }
+        Ok(())
+    }
+
+    /// An event: its `data` built here, each message in it its one event-form dict.
+    fn event(&mut self, event: &Event) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        let int = |n: u64| -> PyResult<Py<PyAny>> { Ok(n.into_pyobject(py)?.into_any().unbind()) };
+        let data = PyDict::new(py);
+        let data: Bound<'py, PyAny> = match event {
+            Event::Spliced(splice) => {
+                let target = match splice.target {
+                    Target::NextTurn => pyo3::intern!(py, "next-turn"),
+                    Target::NextStep => pyo3::intern!(py, "next-step"),
+                };
+                data.set_item(pyo3::intern!(py, "target"), target)?;
+                data.set_item(pyo3::intern!(py, "start"), splice.start)?;
+                if splice.removed_count > 0 {
+                    data.set_item(pyo3::intern!(py, "removedCount"), splice.removed_count)?;
+                }
+                let inserted = PyList::empty(py);
+                for message in &splice.inserted {
+                    inserted.append(self.messages.dict(py, self.classes, message)?)?;
+                }
+                data.set_item(pyo3::intern!(py, "inserted"), inserted)?;
+                if splice.outcome.is_some() {
+                    data.set_item(pyo3::intern!(py, "outcome"), pyo3::intern!(py, "canceled"))?;
+                }
+                if splice.wakeup {
+                    data.set_item(pyo3::intern!(py, "wakeup"), true)?;
+                }
+                data.into_any()
+            }
+            Event::TurnStart { turn } => {
+                data.set_item(pyo3::intern!(py, "turn"), int(*turn)?)?;
+                data.into_any()
+            }
+            Event::StepStart { turn, step } | Event::StepEnd { turn, step } => {
+                data.set_item(pyo3::intern!(py, "turn"), int(*turn)?)?;
+                data.set_item(pyo3::intern!(py, "step"), int(*step)?)?;
+                data.into_any()
+            }
+            Event::UserMessage(message) => {
+                self.messages.dict(py, self.classes, message)?.into_any()
+            }
+            Event::TurnEnd { turn, reason } if reason_word(py, reason).is_some() => {
+                let reason_dict = PyDict::new(py);
+                if let Some(word) = reason_word(py, reason) {
+                    reason_dict.set_item(pyo3::intern!(py, "kind"), word)?;
+                }
+                data.set_item(pyo3::intern!(py, "turn"), int(*turn)?)?;
+                data.set_item(pyo3::intern!(py, "reason"), reason_dict)?;
+                data.into_any()
+            }
+            Event::TurnEnd { .. } => {
+                // Rare shapes (reasons with causes and errors): the core's serde writes them.
+                let value = serde_json::to_value(event)
+                    .ok()
+                    .and_then(|mut v| v.get_mut("data").map(Value::take))
+                    .unwrap_or(Value::Null);
+                to_py(py, &value)?
+            }
+        };
+        let kind = match event {
+            Event::Spliced(_) => pyo3::intern!(py, "agent/inbox/spliced"),
+            Event::TurnStart { .. } => pyo3::intern!(py, "turn/start"),
+            Event::StepStart { .. } => pyo3::intern!(py, "step/start"),
+            Event::UserMessage(_) => pyo3::intern!(py, "user/message"),
+            Event::StepEnd { .. } => pyo3::intern!(py, "step/end"),
+            Event::TurnEnd { .. } => pyo3::intern!(py, "turn/end"),
+        };
+        let object = outputs::Event {
+            r#type: kind.clone().into_any().unbind(),
+            data: data.unbind(),
+        };
+        Ok(Bound::new(py, object)?.into_any())
+    }
+
+    /// The object of one effect released by the session layer (`Begin` included), with no
+    /// list kept: the asyncio agent carries it out at once.
+    pub(crate) fn effect(&mut self, effect: &Effect) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        let int = |n: u64| -> PyResult<Py<PyAny>> { Ok(n.into_pyobject(py)?.into_any().unbind()) };
+        Ok(match effect {
+            Effect::Notify(notification) => self.notification(notification)?,
+            Effect::Begin(Activity::Turn(turn)) => Bound::new(
+                py,
+                outputs::Begin {
+                    activity: int(*turn)?,
+                },
+            )?
+            .into_any(),
+            Effect::Begin(Activity::Maintenance) => {
+                let activity = pyo3::intern!(py, "maintenance").clone().into_any().unbind();
+                Bound::new(py, outputs::Begin { activity })?.into_any()
+            }
+            Effect::Request(request) => self.request(request)?,
+            Effect::Abort(abort) => self.abort(abort)?,
+            Effect::Disposed => Bound::new(py, outputs::Disposed {})?.into_any(),
+        })
+    }
+
+    fn notification(&mut self, notification: &Notification) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        let int = |n: u64| -> PyResult<Py<PyAny>> { Ok(n.into_pyobject(py)?.into_any().unbind()) };
+        Ok(match notification {
+            Notification::Inserted { message } => {
+                let message = self.message(message)?;
+                Bound::new(py, outputs::Inserted { message })?.into_any()
+            }
+            Notification::Discarded { message } => {
+                let message = self.message(message)?;
+                Bound::new(py, outputs::Discarded { message })?.into_any()
+            }
+            Notification::Claimed { message, turn } => {
+                let message = self.message(message)?;
+                Bound::new(
+                    py,
+                    outputs::Claimed {
+                        message,
+                        turn: int(*turn)?,
+                    },
+                )?
+                .into_any()
+            }
+            Notification::Status { status } => {
+                let status = match status {
+                    Status::Idle => pyo3::intern!(py, "idle"),
+                    Status::Running => pyo3::intern!(py, "running"),
+                };
+                let status = status.clone().into_any().unbind();
+                Bound::new(py, outputs::StatusChanged { status })?.into_any()
+            }
+            Notification::Error { turn, step, error } => {
+                let error = self.error(error)?.unbind();
+                let failed = outputs::TurnFailed {
+                    turn: int(*turn)?,
+                    step: int(*step)?,
+                    error,
+                };
+                Bound::new(py, failed)?.into_any()
+            }
+        })
+    }
+
+    fn request(&mut self, request: &Request) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        let int = |n: u64| -> PyResult<Py<PyAny>> { Ok(n.into_pyobject(py)?.into_any().unbind()) };
+        Ok(match request {
+            Request::PreStep {
+                turn,
+                step,
+                messages,
+            } => {
+                let mut items = Vec::with_capacity(messages.as_slice().len());
+                for message in messages.as_slice() {
+                    items.push(self.message(message)?);
+                }
+                let request = outputs::PreStepRequest {
+                    turn: int(*turn)?,
+                    step: int(*step)?,
+                    messages: PyTuple::new(py, items)?.into_any().unbind(),
+                };
+                Bound::new(py, request)?.into_any()
+            }
+            Request::Step { turn, step } => {
+                let request = outputs::StepRequest {
+                    turn: int(*turn)?,
+                    step: int(*step)?,
+                };
+                Bound::new(py, request)?.into_any()
+            }
+            Request::TurnStopping { turn } => {
+                let request = outputs::TurnStoppingRequest { turn: int(*turn)? };
+                Bound::new(py, request)?.into_any()
+            }
+        })
+    }
+
+    fn abort(&self, abort: &Abort) -> PyResult<Bound<'py, PyAny>> {
+        let cause = self.cause(&abort.cause)?.unbind();
+        Ok(Bound::new(self.py, outputs::Abort { cause })?.into_any())
+    }
+
+    fn message(&mut self, message: &SharedMessage) -> PyResult<Py<PyAny>> {
+        Ok(self
+            .messages
+            .object(self.py, self.classes, message)?
+            .unbind())
     }
 
     fn error(&self, error: &ErrorInfo) -> PyResult<Bound<'py, PyAny>> {

@@ -10,17 +10,16 @@ Every delivery rule is the Rust core's; this module only translates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping, overload
 
 from . import _native
-from ._errors import BatchError, Undrained
+from ._errors import BatchError
 from ._types import (
     JSON,
     Begin,
     CancelCause,
-    Effect,
-    Event,
+    Enter,
     Expect,
     Message,
     Output,
@@ -55,54 +54,14 @@ class Outstanding:
     step: int
 
 
-@dataclass(frozen=True, slots=True)
-class Transition:
-    """What one accepted input produced (immutable). ``events``: the durable events, one batch;
-    ``effects``: what to carry out once they are durable (``Begin`` included); ``outputs``:
-    every output in wire order (FORMAT.md), for recorders and ports (``wire``: the same as
-    JSON values). ``found`` is false only for a ``remove``/``replace`` of an id not pending."""
-
-    found: bool
-    events: tuple[Event, ...]
-    effects: tuple[Effect, ...]
-    outputs: tuple[Output, ...]
-    _machine: "Machine | None" = field(default=None, repr=False, compare=False)
-    _ordered: "tuple[Output | Begin, ...]" = field(default=(), repr=False, compare=False)
-
-    @property
-    def wire(self) -> tuple[JSON, ...]:
-        """Every output as a trace ``"out"`` value, in wire order."""
-        return tuple(output.to_json() for output in self.outputs)
-
-    def persisted(self) -> tuple[Effect, ...]:
-        """The host's word that ``events`` are durable: settles the transition and returns the
-        effects, in order."""
-        if self._machine is not None:
-            self._machine._settle(self)
-        return self.effects
-
-    @overload
-    def into_outputs(self) -> tuple[Output, ...]: ...
-
-    @overload
-    def into_outputs(self, *, begin: Literal[False]) -> tuple[Output, ...]: ...
-
-    @overload
-    def into_outputs(self, *, begin: bool) -> tuple[Output | Begin, ...]: ...
-
-    def into_outputs(self, *, begin: bool = False) -> tuple[Output | Begin, ...]:
-        """Settles the transition (persisting nothing: for recorders and ports) and returns
-        every output in wire order; with ``begin=True`` also each ``Begin`` where its activity
-        begins (right after a turn's ``turn/start``, first for a maintenance job), for a
-        harness that reads the wire order and scopes its cancellation by activity (FORMAT.md's
-        traces hold no ``Begin``)."""
-        if self._machine is not None:
-            self._machine._settle(self)
-        return self._ordered if begin else self.outputs
-
-    def is_empty(self) -> bool:
-        """Whether the input produced no output at all."""
-        return not self.events and not self.effects
+Transition = _native.Transition
+"""What one accepted input produced (immutable, made in Rust). ``events``: the durable events,
+one batch; ``effects``: what to carry out once they are durable (``Begin`` included);
+``outputs``: every output in wire order (FORMAT.md), for recorders and ports (``wire``: the same
+as JSON values). ``found`` is false only for a ``remove``/``replace`` of an id not pending.
+``persisted()`` settles it and returns the effects; ``into_outputs(begin=False)`` settles it and
+returns the outputs (with ``begin=True`` also each ``Begin`` where its activity begins, for a
+harness that reads the wire order and scopes its cancellation by activity)."""
 
 
 _EMPTY = Transition(True, (), (), ())
@@ -121,13 +80,12 @@ class Machine:
     items, or a prepend into such a list, raises :class:`~coxswain.Full`; ``None`` (the
     default) is unbounded, and it is at least 1 (else :class:`~coxswain.InvalidInput`)."""
 
-    __slots__ = ("_native", "_undrained")
+    __slots__ = ("_native",)
 
     def __init__(
         self, delivery_memory: int = 0, *, max_pending: int | None = None, hash_seed: int = 0
     ) -> None:
         self._native = _native.Machine(delivery_memory, max_pending, hash_seed)
-        self._undrained: Transition | None = None
 
     @classmethod
     def restore(
@@ -146,38 +104,28 @@ class Machine:
         machine._native = _native.Machine.restore(
             list(log), seed_length, delivery_memory, max_pending
         )
-        machine._undrained = None
         return machine
 
     @classmethod
     def _wrap(cls, native: _native.Machine) -> "Machine":
         machine = cls.__new__(cls)
         machine._native = native
-        machine._undrained = None
         return machine
 
     # ----- inputs -----
 
     def handle(self, input: Mapping[str, JSON]) -> Transition:
-        """Applies an input given as a trace ``"in"`` value (FORMAT.md)."""
-        if self._undrained is not None:
-            raise Undrained("the previous input's outputs were not drained")
-        found, events, effects, outputs, ordered = self._native.handle_typed(input)
-        if not effects and not events:
-            return _EMPTY if found else _NOT_FOUND
-        transition = Transition(
-            found, tuple(events), tuple(effects), tuple(outputs), self, tuple(ordered)
-        )
-        self._undrained = transition
-        return transition
+        """Applies an input given as a trace ``"in"`` value (FORMAT.md). Raises
+        :class:`~coxswain.Undrained` while the previous input's transition is not settled."""
+        return self._native.handle_typed(input)
 
-    def _settle(self, transition: Transition) -> None:
-        if self._undrained is transition:
-            self._undrained = None
+    def _typed(self, input: Mapping[str, JSON], *given: Message) -> Transition:
+        """``handle``, with the input's ``Message`` objects handed back by its outputs (S8)."""
+        return self._native.handle_typed(input, given)
 
     def drain(self) -> Transition:
         """The transition not settled yet (after one was dropped), or an empty one."""
-        return self._undrained if self._undrained is not None else _EMPTY
+        return self._native.undrained() or _EMPTY
 
     def send(
         self, message: Message, target: Target, wakeup: bool, *, expect: Expect | None = None
@@ -186,10 +134,8 @@ class Machine:
         accepted only while the guard holds, else it raises :class:`~coxswain.TurnMismatch`
         (after the identity checks: the retry of an accepted guarded send still raises
         :class:`~coxswain.AlreadyPending` or :class:`~coxswain.AlreadyDelivered`)."""
-        send: dict[str, JSON] = {"message": message.to_json(), "target": target, "wakeup": wakeup}
-        if expect is not None:
-            send["expect"] = expect.to_json()
-        return self.handle({"send": send})
+        guard = None if expect is None else (expect.kind, expect.number)
+        return self._native.deliver("send", message, target, wakeup, guard)
 
     def steer_expecting(self, turn: int, message: Message) -> Transition:
         """A steer meant for turn ``turn`` (S54): it joins that turn, or raises
@@ -204,15 +150,15 @@ class Machine:
 
     def followup(self, message: Message) -> Transition:
         """A follow-up: a turn of its own (S22)."""
-        return self.handle({"followup": message.to_json()})
+        return self._native.deliver("followup", message)
 
     def steer(self, message: Message) -> Transition:
         """Steering: joins the running turn at its next step boundary."""
-        return self.handle({"steer": message.to_json()})
+        return self._native.deliver("steer", message)
 
     def inject(self, message: Message) -> Transition:
         """Context that rides along with the next step; never wakes (S20)."""
-        return self.handle({"inject": message.to_json()})
+        return self._native.deliver("inject", message)
 
     def remove(self, id: str) -> Transition:
         """Removes a pending message (S15); ``found`` is false if it was not pending."""
@@ -220,11 +166,11 @@ class Machine:
 
     def replace(self, id: str, message: Message) -> Transition:
         """Replaces a pending message in place (S15)."""
-        return self.handle({"replace": {"id": id, "message": message.to_json()}})
+        return self._typed({"replace": {"id": id, "message": message.to_json()}}, message)
 
     def prepend(self, target: Target, message: Message) -> Transition:
         """Puts a quiet message first in ``target`` (S15)."""
-        return self.handle({"prepend": {"target": target, "message": message.to_json()}})
+        return self._typed({"prepend": {"target": target, "message": message.to_json()}}, message)
 
     def clear(self) -> Transition:
         """Discards everything pending (S15)."""
@@ -248,16 +194,26 @@ class Machine:
         return self.handle({"dispose": {}})
 
     def answer_pre_step(self, answer: PreStepAnswer) -> Transition:
-        """Answers the outstanding ``preStep`` request (S29, S30)."""
-        return self.handle(answer_json("preStep", answer))
+        """Answers the outstanding ``preStep`` request (S29, S30). An ``Enter`` of the messages
+        the request handed out goes back as the machine's own messages (no conversion)."""
+        if isinstance(answer, Enter):
+            return self._native.enter(tuple(answer.messages))
+        return self._answer("preStep", answer)
 
     def answer_step(self, answer: StepAnswer) -> Transition:
         """Answers the outstanding ``step`` request (S32, S33)."""
-        return self.handle(answer_json("step", answer))
+        return self._answer("step", answer)
 
     def answer_turn_stopping(self, answer: TurnStoppingAnswer) -> Transition:
         """Answers the outstanding ``turnStopping`` request (S33)."""
-        return self.handle(answer_json("turnStopping", answer))
+        return self._answer("turnStopping", answer)
+
+    def _answer(
+        self, kind: str, answer: PreStepAnswer | StepAnswer | TurnStoppingAnswer
+    ) -> Transition:
+        if isinstance(answer, str):
+            return self._native.answer_word(kind, answer)
+        return self.handle(answer_json(kind, answer))
 
     # ----- batches (group commit) -----
 
@@ -267,7 +223,7 @@ class Machine:
         append, the disk is full), leaving the machine as if none had been fed. Persist and
         settle each transition as usual; :meth:`commit_batch` keeps them once they are durable.
         Raises :class:`~coxswain.BatchError` (``already-open``, ``undrained``)."""
-        if self._undrained is not None:
+        if self._native.undrained() is not None:
             raise BatchError("the previous input's outputs were not drained", "undrained")
         self._native.begin_batch()
 
@@ -282,7 +238,6 @@ class Machine:
         to be settled is dropped (its effects must not be carried out). Raises
         :class:`~coxswain.BatchError` (``not-open``)."""
         self._native.roll_back_batch()
-        self._undrained = None
 
     @property
     def is_batch_open(self) -> bool:

@@ -106,11 +106,7 @@ class CancelCause:
 # ----- answers to the machine's requests -----
 
 
-@dataclass(frozen=True, slots=True)
-class Enter:
-    """``preStep`` answer: enter the step with these messages (S30)."""
-
-    messages: tuple[Message, ...]
+from ._native import Enter as Enter  # noqa: E402  (``preStep`` answer: enter with these messages, S30)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,157 +127,35 @@ TurnStoppingAnswer = Union[Literal["done"], Fail]
 
 
 # ----- outputs -----
+#
+# The output classes are made in Rust (``coxswain._native``): each is a frozen class that behaves
+# as a frozen dataclass (positional and keyword construction, read-only fields, ``==`` and
+# ``hash`` by fields, ``repr``, ``match``) and costs one allocation to make. Their fields:
+#
+# - ``Event(type, data)``: a durable event; ``record()`` is the log record ``{type, data}``.
+# - ``Inserted(message)``, ``Discarded(message)``, ``Claimed(message, turn)``,
+#   ``StatusChanged(status)``, ``TurnFailed(turn, step, error)``: notifications.
+# - ``PreStepRequest(turn, step, messages)``, ``StepRequest(turn, step)``,
+#   ``TurnStoppingRequest(turn)``: requests; ``Abort(cause)``; ``Disposed()``.
+# - ``Begin(activity)``: an effect only, the turn number or ``"maintenance"``.
+#
+# A message in an output is the ``Message`` that was delivered (S8), one object however many
+# outputs carry it; in an event's ``data`` it is its record form, one ``dict``.
 
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """A durable event ``{type, data}``: append it to the session's log before acting on the
-    transition's effects."""
-
-    type: str
-    data: JSON
-
-    def to_json(self) -> dict[str, JSON]:
-        return {"event": {"type": self.type, "data": self.data}}
-
-    def record(self) -> dict[str, JSON]:
-        """The log record ``{type, data}``."""
-        return {"type": self.type, "data": self.data}
-
-
-@dataclass(frozen=True, slots=True)
-class Inserted:
-    """Notification: a message joined a pending list."""
-
-    message: Message
-
-    def to_json(self) -> dict[str, JSON]:
-        return {"notify": {"type": "agent/inbox/inserted", "message": self.message.to_json()}}
-
-
-@dataclass(frozen=True, slots=True)
-class Discarded:
-    """Notification: a pending message was removed by an ordinary removal (S12)."""
-
-    message: Message
-
-    def to_json(self) -> dict[str, JSON]:
-        return {"notify": {"type": "agent/inbox/discarded", "message": self.message.to_json()}}
-
-
-@dataclass(frozen=True, slots=True)
-class Claimed:
-    """Notification: a pending message was claimed by a turn (S28)."""
-
-    message: Message
-    turn: int
-
-    def to_json(self) -> dict[str, JSON]:
-        return {
-            "notify": {
-                "type": "agent/inbox/claimed",
-                "message": self.message.to_json(),
-                "turn": self.turn,
-            }
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class StatusChanged:
-    """Notification: the public status changed (S23)."""
-
-    status: Status
-
-    def to_json(self) -> dict[str, JSON]:
-        return {"notify": {"type": "agent/status", "status": self.status}}
-
-
-@dataclass(frozen=True, slots=True)
-class TurnFailed:
-    """Notification ``agent/error``: a turn failed (S38)."""
-
-    turn: int
-    step: int
-    error: ErrorInfo
-
-    def to_json(self) -> dict[str, JSON]:
-        return {
-            "notify": {
-                "type": "agent/error",
-                "turn": self.turn,
-                "step": self.step,
-                "error": self.error.to_json(),
-            }
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class PreStepRequest:
-    """Request: decide the step for the claimed batch (S29); answer with a ``PreStepAnswer``."""
-
-    turn: int
-    step: int
-    messages: tuple[Message, ...]
-
-    def to_json(self) -> dict[str, JSON]:
-        return {
-            "request": {
-                "preStep": {
-                    "turn": self.turn,
-                    "step": self.step,
-                    "messages": [m.to_json() for m in self.messages],
-                }
-            }
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class StepRequest:
-    """Request: run the step (S32); answer with a ``StepAnswer``."""
-
-    turn: int
-    step: int
-
-    def to_json(self) -> dict[str, JSON]:
-        return {"request": {"step": {"turn": self.turn, "step": self.step}}}
-
-
-@dataclass(frozen=True, slots=True)
-class TurnStoppingRequest:
-    """Request: run the turn-stopping hooks (S33); answer with a ``TurnStoppingAnswer``."""
-
-    turn: int
-
-    def to_json(self) -> dict[str, JSON]:
-        return {"request": {"turnStopping": {"turn": self.turn}}}
-
-
-@dataclass(frozen=True, slots=True)
-class Abort:
-    """Stop the current activity's in-flight work (S39). Never answered: the outstanding request
-    must still be answered (S40)."""
-
-    cause: CancelCause
-
-    def to_json(self) -> dict[str, JSON]:
-        return {"request": {"abort": {"cause": self.cause.to_json()}}}
-
-
-@dataclass(frozen=True, slots=True)
-class Disposed:
-    """The machine is disposed (S45): the last output it ever emits."""
-
-    def to_json(self) -> dict[str, JSON]:
-        return {"disposed": {}}
-
-
-@dataclass(frozen=True, slots=True)
-class Begin:
-    """Effect only (not on the wire): an activity begins, make its cancellation scope now
-    (S39, S42). ``activity`` is the turn number, or ``"maintenance"``."""
-
-    activity: int | Literal["maintenance"]
-
+from ._native import (  # noqa: E402
+    Abort as Abort,
+    Begin as Begin,
+    Claimed as Claimed,
+    Discarded as Discarded,
+    Disposed as Disposed,
+    Event as Event,
+    Inserted as Inserted,
+    PreStepRequest as PreStepRequest,
+    StatusChanged as StatusChanged,
+    StepRequest as StepRequest,
+    TurnFailed as TurnFailed,
+    TurnStoppingRequest as TurnStoppingRequest,
+)
 
 Notification = Union[Inserted, Discarded, Claimed, StatusChanged, TurnFailed]
 Request = Union[PreStepRequest, StepRequest, TurnStoppingRequest]
