@@ -1,17 +1,23 @@
 //! Python values <-> JSON values (`serde_json::Value`), the one currency between the two sides.
 //!
 //! Python passes `None`, `bool`, `int` (within 64 bits: `-2**63 ..= 2**64 - 1`, kept exactly),
-//! `float` (finite), `str`, `dict` (string keys), `list` and `tuple`; a larger `int` or a NaN or
-//! infinite `float` is a `ValueError`, anything else a `TypeError`, never a panic or a rounding. Nesting is bounded (a cycle or a pathological
-//! value is refused, not followed).
+//! `float` (finite), `str`, `dict` (string keys), `list` and `tuple`; anything else (a larger
+//! `int`, a NaN or infinite `float`, a non-`str` key, a `set`, an object) raises
+//! `coxswain.UnrepresentableValue` (an `InvalidInput`, so a `ValueError`, and a `TypeError`),
+//! never a panic or a rounding. Nesting is bounded (a cycle or a pathological value is refused,
+//! not followed).
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
 
 /// Deeper than this a value is refused (the log refuses far less deep records anyway).
 const MAX_NESTING: usize = 256;
+
+/// The refusal of a value JSON cannot carry exactly (nothing changed).
+fn unrepresentable(object: &Bound<'_, PyAny>, why: impl Into<String>) -> PyErr {
+    crate::errors::raise(object.py(), "UnrepresentableValue", (why.into(),))
+}
 
 /// A Python value as JSON.
 pub(crate) fn to_value(object: &Bound<'_, PyAny>) -> PyResult<Value> {
@@ -20,9 +26,10 @@ pub(crate) fn to_value(object: &Bound<'_, PyAny>) -> PyResult<Value> {
 
 fn convert(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
     if depth > MAX_NESTING {
-        return Err(PyValueError::new_err(format!(
-            "a value nests deeper than {MAX_NESTING} levels"
-        )));
+        return Err(unrepresentable(
+            object,
+            format!("a value nests deeper than {MAX_NESTING} levels"),
+        ));
     }
     if object.is_none() {
         return Ok(Value::Null);
@@ -42,20 +49,23 @@ fn convert(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
         }
         // Beyond 64 bits neither JSON as the Rust side reads it nor the log holds the integer
         // exactly (serde_json would read it as a float): refused, not rounded.
-        return Err(PyValueError::new_err(
+        return Err(unrepresentable(
+            object,
             "an integer beyond 64 bits (JSON here holds -2**63 ..= 2**64 - 1 exactly)",
         ));
     }
     if let Ok(float) = object.cast::<PyFloat>() {
         return Number::from_f64(float.value())
             .map(Value::Number)
-            .ok_or_else(|| PyValueError::new_err("a float that JSON cannot hold (NaN, infinity)"));
+            .ok_or_else(|| {
+                unrepresentable(object, "a float that JSON cannot hold (NaN, infinity)")
+            });
     }
     if let Ok(dict) = object.cast::<PyDict>() {
         let mut map = Map::new();
         for (key, value) in dict.iter() {
             let Ok(key) = key.cast::<PyString>() else {
-                return Err(PyTypeError::new_err("a JSON object's keys are strings"));
+                return Err(unrepresentable(object, "a JSON object's keys are strings"));
             };
             map.insert(key.to_str()?.to_owned(), convert(&value, depth + 1)?);
         }
@@ -75,10 +85,10 @@ fn convert(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
             .collect::<PyResult<Vec<_>>>()
             .map(Value::Array);
     }
-    Err(PyTypeError::new_err(format!(
-        "not a JSON value: {}",
-        object.get_type().name()?
-    )))
+    Err(unrepresentable(
+        object,
+        format!("not a JSON value: {}", object.get_type().name()?),
+    ))
 }
 
 /// A JSON value as Python objects (`dict`, `list`, `str`, `int`, `float`, `bool`, `None`).

@@ -23,6 +23,7 @@ from ._errors import (
     TurnMismatch,
     Undrained,
     UnexpectedCompletion,
+    UnrepresentableValue,
 )
 from ._machine import Machine, Outstanding, Pending, Phase, Transition
 from ._native import VERSION as __version__
@@ -67,6 +68,7 @@ __all__ = [
     "Notification", "Outstanding", "Output", "Pending", "Phase", "PreStepAnswer",
     "PreStepRequest", "Reject", "Rejected", "Request", "Status", "StatusChanged", "StepAnswer",
     "StepRequest", "Target", "Transition", "TurnFailed", "TurnMismatch", "TurnStoppingAnswer",
-    "TurnStoppingRequest", "Undrained", "UnexpectedCompletion", "__version__",
+    "TurnStoppingRequest", "Undrained", "UnexpectedCompletion", "UnrepresentableValue",
+    "__version__",
     "output_from_json",
 ]

@@ -25,6 +25,7 @@ __all__ = [
     "Disposed",
     "AfterDisposal",
     "Undrained",
+    "UnrepresentableValue",
     "InvalidLog",
     "InvalidInput",
     "CorruptLog",
@@ -164,6 +165,12 @@ class InvalidLog(CoxswainError):
 
 class InvalidInput(CoxswainError, ValueError):
     """An input that is not one of FORMAT.md's shapes (not a rejection: nothing was applied)."""
+
+
+class UnrepresentableValue(InvalidInput, TypeError):
+    """A value JSON and the log cannot carry exactly (an ``int`` beyond 64 bits, a NaN or
+    infinite ``float``, a non-``str`` key, a ``set``, an object): refused at the call, nothing
+    changed. It is an ``InvalidInput`` (so a ``ValueError``) and a ``TypeError``."""
 
 
 class CorruptLog(CoxswainError):
