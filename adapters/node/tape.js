@@ -78,8 +78,10 @@ function cause() {
   return kind === 2 ? { kind: 'hook', reason: str() } : { kind: CAUSES[kind] };
 }
 
+/** An error: `{message, code}` and every other field the host's error had. */
 function error() {
-  return { message: str(), code: str() };
+  const [message, code] = [str(), str()];
+  return num() === 0 ? { message, code } : { message, code, ...parse(str()) };
 }
 
 function event() {

@@ -344,9 +344,18 @@ impl<'h> Tape<'h> {
         }
     }
 
+    /// An error: its message, its code, then `0`, or `1` and the JSON text of its other
+    /// fields (a host's error is kept whole).
     fn error(&mut self, error: &ErrorInfo) {
         self.str(&error.message);
         self.str(&error.code);
+        if error.details.is_empty() {
+            self.num(0);
+        } else {
+            self.num(1);
+            let text = serde_json::to_string(&error.details).unwrap_or_else(|_| "{}".into());
+            self.str(&text);
+        }
     }
 }
 

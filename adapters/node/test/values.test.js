@@ -114,3 +114,24 @@ test('through the Agent: a refused value fails its call alone, nothing is writte
   assert.deepEqual(last.data.inserted[0].content, [1, 2.5, 'x', null, { y: false }]);
   await agent.dispose();
 });
+
+test("a host's error object keeps every JSON field it has in agent/error and turn/end", async () => {
+  const failure = { message: 'rate limited', code: '429', status: 429, retry: { afterMs: 1500 }, tags: ['upstream'] };
+  const machine = new Machine();
+  const effects = machine.followup(userMessage('m', 'hi')).persisted();
+  machine.answerPreStep({ enter: effects.at(-1).request.preStep.messages }).persisted();
+  const failed = machine.answerStep({ fail: failure });
+  const notified = failed.persisted().find((e) => e.notify?.type === 'agent/error');
+  assert.deepEqual(notified.notify, { type: 'agent/error', turn: 1, step: 1, error: failure });
+  const end = failed.events.find((e) => e.type === 'turn/end');
+  assert.deepEqual(end.data, { turn: 1, reason: { kind: 'error', error: failure } });
+  // Through the agent: the log's turn/end holds the host's error whole.
+  const log = new MemoryLog();
+  const { agent } = await Agent.open({ step: () => ({ fail: failure }) }, log);
+  await agent.followup(userMessage('a', 'hi'));
+  await agent.whenIdle();
+  const records = log.bytes().toString('utf8').trimEnd().split('\n').map((line) => JSON.parse(line));
+  const logged = records.find((r) => r.type === 'turn/end');
+  assert.deepEqual(logged.data.reason, { kind: 'error', error: failure });
+  await agent.dispose();
+});

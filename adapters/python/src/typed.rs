@@ -461,10 +461,14 @@ impl<'py, 'm> Builder<'py, 'm> {
     }
 
     fn error(&self, error: &ErrorInfo) -> PyResult<Bound<'py, PyAny>> {
+        let details = PyDict::new(self.py);
+        for (key, value) in error.details.iter() {
+            details.set_item(key, to_py(self.py, value)?)?;
+        }
         self.classes
             .error_info
             .bind(self.py)
-            .call1((&*error.message, &*error.code))
+            .call1((&*error.message, &*error.code, details))
     }
 
     fn cause(&self, cause: &CancelCause) -> PyResult<Bound<'py, PyAny>> {

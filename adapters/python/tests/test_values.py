@@ -123,3 +123,18 @@ def test_outputs_are_frozen_compare_by_fields_and_match() -> None:
     assert claimed.to_json() == {
         "notify": {"type": "agent/inbox/claimed", "message": a.to_json(), "turn": 1}
     }
+
+
+def test_a_host_error_keeps_every_field_in_agent_error_and_turn_end() -> None:
+    details = {"status": 429, "retry": {"afterMs": 1500}}
+    m = Machine()
+    effects = m.followup(Message("m", "hi")).persisted()
+    batch = next(e for e in effects if isinstance(e, PreStepRequest)).messages
+    m.answer_pre_step(Enter(batch)).persisted()
+    failed = m.answer_step(coxswain.Fail(coxswain.ErrorInfo("rate limited", "429", details)))
+    (error,) = [e.error for e in failed.persisted() if isinstance(e, coxswain.TurnFailed)]
+    assert error == coxswain.ErrorInfo("rate limited", "429", details)
+    assert error.to_json() == {"message": "rate limited", "code": "429", **details}
+    end = failed.events[-1]
+    assert end.type == "turn/end"
+    assert end.data == {"turn": 1, "reason": {"kind": "error", "error": error.to_json()}}

@@ -197,7 +197,10 @@ pub enum CancelCause {
     Disposed,
 }
 
-/// A failure the host reports (S29, S32, S33): `{ message, code }`.
+/// A failure the host reports (S29, S32, S33): `{ message, code, … }`. Any other field of the
+/// host's error (a status, a retry hint, a cause) is kept as it is, in [`details`](Self::details),
+/// and written back beside `message` and `code` wherever the error goes (`agent/error`, a
+/// `turn/end`'s reason): the machine reads only `message` and `code`.
 ///
 /// # Examples
 ///
@@ -210,6 +213,11 @@ pub enum CancelCause {
 ///     serde_json::to_value(&failed)?,
 ///     json!({"fail": {"message": "model unavailable", "code": "upstream-503"}})
 /// );
+/// // A host's richer error keeps every field it has.
+/// let given = json!({"message": "rate limited", "code": "429", "retryAfterMs": 1500});
+/// let error: ErrorInfo = serde_json::from_value(given.clone())?;
+/// assert_eq!(error.details.get("retryAfterMs"), Some(&json!(1500)));
+/// assert_eq!(serde_json::to_value(&error)?, given);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -218,6 +226,10 @@ pub struct ErrorInfo {
     pub message: Arc<str>,
     /// Machine-readable code.
     pub code: Arc<str>,
+    /// Every other field of the host's error, kept as it is (empty for the errors the machine
+    /// and the session layer make).
+    #[serde(flatten, default, skip_serializing_if = "Details::is_empty")]
+    pub details: Details,
 }
 
 impl ErrorInfo {
@@ -226,7 +238,58 @@ impl ErrorInfo {
         ErrorInfo {
             message: message.into(),
             code: code.into(),
+            details: Details::default(),
         }
+    }
+}
+
+/// The fields of a host's error besides `message` and `code` ([`ErrorInfo::details`]): shared
+/// (cloning an error is a reference-count bump), compared and hashed by value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Details(Option<Arc<serde_json::Map<String, serde_json::Value>>>);
+
+impl Details {
+    /// Whether there is no other field.
+    pub fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(|fields| fields.is_empty())
+    }
+
+    /// The field `key`, if the error has it.
+    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        self.0.as_ref().and_then(|fields| fields.get(key))
+    }
+
+    /// Every other field, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &serde_json::Value)> {
+        self.0.iter().flat_map(|fields| fields.iter())
+    }
+}
+
+impl From<serde_json::Map<String, serde_json::Value>> for Details {
+    fn from(fields: serde_json::Map<String, serde_json::Value>) -> Self {
+        Details((!fields.is_empty()).then(|| Arc::new(fields)))
+    }
+}
+
+impl std::hash::Hash for Details {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // A map's JSON text is canonical (its keys are sorted): equal details, equal text.
+        for (key, value) in self.iter() {
+            key.hash(state);
+            value.to_string().hash(state);
+        }
+    }
+}
+
+impl Serialize for Details {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Details {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde_json::Map::deserialize(deserializer).map(Details::from)
     }
 }
 

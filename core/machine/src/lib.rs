@@ -40,8 +40,8 @@ pub use config::Config;
 pub use error::{BatchError, Completion, InvalidLog, LogViolation, Rejected};
 pub use inbox::Pending;
 pub use input::{
-    CancelCause, ErrorInfo, Expect, Input, MaintenanceInput, PreStepAnswer, Preset, StepAnswer,
-    Target, TurnStoppingAnswer, UnknownName,
+    CancelCause, Details, ErrorInfo, Expect, Input, MaintenanceInput, PreStepAnswer, Preset,
+    StepAnswer, Target, TurnStoppingAnswer, UnknownName,
 };
 pub use machine::{Behaviour, Machine, RestorerBehaviour};
 pub use message::{Batch, Message, MessageId, SharedMessage, BATCH_INLINE};

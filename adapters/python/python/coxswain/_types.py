@@ -76,13 +76,17 @@ class Expect:
 
 @dataclass(frozen=True, slots=True)
 class ErrorInfo:
-    """A failure ``{message, code}`` (S38)."""
+    """A failure ``{message, code, …}`` (S38): ``details`` are the other fields of the host's
+    error, kept as they are and written back beside ``message`` and ``code``."""
 
     message: str
     code: str
+    details: Mapping[str, JSON] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, JSON]:
-        return {"message": self.message, "code": self.code}
+        value: dict[str, JSON] = {"message": self.message, "code": self.code}
+        value.update(self.details)
+        return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +170,8 @@ Effect = Union[Notification, Begin, Request, Abort, Disposed]
 
 
 def _error(value: Mapping[str, JSON]) -> ErrorInfo:
-    return ErrorInfo(message=value["message"], code=value["code"])
+    details = {k: v for k, v in value.items() if k not in ("message", "code")}
+    return ErrorInfo(message=value["message"], code=value["code"], details=details)
 
 
 def output_from_json(value: Mapping[str, JSON]) -> Output:
