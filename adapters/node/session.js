@@ -12,6 +12,7 @@
 const native = require('./native');
 const errors = require('./errors');
 const { encode, parse } = require('./json');
+const tape = require('./tape');
 const { Machine, capacity, bound } = require('./machine');
 const { ENCODED } = require('./log');
 
@@ -38,6 +39,8 @@ class Session {
     if (machine instanceof Machine) machine._flush(); // the caller's persisted word, passed on
     const inner = machine instanceof Machine ? machine._inner : machine;
     this._inner = new native.NativeSession(inner, o.abortGraceMs, o.maxIdBytes, o.maxMessageBytes, o.retryAfterMs);
+    /** The frozen messages the session names by handle (taken with the machine's, tape.js). */
+    this._messages = machine instanceof Machine ? machine._messages : new tape.Messages();
   }
 
   /**
@@ -57,9 +60,9 @@ class Session {
     } catch {
       return this._stageEach(commands); // a value JSON cannot carry (NaN, a cycle, a BigInt): one at a time
     }
-    const [reply, lines] = this._inner.stage(text, firstSeq);
-    const { staged = [], batch = null, entries = null } = parse(reply);
-    if (lines !== undefined) entries[ENCODED] = { seq: firstSeq, lines };
+    const inputs = tape.messagesOfCommands(commands);
+    const { staged, batch, entries, lines } = tape.staged(this._inner.stageTape(text, firstSeq), this._messages, inputs);
+    if (lines !== null) entries[ENCODED] = { seq: firstSeq, lines };
     for (let i = 0; i < staged.length; i++) {
       if (staged[i] !== null && typeof staged[i] === 'object') staged[i] = typed(staged[i]);
     }
@@ -121,7 +124,7 @@ class Session {
    * members, stands now), and last `{deadline}` while an abort grace runs.
    */
   persisted(batch, nowMs) {
-    const releases = parse(this._inner.persisted(batch, nowMs));
+    const releases = tape.releases(this._inner.persistedTape(batch, nowMs), this._messages);
     for (const release of releases) if (release.refused) release.refused = errors.refusal(release.refused);
     return releases;
   }
@@ -147,7 +150,7 @@ class Session {
   /** The machine's state, with the staged inputs applied. */
   state() { return parse(this._inner.state()); }
   /** The pending lists (NT and NS, in order). */
-  pending() { return parse(this._inner.pending()); }
+  pending() { return tape.pending(this._inner.pendingTape(), this._messages); }
   /** No turn and no maintenance runs (S44). */
   get quiescent() { return this._inner.isQuiescent(); }
   /** Disposed (S45). */

@@ -227,6 +227,62 @@ function pending(tape, messagesTable) {
 }
 
 /**
+ * A staged batch's reply (src/session.rs `stage_tape`): `{staged, batch, entries, lines}`,
+ * each staged result a ticket, `null`, or the JSON value of a refusal or a timeout's result.
+ */
+function staged(tape, messagesTable, inputs) {
+  open(tape, messagesTable, inputs);
+  try {
+    const results = list(() => {
+      const kind = num();
+      return kind === 0 ? num() : kind === 1 ? null : parse(str());
+    });
+    if (num() === 0) {
+      num();
+      num();
+      return { staged: results, batch: null, entries: null, lines: null };
+    }
+    const batch = num();
+    const entries = list(() => (num() === 0 ? event() : { type: str(), data: parse(str()) }));
+    const lines = num() === 1 ? str() : null;
+    return { staged: results, batch, entries, lines };
+  } finally {
+    close();
+  }
+}
+
+/** A durable batch's releases (src/session.rs `persisted_tape`), in order. */
+function releases(tape, messagesTable) {
+  open(tape, messagesTable, null);
+  try {
+    return list(() => {
+      switch (num()) {
+        case 0:
+          return effect();
+        case 1:
+          return { ack: num(), found: num() === 1 };
+        case 2:
+          return { ack: num(), refused: parse(str()) };
+        default:
+          return { deadline: Number(str()) };
+      }
+    });
+  } finally {
+    close();
+  }
+}
+
+/** The messages of session commands (`{feed}`, `{answer: [call, turn, step, input]}`), in order. */
+function messagesOfCommands(commands) {
+  const all = [];
+  for (const command of commands) {
+    const input = command.feed ?? (Array.isArray(command.answer) ? command.answer[3] : undefined);
+    if (input !== undefined) all.push(...messagesOf(input));
+  }
+  return all;
+}
+
+/**
  * The messages of an input in its FORMAT.md form, in the order the native side binds them
  * (src/tape.rs `messages_of`): a send's, follow-up's, steer's, inject's, replace's or prepend's
  * one, a pre-step `enter` batch's in order.
@@ -242,4 +298,6 @@ function messagesOf(input) {
   return Array.isArray(enter) ? enter : [];
 }
 
-module.exports = { Messages, transition, queued, ordered, pending, messagesOf, deepFreeze };
+module.exports = {
+  Messages, transition, queued, ordered, pending, staged, releases, messagesOf, messagesOfCommands, deepFreeze,
+};

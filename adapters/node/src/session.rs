@@ -18,12 +18,13 @@ use coxswain_log::{Entry, HostEvent};
 use coxswain_session::{
     Ack, BatchNo, HostFailure, Limits, Options, Refused, Release, Session, Ticket, Timeout,
 };
-use napi::bindgen_prelude::Either;
+use napi::bindgen_prelude::{Either, Utf16String};
 use napi_derive::napi;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::machine::{rejection_value, NativeMachine};
+use crate::tape::{self, Given, Handles, Tape};
 use crate::wire::{self, EffectJson};
 
 /// A staged member's ticket (its index in the batch), or why it was refused (JSON text).
@@ -38,6 +39,8 @@ type Staged = Either<u32, String>;
 #[napi]
 pub struct NativeSession {
     session: Session,
+    /// The messages JavaScript holds objects for (the tape's handles), taken from the machine.
+    handles: Handles,
 }
 
 /// One command of [`NativeSession::stage`], as JSON: `{"feed": INPUT}`, `{"answer": [CALL,
@@ -83,8 +86,10 @@ impl NativeSession {
                 max_message_bytes: size(max_message_bytes, Limits::DEFAULT.max_message_bytes),
             },
         };
+        let (machine, handles) = machine.take();
         NativeSession {
-            session: Session::new(machine.take().0, options),
+            session: Session::new(machine, options),
+            handles,
         }
     }
 
@@ -127,6 +132,141 @@ impl NativeSession {
             Some(lines) => vec![reply, lines],
             None => vec![reply],
         }
+    }
+
+    /// [`stage`](NativeSession::stage), replying with a tape (the module `tape`, decoded by
+    /// `tape.js`) instead of JSON text: the swept handles; the staged results (`0` and a
+    /// ticket, `1` for nothing staged, `2` and a refusal's or a timeout's JSON text); `0`, or
+    /// `1` and the batch number; the entries (each `0` and a machine event, or `1`, its type and
+    /// its data's JSON text); `0`, or `1` and their log lines (with `first_seq`). A message of
+    /// a staged input is named by the handle of the caller's object (the input's `k`-th, in
+    /// `messagesOf` order over the commands).
+    #[napi]
+    pub fn stage_tape(&mut self, commands: String, first_seq: Option<i64>) -> Utf16String {
+        let (staged, given): (Vec<Value>, Given) =
+            match serde_json::from_str::<Vec<Command>>(&commands) {
+                Ok(commands) => {
+                    let mut given = Given::new();
+                    for command in &commands {
+                        if let Command::Feed(input) | Command::Answer(_, _, _, input) = command {
+                            given.extend(tape::messages_of(input));
+                        }
+                    }
+                    let staged = commands
+                        .into_iter()
+                        .map(|command| self.command(command))
+                        .collect();
+                    (staged, given)
+                }
+                // Some command is of unknown shape: each on its own, no message bound.
+                Err(_) => match serde_json::from_str::<Vec<Value>>(&commands) {
+                    Ok(values) => (
+                        values.into_iter().map(|value| self.value(value)).collect(),
+                        Given::new(),
+                    ),
+                    Err(error) => (
+                        vec![refusal_value("invalid-input", &error.to_string())],
+                        Given::new(),
+                    ),
+                },
+            };
+        let sealed = self.session.seal();
+        let mut tape = Tape::new(&mut self.handles, given);
+        tape.num(staged.len() as u64);
+        for result in &staged {
+            match result {
+                Value::Number(ticket) => {
+                    tape.num(0);
+                    tape.num(ticket.as_u64().unwrap_or(u64::from(u32::MAX)));
+                }
+                Value::Null => tape.num(1),
+                other => {
+                    tape.num(2);
+                    tape.str(&wire::text(other));
+                }
+            }
+        }
+        let Some(append) = sealed else {
+            tape.num(0);
+            tape.num(0);
+            tape.num(0);
+            return tape.finish().into();
+        };
+        tape.num(1);
+        tape.num(append.batch.0);
+        tape.num(append.entries.len() as u64);
+        for entry in append.entries {
+            match entry {
+                Entry::Machine(event) => {
+                    tape.num(0);
+                    tape.event(event);
+                }
+                Entry::Host(event) => {
+                    tape.num(1);
+                    tape.str(event.kind());
+                    tape.str(&wire::text(event.data()));
+                }
+            }
+        }
+        let first = first_seq.and_then(|seq| u64::try_from(seq).ok());
+        match first.and_then(|first| lines(first, append.entries)) {
+            Some(lines) => {
+                tape.num(1);
+                tape.str(&lines);
+            }
+            None => tape.num(0),
+        }
+        tape.finish().into()
+    }
+
+    /// [`persisted`](NativeSession::persisted), replying with a tape: the swept handles, the
+    /// count, then each release (`0` and an effect; `1`, a ticket and whether it was found;
+    /// `2`, a ticket and its refusal's JSON text; `3` and the abort grace's deadline, in
+    /// milliseconds, as text).
+    ///
+    /// # Errors
+    ///
+    /// When `batch` is not the sealed batch (nothing changed).
+    #[napi]
+    pub fn persisted_tape(&mut self, batch: i64, now_ms: f64) -> napi::Result<Utf16String> {
+        let released = self
+            .session
+            .persisted(batch_no(batch), millis(now_ms))
+            .map_err(mismatch)?;
+        let deadline = self.poll_timeout();
+        let mut tape = Tape::new(&mut self.handles, Given::new());
+        tape.num(released.len() as u64 + u64::from(deadline.is_some()));
+        for release in &released {
+            match release {
+                Release::Effect(effect) => {
+                    tape.num(0);
+                    tape.effect(effect);
+                }
+                Release::Ack(ticket, Ack::Refused(refused)) => {
+                    tape.num(2);
+                    tape.num(u64::from(index(*ticket)));
+                    tape.str(&wire::text(&refused_value(refused)));
+                }
+                Release::Ack(ticket, ack) => {
+                    tape.num(1);
+                    tape.num(u64::from(index(*ticket)));
+                    tape.flag(!matches!(ack, Ack::Input { found: false }));
+                }
+            }
+        }
+        if let Some(deadline) = deadline {
+            tape.num(3);
+            tape.str(&deadline.to_string());
+        }
+        Ok(tape.finish().into())
+    }
+
+    /// Both pending lists as a tape (as `machine_pending`): their messages the caller's objects.
+    #[napi]
+    pub fn pending_tape(&mut self) -> Utf16String {
+        let mut tape = Tape::new(&mut self.handles, Given::new());
+        tape.pending(self.session.machine());
+        tape.finish().into()
     }
 
     /// Stages one input (JSON text of a trace's `"in"` value): its ticket, or the refusal
