@@ -3,8 +3,11 @@
 
 // ---- values (FORMAT.md "Values") ------------------------------------------------------------
 
-/** Any JSON value. */
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+/**
+ * Any JSON value. An integer beyond 2^53 is a `bigint` (written as its digits; one beyond the
+ * 64-bit integers a log holds, -2^63 .. 2^64-1, is refused with `InvalidInputError`).
+ */
+export type Json = null | boolean | number | bigint | string | Json[] | { [key: string]: Json };
 
 /** A message: a caller-minted `id`, a `source` with a string `kind`, any `content`; other keys are carried verbatim. */
 export interface Message {
@@ -13,10 +16,11 @@ export interface Message {
   content?: Json;
   [key: string]: Json | undefined;
 }
-/** An error: `{message, code}`. */
+/** An error: `{message, code}` and any other field a host's error carries, kept whole. */
 export interface ErrorInfo {
   message: string;
   code: string;
+  [key: string]: Json;
 }
 /** A cancel cause. */
 export type CancelCause =

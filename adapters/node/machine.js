@@ -174,6 +174,11 @@ class Machine {
    */
   answerPreStep(answer) {
     const batch = answer?.enter;
+    if (Array.isArray(batch) && batch.length === 1) {
+      const handle = this._messages.handleOf.get(batch[0]);
+      if (handle !== undefined) return this._transition(native.machineEnterOne(this._core, this._takeAck(), handle), batch);
+    }
+    if (typeof answer === 'string') return this._answer('preStep', answer);
     if (Array.isArray(batch)) {
       const handles = new Array(batch.length);
       for (let k = 0; k < batch.length; k++) {
@@ -188,10 +193,11 @@ class Machine {
   answerStep(answer) { return this._answer('step', answer); }
   /** Answers the outstanding `turnStopping` request (S33). */
   answerTurnStopping(answer) { return this._answer('turnStopping', answer); }
-  /** An answer; one that is a plain word (`'completed'`, `'done'`) is written without a JSON encoder. */
+  /** An answer; one that is a word (`'completed'`, `'done'`, …) crosses as its code, no text. */
   _answer(kind, answer) {
-    if (typeof answer !== 'string' || !WORD.test(answer)) return this.handle({ [kind]: answer });
-    return this._transition(native.machineFeed(this._core, this._takeAck(), `{"${kind}":"${answer}"}`), []);
+    const word = typeof answer === 'string' ? WORDS[kind]?.[answer] : undefined;
+    if (word === undefined) return this.handle({ [kind]: answer });
+    return this._transition(native.machineAnswer(this._core, this._takeAck(), word), NO_MESSAGES);
   }
 
   /**
@@ -244,8 +250,13 @@ class Machine {
   get lastTurn() { return this.state().lastTurn; }
 }
 
-/** An answer that is a word, which JSON writes as itself between quotes. */
-const WORD = /^[a-z-]{1,32}$/;
+/** The answers that are words, by their native codes (src/machine.rs `machine_answer`). */
+const WORDS = {
+  step: { completed: 0, 'max-tokens': 1, continue: 2 },
+  turnStopping: { done: 3 },
+  preStep: { reject: 4 },
+};
+const NO_MESSAGES = [];
 
 /** Throws the `BatchError` a native batch call replied with (`""`: done). */
 function batchCall(reply) {

@@ -35,7 +35,7 @@ mod wire;
 pub use lock::FileLock;
 pub use log::{encode_records, host_failure, parse_log};
 pub use machine::{
-    machine_ack, machine_enter, machine_feed, machine_ordered, machine_pending, machine_queued,
-    Core, NativeMachine, Shared,
+    machine_ack, machine_answer, machine_enter, machine_enter_one, machine_feed, machine_ordered,
+    machine_pending, machine_queued, Core, NativeMachine, Shared,
 };
 pub use session::NativeSession;

@@ -4,7 +4,10 @@ use std::cell::RefCell;
 use std::num::NonZeroUsize;
 use std::rc::Rc;
 
-use coxswain_core::{BatchError, Config, Input, Machine, Output, PreStepAnswer, Rejected, Target};
+use coxswain_core::{
+    BatchError, Config, Input, Machine, Output, PreStepAnswer, Rejected, StepAnswer, Target,
+    TurnStoppingAnswer,
+};
 use coxswain_log::{check_message, TooDeep};
 use coxswain_session::{ResumeError, ResumePlan};
 use napi::bindgen_prelude::{Buffer, External, Utf16String};
@@ -403,6 +406,38 @@ pub fn machine_feed(core: &External<Shared>, ack: bool, input: String) -> Utf16S
 #[napi]
 pub fn machine_enter(core: &External<Shared>, ack: bool, handles: Vec<i64>) -> Utf16String {
     core.borrow_mut().enter(ack, handles)
+}
+
+/// An answer that is a word, by code (no text crosses): `0` step `completed`, `1` step
+/// `max-tokens`, `2` step `continue`, `3` turnStopping `done`, `4` preStep `reject`; another
+/// code replies `2` (unknown shape).
+#[napi]
+pub fn machine_answer(core: &External<Shared>, ack: bool, word: u32) -> Utf16String {
+    let mut core = core.borrow_mut();
+    if ack {
+        core.ack();
+    }
+    let input = match word {
+        0 => Input::Step(StepAnswer::Completed),
+        1 => Input::Step(StepAnswer::MaxTokens),
+        2 => Input::Step(StepAnswer::Continue),
+        3 => Input::TurnStopping(TurnStoppingAnswer::Done),
+        4 => Input::PreStep(PreStepAnswer::Reject),
+        _ => return core.refusal(2, &format!("no answer word {word}")),
+    };
+    core.apply_taped(input, false)
+}
+
+/// [`Core::enter`] of one message's handle (the common batch, without an array to convert).
+#[napi]
+pub fn machine_enter_one(core: &External<Shared>, ack: bool, handle: f64) -> Utf16String {
+    // A handle is below 2^53 (a counter); anything else is no handle.
+    let handle = if handle.fract() == 0.0 && (0.0..9.0e15).contains(&handle) {
+        handle as i64
+    } else {
+        -1
+    };
+    core.borrow_mut().enter(ack, vec![handle])
 }
 
 /// [`Core::ack`] of a machine's core.

@@ -1,10 +1,11 @@
-//! `coxswain._native.Machine`: the core's [`Machine`] behind the trace format's JSON vocabulary.
+//! `coxswain._native.Machine`: the core's [`Machine`] for the typed API and the port.
 //!
-//! Every input is the value of a trace's `"in"` line (FORMAT.md) and every output the value of an
-//! `"out"` line, in wire order ([`Transition::into_outputs`](coxswain_core::Transition)): the
-//! Python layer (`coxswain._machine`) builds its typed inputs and outputs on this, and the port
-//! (`python -m coxswain.port`) speaks it as is. Each input's outputs are taken out at once, so the
-//! core never holds undrained outputs; the drain contract is kept by the Python `Transition`.
+//! The typed API (`coxswain._machine`) feeds it typed inputs (`deliver`, `enter`,
+//! `answer_word`, `handle_typed`) and gets back a `coxswain.Transition` of frozen output classes
+//! built here (`typed`, `outputs`); the port (`python -m coxswain.port`) speaks the trace format's
+//! JSON as is (`handle`: every `"in"` value in, every `"out"` value back in wire order). Each
+//! input's outputs are taken out of the core at once; the typed API's drain contract (the next
+//! input raises `Undrained` until the transition is settled) is kept here, beside the machine.
 
 use std::num::NonZeroUsize;
 
