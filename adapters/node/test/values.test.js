@@ -135,3 +135,38 @@ test("a host's error object keeps every JSON field it has in agent/error and tur
   assert.deepEqual(logged.data.reason, { kind: 'error', error: failure });
   await agent.dispose();
 });
+
+test('a superseded transition releases nothing: drain() handed its effects out again', () => {
+  const machine = new Machine();
+  const first = machine.inject(userMessage('a', 'x'));
+  assert.throws(() => machine.inject(userMessage('b', 'y')), coxswain.UndrainedError);
+  const again = machine.drain();
+  assert.deepEqual(again.events, first.events);
+  assert.ok(again.persisted().length > 0);
+  const next = machine.inject(userMessage('b', 'y'));
+  assert.deepEqual(first.persisted(), [], 'the superseded transition releases nothing');
+  assert.ok(next.persisted().length > 0, 'and its persisted word is not taken for the next one');
+  assert.ok(machine.inject(userMessage('c', 'z')).persisted().length > 0);
+});
+
+test('S8 through the agent: the host hooks and the subscribers see the delivered object', async () => {
+  const given = userMessage('m', { parts: ['x'] });
+  let seen = null;
+  const host = {
+    preStep(cx) {
+      seen = cx.messages[0];
+      return { enter: cx.messages };
+    },
+    step: () => 'completed',
+  };
+  const { agent } = await Agent.open(host, new MemoryLog());
+  const notified = [];
+  agent.subscribe((update) => update.notified?.message && notified.push(update.notified.message));
+  await agent.followup(given);
+  await agent.whenIdle();
+  assert.equal(seen, given);
+  assert.equal(notified.length, 2, 'inserted, claimed');
+  assert.ok(notified.every((message) => message === given));
+  assert.ok(Object.isFrozen(given.content.parts));
+  await agent.dispose();
+});
