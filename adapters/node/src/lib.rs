@@ -4,9 +4,10 @@
 //! nothing itself:
 //!
 //! * [`NativeMachine`]: the core's [`Machine`](coxswain_core::Machine) with its drain contract —
-//!   an input's durable events first ([`NativeMachine::handle`]), its effects only once the host
-//!   says they are persisted ([`NativeMachine::persisted`]), or every output in wire order for
-//!   ports ([`NativeMachine::outputs`], [`NativeMachine::wire`]).
+//!   an input's transition crosses whole ([`machine_feed`]: its durable events and its effects,
+//!   which the core keeps queued until the host's persisted word comes with the next input,
+//!   [`machine_ack`]), or every output in wire order for ports ([`machine_ordered`],
+//!   [`NativeMachine::wire`]).
 //! * [`NativeSession`]: the session layer ([`coxswain_session::Session`]) over such a machine,
 //!   for the agent (`agent.js`): group commit with rollback, the abort grace, admission and the
 //!   host-failure vocabulary, decided in the pure layer; the agent only moves bytes, time and

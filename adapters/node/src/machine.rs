@@ -21,9 +21,9 @@ use crate::wire;
 /// The core's [`Machine`], driven from JavaScript.
 ///
 /// The drain contract (the core's [`Transition`](coxswain_core::Transition)) is kept by the core
-/// itself: [`handle`](NativeMachine::handle) applies an input and returns its durable events,
-/// leaving its effects queued; [`persisted`](NativeMachine::persisted) (the host's word that the
-/// events are durable) or [`outputs`](NativeMachine::outputs) (every output in wire order, for
+/// itself: [`machine_feed`] applies an input and returns its whole transition as a tape, leaving
+/// its effects queued in the core; the host's persisted word ([`machine_ack`], or the `ack` of
+/// the next input) or [`machine_ordered`] (every output in wire order, for
 /// ports) drains them. Until then the core rejects the next input as `undrained`.
 #[napi]
 pub struct NativeMachine {
@@ -31,14 +31,14 @@ pub struct NativeMachine {
 }
 
 /// A machine and the messages JavaScript holds objects for (the tape's handles): shared by the
-/// [`NativeMachine`] object and the [`External`] the hot-path functions take (`machine_feed`,
-/// `machine_enter`, `machine_ack`), which N-API reaches in a third of a class method's time.
+/// [`NativeMachine`] object and the [`External`] the hot-path functions take ([`machine_feed`],
+/// [`machine_enter`], [`machine_ack`]), which N-API reaches in a third of a class method's time.
 pub struct Core {
     pub(crate) machine: Machine,
     pub(crate) handles: Handles,
 }
 
-/// The one [`Core`] of a [`NativeMachine`].
+/// The one core of a [`NativeMachine`].
 pub type Shared = Rc<RefCell<Core>>;
 
 #[napi]
@@ -396,13 +396,19 @@ impl Core {
     }
 }
 
-/// [`Core::feed`] of a machine's core (see [`NativeMachine::core`]).
+/// Applies one input (JSON text of a trace's `"in"` value) to a machine's core (see
+/// [`NativeMachine::core`]) and replies with the tape of its transition: the swept handles,
+/// then `0`, `found`, the events and the effects (left queued in the core until the caller's
+/// persisted word, `ack`); or `1` and a rejection's JSON text, or `2` and why the input is of
+/// unknown shape. With `ack`, the previous transition is first drained.
 #[napi]
 pub fn machine_feed(core: &External<Shared>, ack: bool, input: String) -> Utf16String {
     core.borrow_mut().feed(ack, input)
 }
 
-/// [`Core::enter`] of a machine's core.
+/// Answers the outstanding pre-step request with `enter` of the messages behind `handles` (the
+/// tape's, in order), so none crosses again; replies as [`machine_feed`] does (`2` for a handle
+/// the table does not hold).
 #[napi]
 pub fn machine_enter(core: &External<Shared>, ack: bool, handles: Vec<i64>) -> Utf16String {
     core.borrow_mut().enter(ack, handles)
@@ -428,7 +434,7 @@ pub fn machine_answer(core: &External<Shared>, ack: bool, word: u32) -> Utf16Str
     core.apply_taped(input, false)
 }
 
-/// [`Core::enter`] of one message's handle (the common batch, without an array to convert).
+/// [`machine_enter`] of one message's handle (the common batch, without an array to convert).
 #[napi]
 pub fn machine_enter_one(core: &External<Shared>, ack: bool, handle: f64) -> Utf16String {
     // A handle is below 2^53 (a counter); anything else is no handle.
@@ -440,25 +446,29 @@ pub fn machine_enter_one(core: &External<Shared>, ack: bool, handle: f64) -> Utf
     core.borrow_mut().enter(ack, vec![handle])
 }
 
-/// [`Core::ack`] of a machine's core.
+/// The caller's persisted word for the transition it was handed: drains it.
 #[napi]
 pub fn machine_ack(core: &External<Shared>) {
     core.borrow_mut().ack();
 }
 
-/// [`Core::queued`] of a machine's core.
+/// The queued transition again (its events and effects, left queued) as a tape: the swept
+/// handles, the events, the effects.
 #[napi]
 pub fn machine_queued(core: &External<Shared>) -> Utf16String {
     core.borrow_mut().queued()
 }
 
-/// [`Core::ordered`] of a machine's core.
+/// Every queued output in wire order (with each begin when `with_begin`) as a tape, which
+/// drains them: the swept handles, the count, then each output (`0` and an event, `1` and an
+/// effect).
 #[napi]
 pub fn machine_ordered(core: &External<Shared>, with_begin: bool) -> Utf16String {
     core.borrow_mut().ordered(with_begin)
 }
 
-/// [`Core::pending_tape`] of a machine's core.
+/// Both pending lists as a tape: the swept handles, then each list (its length, then each
+/// item's message and whether it wakes).
 #[napi]
 pub fn machine_pending(core: &External<Shared>) -> Utf16String {
     core.borrow_mut().pending_tape()

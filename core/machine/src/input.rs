@@ -245,21 +245,41 @@ impl ErrorInfo {
 
 /// The fields of a host's error besides `message` and `code` ([`ErrorInfo::details`]): shared
 /// (cloning an error is a reference-count bump), compared and hashed by value.
+///
+/// # Examples
+///
+/// ```
+/// use coxswain_core::{Details, ErrorInfo};
+/// use serde_json::json;
+///
+/// assert!(ErrorInfo::new("no model", "upstream-503").details.is_empty());
+/// let mut fields = serde_json::Map::new();
+/// fields.insert("status".into(), json!(503));
+/// let details = Details::from(fields);
+/// assert_eq!(details.get("status"), Some(&json!(503)));
+/// assert_eq!(details.iter().count(), 1);
+/// let error = ErrorInfo { details, ..ErrorInfo::new("no model", "upstream-503") };
+/// assert_eq!(
+///     serde_json::to_value(&error)?,
+///     json!({"message": "no model", "code": "upstream-503", "status": 503})
+/// );
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Details(Option<Arc<serde_json::Map<String, serde_json::Value>>>);
 
 impl Details {
-    /// Whether there is no other field.
+    /// Whether there is no other field ([example](Details#examples)).
     pub fn is_empty(&self) -> bool {
         self.0.as_ref().is_none_or(|fields| fields.is_empty())
     }
 
-    /// The field `key`, if the error has it.
+    /// The field `key`, if the error has it ([example](Details#examples)).
     pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
         self.0.as_ref().and_then(|fields| fields.get(key))
     }
 
-    /// Every other field, in key order.
+    /// Every other field, in key order ([example](Details#examples)).
     pub fn iter(&self) -> impl Iterator<Item = (&String, &serde_json::Value)> {
         self.0.iter().flat_map(|fields| fields.iter())
     }
