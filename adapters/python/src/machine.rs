@@ -453,6 +453,22 @@ impl NativeMachine {
         pending(py, &self.machine, list)
     }
 
+    /// One pending list (`"next-turn"` or `"next-step"`) as `(Message, waking)` in order, each
+    /// message the one object the outputs carry (S8).
+    fn pending_typed<'py>(
+        &mut self,
+        py: Python<'py>,
+        list: &str,
+    ) -> PyResult<Vec<(Bound<'py, PyAny>, bool)>> {
+        let classes = crate::typed::classes(py)?;
+        let mut items = Vec::new();
+        for pending in self.machine.pending(target(py, list)?) {
+            let message = self.messages.object(py, classes, pending.message())?;
+            items.push((message, pending.is_waking()));
+        }
+        Ok(items)
+    }
+
     /// Whether `id` is pending in either list.
     fn is_pending(&self, id: &str) -> bool {
         self.machine.is_pending(&MessageId::new(id))

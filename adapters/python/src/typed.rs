@@ -30,7 +30,7 @@ pub(crate) struct Classes {
 
 static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
 
-fn classes(py: Python<'_>) -> PyResult<&Classes> {
+pub(crate) fn classes(py: Python<'_>) -> PyResult<&Classes> {
     CLASSES.get_or_try_init(py, || {
         let module = py.import("coxswain._types")?;
         let get = |name: &str| module.getattr(name).map(Bound::unbind);
@@ -125,7 +125,7 @@ impl Messages {
     }
 
     /// The `Message` object of `message`: the bound one, else one made now (and bound).
-    fn object<'py>(
+    pub(crate) fn object<'py>(
         &mut self,
         py: Python<'py>,
         classes: &Classes,

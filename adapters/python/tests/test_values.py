@@ -103,6 +103,11 @@ def test_s8_a_delivered_message_is_one_object_in_every_output() -> None:
     claimed = [e.message for e in t.persisted() if isinstance(e, Claimed)]
     request = [e for e in t.effects if isinstance(e, PreStepRequest)]
     assert claimed[0].id == "r" and request[0].messages[0] is claimed[0]
+    # The pending lists hand back the same objects.
+    idle = Machine()
+    parked = Message("parked", "later")
+    idle.inject(parked).persisted()
+    assert idle.pending("next-step")[0].message is parked
 
 
 def test_outputs_are_frozen_compare_by_fields_and_match() -> None:

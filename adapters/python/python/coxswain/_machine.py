@@ -309,8 +309,7 @@ class Machine:
     def pending(self, target: Target) -> tuple[Pending, ...]:
         """One pending list, in order."""
         return tuple(
-            Pending(Message.from_json(message), waking)
-            for message, waking in self._native.pending(target)
+            Pending(message, waking) for message, waking in self._native.pending_typed(target)
         )
 
     def is_pending(self, id: str) -> bool:
