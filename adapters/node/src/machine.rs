@@ -306,14 +306,7 @@ impl Core {
     pub(crate) fn queued(&mut self) -> Utf16String {
         let transition = self.machine.drain();
         let mut tape = Tape::new(&mut self.handles, tape::Given::new());
-        tape.num(transition.events().len() as u64);
-        for event in transition.events() {
-            tape.event(event);
-        }
-        tape.num(transition.effects().len() as u64);
-        for effect in transition.effects() {
-            tape.effect(effect);
-        }
+        tape.transition(&transition);
         drop(transition);
         tape.finish().into()
     }
@@ -362,16 +355,7 @@ impl Core {
                 tape.num(0);
                 tape.flag(transition.is_some());
                 match &transition {
-                    Some(transition) => {
-                        tape.num(transition.events().len() as u64);
-                        for event in transition.events() {
-                            tape.event(event);
-                        }
-                        tape.num(transition.effects().len() as u64);
-                        for effect in transition.effects() {
-                            tape.effect(effect);
-                        }
-                    }
+                    Some(transition) => tape.transition(transition),
                     None => {
                         tape.num(0);
                         tape.num(0);
@@ -513,18 +497,9 @@ pub(crate) fn rejection_value(rejected: &Rejected) -> Value {
 
 /// Every message an input carries must fit in the log records it can be written to.
 fn check_depth(input: &Input) -> Result<(), TooDeep> {
-    match input {
-        Input::Send { message, .. }
-        | Input::Followup(message)
-        | Input::Steer(message)
-        | Input::Inject(message)
-        | Input::Replace { message, .. }
-        | Input::Prepend { message, .. } => check_message(message),
-        Input::PreStep(PreStepAnswer::Enter(batch)) => {
-            batch.iter().try_for_each(|message| check_message(message))
-        }
-        _ => Ok(()),
-    }
+    input
+        .messages()
+        .try_for_each(|message| check_message(message))
 }
 
 /// A trace's `given` value: `null`, or `{log?, seedLength?, memory?, maxPending?}` (FORMAT.md;

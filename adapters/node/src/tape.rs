@@ -19,8 +19,8 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use coxswain_core::{
-    Abort, Activity, CancelCause, Effect, ErrorInfo, Event, Input, Machine, Notification,
-    PreStepAnswer, Request, SharedMessage, Status, Target, TurnEndReason,
+    Abort, Activity, CancelCause, Effect, ErrorInfo, Event, Input, Machine, Notification, Request,
+    SharedMessage, Status, Target, TurnEndReason,
 };
 
 /// The messages JavaScript holds an object for, by handle; a message the core no longer holds
@@ -300,6 +300,18 @@ impl<'h> Tape<'h> {
         }
     }
 
+    /// A transition's events, then its effects (each list its length, then its items).
+    pub(crate) fn transition(&mut self, transition: &coxswain_core::Transition<'_>) {
+        self.num(transition.events().len() as u64);
+        for event in transition.events() {
+            self.event(event);
+        }
+        self.num(transition.effects().len() as u64);
+        for effect in transition.effects() {
+            self.effect(effect);
+        }
+    }
+
     /// Both pending lists: each its length, then per item its message and whether it wakes.
     pub(crate) fn pending(&mut self, machine: &Machine) {
         for target in [Target::NextTurn, Target::NextStep] {
@@ -360,17 +372,7 @@ impl<'h> Tape<'h> {
 }
 
 /// The messages an input carries, in the order `tape.js`'s `messagesOf` walks its JavaScript
-/// form: the one of a send, follow-up, steer, inject, replace or prepend; a pre-step batch's
-/// in order.
+/// form (the core's [`Input::messages`]).
 pub(crate) fn messages_of(input: &Input) -> Given {
-    match input {
-        Input::Send { message, .. }
-        | Input::Followup(message)
-        | Input::Steer(message)
-        | Input::Inject(message)
-        | Input::Replace { message, .. }
-        | Input::Prepend { message, .. } => smallvec::smallvec![Arc::clone(message)],
-        Input::PreStep(PreStepAnswer::Enter(batch)) => batch.iter().cloned().collect(),
-        _ => Given::new(),
-    }
+    input.messages().cloned().collect()
 }

@@ -122,7 +122,7 @@ impl NativeMachine {
             let why = "the previous input's outputs were not drained";
             return Err(errors::raise(py, "Undrained", (why,)));
         }
-        let carried = messages_of(&input);
+        let carried: Vec<SharedMessage> = input.messages().cloned().collect();
         let this = &mut *this;
         let transition = apply(&mut this.machine, input)
             .map_err(|rejection| errors::rejected(py, &rejection))?;
@@ -149,20 +149,6 @@ impl NativeMachine {
             this.undrained = Some(made.clone().unbind());
         }
         Ok(made)
-    }
-}
-
-/// The messages an input carries, in the order its JSON holds them.
-fn messages_of(input: &Input) -> Vec<SharedMessage> {
-    match input {
-        Input::Send { message, .. }
-        | Input::Followup(message)
-        | Input::Steer(message)
-        | Input::Inject(message)
-        | Input::Replace { message, .. }
-        | Input::Prepend { message, .. } => vec![std::sync::Arc::clone(message)],
-        Input::PreStep(PreStepAnswer::Enter(batch)) => batch.to_vec(),
-        _ => Vec::new(),
     }
 }
 

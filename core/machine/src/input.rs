@@ -483,6 +483,34 @@ pub enum Input {
 }
 
 impl Input {
+    /// The messages this input carries, in the order its JSON form holds them: the one of a
+    /// send, follow-up, steer, inject, replace or prepend; a pre-step `enter` batch's, in order.
+    /// (For a host that checks or binds what an input delivers before feeding it.)
+    ///
+    /// ```
+    /// use coxswain_core::{Input, Message, MessageId, PreStepAnswer};
+    /// use std::sync::Arc;
+    ///
+    /// let m = Arc::new(Message::user("m1", "hi"));
+    /// assert_eq!(Input::Followup(Arc::clone(&m)).messages().count(), 1);
+    /// let enter = Input::PreStep(PreStepAnswer::Enter(vec![Arc::clone(&m), m].into()));
+    /// assert_eq!(enter.messages().count(), 2);
+    /// assert_eq!(Input::Remove(MessageId::new("m1")).messages().count(), 0);
+    /// ```
+    pub fn messages(&self) -> impl Iterator<Item = &SharedMessage> + '_ {
+        let (one, batch): (Option<&SharedMessage>, &[SharedMessage]) = match self {
+            Input::Send { message, .. }
+            | Input::Followup(message)
+            | Input::Steer(message)
+            | Input::Inject(message)
+            | Input::Replace { message, .. }
+            | Input::Prepend { message, .. } => (Some(message), &[]),
+            Input::PreStep(PreStepAnswer::Enter(batch)) => (None, batch),
+            _ => (None, &[]),
+        };
+        one.into_iter().chain(batch)
+    }
+
     /// The input that delivers `message` with a preset.
     pub fn preset(preset: Preset, message: SharedMessage) -> Input {
         match preset {
