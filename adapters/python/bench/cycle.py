@@ -4,7 +4,11 @@ One cycle, as the core's cycle bench (benches/benches/cycle.rs): followup -> cla
 answered enter -> step answered completed -> turnStopping answered done, every transition settled
 (events read, then ``persisted()``): 15 outputs. The baseline does the same queue work in pure
 Python: a ``collections.deque`` gets 8, 3, 2 and 2 outputs pushed and drained per input.
-``native`` is the same cycle on the raw JSON layer the port uses (no typed objects).
+``native`` is the same cycle on the raw JSON layer the port uses (no typed objects). ``agent``
+is a whole turn through the asyncio ``Agent`` on a ``MemoryLog`` (no disk): ``await
+agent.followup(message)`` then ``await agent.when_idle()``, a host whose step completes at once
+(the same 15 outputs, the driver task, its Futures and the host call's task besides); it runs
+N/10 cycles a round.
 
     python bench/cycle.py [--cycles N] [--repeat R]
 
@@ -15,12 +19,14 @@ prints each path's median time per cycle and its ratio to the baseline's median.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import time
 from collections import deque
 from typing import Callable
 
-from coxswain import Enter, Machine, Message, PreStepRequest, _native
+from coxswain import Enter, Machine, Message, PreStepRequest, StepAnswer, _native
+from coxswain.asyncio import Agent, Host, MemoryLog, StepContext
 
 CYCLE_OUTPUTS = 15
 
@@ -62,6 +68,16 @@ def baseline_cycle(queue: deque[tuple[int, int]]) -> int:
     return outputs
 
 
+class Completes(Host):
+    async def step(self, cx: StepContext) -> StepAnswer:
+        return "completed"
+
+
+async def agent_cycle(agent: Agent, message: Message) -> None:
+    await agent.followup(message)
+    await agent.when_idle()
+
+
 def timed(run: Callable[[], int], cycles: int) -> float:
     start = time.perf_counter()
     for _ in range(cycles):
@@ -69,12 +85,23 @@ def timed(run: Callable[[], int], cycles: int) -> float:
     return (time.perf_counter() - start) / cycles
 
 
-def medians(paths: list[Callable[[], int]], cycles: int, repeat: int) -> list[float]:
+def agent_timed(loop: asyncio.AbstractEventLoop, agent: Agent, message: Message,
+                cycles: int) -> float:
+    async def run() -> float:
+        start = time.perf_counter()
+        for _ in range(cycles):
+            await agent_cycle(agent, message)
+        return (time.perf_counter() - start) / cycles
+
+    return loop.run_until_complete(run())
+
+
+def medians(paths: list[Callable[[], float]], repeat: int) -> list[float]:
     """Each path's median seconds per cycle over ``repeat`` interleaved rounds."""
     rounds: list[list[float]] = [[] for _ in paths]
     for _ in range(repeat):
         for times, run in zip(rounds, paths):
-            times.append(timed(run, cycles))
+            times.append(run())
     return [statistics.median(times) for times in rounds]
 
 
@@ -93,20 +120,32 @@ def main() -> None:
     assert typed_cycle(machine, message) == CYCLE_OUTPUTS
     assert native_cycle(native, raw) == CYCLE_OUTPUTS
     assert baseline_cycle(queue) == CYCLE_OUTPUTS
+    loop = asyncio.new_event_loop()
+    # The same message every turn: a delivery memory of 0 lets its id come again (S51).
+    agent, _ = loop.run_until_complete(Agent.open(Completes(), MemoryLog(), delivery_memory=0))
+    agent_cycles = max(1, args.cycles // 10)
+    warm = max(1, agent_cycles // 10)
+    agent_timed(loop, agent, message, warm)
+    assert agent.last_turn == warm and agent.status == "idle"  # every cycle a whole turn
 
-    base, typed, nat = medians(
+    cycles = args.cycles
+    base, typed, nat, driven = medians(
         [
-            lambda: baseline_cycle(queue),
-            lambda: typed_cycle(machine, message),
-            lambda: native_cycle(native, raw),
+            lambda: timed(lambda: baseline_cycle(queue), cycles),
+            lambda: timed(lambda: typed_cycle(machine, message), cycles),
+            lambda: timed(lambda: native_cycle(native, raw), cycles),
+            lambda: agent_timed(loop, agent, message, agent_cycles),
         ],
-        args.cycles,
         args.repeat,
     )
+    loop.run_until_complete(agent.dispose())
+    loop.close()
     print(f"cycles: {args.cycles} x {args.repeat} rounds (median), {CYCLE_OUTPUTS} outputs each")
     print(f"baseline (deque)  {base * 1e6:8.2f} us/cycle")
     print(f"coxswain typed    {typed * 1e6:8.2f} us/cycle  ratio {typed / base:6.1f}x baseline")
     print(f"coxswain native   {nat * 1e6:8.2f} us/cycle  ratio {nat / base:6.1f}x baseline")
+    print(f"asyncio Agent     {driven * 1e6:8.2f} us/cycle  ratio {driven / base:6.1f}x baseline"
+          f"  (MemoryLog, {agent_cycles} cycles a round)")
 
 
 if __name__ == "__main__":

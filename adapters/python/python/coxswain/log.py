@@ -2,7 +2,8 @@
 Python writes and reads exactly what ``adapters/tokio``'s FileLog and ``coxswain verify`` do.
 
 A line is ``{"seq": N, "type": T, "data": D}`` and ``\\n``; the machine's events (six types) and
-the host's (any other type) interleave in one sequence. :class:`FileLog` does the file IO.
+the host's (any other type) interleave in one sequence. :class:`FileLog` does the file IO;
+:class:`MemoryLog` keeps the same bytes in memory (nothing durable: tests, benches).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from typing import Any, Iterable, Mapping
 from . import _native
 from ._filelog import FileLog, LogError, LogReplaced, LogTampered, LogTruncated, ReadBack
 from ._machine import Machine
+from ._memorylog import MemoryLog
 from ._types import JSON, Event
 
 __all__ = [
     "encode", "parse", "restore", "Restored", "FileLog", "LogError", "LogReplaced", "LogTampered",
-    "LogTruncated", "ReadBack",
+    "LogTruncated", "MemoryLog", "ReadBack",
 ]
 
 

@@ -1,7 +1,9 @@
 """coxswain on asyncio: an :class:`Agent` drives the machine with a :class:`Host` on a JSON-lines
-log file (the format of ``adapters/tokio``'s FileLog; ``coxswain verify`` reads it)."""
+log file (the format of ``adapters/tokio``'s FileLog; ``coxswain verify`` reads it), or on a
+:class:`MemoryLog` of the same bytes (nothing durable: tests and benches)."""
 
 from .._filelog import FileLog, LogError, LogReplaced, LogTampered, LogTruncated, ReadBack
+from .._memorylog import MemoryLog
 from ._agent import (
     Agent,
     AgentError,
@@ -23,7 +25,8 @@ from ._host import Host, PreStepContext, StepContext, TurnStoppingContext
 
 __all__ = [
     "Agent", "AgentError", "Closed", "Ended", "Ending", "FileLog", "Host", "IdTooLong", "Lagged",
-    "LogError", "LogReplaced", "LogTampered", "LogTruncated", "MessageTooLarge", "Notified",
+    "LogError", "LogReplaced", "LogTampered", "LogTruncated", "MemoryLog", "MessageTooLarge",
+    "Notified",
     "PersistenceError",
     "PreStepContext", "ReadBack", "Recorded", "Recovery", "StepClosed", "StepContext", "Stopped",
     "TurnStoppingContext", "Update",

@@ -7,11 +7,15 @@ the rollback of a failed append, the abort grace and the host-failure codes."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import os
-from typing import Any, Awaitable, Callable, TypeVar
+import types
+from typing import Any, Awaitable, Callable, Coroutine, Generator, TypeVar
 
 from .._errors import Disposed as DisposedError
 from .._filelog import FileLog, LogError
+from .._memorylog import MemoryLog
 from .._native import Session
 from .._types import (Abort, Begin, Disposed, Effect, PreStepRequest, StatusChanged,
                       StepRequest, TurnStoppingRequest, answer_json)
@@ -32,6 +36,41 @@ async def _call(method: Callable[[Any], Awaitable[T]], cx: Any) -> T:
     return await method(cx)
 
 
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+class _Resume:
+    """The rest of a coroutine whose first step already ran and yielded ``yielded`` (what it
+    waits on): awaiting it hands that to the task and forwards every later send and throw."""
+
+    __slots__ = ("_coroutine", "_yielded")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any], yielded: Any) -> None:
+        self._coroutine, self._yielded = coroutine, yielded
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coroutine, yielded = self._coroutine, self._yielded
+        while True:
+            try:
+                sent = yield yielded
+            except BaseException as thrown:  # a cancellation the task throws in
+                try:
+                    yielded = coroutine.throw(thrown)
+                except StopIteration as returned:
+                    return returned.value
+            else:
+                try:
+                    yielded = coroutine.send(sent)
+                except StopIteration as returned:
+                    return returned.value
+
+
+async def _resumed(coroutine: Coroutine[Any, Any, T], yielded: Any) -> T:
+    result: T = await _Resume(coroutine, yielded)
+    return result
+
+
 class Agent(Calls, Reports):
     """A handle to one running agent: its calls (``_inputs.Calls``) go to the driver task, which
     owns the session and the log; ``_updates.Reports`` reads what the driver reports."""
@@ -41,13 +80,16 @@ class Agent(Calls, Reports):
     #: The default admission bound (S55), as the tokio adapter's ``Options::max_pending``.
     DEFAULT_MAX_PENDING = 10_000
 
-    def __init__(self, host: Host, log: FileLog, session: Session, max_batch: int) -> None:
+    def __init__(self, host: Host, log: FileLog | MemoryLog, session: Session,
+                 max_batch: int) -> None:
         self._host, self._log, self._session, self._max_batch = host, log, session, max_batch
         self._queue: asyncio.Queue[Command] = asyncio.Queue()
         self._scope, self._subscribers = Scope(), []
         self._members: list[Command | None] = []  # the staged batch's by place (None: the driver's)
         self._held: dict[tuple[int, int], Command | None] = {}  # answers the session holds, by member
         self._ending: Ending | None = None
+        self._calls: list[tuple[tuple[str, int, int], Callable[[Any], Awaitable[Any]], Any,
+                                Scope]] = []  # host calls the batch requested, to start
         self._final_sync: LogError | None = None
         self._idle, self._ended = asyncio.Event(), asyncio.Event()
         self._status, self._last_turn = session.status(), session.last_turn()
@@ -55,14 +97,16 @@ class Agent(Calls, Reports):
         self._task = asyncio.get_running_loop().create_task(self._run(), name="coxswain-agent")
 
     @classmethod
-    async def open(cls, host: Host, path: str | os.PathLike[str], *,
+    async def open(cls, host: Host, path: str | os.PathLike[str] | MemoryLog, *,
                    delivery_memory: int = DEFAULT_DELIVERY_MEMORY,
                    max_batch: int = DEFAULT_MAX_BATCH,
                    max_pending: int | None = DEFAULT_MAX_PENDING, abort_grace: float = 5.0,
                    max_id_bytes: int = 256,
                    max_message_bytes: int = 1 << 20) -> tuple[Agent, Recovery]:
         """Opens an agent on the log file at ``path`` (missing or empty: a new session), resuming
-        and repairing what it holds (``FileLog.open``: S46–S50). ``max_pending``: the admission
+        and repairing what it holds (``FileLog.open``: S46–S50); ``path`` may be a
+        :class:`~coxswain.log.MemoryLog` instead (the same bytes in memory, nothing durable: for
+        tests and benches). ``max_pending``: the admission
         bound (S55, ``None``: unbounded; pass it and ``delivery_memory`` every time, S51);
         ``abort_grace``: the seconds an aborted host call has to return before the session answers
         it ``fail`` (``host-abandoned``, S38–S40); ``max_id_bytes``, ``max_message_bytes``: the
@@ -70,8 +114,12 @@ class Agent(Calls, Reports):
         if max_batch < 1 or (max_pending is not None and max_pending < 1):
             raise ValueError("max_batch and max_pending are at least 1")
         seed = int.from_bytes(os.urandom(8), "little")  # ids come from callers: HashDoS
-        log, resumed = await asyncio.to_thread(FileLog.open, path, delivery_memory, max_pending,
-                                               seed)
+        log: FileLog | MemoryLog
+        if isinstance(path, MemoryLog):
+            log, resumed = path, path.resume(delivery_memory, max_pending, seed)
+        else:
+            log, resumed = await asyncio.to_thread(FileLog.open, path, delivery_memory,
+                                                   max_pending, seed)
         try:
             session = Session(resumed.machine, abort_grace, max_id_bytes, max_message_bytes)
         except BaseException:
@@ -131,8 +179,13 @@ class Agent(Calls, Reports):
 
     async def _run(self) -> None:
         loop, session, controls = asyncio.get_running_loop(), self._session, ("pending", "close")
+        hot = 0  # groups taken without waiting (host calls that answer at once queue their answer)
         try:
             while self._ending is None:
+                hot = hot + 1 if not self._queue.empty() else 0
+                if hot > self._max_batch:  # a host that never suspends: let other tasks run
+                    hot = 0
+                    await asyncio.sleep(0)
                 group, deadline = list[Command](), session.poll_timeout()
                 wait = None if deadline is None else max(0.0, deadline - loop.time())
                 try:
@@ -183,7 +236,10 @@ class Agent(Calls, Reports):
         if batch is not None:
             try:
                 data, count = session.encode(log.next_seq)
-                await asyncio.to_thread(log.append_encoded, data, count)
+                if isinstance(log, MemoryLog):  # no IO: no thread
+                    log.append_encoded(data, count)
+                else:
+                    await asyncio.to_thread(log.append_encoded, data, count)
             except Exception as error:
                 self._failed(batch, error)
                 return
@@ -198,6 +254,8 @@ class Agent(Calls, Reports):
                 elif self._ending is None:
                     self._carry_out(release, members[member])
         self._update_state()
+        if self._calls:
+            self._start_calls()
 
     def _failed(self, batch: int, error: Exception) -> None:
         """The append failed: the session took the batch back (S5). Its callers (those refused
@@ -234,7 +292,8 @@ class Agent(Calls, Reports):
         else:
             if isinstance(effect, StatusChanged):
                 self._status = effect.status
-            self._publish(Notified(effect))
+            if self._subscribers:
+                self._publish(Notified(effect))
 
     def _job_ended(self, ended: asyncio.Future[Any]) -> None:
         if self._ending is None:
@@ -244,7 +303,8 @@ class Agent(Calls, Reports):
 
     def _call_host(self, request: PreStepRequest | StepRequest | TurnStoppingRequest,
                    scope: Scope) -> None:
-        """Starts the host call in a task of its own (the scope cancels it)."""
+        """Builds the host call; it starts once the batch's release is carried out (so the call
+        sees the agent as of the whole batch)."""
         cx: Any
         method: Callable[[Any], Awaitable[Any]]
         if isinstance(request, PreStepRequest):
@@ -256,23 +316,58 @@ class Agent(Calls, Reports):
         else:
             key, method = ("turnStopping", request.turn, 0), self._host.turn_stopping
             cx = TurnStoppingContext(request.turn, scope.cancelled, self)
-        scope.task = asyncio.get_running_loop().create_task(_call(method, cx))
-        if scope.cancelled.is_set():
-            scope.task.cancel()
-        scope.task.add_done_callback(lambda call: self._answered(key, call))
+        self._calls.append((key, method, cx, scope))
 
-    def _answered(self, request: tuple[str, int, int], call: asyncio.Task[Any]) -> None:
-        """Says what the host call did (a cancelled call is answered too, S40); what that means
-        and the code a failure gets are the session's."""
-        if call.cancelled():
-            command = Command("failed", (request, "cancelled", ""), None)
-        elif call.exception() is not None:
-            command = Command("failed", (request, "raised", repr(call.exception())), None)
-        else:
+    def _start_calls(self) -> None:
+        """Starts the host calls the last batch requested, each as a task would (the first step
+        in a copy of the context) but eagerly, as Python 3.12's eager tasks do: a call that
+        returns without suspending is answered at once, with no task and no turn of the event
+        loop; one that suspends goes on in a task of its own (the scope cancels it)."""
+        calls, self._calls = self._calls, []
+        if self._ending is not None:
+            return
+        loop = asyncio.get_running_loop()
+        for key, method, cx, scope in calls:
+            if scope.cancelled.is_set():  # aborted before it began: as a task cancelled unstarted
+                self._answered(key, None)
+                continue
+            context = contextvars.copy_context()
             try:
-                command = Command("answer", (request, answer_json(request[0], call.result())), None)
-            except Exception as error:  # not even shaped as an answer
-                command = Command("failed", (request, "invalid-answer", repr(error)), None)
+                call = context.run(method, cx)
+                if not isinstance(call, types.CoroutineType):  # an awaitable of another kind
+                    scope.task = loop.create_task(_awaited(call), context=context)
+                else:
+                    yielded = context.run(call.send, None)
+                    scope.task = loop.create_task(_resumed(call, yielded), context=context)
+            except StopIteration as returned:
+                self._answered(key, returned)
+                continue
+            except (Exception, asyncio.CancelledError) as error:
+                self._answered(key, error)
+                continue
+            scope.task.add_done_callback(functools.partial(self._task_done, key))
+
+    def _task_done(self, request: tuple[str, int, int], task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            self._answered(request, None)
+        else:
+            error = task.exception()
+            self._answered(request, StopIteration(task.result()) if error is None else error)
+
+    def _answered(self, request: tuple[str, int, int],
+                  outcome: StopIteration | BaseException | None) -> None:
+        """Says what the host call did: returned (``StopIteration``, its value), raised, or was
+        cancelled (``None``: before it began; a cancelled call is answered too, S40); what that
+        means and the code a failure gets are the session's."""
+        if isinstance(outcome, StopIteration):
+            try:
+                command = Command("answer", (request, answer_json(request[0], outcome.value)), None)
+            except Exception as invalid:  # not even shaped as an answer
+                command = Command("failed", (request, "invalid-answer", repr(invalid)), None)
+        elif outcome is None or isinstance(outcome, asyncio.CancelledError):
+            command = Command("failed", (request, "cancelled", ""), None)
+        else:
+            command = Command("failed", (request, "raised", repr(outcome)), None)
         if self._ending is None:
             self._queue.put_nowait(command)
 

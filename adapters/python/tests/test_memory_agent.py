@@ -1,0 +1,157 @@
+"""``MemoryLog`` and the asyncio ``Agent``'s eager host calls: the log's bytes as a FileLog's
+(S46-S50 on resume), one holder at a time, and a host call that returns without suspending
+answered with no task (as Python 3.12's eager tasks), in its own context, without starving
+the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import subprocess
+import sys
+from typing import Any, Awaitable, Callable
+
+import pytest
+
+from coxswain import Enter, Message, PreStepAnswer, StepAnswer, TurnStoppingAnswer
+from coxswain.asyncio import (Agent, Host, LogError, MemoryLog, PreStepContext, StepContext,
+                              TurnStoppingContext)
+from coxswain.log import FileLog
+
+A = Message("a", "hi")
+SEEN: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="unset")
+
+
+def run(main: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(main(), 20))
+
+
+def lines(log: MemoryLog) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.bytes().decode().splitlines()]
+
+
+class Eager(Host):
+    """Answers at once (never suspends); notes what it saw from inside its calls."""
+
+    def __init__(self) -> None:
+        self.statuses: list[str] = []
+        self.seen: list[str] = []
+        self.agent: Agent | None = None
+
+    async def pre_step(self, cx: PreStepContext) -> PreStepAnswer:
+        assert self.agent is not None
+        self.statuses.append(self.agent.status)
+        return Enter(cx.messages)
+
+    async def step(self, cx: StepContext) -> StepAnswer:
+        self.seen.append(SEEN.get())
+        SEEN.set("set in step")  # its own context: not the driver's, not the next call's
+        return "completed"
+
+    async def turn_stopping(self, cx: TurnStoppingContext) -> TurnStoppingAnswer:
+        self.seen.append(SEEN.get())
+        return "done"
+
+
+def test_a_turn_on_a_memory_log_writes_the_records_a_file_log_would() -> None:
+    log, host = MemoryLog(), Eager()
+
+    async def main() -> None:
+        agent, recovery = await Agent.open(host, log)
+        host.agent = agent
+        assert recovery.records == 0
+        await agent.followup(A)
+        await agent.when_idle()
+        assert SEEN.get() == "unset"
+        await agent.dispose()
+
+    run(main)
+    assert [(r["seq"], r["type"]) for r in lines(log)] == [
+        (1, "agent/inbox/spliced"), (2, "turn/start"), (3, "agent/inbox/spliced"),
+        (4, "step/start"), (5, "user/message"), (6, "step/end"), (7, "turn/end"),
+    ]
+    assert lines(log)[6]["data"] == {"turn": 1, "reason": {"kind": "completed"}}
+    # The pre-step call saw the agent running, and each call ran in a context of its own.
+    assert host.statuses == ["running"]
+    assert host.seen == ["unset", "unset"]
+    assert log.next_seq == 8
+
+
+def test_a_memory_log_resumes_as_a_file_log_does(tmp_path: Any) -> None:
+    """S50: the torn tail dropped, the open turn closed `interrupted`; the same bytes as
+    FileLog.open leaves in a file."""
+
+    class Hang(Host):
+        async def step(self, cx: StepContext) -> StepAnswer:
+            await asyncio.Event().wait()
+            return "completed"
+
+    first = MemoryLog()
+
+    async def start() -> None:
+        agent, _ = await Agent.open(Hang(), first)
+        await agent.followup(A)
+        await agent.close()  # inside turn 1: the next open closes it
+
+    run(start)
+    torn = first.bytes() + b'{"seq": 9, "ty'
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(torn)
+    again = MemoryLog(torn)
+    resumed = again.resume(0, None, 7)
+    file_log, from_file = FileLog.open(path, 0, None, 7)
+    file_log.close()
+    assert again.bytes() == path.read_bytes()
+    assert (resumed.records, resumed.torn, resumed.closers, resumed.interrupted) == (
+        from_file.records, from_file.torn, from_file.closers, from_file.interrupted)
+    assert resumed.interrupted == 1 and resumed.closers > 0
+    assert [r["type"] for r in lines(again)][-1] == "turn/end"
+    assert lines(again)[-1]["data"]["reason"] == {"kind": "interrupted"}
+
+
+def test_a_memory_log_has_one_holder_and_takes_no_append_once_closed() -> None:
+    log = MemoryLog()
+    log.resume(0, None, 1)
+    with pytest.raises(LogError, match="held by another agent"):
+        log.resume(0, None, 1)
+    before = log.bytes()
+    log.close()
+    with pytest.raises(LogError, match="closed"):
+        log.append([{"type": "note", "data": 1}])
+    assert log.bytes() == before and log.next_seq == 1
+    log.resume(0, None, 1)  # let go: it may be resumed again
+    assert log.append([{"type": "note", "data": 1}]) == [1]
+    assert lines(log) == [{"seq": 1, "type": "note", "data": 1}]
+
+
+FOREVER = """
+import asyncio
+from coxswain import Message
+from coxswain.asyncio import Agent, Host, MemoryLog
+
+class Forever(Host):
+    steps = 0
+
+    async def step(self, cx):
+        Forever.steps += 1
+        return "continue"
+
+async def main():
+    agent, _ = await Agent.open(Forever(), MemoryLog())
+    await agent.followup(Message("a", "hi"))
+    await agent.cancel()
+    await agent.when_idle()
+    print(agent.status, Forever.steps > 1)
+    await agent.dispose()
+
+asyncio.run(main())
+"""
+
+
+def test_a_host_that_never_suspends_does_not_starve_other_tasks() -> None:
+    """Steps answered `continue` at once, forever: the driver still lets the caller's cancel in
+    (in a process of its own: a starved event loop would never time out)."""
+    done = subprocess.run([sys.executable, "-c", FOREVER], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout == "idle True\n"
