@@ -7,11 +7,9 @@ the rollback of a failed append, the abort grace and the host-failure codes."""
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import functools
 import os
-import types
-from typing import Any, Awaitable, Callable, Coroutine, Generator, TypeVar
+import sys
+from typing import Any, Awaitable, Callable, TypeVar
 
 from .._errors import Disposed as DisposedError
 from .._filelog import FileLog, LogError
@@ -36,39 +34,34 @@ async def _call(method: Callable[[Any], Awaitable[T]], cx: Any) -> T:
     return await method(cx)
 
 
-async def _awaited(awaitable: Awaitable[T]) -> T:
-    return await awaitable
+#: Python 3.12's eager tasks: a task's first step runs at once, as the task (``current_task()``,
+#: ``asyncio.timeout``, a ``TaskGroup`` see it), and one that returns without suspending is done
+#: with no turn of the event loop. Python 3.11 has none: there a call's task starts on the next.
+_EAGER: dict[str, Any] = {"eager_start": True} if sys.version_info >= (3, 12) else {}
 
 
-class _Resume:
-    """The rest of a coroutine whose first step already ran and yielded ``yielded`` (what it
-    waits on): awaiting it hands that to the task and forwards every later send and throw."""
+class _HostCall:
+    """One host call's task body: it awaits the hook and answers the call with what it did."""
 
-    __slots__ = ("_coroutine", "_yielded")
+    __slots__ = ("_agent", "_key", "_answered")
 
-    def __init__(self, coroutine: Coroutine[Any, Any, Any], yielded: Any) -> None:
-        self._coroutine, self._yielded = coroutine, yielded
+    def __init__(self, agent: Agent, key: tuple[str, int, int]) -> None:
+        self._agent, self._key, self._answered = agent, key, False
 
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coroutine, yielded = self._coroutine, self._yielded
-        while True:
-            try:
-                sent = yield yielded
-            except BaseException as thrown:  # a cancellation the task throws in
-                try:
-                    yielded = coroutine.throw(thrown)
-                except StopIteration as returned:
-                    return returned.value
-            else:
-                try:
-                    yielded = coroutine.send(sent)
-                except StopIteration as returned:
-                    return returned.value
+    async def run(self, method: Callable[[Any], Awaitable[Any]], cx: Any) -> None:
+        outcome: StopIteration | BaseException
+        try:
+            outcome = StopIteration(await method(cx))
+        except (Exception, asyncio.CancelledError) as error:  # a cancel answers it too (S40)
+            outcome = error
+        self._answered = True
+        self._agent._answered(self._key, outcome)
 
-
-async def _resumed(coroutine: Coroutine[Any, Any, T], yielded: Any) -> T:
-    result: T = await _Resume(coroutine, yielded)
-    return result
+    def unstarted(self, task: asyncio.Task[Any]) -> None:
+        """The task ended: a call cancelled before its first line never answered."""
+        if not self._answered:
+            self._answered = True
+            self._agent._answered(self._key, None)
 
 
 class Agent(Calls, Reports):
@@ -319,10 +312,10 @@ class Agent(Calls, Reports):
         self._calls.append((key, method, cx, scope))
 
     def _start_calls(self) -> None:
-        """Starts the host calls the last batch requested, each as a task would (the first step
-        in a copy of the context) but eagerly, as Python 3.12's eager tasks do: a call that
-        returns without suspending is answered at once, with no task and no turn of the event
-        loop; one that suspends goes on in a task of its own (the scope cancels it)."""
+        """Starts the host calls the last batch requested, each in a task of its own (the scope
+        cancels it), eagerly where the interpreter can (``_EAGER``). The task answers its call
+        as it ends (no done callback's turn of the loop in between); the callback answers only a
+        call cancelled before its first line ran."""
         calls, self._calls = self._calls, []
         if self._ending is not None:
             return
@@ -331,28 +324,10 @@ class Agent(Calls, Reports):
             if scope.cancelled.is_set():  # aborted before it began: as a task cancelled unstarted
                 self._answered(key, None)
                 continue
-            context = contextvars.copy_context()
-            try:
-                call = context.run(method, cx)
-                if not isinstance(call, types.CoroutineType):  # an awaitable of another kind
-                    scope.task = loop.create_task(_awaited(call), context=context)
-                else:
-                    yielded = context.run(call.send, None)
-                    scope.task = loop.create_task(_resumed(call, yielded), context=context)
-            except StopIteration as returned:
-                self._answered(key, returned)
-                continue
-            except (Exception, asyncio.CancelledError) as error:
-                self._answered(key, error)
-                continue
-            scope.task.add_done_callback(functools.partial(self._task_done, key))
-
-    def _task_done(self, request: tuple[str, int, int], task: asyncio.Task[Any]) -> None:
-        if task.cancelled():
-            self._answered(request, None)
-        else:
-            error = task.exception()
-            self._answered(request, StopIteration(task.result()) if error is None else error)
+            call = _HostCall(self, key)
+            task = scope.task = asyncio.Task(call.run(method, cx), loop=loop, **_EAGER)
+            if not task.done():
+                task.add_done_callback(call.unstarted)
 
     def _answered(self, request: tuple[str, int, int],
                   outcome: StopIteration | BaseException | None) -> None:
