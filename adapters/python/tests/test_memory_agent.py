@@ -172,6 +172,10 @@ def test_a_call_cancelled_before_its_task_ran_is_answered_cancelled() -> None:
             self.calls += 1
             return Enter(cx.messages)
 
+        async def step(self, cx: StepContext) -> StepAnswer:
+            self.calls += 1
+            return "completed"
+
     host, log = Counting(), MemoryLog()
 
     async def main() -> None:
