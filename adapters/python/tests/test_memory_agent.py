@@ -1,7 +1,7 @@
 """``MemoryLog`` and the asyncio ``Agent``'s host calls: the log's bytes as a FileLog's (S46-S50
 on resume), one holder at a time; each host call a task of its own from its first line (its own
-context, ``current_task()``, ``asyncio.timeout``; eager on Python 3.12), and a host that never
-suspends does not starve the event loop."""
+context, ``current_task()``, ``asyncio.timeout``), answered even when cancelled unstarted, and a
+host that never suspends does not starve the event loop."""
 
 from __future__ import annotations
 
@@ -105,9 +105,14 @@ def test_a_memory_log_resumes_as_a_file_log_does(tmp_path: Any) -> None:
     assert again.bytes() == path.read_bytes()
     assert (resumed.records, resumed.torn, resumed.closers, resumed.interrupted) == (
         from_file.records, from_file.torn, from_file.closers, from_file.interrupted)
-    assert resumed.interrupted == 1 and resumed.closers > 0
-    assert [r["type"] for r in lines(again)][-1] == "turn/end"
-    assert lines(again)[-1]["data"]["reason"] == {"kind": "interrupted"}
+    # Five records read, line 6 (14 bytes) torn, turn 1 closed by two records.
+    assert (resumed.records, resumed.torn, resumed.closers, resumed.interrupted) == (
+        5, (6, 14), 2, 1)
+    assert lines(again)[5:] == [
+        {"seq": 6, "type": "step/end", "data": {"turn": 1, "step": 1}},
+        {"seq": 7, "type": "turn/end", "data": {"turn": 1, "reason": {"kind": "interrupted"}}},
+    ]
+    assert again.next_seq == 8
 
 
 def test_a_memory_log_has_one_holder_and_takes_no_append_once_closed() -> None:
@@ -186,8 +191,12 @@ def test_a_call_cancelled_before_its_task_ran_is_answered_cancelled() -> None:
 
     run(main)
     assert host.calls == 0
-    ends = [r["data"] for r in lines(log) if r["type"] == "turn/end"]
-    assert [end["reason"]["kind"] for end in ends] == ["aborted"]
+    assert [(r["seq"], r["type"]) for r in lines(log)] == [
+        (1, "agent/inbox/spliced"), (2, "turn/start"), (3, "agent/inbox/spliced"),
+        (4, "turn/end"),
+    ]
+    assert lines(log)[3]["data"] == {
+        "turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}
 
 
 FOREVER = """
@@ -196,10 +205,7 @@ from coxswain import Message
 from coxswain.asyncio import Agent, Host, MemoryLog
 
 class Forever(Host):
-    steps = 0
-
     async def step(self, cx):
-        Forever.steps += 1
         return "continue"
 
 async def main():
@@ -216,9 +222,8 @@ asyncio.run(main())
 
 def test_a_host_that_never_suspends_does_not_starve_other_tasks() -> None:
     """Steps answered `continue` at once, forever: the driver still lets the caller's cancel in
-    (in a process of its own: a starved event loop would never time out). On Python 3.12 a call
-    done at once queues its answer without a turn of the loop (eager tasks), and the driver
-    yields after `max_batch` groups taken without waiting; on 3.11 every call takes a turn."""
+    (in a process of its own: a starved event loop would never time out). A call answered
+    without a turn of the loop (a hand-made eager start) would starve it."""
     done = subprocess.run([sys.executable, "-c", FOREVER], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout == "idle 1\n"

@@ -130,7 +130,33 @@ def _sync(fd: int) -> None:
         os.fsync(fd)
 
 
-class FileLog:
+class RecordLog:
+    """What :class:`FileLog` and :class:`~coxswain.log.MemoryLog` share: the records they append
+    are numbered on from the log's last (``next_seq``) and encoded by ``coxswain-log``."""
+
+    _next_seq: int
+
+    @property
+    def next_seq(self) -> int:
+        """The ``seq`` the next appended record gets."""
+        return self._next_seq
+
+    def encode(self, records: Sequence[Mapping[str, Any]], first_seq: int) -> bytes:
+        """The lines of ``records`` from ``first_seq`` (raises :class:`~coxswain.EncodeError`)."""
+        return _native.encode_records(first_seq, records)
+
+    def append_encoded(self, data: bytes, count: int) -> None:
+        """Appends ``count`` records already encoded (from :attr:`next_seq`)."""
+        raise NotImplementedError
+
+    def append(self, records: Sequence[Mapping[str, Any]]) -> list[int]:
+        """Encodes and appends ``records`` (``{type, data}``); returns their ``seq``s."""
+        first = self._next_seq
+        self.append_encoded(self.encode(records, first), len(records))
+        return list(range(first, first + len(records)))
+
+
+class FileLog(RecordLog):
     """A session's log file, opened locked for appending (created if missing)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -189,11 +215,6 @@ class FileLog:
             raise
         return log, Resumed(records, torn, machine, len(closers), interrupted)
 
-    @property
-    def next_seq(self) -> int:
-        """The ``seq`` the next appended record gets."""
-        return self._next_seq
-
     def _file(self) -> int:
         if self._fd is None:
             shut = self._shut
@@ -234,10 +255,6 @@ class FileLog:
             changed = True
         self._tail = os.pread(fd, min(self._size, _TAIL), self._size - min(self._size, _TAIL))
         return changed
-
-    def encode(self, records: Sequence[Mapping[str, Any]], first_seq: int) -> bytes:
-        """The lines of ``records`` from ``first_seq`` (raises :class:`~coxswain.EncodeError`)."""
-        return _native.encode_records(first_seq, records)
 
     def append_encoded(self, data: bytes, count: int) -> None:
         """Appends ``count`` encoded records and makes them durable. Checks first that the path
@@ -304,12 +321,6 @@ class FileLog:
             raise LogTruncated(self.path, size, found)
         if found > size or (tail and os.pread(fd, len(tail), size - len(tail)) != tail):
             raise LogTampered(self.path, size, found)
-
-    def append(self, records: Sequence[Mapping[str, Any]]) -> list[int]:
-        """Encodes and appends ``records`` (``{type, data}``); returns their ``seq``s."""
-        first = self._next_seq
-        self.append_encoded(self.encode(records, first), len(records))
-        return list(range(first, first + len(records)))
 
     def sync(self) -> None:
         """Makes everything written durable, and checks the file is still the log's and ends

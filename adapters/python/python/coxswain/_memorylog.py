@@ -6,15 +6,14 @@ the same idea)."""
 from __future__ import annotations
 
 import builtins
-from typing import Any, Mapping, Sequence
 
 from . import _native
-from ._filelog import LogError, Resumed
+from ._filelog import LogError, RecordLog, Resumed
 
 __all__ = ["MemoryLog"]
 
 
-class MemoryLog:
+class MemoryLog(RecordLog):
     """A log in memory, starting from ``data`` (the bytes of a log, e.g. a file's read back).
 
     As a :class:`~coxswain.log.FileLog` is locked, one agent at a time holds it: :meth:`resume`
@@ -51,20 +50,11 @@ class MemoryLog:
             self.append(closers)
         return Resumed(records, torn, machine, len(closers), interrupted)
 
-    @property
-    def next_seq(self) -> int:
-        """The ``seq`` the next appended record gets."""
-        return self._next_seq
-
     def bytes(self) -> bytes:
         """Every byte the log holds."""
         if len(self._chunks) > 1:
             self._chunks = [b"".join(self._chunks)]
         return self._chunks[0] if self._chunks else b""
-
-    def encode(self, records: Sequence[Mapping[str, Any]], first_seq: int) -> builtins.bytes:
-        """The lines of ``records`` from ``first_seq`` (raises :class:`~coxswain.EncodeError`)."""
-        return _native.encode_records(first_seq, records)
 
     def append_encoded(self, data: builtins.bytes, count: int) -> None:
         """Appends ``count`` encoded records (:class:`~coxswain.log.LogError` once closed)."""
@@ -73,12 +63,6 @@ class MemoryLog:
         if data:
             self._chunks.append(bytes(data))
             self._next_seq += count
-
-    def append(self, records: Sequence[Mapping[str, Any]]) -> list[int]:
-        """Encodes and appends ``records`` (``{type, data}``); returns their ``seq``s."""
-        first = self._next_seq
-        self.append_encoded(self.encode(records, first), len(records))
-        return list(range(first, first + len(records)))
 
     def sync(self) -> None:
         """Nothing to make durable (:class:`~coxswain.log.LogError` once closed)."""

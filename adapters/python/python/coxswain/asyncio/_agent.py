@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from typing import Any, Awaitable, Callable, TypeVar
 
 from .._errors import Disposed as DisposedError
@@ -32,12 +31,6 @@ T = TypeVar("T")
 
 async def _call(method: Callable[[Any], Awaitable[T]], cx: Any) -> T:
     return await method(cx)
-
-
-#: Python 3.12's eager tasks: a task's first step runs at once, as the task (``current_task()``,
-#: ``asyncio.timeout``, a ``TaskGroup`` see it), and one that returns without suspending is done
-#: with no turn of the event loop. Python 3.11 has none: there a call's task starts on the next.
-_EAGER: dict[str, Any] = {"eager_start": True} if sys.version_info >= (3, 12) else {}
 
 
 class _HostCall:
@@ -81,8 +74,6 @@ class Agent(Calls, Reports):
         self._members: list[Command | None] = []  # the staged batch's by place (None: the driver's)
         self._held: dict[tuple[int, int], Command | None] = {}  # answers the session holds, by member
         self._ending: Ending | None = None
-        self._calls: list[tuple[tuple[str, int, int], Callable[[Any], Awaitable[Any]], Any,
-                                Scope]] = []  # host calls the batch requested, to start
         self._final_sync: LogError | None = None
         self._idle, self._ended = asyncio.Event(), asyncio.Event()
         self._status, self._last_turn = session.status(), session.last_turn()
@@ -172,13 +163,8 @@ class Agent(Calls, Reports):
 
     async def _run(self) -> None:
         loop, session, controls = asyncio.get_running_loop(), self._session, ("pending", "close")
-        hot = 0  # groups taken without waiting (host calls that answer at once queue their answer)
         try:
             while self._ending is None:
-                hot = hot + 1 if not self._queue.empty() else 0
-                if hot > self._max_batch:  # a host that never suspends: let other tasks run
-                    hot = 0
-                    await asyncio.sleep(0)
                 group, deadline = list[Command](), session.poll_timeout()
                 wait = None if deadline is None else max(0.0, deadline - loop.time())
                 try:
@@ -247,8 +233,6 @@ class Agent(Calls, Reports):
                 elif self._ending is None:
                     self._carry_out(release, members[member])
         self._update_state()
-        if self._calls:
-            self._start_calls()
 
     def _failed(self, batch: int, error: Exception) -> None:
         """The append failed: the session took the batch back (S5). Its callers (those refused
@@ -296,8 +280,9 @@ class Agent(Calls, Reports):
 
     def _call_host(self, request: PreStepRequest | StepRequest | TurnStoppingRequest,
                    scope: Scope) -> None:
-        """Builds the host call; it starts once the batch's release is carried out (so the call
-        sees the agent as of the whole batch)."""
+        """Starts the host call in a task of its own (the scope cancels it), which answers the
+        call as it ends (no done callback's turn of the event loop in between); the callback
+        answers only a call cancelled before its first line ran."""
         cx: Any
         method: Callable[[Any], Awaitable[Any]]
         if isinstance(request, PreStepRequest):
@@ -309,25 +294,11 @@ class Agent(Calls, Reports):
         else:
             key, method = ("turnStopping", request.turn, 0), self._host.turn_stopping
             cx = TurnStoppingContext(request.turn, scope.cancelled, self)
-        self._calls.append((key, method, cx, scope))
-
-    def _start_calls(self) -> None:
-        """Starts the host calls the last batch requested, each in a task of its own (the scope
-        cancels it), eagerly where the interpreter can (``_EAGER``). The task answers its call
-        as it ends (no done callback's turn of the loop in between); the callback answers only a
-        call cancelled before its first line ran."""
-        calls, self._calls = self._calls, []
-        if self._ending is not None:
-            return
-        loop = asyncio.get_running_loop()
-        for key, method, cx, scope in calls:
-            if scope.cancelled.is_set():  # aborted before it began: as a task cancelled unstarted
-                self._answered(key, None)
-                continue
-            call = _HostCall(self, key)
-            task = scope.task = asyncio.Task(call.run(method, cx), loop=loop, **_EAGER)
-            if not task.done():
-                task.add_done_callback(call.unstarted)
+        call = _HostCall(self, key)
+        scope.task = asyncio.get_running_loop().create_task(call.run(method, cx))
+        if scope.cancelled.is_set():
+            scope.task.cancel()
+        scope.task.add_done_callback(call.unstarted)
 
     def _answered(self, request: tuple[str, int, int],
                   outcome: StopIteration | BaseException | None) -> None:
