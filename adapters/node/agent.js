@@ -12,7 +12,7 @@ const native = require('./native');
 const errors = require('./errors');
 const { INPUTS, FOUND } = require('./machine');
 const { Session, agentOptions } = require('./session');
-const { resume } = require('./log');
+const { resume, writesEncoded } = require('./log');
 
 /** What a hook that is missing or returns nothing answers (the step has no default). */
 const DEFAULTS = { preStep: (body) => ({ enter: body.messages }), turnStopping: () => 'done' };
@@ -23,7 +23,7 @@ class Agent {
     Object.assign(this, { _host: host, _log: log, _s: session, _maxBatch: maxBatch, _queue: [], _seq: nextSeq });
     Object.assign(this, { _pumping: false, _scheduled: false, _maintenance: null, _timer: null });
     Object.assign(this, { _ending: null, _finishing: null, _finalSync: null, _listeners: new Set() });
-    Object.assign(this, { _idle: [], _afterEnd: [], _held: new Map(), _controller: new AbortController() });
+    Object.assign(this, { _idle: [], _afterEnd: [], _held: new Map(), _activity: new Activity() });
     this._finished = new Promise((resolve) => { this._resolveFinished = resolve; });
     ({ status: this._status, lastTurn: this._lastTurn } = session.state());
   }
@@ -125,7 +125,9 @@ class Agent {
       members.push(member);
       commands.push(member.input);
     }
-    const { staged, batch, entries } = this._s.stage(commands, this._seq); // encoded for the next `seq`
+    // Encoded for the next `seq`; decoded only for a listener or a log of the host's own.
+    const decoded = this._listeners.size > 0 || !writesEncoded(this._log);
+    const { staged, batch, entries } = this._s._stage(commands, this._seq, decoded);
     const [tickets, retried] = [[], []];
     for (let i = 0; i < members.length; i++) {
       const member = members[i];
@@ -195,39 +197,40 @@ class Agent {
       this._maintenance = null;
       this._enqueue(command('input', END, answer, reject));
     };
-    const settled = Promise.resolve(this._controller.signal).then(job);
+    const settled = Promise.resolve(this._activity.signal).then(job);
     settled.then((value) => end(() => resolve(value)), (failure) => end(() => reject(failure)));
   }
   /** Carries out one released effect (the drain contract's second half). */
   _carryOut({ notify, begin, request, disposed }) {
     if (notify && notify.type === 'agent/status') this._status = notify.status;
     if (notify && this._listeners.size > 0) this._publish({ notified: notify });
-    if (begin) this._controller = new AbortController();
+    if (begin) this._activity = new Activity();
     if (begin && begin.turn !== undefined) this._lastTurn = begin.turn;
-    if (request && request.abort) this._controller.abort(request.abort.cause);
+    if (request && request.abort) this._activity.abort(request.abort.cause);
     else if (request) this._start(request);
     if (disposed) this._end({ kind: 'disposed' });
   }
   /** Starts the host call the session requested; its answer (or what went wrong) is the next input. */
   _start(request) {
-    const [kind] = Object.keys(request);
-    const body = request[kind];
-    const cx = { ...body, signal: this._controller.signal, agent: this };
-    if (kind === 'step') {
-      cx.record = (type, data) => this._record(body.turn, body.step, [{ type, data }]);
-      cx.recordAll = (events) => this._record(body.turn, body.step, events);
-    }
+    const kind = request.preStep ? 'preStep' : request.step ? 'step' : 'turnStopping';
+    this._call(kind, request[kind], this._activity);
+  }
+  /** Runs one host call, after the loop's current turn: its answer, or its failure, is staged. */
+  async _call(kind, body, activity) {
+    await undefined; // the hook runs after the batch that requested it has settled
+    const cx = new CONTEXTS[kind](this, body, activity);
     const hook = this._host[kind];
-    const call = [kind, body.turn, body.step ?? 0]; // the request it answers (a late one is stale, S4)
-    const answered = (input) => this._ending || this._enqueue(command('answer', input, drop, drop));
-    Promise.resolve()
-      .then(() => (typeof hook === 'function' ? hook.call(this._host, cx) : undefined))
-      .then((answer) => {
-        const given = answer ?? DEFAULTS[kind]?.(body);
-        if (given !== undefined) return answered({ answer: [...call, { [kind]: given }] });
-        const why = `the host has no ${kind} hook or it returned nothing`;
-        answered({ hostFailed: [...call, 'invalid-answer', why] });
-      }, (error) => answered({ hostFailed: [...call, 'raised', String(error?.message ?? error)] }));
+    const [turn, step] = [body.turn, body.step ?? 0]; // the request it answers (a late one is stale, S4)
+    let input;
+    try {
+      const answer = typeof hook === 'function' ? await hook.call(this._host, cx) : undefined;
+      const given = answer ?? DEFAULTS[kind]?.(body);
+      const why = `the host has no ${kind} hook or it returned nothing`;
+      input = given !== undefined ? { answer: [kind, turn, step, { [kind]: given }] } : { hostFailed: [kind, turn, step, 'invalid-answer', why] };
+    } catch (error) {
+      input = { hostFailed: [kind, turn, step, 'raised', String(error?.message ?? error)] };
+    }
+    if (!this._ending) this._enqueue(command('answer', input, drop, drop));
   }
   /** Keeps one timer on the session's deadline `at` (the abort grace): when it fires, a timeout is staged. */
   _arm(at) {
@@ -261,7 +264,7 @@ class Agent {
     const ending = this._ending;
     const error = this._endedError();
     clearTimeout(this._timer);
-    this._controller.abort(error);
+    this._activity.abort(error);
     const maintenance = this._maintenance;
     if (maintenance) this._afterEnd.push(() => maintenance.reject(error));
     for (const member of this._held.values()) this._afterEnd.push(() => member.reject(error));
@@ -283,6 +286,62 @@ class Agent {
 for (const [name, input] of Object.entries(INPUTS)) {
   Agent.prototype[name] = function (...args) { return this._input(input(...args), FOUND.has(name) || undefined); };
 }
+
+/**
+ * One activity (a turn, or a maintenance job): its abort signal, made when a hook first asks
+ * for it or when the activity is aborted (S39), so an activity nobody watches costs no
+ * `AbortController`.
+ */
+class Activity {
+  constructor() {
+    this._controller = null;
+  }
+  get signal() {
+    return (this._controller ??= new AbortController()).signal;
+  }
+  abort(reason) {
+    (this._controller ??= new AbortController()).abort(reason);
+  }
+}
+
+/** What a pre-step hook is handed: the request's fields, its activity's signal, the agent. */
+class PreStepContext {
+  constructor(agent, body, activity) {
+    this.turn = body.turn;
+    this.step = body.step;
+    this.messages = body.messages;
+    this.agent = agent;
+    this._activity = activity;
+  }
+  get signal() { return this._activity.signal; }
+}
+
+/** What a step hook is handed: as a pre-step's, with `record` and `recordAll` (host events inside the step). */
+class StepContext {
+  constructor(agent, body, activity) {
+    const { turn, step } = body;
+    this.turn = turn;
+    this.step = step;
+    this.agent = agent;
+    this._activity = activity;
+    // Own functions, so a hook may destructure them (`async step({ record })`).
+    this.record = (type, data) => agent._record(turn, step, [{ type, data }]);
+    this.recordAll = (events) => agent._record(turn, step, events);
+  }
+  get signal() { return this._activity.signal; }
+}
+
+/** What a turn-stopping hook is handed. */
+class TurnStoppingContext {
+  constructor(agent, body, activity) {
+    this.turn = body.turn;
+    this.agent = agent;
+    this._activity = activity;
+  }
+  get signal() { return this._activity.signal; }
+}
+
+const CONTEXTS = { preStep: PreStepContext, step: StepContext, turnStopping: TurnStoppingContext };
 
 /** A command for the loop, one shape for all: `input` is what it stages (a session command) or the barrier. */
 function command(kind, input, resolve, reject, found = undefined) {

@@ -40,10 +40,16 @@ function asLogError(error) {
  */
 const ENCODED = Symbol('coxswain.encoded');
 
-/** The log lines of `entries` numbered from `firstSeq`: their own encoding when it fits. */
+/** The log lines of `entries` numbered from `firstSeq` (text): their own encoding when it fits. */
 function linesOf(firstSeq, entries) {
   const encoded = entries[ENCODED];
   return encoded !== undefined && encoded.seq === firstSeq ? encoded.lines : encodeRecords(firstSeq, entries);
+}
+
+/** Whether `entries` end a turn (a `per-turn` log syncs then). */
+function endsTurn(entries) {
+  const encoded = entries[ENCODED];
+  return encoded !== undefined ? encoded.turnEnd : entries.some((entry) => entry.type === 'turn/end');
 }
 
 /** Encodes `entries` (`{type, data}` each) as log lines numbered from `firstSeq`. */
@@ -188,9 +194,7 @@ class FileLog {
     if (this._failed) throw new errors.LogFailedError();
     if (entries.length === 0) return this._nextSeq;
     const bytes = Buffer.from(linesOf(this._nextSeq, entries), 'utf8');
-    const sync =
-      this._policy === 'every-append' ||
-      (this._policy === 'per-turn' && entries.some((entry) => entry.type === 'turn/end'));
+    const sync = this._policy === 'every-append' || (this._policy === 'per-turn' && endsTurn(entries));
     const tail = this._tail ?? Buffer.alloc(0);
     const after = Buffer.concat([tail, bytes]);
     const afterTail = after.subarray(Math.max(0, after.length - TAIL));
@@ -337,11 +341,16 @@ async function resume(log, machine) {
 /** A log in memory, in the same record format (for tests and benches): nothing is durable. */
 class MemoryLog {
   constructor(bytes = Buffer.alloc(0)) {
+    /** The log's bytes, then the lines appended since (text: encoded when the bytes are read). */
     this._chunks = [Buffer.from(bytes)];
     this._nextSeq = 1;
   }
   /** The log's bytes. */
-  bytes() { return Buffer.concat(this._chunks); }
+  bytes() {
+    const bytes = Buffer.concat(this._chunks.map((chunk) => (typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk)));
+    this._chunks = [bytes];
+    return bytes;
+  }
   async readAll() { return this.bytes(); }
   async repairTail({ completeLen, torn, unterminated, nextSeq }) {
     const bytes = this.bytes();
@@ -351,7 +360,7 @@ class MemoryLog {
   }
   async append(entries) {
     if (entries.length === 0) return this._nextSeq;
-    this._chunks.push(Buffer.from(linesOf(this._nextSeq, entries), 'utf8'));
+    this._chunks.push(linesOf(this._nextSeq, entries));
     const first = this._nextSeq;
     this._nextSeq += entries.length;
     return first;
@@ -360,4 +369,13 @@ class MemoryLog {
   async close() {}
 }
 
-module.exports = { FileLog, MemoryLog, encodeRecords, parseLog, resume, ENCODED };
+/**
+ * Whether `log` appends with this module's own `append` (FileLog's or MemoryLog's, not one a
+ * subclass or the host wrote), which writes the lines `Session` encoded: the agent can hand it
+ * entries it has not decoded.
+ */
+function writesEncoded(log) {
+  return log.append === FileLog.prototype.append || log.append === MemoryLog.prototype.append;
+}
+
+module.exports = { FileLog, MemoryLog, encodeRecords, parseLog, resume, writesEncoded, ENCODED };

@@ -20,6 +20,22 @@ const MAX_CAPACITY = 1 << 20;
 /** The default admission bound (S55), as the tokio adapter's `Options::max_pending`. */
 const DEFAULT_MAX_PENDING = 10_000;
 
+/** The answer words staged by code (src/machine.rs `answer_word`), by host call. */
+const WORDS = {
+  step: { completed: 0, 'max-tokens': 1, continue: 2 },
+  turnStopping: { done: 3 },
+  preStep: { reject: 4 },
+};
+const NO_INPUTS = [];
+
+/** `object[key]` when `key` is the plain object's only field, else `undefined`. */
+function soleField(object, key) {
+  if (object === null || typeof object !== 'object' || Object.getPrototypeOf(object) !== Object.prototype) return undefined;
+  let fields = 0;
+  for (const field in object) if (++fields > 1 || field !== key) return undefined;
+  return object[key];
+}
+
 /** A staged member's ticket, or its refusal thrown as the typed error. */
 function staged(reply) {
   if (typeof reply === 'number') return reply;
@@ -41,6 +57,8 @@ class Session {
     this._inner = new native.NativeSession(inner, o.abortGraceMs, o.maxIdBytes, o.maxMessageBytes, o.retryAfterMs);
     /** The frozen messages the session names by handle (taken with the machine's, tape.js). */
     this._messages = machine instanceof Machine ? machine._messages : new tape.Messages();
+    /** Whether the machine is quiescent, as the last stage or persisted reply said; `null`: ask. */
+    this._quiescent = null;
   }
 
   /**
@@ -54,19 +72,63 @@ class Session {
    * `FileLog` and `MemoryLog` write as they are.
    */
   stage(commands, firstSeq = null) {
-    let text;
-    try {
-      text = encode(commands);
-    } catch {
-      return this._stageEach(commands); // a value JSON cannot carry (NaN, a cycle, a BigInt): one at a time
+    return this._stage(commands, firstSeq, true);
+  }
+
+  /**
+   * `stage`; without `withEntries` the entries are not decoded (an agent whose log writes the
+   * encoded lines, with no listener to show them to): `entries` is then `{length}` with only
+   * their encoding (`entries[ENCODED]`).
+   */
+  _stage(commands, firstSeq, withEntries) {
+    this._quiescent = null;
+    const first = firstSeq ?? undefined;
+    let reply = commands.length === 1 ? this._stageOne(commands[0], first, withEntries) : undefined;
+    let inputs = NO_INPUTS;
+    if (reply === undefined) {
+      let text;
+      try {
+        text = encode(commands);
+      } catch {
+        return this._stageEach(commands); // a value JSON cannot carry (NaN, a cycle, a BigInt): one at a time
+      }
+      inputs = tape.messagesOfCommands(commands);
+      reply = this._inner.stageTape(text, first, withEntries);
     }
-    const inputs = tape.messagesOfCommands(commands);
-    const { staged, batch, entries, lines } = tape.staged(this._inner.stageTape(text, firstSeq), this._messages, inputs);
-    if (lines !== null) entries[ENCODED] = { seq: firstSeq, lines };
+    const result = tape.staged(reply, this._messages, inputs);
+    const { staged, batch, quiescent } = result;
+    this._quiescent = quiescent;
     for (let i = 0; i < staged.length; i++) {
       if (staged[i] !== null && typeof staged[i] === 'object') staged[i] = typed(staged[i]);
     }
+    if (batch === null) return { staged, batch, entries: null };
+    const entries = result.entries ?? { length: result.count };
+    if (result.lines !== null) entries[ENCODED] = { seq: firstSeq, lines: result.lines, turnEnd: result.turnEnd };
     return { staged, batch, entries };
+  }
+
+  /**
+   * The tape of one answer staged without text (a word, or `enter` of messages the session
+   * handed out), or `undefined` for any other command (it goes as JSON text).
+   */
+  _stageOne(command, first, withEntries) {
+    const answer = command.answer;
+    if (!Array.isArray(answer) || answer.length !== 4) return undefined;
+    const [call, turn, step, input] = answer;
+    if (!Number.isSafeInteger(turn) || !Number.isSafeInteger(step) || turn < 0 || step < 0) return undefined;
+    const given = soleField(input, call);
+    if (typeof given === 'string') {
+      const word = WORDS[call]?.[given];
+      return word === undefined ? undefined : this._inner.stageWord(word, turn, step, first, withEntries);
+    }
+    const batch = call === 'preStep' ? soleField(given, 'enter') : undefined;
+    if (!Array.isArray(batch)) return undefined;
+    const handles = new Array(batch.length);
+    for (let k = 0; k < batch.length; k++) {
+      handles[k] = this._messages.handleOf.get(batch[k]);
+      if (handles[k] === undefined) return undefined;
+    }
+    return this._inner.stageEnter(turn, step, handles, first, withEntries);
   }
 
   /** `stage`, one command at a time: one JSON cannot hold is refused alone (an answer fails its call, S38). */
@@ -84,6 +146,7 @@ class Session {
         } catch (error) {
           return this.hostFailed(call, turn, step, 'invalid-answer', error.message);
         }
+        this._quiescent = null;
         return staged(this._inner.answer(call, turn, step, text));
       } catch (error) {
         if (error instanceof errors.CoxswainError) return error;
@@ -94,7 +157,10 @@ class Session {
     return { staged, batch: sealed ? sealed.batch : null, entries: sealed ? sealed.entries : null };
   }
   /** Stages an input (FORMAT.md "Inputs"); throws its refusal (`RejectedError`, `InvalidInputError`…). */
-  feed(input) { return staged(this._inner.feed(encode(input))); }
+  feed(input) {
+    this._quiescent = null;
+    return staged(this._inner.feed(encode(input)));
+  }
   /**
    * Stages the answer (`{preStep: …}`, `{step: …}`, `{turnStopping: …}`) of the host call `call`
    * to the request of turn `turn`, step `step`: a refusal `stale` unless that request is
@@ -102,6 +168,7 @@ class Session {
    * too deep for the log, fails the call instead (`host-invalid-answer`, S38).
    */
   answer(call, turn, step, input) {
+    this._quiescent = null;
     return staged(this._inner.answer(call, turn, step ?? 0, encode(input)));
   }
   /**
@@ -109,10 +176,14 @@ class Session {
    * 'raised' | 'cancelled' | 'abandoned' | 'invalid-answer'`), the code is the session layer's.
    */
   hostFailed(call, turn, step, failure, detail = '') {
+    this._quiescent = null;
     return staged(this._inner.hostFailed(call, turn, step ?? 0, failure, detail));
   }
   /** Stages host events inside step `step` of turn `turn` (`StepClosedError` otherwise, `ReservedTypeError`). */
-  record(turn, step, events) { return staged(this._inner.record(turn, step, encode(events))); }
+  record(turn, step, events) {
+    this._quiescent = null;
+    return staged(this._inner.record(turn, step, encode(events)));
+  }
   /** Seals the staged batch: `{batch, entries}` (append the entries as one write), or `null` if none is staged. */
   seal() {
     const sealed = this._inner.seal();
@@ -124,16 +195,21 @@ class Session {
    * members, stands now), and last `{deadline}` while an abort grace runs.
    */
   persisted(batch, nowMs) {
-    const releases = tape.releases(this._inner.persistedTape(batch, nowMs), this._messages);
-    for (const release of releases) if (release.refused) release.refused = errors.refusal(release.refused);
-    return releases;
+    this._quiescent = null;
+    const { released, quiescent } = tape.releases(this._inner.persistedTape(batch, nowMs), this._messages);
+    this._quiescent = quiescent;
+    for (const release of released) if (release.refused) release.refused = errors.refusal(release.refused);
+    return released;
   }
   /**
    * The sealed batch was not made durable at `nowMs`: `{members, held}`, the tickets of the
    * members that failed and of those whose answer (the host's, a job's end) the session holds
    * and stages again once its retry pause is over (`handleTimeout`): their waiters wait for that.
    */
-  failed(batch, nowMs = performance.now()) { return JSON.parse(this._inner.failed(batch, nowMs)); }
+  failed(batch, nowMs = performance.now()) {
+    this._quiescent = null;
+    return JSON.parse(this._inner.failed(batch, nowMs));
+  }
   /** When to call `handleTimeout` next (milliseconds of the host's clock: a retry pause's end, an abort grace's), or `null`. */
   pollTimeout() { return this._inner.pollTimeout(); }
   /**
@@ -143,6 +219,7 @@ class Session {
    * the refusal that stops it now (tell its waiter). Call again while `pollTimeout()` is due.
    */
   handleTimeout(nowMs) {
+    this._quiescent = null;
     const result = JSON.parse(this._inner.handleTimeout(nowMs));
     return result !== null && typeof result === 'object' ? typed(result) : result;
   }
@@ -152,7 +229,7 @@ class Session {
   /** The pending lists (NT and NS, in order). */
   pending() { return tape.pending(this._inner.pendingTape(), this._messages); }
   /** No turn and no maintenance runs (S44). */
-  get quiescent() { return this._inner.isQuiescent(); }
+  get quiescent() { return this._quiescent ?? this._inner.isQuiescent(); }
   /** Disposed (S45). */
   get disposed() { return this._inner.isDisposed(); }
   /** The request the machine waits on, or `null`. */

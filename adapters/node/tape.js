@@ -227,8 +227,10 @@ function pending(tape, messagesTable) {
 }
 
 /**
- * A staged batch's reply (src/session.rs `stage_tape`): `{staged, batch, entries, lines}`,
- * each staged result a ticket, `null`, or the JSON value of a refusal or a timeout's result.
+ * A staged batch's reply (src/session.rs `stage_tape`): `{staged, batch, count, entries,
+ * turnEnd, lines, quiescent}`, each staged result a ticket, `null`, or the JSON value of a
+ * refusal or a timeout's result; `entries` `null` when the tape leaves them out (or nothing was
+ * staged), `lines` their log lines (text), or `null`.
  */
 function staged(tape, messagesTable, inputs) {
   open(tape, messagesTable, inputs);
@@ -238,24 +240,30 @@ function staged(tape, messagesTable, inputs) {
       return kind === 0 ? num() : kind === 1 ? null : parse(str());
     });
     if (num() === 0) {
-      num();
-      num();
-      return { staged: results, batch: null, entries: null, lines: null };
+      return { staged: results, batch: null, count: 0, entries: null, turnEnd: false, lines: null, quiescent: num() === 1 };
     }
     const batch = num();
-    const entries = list(() => (num() === 0 ? event() : { type: str(), data: parse(str()) }));
+    const count = num();
+    let entries = null;
+    if (num() === 1) {
+      entries = new Array(count);
+      for (let k = 0; k < count; k++) entries[k] = num() === 0 ? event() : { type: str(), data: parse(str()) };
+    } else {
+      messages(); // the inputs' messages, bound to their handles (S8)
+    }
+    const turnEnd = num() === 1;
     const lines = num() === 1 ? str() : null;
-    return { staged: results, batch, entries, lines };
+    return { staged: results, batch, count, entries, turnEnd, lines, quiescent: num() === 1 };
   } finally {
     close();
   }
 }
 
-/** A durable batch's releases (src/session.rs `persisted_tape`), in order. */
+/** A durable batch's releases (src/session.rs `persisted_tape`), in order, and whether the machine is quiescent. */
 function releases(tape, messagesTable) {
   open(tape, messagesTable, null);
   try {
-    return list(() => {
+    const released = list(() => {
       switch (num()) {
         case 0:
           return effect();
@@ -267,6 +275,7 @@ function releases(tape, messagesTable) {
           return { deadline: Number(str()) };
       }
     });
+    return { released, quiescent: num() === 1 };
   } finally {
     close();
   }

@@ -407,15 +407,26 @@ pub fn machine_answer(core: &External<Shared>, ack: bool, word: u32) -> Utf16Str
     if ack {
         core.ack();
     }
-    let input = match word {
-        0 => Input::Step(StepAnswer::Completed),
-        1 => Input::Step(StepAnswer::MaxTokens),
-        2 => Input::Step(StepAnswer::Continue),
-        3 => Input::TurnStopping(TurnStoppingAnswer::Done),
-        4 => Input::PreStep(PreStepAnswer::Reject),
-        _ => return core.refusal(2, &format!("no answer word {word}")),
-    };
-    core.apply_taped(input, false)
+    match answer_word(word) {
+        Some((_, input)) => core.apply_taped(input, false),
+        None => core.refusal(2, &format!("no answer word {word}")),
+    }
+}
+
+/// The answer a word code stands for, with the host call it answers: `0` step `completed`,
+/// `1` step `max-tokens`, `2` step `continue`, `3` turnStopping `done`, `4` preStep `reject`.
+pub(crate) fn answer_word(word: u32) -> Option<(&'static str, Input)> {
+    Some(match word {
+        0 => ("step", Input::Step(StepAnswer::Completed)),
+        1 => ("step", Input::Step(StepAnswer::MaxTokens)),
+        2 => ("step", Input::Step(StepAnswer::Continue)),
+        3 => (
+            "turnStopping",
+            Input::TurnStopping(TurnStoppingAnswer::Done),
+        ),
+        4 => ("preStep", Input::PreStep(PreStepAnswer::Reject)),
+        _ => return None,
+    })
 }
 
 /// [`machine_enter`] of one message's handle (the common batch, without an array to convert).

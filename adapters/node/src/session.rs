@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use coxswain_core::{Input, Outstanding};
+use coxswain_core::{Event, Input, Outstanding, PreStepAnswer};
 use coxswain_log::{Entry, HostEvent};
 use coxswain_session::{
     Ack, BatchNo, HostFailure, Limits, Options, Refused, Release, Session, Ticket, Timeout,
@@ -23,7 +23,7 @@ use napi_derive::napi;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::machine::{rejection_value, NativeMachine};
+use crate::machine::{answer_word, rejection_value, NativeMachine};
 use crate::tape::{self, Given, Handles, Tape};
 use crate::wire::{self, EffectJson};
 
@@ -136,13 +136,20 @@ impl NativeSession {
 
     /// [`stage`](NativeSession::stage), replying with a tape (the module `tape`, decoded by
     /// `tape.js`) instead of JSON text: the swept handles; the staged results (`0` and a
-    /// ticket, `1` for nothing staged, `2` and a refusal's or a timeout's JSON text); `0`, or
-    /// `1` and the batch number; the entries (each `0` and a machine event, or `1`, its type and
-    /// its data's JSON text); `0`, or `1` and their log lines (with `first_seq`). A message of
-    /// a staged input is named by the handle of the caller's object (the input's `k`-th, in
-    /// `messagesOf` order over the commands).
+    /// ticket, `1` for nothing staged, `2` and a refusal's or a timeout's JSON text); then `0`
+    /// (nothing staged), or `1`, the batch number, the entry count, whether the entries follow
+    /// (`with_entries`, default `true`: each `0` and a machine event, or `1`, its type and its
+    /// data's JSON text; else the inputs' messages, bound to their handles), whether a `turn/end`
+    /// is among them, and `1` and their log lines (with `first_seq`, numbered from it) or `0`; last,
+    /// whether the machine is quiescent. A message of a staged input is named by the handle of
+    /// the caller's object (the input's `k`-th, in `messagesOf` order over the commands).
     #[napi]
-    pub fn stage_tape(&mut self, commands: String, first_seq: Option<i64>) -> Utf16String {
+    pub fn stage_tape(
+        &mut self,
+        commands: String,
+        first_seq: Option<i64>,
+        with_entries: Option<bool>,
+    ) -> Utf16String {
         let (staged, given): (Vec<Value>, Given) =
             match serde_json::from_str::<Vec<Command>>(&commands) {
                 Ok(commands) => {
@@ -170,59 +177,78 @@ impl NativeSession {
                     ),
                 },
             };
-        let sealed = self.session.seal();
-        let mut tape = Tape::new(&mut self.handles, given);
-        tape.num(staged.len() as u64);
-        for result in &staged {
-            match result {
-                Value::Number(ticket) => {
-                    tape.num(0);
-                    tape.num(ticket.as_u64().unwrap_or(u64::from(u32::MAX)));
-                }
-                Value::Null => tape.num(1),
-                other => {
-                    tape.num(2);
-                    tape.str(&wire::text(other));
-                }
-            }
-        }
-        let Some(append) = sealed else {
-            tape.num(0);
-            tape.num(0);
-            tape.num(0);
-            return tape.finish().into();
+        self.sealed_tape(&staged, given, first_seq, with_entries.unwrap_or(true))
+    }
+
+    /// [`stage_tape`](NativeSession::stage_tape) of one answer that is a word, by the code of
+    /// `machineAnswer` (`0` step `completed`, `1` step `max-tokens`, `2` step `continue`, `3`
+    /// turnStopping `done`, `4` preStep `reject`), to the request of turn `turn`, step `step`:
+    /// no text crosses. Another code is refused (`invalid-input`) and stages nothing.
+    #[napi]
+    pub fn stage_word(
+        &mut self,
+        word: u32,
+        turn: i64,
+        step: i64,
+        first_seq: Option<i64>,
+        with_entries: Option<bool>,
+    ) -> Utf16String {
+        let result = match answer_word(word) {
+            Some((call, input)) => self.answer_parsed(call, turn, step, Ok(input)),
+            None => Err(refusal_value(
+                "invalid-input",
+                &format!("no answer word {word}"),
+            )),
         };
-        tape.num(1);
-        tape.num(append.batch.0);
-        tape.num(append.entries.len() as u64);
-        for entry in append.entries {
-            match entry {
-                Entry::Machine(event) => {
-                    tape.num(0);
-                    tape.event(event);
-                }
-                Entry::Host(event) => {
-                    tape.num(1);
-                    tape.str(event.kind());
-                    tape.str(&wire::text(event.data()));
+        self.sealed_one(result, first_seq, with_entries)
+    }
+
+    /// [`stage_tape`](NativeSession::stage_tape) of the pre-step answer `enter` of the messages
+    /// behind `handles` (the tape's, in order) to the request of turn `turn`, step `step`: no
+    /// message crosses again. A handle the table does not hold fails the call
+    /// (`host-invalid-answer`, S38), as an answer of unknown shape does.
+    #[napi]
+    pub fn stage_enter(
+        &mut self,
+        turn: i64,
+        step: i64,
+        handles: Vec<i64>,
+        first_seq: Option<i64>,
+        with_entries: Option<bool>,
+    ) -> Utf16String {
+        let mut batch = Vec::with_capacity(handles.len());
+        let mut unknown = None;
+        for handle in handles {
+            let found = u64::try_from(handle).ok().and_then(|h| self.handles.get(h));
+            match found {
+                Some(message) => batch.push(std::sync::Arc::clone(message)),
+                None => {
+                    unknown = Some(handle);
+                    break;
                 }
             }
         }
-        let first = first_seq.and_then(|seq| u64::try_from(seq).ok());
-        match first.and_then(|first| lines(first, append.entries)) {
-            Some(lines) => {
-                tape.num(1);
-                tape.str(&lines);
+        let result = match unknown {
+            None => {
+                let input = Input::PreStep(PreStepAnswer::Enter(batch.into()));
+                self.answer_parsed("preStep", turn, step, Ok(input))
             }
-            None => tape.num(0),
-        }
-        tape.finish().into()
+            Some(handle) => {
+                let why = format!("no message has the handle {handle}");
+                request_named("preStep", turn, step).and_then(|request| {
+                    self.session
+                        .host_failed(request, HostFailure::InvalidAnswer, &why)
+                        .map_err(|refused| refused_value(&refused))
+                })
+            }
+        };
+        self.sealed_one(result, first_seq, with_entries)
     }
 
     /// [`persisted`](NativeSession::persisted), replying with a tape: the swept handles, the
     /// count, then each release (`0` and an effect; `1`, a ticket and whether it was found;
     /// `2`, a ticket and its refusal's JSON text; `3` and the abort grace's deadline, in
-    /// milliseconds, as text).
+    /// milliseconds, as text); last, whether the machine is quiescent.
     ///
     /// # Errors
     ///
@@ -258,6 +284,7 @@ impl NativeSession {
             tape.num(3);
             tape.str(&deadline.to_string());
         }
+        tape.flag(self.session.machine().is_quiescent());
         Ok(tape.finish().into())
     }
 
@@ -436,6 +463,88 @@ impl NativeSession {
 }
 
 impl NativeSession {
+    /// [`sealed_tape`](Self::sealed_tape) of one command's result (no input message to bind).
+    fn sealed_one(
+        &mut self,
+        result: Result<Ticket, Value>,
+        first_seq: Option<i64>,
+        with_entries: Option<bool>,
+    ) -> Utf16String {
+        let staged = [result.map_or_else(|refusal| refusal, |t| Value::from(index(t)))];
+        let with_entries = with_entries.unwrap_or(true);
+        self.sealed_tape(&staged, Given::new(), first_seq, with_entries)
+    }
+
+    /// Seals the staged batch and writes the reply tape of `stage_tape` for `staged`.
+    fn sealed_tape(
+        &mut self,
+        staged: &[Value],
+        given: Given,
+        first_seq: Option<i64>,
+        with_entries: bool,
+    ) -> Utf16String {
+        let sealed = self.session.seal();
+        let mut tape = Tape::new(&mut self.handles, given);
+        tape.num(staged.len() as u64);
+        for result in staged {
+            match result {
+                Value::Number(ticket) => {
+                    tape.num(0);
+                    tape.num(ticket.as_u64().unwrap_or(u64::from(u32::MAX)));
+                }
+                Value::Null => tape.num(1),
+                other => {
+                    tape.num(2);
+                    tape.str(&wire::text(other));
+                }
+            }
+        }
+        let Some(append) = sealed else {
+            tape.num(0);
+            tape.flag(self.session.machine().is_quiescent());
+            return tape.finish().into();
+        };
+        let first = first_seq.and_then(|seq| u64::try_from(seq).ok());
+        let lines = first.and_then(|first| lines(first, append.entries));
+        // Entries that cannot be encoded cross as values even when not asked for.
+        let with_entries = with_entries || lines.is_none();
+        tape.num(1);
+        tape.num(append.batch.0);
+        tape.num(append.entries.len() as u64);
+        tape.flag(with_entries);
+        if !with_entries {
+            tape.bind_inputs();
+        }
+        let mut turn_end = false;
+        for entry in append.entries {
+            turn_end |= matches!(entry, Entry::Machine(Event::TurnEnd { .. }));
+            if !with_entries {
+                continue;
+            }
+            match entry {
+                Entry::Machine(event) => {
+                    tape.num(0);
+                    tape.event(event);
+                }
+                Entry::Host(event) => {
+                    tape.num(1);
+                    tape.str(event.kind());
+                    tape.str(&wire::text(event.data()));
+                }
+            }
+        }
+        tape.flag(turn_end);
+        match &lines {
+            Some(lines) => {
+                tape.num(1);
+                tape.str(lines);
+            }
+            None => tape.num(0),
+        }
+        tape.flag(self.session.machine().is_quiescent());
+        tape.finish().into()
+    }
+
     /// One command of a [`stage`](NativeSession::stage): its ticket, refusal or `null`.
     fn command(&mut self, command: Command) -> Value {
         let result = match command {
@@ -528,7 +637,7 @@ impl NativeSession {
 /// `entries` as log lines numbered from `first` (`None` if one cannot be encoded: the log's own
 /// encoder then says why).
 fn lines(first: u64, entries: &[Entry]) -> Option<String> {
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(128 * entries.len());
     for (seq, entry) in (first..).zip(entries) {
         coxswain_log::encode(seq, entry, &mut bytes).ok()?;
     }

@@ -145,7 +145,12 @@ impl<'h> Tape<'h> {
     pub(crate) fn str(&mut self, s: &str) {
         let start = self.units.len();
         self.units.push(0);
-        self.units.extend(s.encode_utf16());
+        if s.is_ascii() {
+            // One unit a byte (log lines, JSON text): a plain widening copy.
+            self.units.extend(s.bytes().map(u16::from));
+        } else {
+            self.units.extend(s.encode_utf16());
+        }
         let len = self.units.len() - start - 1;
         if len < 0x8000 {
             self.units[start] = len as u16;
@@ -181,6 +186,17 @@ impl<'h> Tape<'h> {
                 let text = serde_json::to_string(&**message).unwrap_or_else(|_| "null".into());
                 self.str(&text);
             }
+        }
+    }
+
+    /// The count of the input's messages, then a reference to each: binds the caller's objects
+    /// to their handles when no output of this tape carries them (S8: a later tape names them
+    /// by handle, never as a copy).
+    pub(crate) fn bind_inputs(&mut self) {
+        let inputs = self.inputs.clone();
+        self.num(inputs.len() as u64);
+        for message in &inputs {
+            self.message(message);
         }
     }
 

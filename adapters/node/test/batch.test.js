@@ -144,3 +144,54 @@ test('Session: group commit with rollback, typed refusals, the abort grace (the 
   assert.throws(() => new Session(new Machine(), { maxMessageBytes: 0 }), coxswain.InvalidOptionsError);
   assert.throws(() => new Session(new Machine(), { retryAfterMs: -1 }), coxswain.InvalidOptionsError);
 });
+
+test('Session.stage: an answer staged alone crosses without text and stages what its JSON text stages', () => {
+  const { Session, RejectedError } = coxswain;
+  const { ENCODED } = require('../log');
+  // The same turn through two sessions: one stages each answer alone (a word, or `enter` by
+  // handle: no text crosses), the other with a timeout beside it (not due: it stages nothing),
+  // which sends the batch as JSON text. Every reply, entry, log line and release is the same.
+  const run = (alone) => {
+    const session = new Session(new Machine());
+    const seen = [];
+    let seq = 1;
+    const stage = (command) => {
+      const { staged, batch, entries } = session.stage(alone ? [command] : [command, { timeout: 0 }], seq);
+      const result = alone ? staged : staged.slice(0, 1);
+      if (batch === null) return seen.push({ staged: result });
+      const lines = entries[ENCODED].lines;
+      seq += entries.length;
+      const released = session.persisted(batch, 0);
+      seen.push({ staged: result, entries: [...entries], lines, released, quiescent: session.quiescent });
+      return released;
+    };
+    const message = userMessage('m', { parts: ['x'] });
+    const request = stage({ feed: { followup: message } }).find((r) => r.request).request.preStep;
+    stage({ answer: ['step', 1, 1, { step: 'completed' }] }); // not outstanding: refused, stale
+    stage({ answer: ['preStep', 1, 1, { preStep: { enter: request.messages } }] });
+    stage({ answer: ['step', 1, 1, { step: 'continue' }] });
+    const next = seen.at(-1).released.find((r) => r.request).request.preStep;
+    assert.equal(next.step, 2);
+    stage({ answer: ['preStep', 1, next.step, { preStep: 'reject' }] });
+    stage({ answer: ['turnStopping', 1, 0, { turnStopping: 'done' }] });
+    return { seen, message, request };
+  };
+  const [alone, together] = [run(true), run(false)];
+  assert.equal(alone.seen.length, 6);
+  assert.ok(alone.seen[1].staged[0] instanceof RejectedError && alone.seen[1].staged[0].kind === 'stale');
+  assert.ok(alone.request.messages[0] === alone.message, 'S8: the delivered object');
+  const plain = ({ seen }) => JSON.stringify(seen, (key, value) => (value instanceof Error ? [value.name, value.message] : value));
+  assert.equal(plain(alone), plain(together));
+  assert.deepEqual(
+    alone.seen.map((s) => [s.staged[0] instanceof RejectedError ? s.staged[0].kind : s.staged[0], s.entries?.map((e) => e.type), s.quiescent]),
+    [
+      [0, ['agent/inbox/spliced', 'turn/start', 'agent/inbox/spliced'], false],
+      ['stale', undefined, undefined],
+      [0, ['step/start', 'user/message'], false],
+      [0, ['step/end'], false],
+      [0, ['turn/end'], true], // a pre-step `reject` ends the turn
+      ['stale', undefined, undefined], // no turn-stopping call is outstanding then
+    ],
+  );
+  assert.deepEqual(alone.seen[4].entries[0].data, { turn: 1, reason: { kind: 'blocked' } });
+});

@@ -11,7 +11,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const coxswain = require('..');
 
-const { Agent, Machine, MemoryLog, userMessage, InvalidInputError } = coxswain;
+const { Agent, Machine, MemoryLog, parseLog, userMessage, InvalidInputError } = coxswain;
 
 function refusedValues() {
   const cycle = { name: 'loop' };
@@ -169,4 +169,34 @@ test('S8 through the agent: the host hooks and the subscribers see the delivered
   assert.ok(notified.every((message) => message === given));
   assert.ok(Object.isFrozen(given.content.parts));
   await agent.dispose();
+});
+
+test('S8 through an agent nobody subscribes to: its entries are not decoded, its hooks still get the delivered objects', async () => {
+  // With no listener the agent leaves a batch's entries encoded (the log writes their lines):
+  // the messages of its inputs are still bound to the caller's objects, never copied.
+  const [first, second] = [userMessage('a', { parts: ['x'] }), userMessage('b', 'y')];
+  const seen = [];
+  const host = {
+    preStep(cx) {
+      seen.push(...cx.messages);
+      return { enter: cx.messages };
+    },
+    step: () => 'completed',
+  };
+  const log = new MemoryLog();
+  const { agent } = await Agent.open(host, log);
+  await Promise.all([agent.followup(first), agent.steer(second)]);
+  await agent.whenIdle();
+  // The follow-up starts turn 1 and is claimed at once (S28); the steer joins NS and is claimed at step 2.
+  assert.deepEqual(seen.map((message) => message.id), ['a', 'b']);
+  assert.ok(seen[0] === first && seen[1] === second, 'the delivered objects themselves');
+  assert.ok(Object.isFrozen(first.content.parts));
+  const { nextTurn, nextStep } = await agent.pending();
+  assert.deepEqual([nextTurn.length, nextStep.length], [0, 0]);
+  await agent.dispose();
+  const types = parseLog(log.bytes()).records.map((record) => record.type);
+  assert.deepEqual(types, [
+    'agent/inbox/spliced', 'turn/start', 'agent/inbox/spliced', 'agent/inbox/spliced', 'step/start', 'user/message',
+    'step/end', 'agent/inbox/spliced', 'step/start', 'user/message', 'step/end', 'turn/end',
+  ]);
 });
