@@ -213,7 +213,11 @@ class Agent {
   /** Starts the host call the session requested; its answer (or what went wrong) is the next input. */
   _start(request) {
     const kind = request.preStep ? 'preStep' : request.step ? 'step' : 'turnStopping';
-    this._call(kind, request[kind], this._activity);
+    const body = request[kind];
+    const fallback = typeof this._host[kind] === 'function' ? undefined : DEFAULTS[kind];
+    // No hook, and an answer without one: it is the next input at once, no call to run.
+    if (fallback) this._enqueue(command('answer', { answer: [kind, body.turn, body.step ?? 0, { [kind]: fallback(body) }] }, drop, drop));
+    else this._call(kind, body, this._activity);
   }
   /** Runs one host call, after the loop's current turn: its answer, or its failure, is staged. */
   async _call(kind, body, activity) {

@@ -1,7 +1,8 @@
 """``MemoryLog`` and the asyncio ``Agent``'s host calls: the log's bytes as a FileLog's (S46-S50
 on resume), one holder at a time; each host call a task of its own from its first line (its own
-context, ``current_task()``, ``asyncio.timeout``), answered even when cancelled unstarted, and a
-host that never suspends does not starve the event loop."""
+context, ``current_task()``, ``asyncio.timeout``), answered even when cancelled unstarted, a
+default hook answered without one, and a host that never suspends does not starve the event
+loop."""
 
 from __future__ import annotations
 
@@ -227,3 +228,57 @@ def test_a_host_that_never_suspends_does_not_starve_other_tasks() -> None:
     done = subprocess.run([sys.executable, "-c", FOREVER], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout == "idle 1\n"
+
+
+class StepOnly(Host):
+    """Overrides only ``step``: ``pre_step`` and ``turn_stopping`` are ``Host``'s defaults."""
+
+    async def step(self, cx: StepContext) -> StepAnswer:
+        return "completed"
+
+
+class Overrides(StepOnly):
+    """Overrides all three, answering as the defaults do."""
+
+    async def pre_step(self, cx: PreStepContext) -> PreStepAnswer:
+        return Enter(cx.messages)
+
+    async def turn_stopping(self, cx: TurnStoppingContext) -> TurnStoppingAnswer:
+        return "done"
+
+
+def test_a_default_hook_is_answered_without_a_task_and_writes_what_it_would() -> None:
+    """A ``pre_step`` or ``turn_stopping`` the host did not override is ``Host``'s own default:
+    the driver answers it as that hook would (enter the claimed batch, done) without a task for
+    it. One turn of a step-only host starts one task, the step's; overriding both starts three;
+    the records are the same."""
+
+    async def turn(host: Host) -> tuple[int, list[tuple[str, Any]]]:
+        loop, log = asyncio.get_running_loop(), MemoryLog()
+        agent, _ = await Agent.open(host, log, delivery_memory=0)
+        await agent.when_idle()
+        tasks: list[str] = []
+
+        def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> asyncio.Task[Any]:
+            tasks.append(getattr(coro, "__qualname__", "?"))
+            return asyncio.Task(coro, loop=loop, **kw)
+
+        loop.set_task_factory(factory)
+        try:
+            await agent.followup(A)
+            await agent.when_idle()
+        finally:
+            loop.set_task_factory(None)
+        await agent.dispose()
+        return len(tasks), [(r["type"], r["data"]) for r in lines(log)]
+
+    async def main() -> None:
+        alone, overridden = await turn(StepOnly()), await turn(Overrides())
+        assert alone[0] == 1 and overridden[0] == 3
+        assert alone[1] == overridden[1]
+        assert [t for t, _ in alone[1]] == [
+            "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start",
+            "user/message", "step/end", "turn/end"]
+        assert alone[1][-1][1] == {"turn": 1, "reason": {"kind": "completed"}}
+
+    run(main)

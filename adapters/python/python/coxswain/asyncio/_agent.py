@@ -14,7 +14,7 @@ from .._errors import Disposed as DisposedError
 from .._filelog import FileLog, LogError
 from .._memorylog import MemoryLog
 from .._native import Session
-from .._types import (Abort, Begin, Disposed, Effect, PreStepRequest, StatusChanged,
+from .._types import (Abort, Begin, Disposed, Effect, Enter, PreStepRequest, StatusChanged,
                       StepRequest, TurnStoppingRequest, answer_json)
 from ._errors import (AgentError, Closed, IdTooLong, MessageTooLarge, PersistenceError,
                       StepClosed, Stopped)
@@ -282,9 +282,14 @@ class Agent(Calls, Reports):
                    scope: Scope) -> None:
         """Starts the host call in a task of its own (the scope cancels it), which answers the
         call as it ends (no done callback's turn of the event loop in between); the callback
-        answers only a call cancelled before its first line ran."""
+        answers only a call cancelled before its first line ran. A hook left as ``Host``'s
+        default is answered at once, as it would answer."""
         cx: Any
         method: Callable[[Any], Awaitable[Any]]
+        default = self._default(request)
+        if default is not None and not scope.cancelled.is_set():
+            self._answered(default[0], StopIteration(default[1]))  # no hook of its own: no task
+            return
         if isinstance(request, PreStepRequest):
             key, method = ("preStep", request.turn, request.step), self._host.pre_step
             cx = PreStepContext(request.turn, request.step, request.messages, scope.cancelled, self)
@@ -299,6 +304,18 @@ class Agent(Calls, Reports):
         if scope.cancelled.is_set():
             scope.task.cancel()
         scope.task.add_done_callback(call.unstarted)
+
+    def _default(self, request: PreStepRequest | StepRequest | TurnStoppingRequest
+                 ) -> tuple[tuple[str, int, int], Any] | None:
+        """The call and the answer of a request whose hook is ``Host``'s own default (enter the
+        claimed batch, done): what that hook would return, without a task to run it in."""
+        if isinstance(request, PreStepRequest):
+            if getattr(self._host.pre_step, "__func__", None) is Host.pre_step:
+                return ("preStep", request.turn, request.step), Enter(request.messages)
+        elif isinstance(request, TurnStoppingRequest):
+            if getattr(self._host.turn_stopping, "__func__", None) is Host.turn_stopping:
+                return ("turnStopping", request.turn, 0), "done"
+        return None
 
     def _answered(self, request: tuple[str, int, int],
                   outcome: StopIteration | BaseException | None) -> None:

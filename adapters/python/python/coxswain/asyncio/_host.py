@@ -74,7 +74,8 @@ class Host(Protocol):
     exception answers ``fail`` (``host-raised``), an answer that is not one ``fail``
     (``host-invalid-answer``): the session layer's vocabulary (``coxswain_session::HostFailure``);
     the core decides what the answer means. Subclass it to inherit the defaults of ``pre_step``
-    (enter the claimed batch) and ``turn_stopping`` (done)."""
+    (enter the claimed batch) and ``turn_stopping`` (done): the agent answers a default as it
+    would, without a task for it."""
 
     async def pre_step(self, cx: PreStepContext) -> PreStepAnswer:
         """The pre-step decision (S29)."""
