@@ -11,7 +11,8 @@
 //! * [`NativeSession`]: the session layer ([`coxswain_session::Session`]) over such a machine,
 //!   for the agent (`agent.js`): group commit with rollback, the abort grace, admission and the
 //!   host-failure vocabulary, decided in the pure layer; the agent only moves bytes, time and
-//!   promises.
+//!   promises. Its hot path ([`session_stage_tape`], [`session_stage_word`],
+//!   [`session_stage_enter`], [`session_persisted_tape`]) takes its core as an `External`.
 //! * The JSON-lines record format of `coxswain-log` ([`encode_records`], [`parse_log`]), so the
 //!   log written from Node has one owner: the Rust crate that `coxswain verify` and the tokio
 //!   adapter's `FileLog` use — and [`FileLock`], the same `flock` that `FileLog` takes.
@@ -39,4 +40,7 @@ pub use machine::{
     machine_ack, machine_answer, machine_enter, machine_enter_one, machine_feed, machine_ordered,
     machine_pending, machine_queued, Core, NativeMachine, Shared,
 };
-pub use session::NativeSession;
+pub use session::{
+    session_persisted_tape, session_stage_enter, session_stage_tape, session_stage_word,
+    NativeSession, SessionCore, SessionShared,
+};

@@ -11,6 +11,8 @@
 //! [`stage`](NativeSession::stage) stages a whole batch and seals it in one crossing, which is
 //! what the agent's loop calls; the per-member methods are the same steps one at a time.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Duration;
 
 use coxswain_core::{Event, Input, Outstanding, PreStepAnswer};
@@ -18,7 +20,7 @@ use coxswain_log::{Entry, HostEvent};
 use coxswain_session::{
     Ack, BatchNo, HostFailure, Limits, Options, Refused, Release, Session, Ticket, Timeout,
 };
-use napi::bindgen_prelude::{Either, Utf16String};
+use napi::bindgen_prelude::{Either, External, Utf16String};
 use napi_derive::napi;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -38,10 +40,20 @@ type Staged = Either<u32, String>;
 /// [`failed`](NativeSession::failed).
 #[napi]
 pub struct NativeSession {
+    core: SessionShared,
+}
+
+/// A session and the messages JavaScript holds objects for (the tape's handles, taken from the
+/// machine): shared by the [`NativeSession`] object and the [`External`] the hot-path functions
+/// take ([`session_stage_tape`], [`session_stage_word`], [`session_stage_enter`],
+/// [`session_persisted_tape`]), which N-API reaches in about half a class method's time.
+pub struct SessionCore {
     session: Session,
-    /// The messages JavaScript holds objects for (the tape's handles), taken from the machine.
     handles: Handles,
 }
+
+/// The one core of a [`NativeSession`].
+pub type SessionShared = Rc<RefCell<SessionCore>>;
 
 /// One command of [`NativeSession::stage`], as JSON: `{"feed": INPUT}`, `{"answer": [CALL,
 /// TURN, STEP, INPUT]}` (the answer of the call `CALL` — `preStep`, `step`, `turnStopping` — to
@@ -59,6 +71,12 @@ enum Command {
 
 #[napi]
 impl NativeSession {
+    /// The session's core, for the hot-path functions ([`session_stage_tape`] and the others).
+    #[napi]
+    pub fn core(&self) -> External<SessionShared> {
+        External::new(Rc::clone(&self.core))
+    }
+
     /// A session over `machine`'s machine (fresh, or resumed by
     /// [`NativeMachine::resume`], the session layer's `ResumePlan`), which is taken: `machine`
     /// is left fresh, with the same configuration. `abort_grace_ms` is how long an aborted
@@ -87,9 +105,9 @@ impl NativeSession {
             },
         };
         let (machine, handles) = machine.take();
+        let session = Session::new(machine, options);
         NativeSession {
-            session: Session::new(machine, options),
-            handles,
+            core: Rc::new(RefCell::new(SessionCore { session, handles })),
         }
     }
 
@@ -104,18 +122,19 @@ impl NativeSession {
     /// (`host-invalid-answer`, S38).
     #[napi]
     pub fn stage(&mut self, commands: String, first_seq: Option<i64>) -> Vec<String> {
+        let this = &mut *self.core.borrow_mut();
         let staged: Vec<Value> = match serde_json::from_str::<Vec<Command>>(&commands) {
             Ok(commands) => commands
                 .into_iter()
-                .map(|command| self.command(command))
+                .map(|command| this.command(command))
                 .collect(),
             // Some command is of unknown shape: each on its own (the slow path).
             Err(_) => match serde_json::from_str::<Vec<Value>>(&commands) {
-                Ok(values) => values.into_iter().map(|value| self.value(value)).collect(),
+                Ok(values) => values.into_iter().map(|value| this.value(value)).collect(),
                 Err(error) => vec![refusal_value("invalid-input", &error.to_string())],
             },
         };
-        let Some(append) = self.session.seal() else {
+        let Some(append) = this.session.seal() else {
             return vec![wire::to_text(&StagedBatch {
                 staged,
                 batch: None,
@@ -134,6 +153,255 @@ impl NativeSession {
         }
     }
 
+    /// Both pending lists as a tape (as `machine_pending`): their messages the caller's objects.
+    #[napi]
+    pub fn pending_tape(&mut self) -> Utf16String {
+        let this = &mut *self.core.borrow_mut();
+        let mut tape = Tape::new(&mut this.handles, Given::new());
+        tape.pending(this.session.machine());
+        tape.finish().into()
+    }
+
+    /// Stages one input (JSON text of a trace's `"in"` value): its ticket, or the refusal
+    /// (admission, the core's rejection, S5: it changed nothing; `invalid-input` for an input
+    /// of unknown shape).
+    #[napi]
+    pub fn feed(&mut self, input: String) -> Staged {
+        let this = &mut *self.core.borrow_mut();
+        match serde_json::from_str(&input) {
+            Ok(input) => staged(this.session.feed(input)),
+            Err(error) => Either::B(wire::text(&invalid_input(&error))),
+        }
+    }
+
+    /// Stages the answer (JSON text of the `"in"` value) of the host call `call` (`preStep`,
+    /// `step`, `turnStopping`) to the request of turn `turn`, step `step`: `stale` unless that
+    /// request is outstanding (the late answer of an abandoned call, S4). An answer of the
+    /// wrong shape fails the call instead (`host-invalid-answer`, S38).
+    #[napi]
+    pub fn answer(&mut self, call: String, turn: i64, step: i64, input: String) -> Staged {
+        let this = &mut *self.core.borrow_mut();
+        either(this.answer_parsed(&call, turn, step, serde_json::from_str(&input)))
+    }
+
+    /// Answers the request of the host call `call` (turn `turn`, step `step`) `fail` on the
+    /// host's behalf, with the code of `failure` (`panicked`, `raised`, `cancelled`,
+    /// `abandoned`, `invalid-answer`: the session layer's vocabulary) and `detail` in its
+    /// message; `stale` unless that request is outstanding.
+    #[napi]
+    pub fn host_failed(
+        &mut self,
+        call: String,
+        turn: i64,
+        step: i64,
+        failure: String,
+        detail: String,
+    ) -> Staged {
+        let this = &mut *self.core.borrow_mut();
+        either(this.host_failed_named(&call, turn, step, &failure, &detail))
+    }
+
+    /// Stages host events (JSON text: an array of `{type, data}`) inside step `step` of turn
+    /// `turn`: refused unless that step is the outstanding request (`step-closed`), for a type
+    /// of the machine's own (`reserved-type`), for data a record cannot hold (`encode`).
+    #[napi]
+    pub fn record(&mut self, turn: i64, step: i64, events: String) -> Staged {
+        let this = &mut *self.core.borrow_mut();
+        match serde_json::from_str::<Vec<Value>>(&events) {
+            Ok(events) => either(this.record_values(turn, step, events)),
+            Err(error) => Either::B(refusal_text(
+                "invalid-input",
+                &format!("host events: {error}"),
+            )),
+        }
+    }
+
+    /// Seals the staged batch for its write: JSON text `{"batch": n, "entries": [ENTRY…]}`
+    /// (append the entries as one write; empty: nothing to write), or `null` when nothing is
+    /// staged.
+    #[napi]
+    pub fn seal(&mut self) -> Option<String> {
+        let this = &mut *self.core.borrow_mut();
+        this.session.seal().map(|append| {
+            wire::to_text(&StagedBatch {
+                staged: Vec::new(),
+                batch: Some(append.batch.0),
+                entries: Some(append.entries),
+            })
+        })
+    }
+
+    /// Batch `batch` is durable, at time `now_ms` (the host's clock, in milliseconds): every
+    /// member's effects, then its acknowledgement, in input order, as a JSON array of effects
+    /// (`NativeMachine::persisted`'s shapes) and `{"ack": index, "found": bool}`; last,
+    /// `{"deadline": ms}` while an abort grace runs ([`poll_timeout`](NativeSession::poll_timeout),
+    /// so that a driver needs no second call to learn it).
+    ///
+    /// # Errors
+    ///
+    /// When `batch` is not the sealed batch (nothing changed).
+    #[napi]
+    pub fn persisted(&mut self, batch: i64, now_ms: f64) -> napi::Result<String> {
+        let this = &mut *self.core.borrow_mut();
+        let released = this
+            .session
+            .persisted(batch_no(batch), millis(now_ms))
+            .map_err(mismatch)?;
+        let mut released: Vec<ReleaseJson> = released.into_iter().map(ReleaseJson::from).collect();
+        released.extend(
+            this.poll_timeout()
+                .map(|deadline| ReleaseJson::Deadline { deadline }),
+        );
+        Ok(wire::to_text(&released))
+    }
+
+    /// Batch `batch` could not be made durable at `now_ms`: the machine is as before it (S5
+    /// extended to a failed persistence). JSON text `{"members": [TICKET…], "held":
+    /// [TICKET…]}`: the members that failed, and those whose answer the session holds (the
+    /// host's, a maintenance job's end: the calls that gave them will not answer twice) and
+    /// stages again once its retry pause is over ([`handle_timeout`](NativeSession::handle_timeout));
+    /// their waiters wait for that.
+    ///
+    /// # Errors
+    ///
+    /// When `batch` is not the sealed batch (nothing changed).
+    #[napi]
+    pub fn failed(&mut self, batch: i64, now_ms: f64) -> napi::Result<String> {
+        let this = &mut *self.core.borrow_mut();
+        let failed = this
+            .session
+            .failed(batch_no(batch), millis(now_ms))
+            .map_err(mismatch)?;
+        let tickets = |tickets: &[Ticket]| tickets.iter().map(|t| index(*t)).collect::<Vec<_>>();
+        Ok(wire::text(&json!({
+            "members": tickets(&failed.members),
+            "held": tickets(&failed.held),
+        })))
+    }
+
+    /// When to call [`handle_timeout`](NativeSession::handle_timeout) next, in milliseconds of
+    /// the host's clock (the end of the retry pause after a failed batch, or the abort grace's
+    /// deadline), or `null`.
+    #[napi]
+    pub fn poll_timeout(&self) -> Option<f64> {
+        self.core.borrow().poll_timeout()
+    }
+
+    /// Time has reached `now_ms`: JSON text of what the session staged, as `stage` reports a
+    /// timeout: `null` (nothing due), the ticket of an abandoned call's answer, or
+    /// `{"retried": [[BATCH, TICKET, STAGED]…]}`. Call again while `poll_timeout` is due.
+    #[napi]
+    pub fn handle_timeout(&mut self, now_ms: f64) -> String {
+        let this = &mut *self.core.borrow_mut();
+        wire::text(&timeout_value(this.session.handle_timeout(millis(now_ms))))
+    }
+
+    /// The machine's state as JSON (as `NativeMachine::state`); while a batch is staged, with
+    /// the staged inputs applied.
+    #[napi]
+    pub fn state(&self) -> String {
+        let this = &*self.core.borrow();
+        wire::text(&wire::state(this.session.machine()))
+    }
+
+    /// The pending lists as JSON: `{nextTurn, nextStep}` (each `[{message, wakeup}…]`, in order).
+    #[napi]
+    pub fn pending(&self) -> String {
+        let this = &*self.core.borrow();
+        wire::text(&wire::pending_lists(this.session.machine()))
+    }
+
+    /// Whether no turn and no maintenance runs (S44).
+    #[napi]
+    pub fn is_quiescent(&self) -> bool {
+        let this = &*self.core.borrow();
+        this.session.machine().is_quiescent()
+    }
+
+    /// Whether the machine is disposed (S45).
+    #[napi]
+    pub fn is_disposed(&self) -> bool {
+        let this = &*self.core.borrow();
+        this.session.machine().is_disposed()
+    }
+
+    /// The outstanding request as JSON (`{"step": {turn, step}}`, …) or `null`.
+    #[napi]
+    pub fn outstanding(&self) -> String {
+        let this = &*self.core.borrow();
+        wire::text(&wire::outstanding(this.session.machine().outstanding()))
+    }
+
+    /// The seed of the id indexes' hasher, as 16 hex digits.
+    #[napi]
+    pub fn hash_seed(&self) -> String {
+        let this = &*self.core.borrow();
+        format!("{:016x}", this.session.machine().config().hash_seed)
+    }
+}
+
+/// [`stage_tape`](SessionCore::stage_tape) of the session behind `core` (its [`NativeSession::core`]).
+#[napi]
+pub fn session_stage_tape(
+    core: &External<SessionShared>,
+    commands: String,
+    first_seq: Option<i64>,
+    with_entries: Option<bool>,
+) -> Utf16String {
+    core.borrow_mut()
+        .stage_tape(commands, first_seq, with_entries)
+}
+
+/// [`stage_word`](SessionCore::stage_word) of the session behind `core`.
+#[napi]
+pub fn session_stage_word(
+    core: &External<SessionShared>,
+    word: u32,
+    turn: i64,
+    step: i64,
+    first_seq: Option<i64>,
+    with_entries: Option<bool>,
+) -> Utf16String {
+    core.borrow_mut()
+        .stage_word(word, turn, step, first_seq, with_entries)
+}
+
+/// [`stage_enter`](SessionCore::stage_enter) of the session behind `core`.
+#[napi]
+pub fn session_stage_enter(
+    core: &External<SessionShared>,
+    turn: i64,
+    step: i64,
+    handles: Vec<i64>,
+    first_seq: Option<i64>,
+    with_entries: Option<bool>,
+) -> Utf16String {
+    core.borrow_mut()
+        .stage_enter(turn, step, handles, first_seq, with_entries)
+}
+
+/// [`persisted_tape`](SessionCore::persisted_tape) of the session behind `core`.
+///
+/// # Errors
+///
+/// When `batch` is not the sealed batch (nothing changed).
+#[napi]
+pub fn session_persisted_tape(
+    core: &External<SessionShared>,
+    batch: i64,
+    now_ms: f64,
+) -> napi::Result<Utf16String> {
+    core.borrow_mut().persisted_tape(batch, now_ms)
+}
+
+impl SessionCore {
+    /// When to call `handle_timeout` next, in milliseconds of the host's clock.
+    fn poll_timeout(&self) -> Option<f64> {
+        self.session
+            .poll_timeout()
+            .map(|deadline| deadline.as_secs_f64() * 1000.0)
+    }
+
     /// [`stage`](NativeSession::stage), replying with a tape (the module `tape`, decoded by
     /// `tape.js`) instead of JSON text: the swept handles; the staged results (`0` and a
     /// ticket, `1` for nothing staged, `2` and a refusal's or a timeout's JSON text); then `0`
@@ -143,8 +411,7 @@ impl NativeSession {
     /// is among them, and `1` and their log lines (with `first_seq`, numbered from it) or `0`; last,
     /// whether the machine is quiescent. A message of a staged input is named by the handle of
     /// the caller's object (the input's `k`-th, in `messagesOf` order over the commands).
-    #[napi]
-    pub fn stage_tape(
+    pub(crate) fn stage_tape(
         &mut self,
         commands: String,
         first_seq: Option<i64>,
@@ -184,8 +451,7 @@ impl NativeSession {
     /// `machineAnswer` (`0` step `completed`, `1` step `max-tokens`, `2` step `continue`, `3`
     /// turnStopping `done`, `4` preStep `reject`), to the request of turn `turn`, step `step`:
     /// no text crosses. Another code is refused (`invalid-input`) and stages nothing.
-    #[napi]
-    pub fn stage_word(
+    pub(crate) fn stage_word(
         &mut self,
         word: u32,
         turn: i64,
@@ -207,8 +473,7 @@ impl NativeSession {
     /// behind `handles` (the tape's, in order) to the request of turn `turn`, step `step`: no
     /// message crosses again. A handle the table does not hold fails the call
     /// (`host-invalid-answer`, S38), as an answer of unknown shape does.
-    #[napi]
-    pub fn stage_enter(
+    pub(crate) fn stage_enter(
         &mut self,
         turn: i64,
         step: i64,
@@ -253,8 +518,7 @@ impl NativeSession {
     /// # Errors
     ///
     /// When `batch` is not the sealed batch (nothing changed).
-    #[napi]
-    pub fn persisted_tape(&mut self, batch: i64, now_ms: f64) -> napi::Result<Utf16String> {
+    pub(crate) fn persisted_tape(&mut self, batch: i64, now_ms: f64) -> napi::Result<Utf16String> {
         let released = self
             .session
             .persisted(batch_no(batch), millis(now_ms))
@@ -288,181 +552,6 @@ impl NativeSession {
         Ok(tape.finish().into())
     }
 
-    /// Both pending lists as a tape (as `machine_pending`): their messages the caller's objects.
-    #[napi]
-    pub fn pending_tape(&mut self) -> Utf16String {
-        let mut tape = Tape::new(&mut self.handles, Given::new());
-        tape.pending(self.session.machine());
-        tape.finish().into()
-    }
-
-    /// Stages one input (JSON text of a trace's `"in"` value): its ticket, or the refusal
-    /// (admission, the core's rejection, S5: it changed nothing; `invalid-input` for an input
-    /// of unknown shape).
-    #[napi]
-    pub fn feed(&mut self, input: String) -> Staged {
-        match serde_json::from_str(&input) {
-            Ok(input) => staged(self.session.feed(input)),
-            Err(error) => Either::B(wire::text(&invalid_input(&error))),
-        }
-    }
-
-    /// Stages the answer (JSON text of the `"in"` value) of the host call `call` (`preStep`,
-    /// `step`, `turnStopping`) to the request of turn `turn`, step `step`: `stale` unless that
-    /// request is outstanding (the late answer of an abandoned call, S4). An answer of the
-    /// wrong shape fails the call instead (`host-invalid-answer`, S38).
-    #[napi]
-    pub fn answer(&mut self, call: String, turn: i64, step: i64, input: String) -> Staged {
-        either(self.answer_parsed(&call, turn, step, serde_json::from_str(&input)))
-    }
-
-    /// Answers the request of the host call `call` (turn `turn`, step `step`) `fail` on the
-    /// host's behalf, with the code of `failure` (`panicked`, `raised`, `cancelled`,
-    /// `abandoned`, `invalid-answer`: the session layer's vocabulary) and `detail` in its
-    /// message; `stale` unless that request is outstanding.
-    #[napi]
-    pub fn host_failed(
-        &mut self,
-        call: String,
-        turn: i64,
-        step: i64,
-        failure: String,
-        detail: String,
-    ) -> Staged {
-        either(self.host_failed_named(&call, turn, step, &failure, &detail))
-    }
-
-    /// Stages host events (JSON text: an array of `{type, data}`) inside step `step` of turn
-    /// `turn`: refused unless that step is the outstanding request (`step-closed`), for a type
-    /// of the machine's own (`reserved-type`), for data a record cannot hold (`encode`).
-    #[napi]
-    pub fn record(&mut self, turn: i64, step: i64, events: String) -> Staged {
-        match serde_json::from_str::<Vec<Value>>(&events) {
-            Ok(events) => either(self.record_values(turn, step, events)),
-            Err(error) => Either::B(refusal_text(
-                "invalid-input",
-                &format!("host events: {error}"),
-            )),
-        }
-    }
-
-    /// Seals the staged batch for its write: JSON text `{"batch": n, "entries": [ENTRY…]}`
-    /// (append the entries as one write; empty: nothing to write), or `null` when nothing is
-    /// staged.
-    #[napi]
-    pub fn seal(&mut self) -> Option<String> {
-        self.session.seal().map(|append| {
-            wire::to_text(&StagedBatch {
-                staged: Vec::new(),
-                batch: Some(append.batch.0),
-                entries: Some(append.entries),
-            })
-        })
-    }
-
-    /// Batch `batch` is durable, at time `now_ms` (the host's clock, in milliseconds): every
-    /// member's effects, then its acknowledgement, in input order, as a JSON array of effects
-    /// (`NativeMachine::persisted`'s shapes) and `{"ack": index, "found": bool}`; last,
-    /// `{"deadline": ms}` while an abort grace runs ([`poll_timeout`](NativeSession::poll_timeout),
-    /// so that a driver needs no second call to learn it).
-    ///
-    /// # Errors
-    ///
-    /// When `batch` is not the sealed batch (nothing changed).
-    #[napi]
-    pub fn persisted(&mut self, batch: i64, now_ms: f64) -> napi::Result<String> {
-        let released = self
-            .session
-            .persisted(batch_no(batch), millis(now_ms))
-            .map_err(mismatch)?;
-        let mut released: Vec<ReleaseJson> = released.into_iter().map(ReleaseJson::from).collect();
-        released.extend(
-            self.poll_timeout()
-                .map(|deadline| ReleaseJson::Deadline { deadline }),
-        );
-        Ok(wire::to_text(&released))
-    }
-
-    /// Batch `batch` could not be made durable at `now_ms`: the machine is as before it (S5
-    /// extended to a failed persistence). JSON text `{"members": [TICKET…], "held":
-    /// [TICKET…]}`: the members that failed, and those whose answer the session holds (the
-    /// host's, a maintenance job's end: the calls that gave them will not answer twice) and
-    /// stages again once its retry pause is over ([`handle_timeout`](NativeSession::handle_timeout));
-    /// their waiters wait for that.
-    ///
-    /// # Errors
-    ///
-    /// When `batch` is not the sealed batch (nothing changed).
-    #[napi]
-    pub fn failed(&mut self, batch: i64, now_ms: f64) -> napi::Result<String> {
-        let failed = self
-            .session
-            .failed(batch_no(batch), millis(now_ms))
-            .map_err(mismatch)?;
-        let tickets = |tickets: &[Ticket]| tickets.iter().map(|t| index(*t)).collect::<Vec<_>>();
-        Ok(wire::text(&json!({
-            "members": tickets(&failed.members),
-            "held": tickets(&failed.held),
-        })))
-    }
-
-    /// When to call [`handle_timeout`](NativeSession::handle_timeout) next, in milliseconds of
-    /// the host's clock (the end of the retry pause after a failed batch, or the abort grace's
-    /// deadline), or `null`.
-    #[napi]
-    pub fn poll_timeout(&self) -> Option<f64> {
-        self.session
-            .poll_timeout()
-            .map(|deadline| deadline.as_secs_f64() * 1000.0)
-    }
-
-    /// Time has reached `now_ms`: JSON text of what the session staged, as `stage` reports a
-    /// timeout: `null` (nothing due), the ticket of an abandoned call's answer, or
-    /// `{"retried": [[BATCH, TICKET, STAGED]…]}`. Call again while `poll_timeout` is due.
-    #[napi]
-    pub fn handle_timeout(&mut self, now_ms: f64) -> String {
-        wire::text(&timeout_value(self.session.handle_timeout(millis(now_ms))))
-    }
-
-    /// The machine's state as JSON (as `NativeMachine::state`); while a batch is staged, with
-    /// the staged inputs applied.
-    #[napi]
-    pub fn state(&self) -> String {
-        wire::text(&wire::state(self.session.machine()))
-    }
-
-    /// The pending lists as JSON: `{nextTurn, nextStep}` (each `[{message, wakeup}…]`, in order).
-    #[napi]
-    pub fn pending(&self) -> String {
-        wire::text(&wire::pending_lists(self.session.machine()))
-    }
-
-    /// Whether no turn and no maintenance runs (S44).
-    #[napi]
-    pub fn is_quiescent(&self) -> bool {
-        self.session.machine().is_quiescent()
-    }
-
-    /// Whether the machine is disposed (S45).
-    #[napi]
-    pub fn is_disposed(&self) -> bool {
-        self.session.machine().is_disposed()
-    }
-
-    /// The outstanding request as JSON (`{"step": {turn, step}}`, …) or `null`.
-    #[napi]
-    pub fn outstanding(&self) -> String {
-        wire::text(&wire::outstanding(self.session.machine().outstanding()))
-    }
-
-    /// The seed of the id indexes' hasher, as 16 hex digits.
-    #[napi]
-    pub fn hash_seed(&self) -> String {
-        format!("{:016x}", self.session.machine().config().hash_seed)
-    }
-}
-
-impl NativeSession {
     /// [`sealed_tape`](Self::sealed_tape) of one command's result (no input message to bind).
     fn sealed_one(
         &mut self,
