@@ -597,6 +597,7 @@ impl SessionCore {
         let lines = first.and_then(|first| lines(first, append.entries));
         // Entries that cannot be encoded cross as values even when not asked for.
         let with_entries = with_entries || lines.is_none();
+        tape.reserve(lines.as_ref().map_or(0, String::len));
         tape.num(1);
         tape.num(append.batch.0);
         tape.num(append.entries.len() as u64);
