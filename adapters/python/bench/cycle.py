@@ -8,7 +8,9 @@ Python: a ``collections.deque`` gets 8, 3, 2 and 2 outputs pushed and drained pe
 is a whole turn through the asyncio ``Agent`` on a ``MemoryLog`` (no disk): ``await
 agent.followup(message)`` then ``await agent.when_idle()``, a host whose step completes at once
 (the same 15 outputs, the driver task, its Futures and the host call's task besides); it runs
-N/10 cycles a round.
+N/10 cycles a round. ``asyncio floor`` is that turn's asyncio alone, nothing of coxswain: a
+caller's Future answered by a driver task it wakes, one task for the step, the idle Event the
+caller awaits.
 
     python bench/cycle.py [--cycles N] [--repeat R]
 
@@ -78,6 +80,46 @@ async def agent_cycle(agent: Agent, message: Message) -> None:
     await agent.when_idle()
 
 
+class Floor:
+    """The asyncio a turn through the ``Agent`` cannot do without, and nothing else."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop, self.inbox = loop, deque[tuple[str, object]]()
+        self.wake: asyncio.Future[None] | None = None
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self.driver = loop.create_task(self.drive())
+
+    def put(self, command: tuple[str, object]) -> None:
+        self.inbox.append(command)
+        if self.wake is not None and not self.wake.done():
+            self.wake.set_result(None)
+
+    async def step(self) -> str:
+        return "completed"
+
+    async def drive(self) -> None:
+        while True:
+            if not self.inbox:
+                self.wake = self.loop.create_future()
+                await self.wake
+            kind, arg = self.inbox.popleft()
+            if kind == "followup":
+                assert isinstance(arg, asyncio.Future)
+                self.idle.clear()
+                arg.set_result(None)
+                task = self.loop.create_task(self.step())
+                task.add_done_callback(lambda done: self.put(("answer", done.result())))
+            else:
+                self.idle.set()
+
+    async def turn(self) -> None:
+        reply = self.loop.create_future()
+        self.put(("followup", reply))
+        await reply
+        await self.idle.wait()
+
+
 def timed(run: Callable[[], int], cycles: int) -> float:
     start = time.perf_counter()
     for _ in range(cycles):
@@ -91,6 +133,16 @@ def agent_timed(loop: asyncio.AbstractEventLoop, agent: Agent, message: Message,
         start = time.perf_counter()
         for _ in range(cycles):
             await agent_cycle(agent, message)
+        return (time.perf_counter() - start) / cycles
+
+    return loop.run_until_complete(run())
+
+
+def floor_timed(loop: asyncio.AbstractEventLoop, floor: Floor, cycles: int) -> float:
+    async def run() -> float:
+        start = time.perf_counter()
+        for _ in range(cycles):
+            await floor.turn()
         return (time.perf_counter() - start) / cycles
 
     return loop.run_until_complete(run())
@@ -127,18 +179,23 @@ def main() -> None:
     warm = max(1, agent_cycles // 10)
     agent_timed(loop, agent, message, warm)
     assert agent.last_turn == warm and agent.status == "idle"  # every cycle a whole turn
+    floor = Floor(loop)
+    floor_timed(loop, floor, warm)
 
     cycles = args.cycles
-    base, typed, nat, driven = medians(
+    base, typed, nat, driven, bare = medians(
         [
             lambda: timed(lambda: baseline_cycle(queue), cycles),
             lambda: timed(lambda: typed_cycle(machine, message), cycles),
             lambda: timed(lambda: native_cycle(native, raw), cycles),
             lambda: agent_timed(loop, agent, message, agent_cycles),
+            lambda: floor_timed(loop, floor, agent_cycles),
         ],
         args.repeat,
     )
     loop.run_until_complete(agent.dispose())
+    floor.driver.cancel()
+    loop.run_until_complete(asyncio.gather(floor.driver, return_exceptions=True))
     loop.close()
     print(f"cycles: {args.cycles} x {args.repeat} rounds (median), {CYCLE_OUTPUTS} outputs each")
     print(f"baseline (deque)  {base * 1e6:8.2f} us/cycle")
@@ -146,6 +203,8 @@ def main() -> None:
     print(f"coxswain native   {nat * 1e6:8.2f} us/cycle  ratio {nat / base:6.1f}x baseline")
     print(f"asyncio Agent     {driven * 1e6:8.2f} us/cycle  ratio {driven / base:6.1f}x baseline"
           f"  (MemoryLog, {agent_cycles} cycles a round)")
+    print(f"asyncio floor     {bare * 1e6:8.2f} us/cycle  ratio {bare / base:6.1f}x baseline"
+          "  (the same turn's asyncio alone)")
 
 
 if __name__ == "__main__":
