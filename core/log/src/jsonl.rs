@@ -307,7 +307,11 @@ fn encode_line(
     // Nesting `d` deep takes `d` opening and `d` closing brackets: a line shorter than
     // `2 * (MAX_DEPTH + 1)` bytes cannot be too deep, and most lines are (no scan for them).
     let line = &out[start..];
-    let depth = if line.len() < 2 * (MAX_DEPTH + 1) { 0 } else { json_depth(line) };
+    let depth = if line.len() < 2 * (MAX_DEPTH + 1) {
+        0
+    } else {
+        json_depth(line)
+    };
     if depth > MAX_DEPTH {
         out.truncate(start);
         return Err(EncodeError::TooDeep(TooDeep {
