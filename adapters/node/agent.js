@@ -308,16 +308,22 @@ class Activity {
   }
 }
 
+/**
+ * A context's `signal`: its activity's, made when first read. An own enumerable accessor, so a
+ * spread copy of the context (`{ ...cx }`) carries the signal as the context does.
+ */
+const SIGNAL = { get() { return this._activity.signal; }, enumerable: true, configurable: true };
+
 /** What a pre-step hook is handed: the request's fields, its activity's signal, the agent. */
 class PreStepContext {
   constructor(agent, body, activity) {
     this.turn = body.turn;
     this.step = body.step;
     this.messages = body.messages;
+    Object.defineProperty(this, 'signal', SIGNAL);
     this.agent = agent;
     this._activity = activity;
   }
-  get signal() { return this._activity.signal; }
 }
 
 /** What a step hook is handed: as a pre-step's, with `record` and `recordAll` (host events inside the step). */
@@ -326,23 +332,23 @@ class StepContext {
     const { turn, step } = body;
     this.turn = turn;
     this.step = step;
+    Object.defineProperty(this, 'signal', SIGNAL);
     this.agent = agent;
     this._activity = activity;
     // Own functions, so a hook may destructure them (`async step({ record })`).
     this.record = (type, data) => agent._record(turn, step, [{ type, data }]);
     this.recordAll = (events) => agent._record(turn, step, events);
   }
-  get signal() { return this._activity.signal; }
 }
 
 /** What a turn-stopping hook is handed. */
 class TurnStoppingContext {
   constructor(agent, body, activity) {
     this.turn = body.turn;
+    Object.defineProperty(this, 'signal', SIGNAL);
     this.agent = agent;
     this._activity = activity;
   }
-  get signal() { return this._activity.signal; }
 }
 
 const CONTEXTS = { preStep: PreStepContext, step: StepContext, turnStopping: TurnStoppingContext };

@@ -340,7 +340,17 @@ impl NativeSession {
     }
 }
 
-/// [`stage_tape`](SessionCore::stage_tape) of the session behind `core` (its [`NativeSession::core`]).
+/// On the session behind `core` (its [`NativeSession::core`]):
+///
+/// [`stage`](NativeSession::stage), replying with a tape (the module `tape`, decoded by
+/// `tape.js`) instead of JSON text: the swept handles; the staged results (`0` and a
+/// ticket, `1` for nothing staged, `2` and a refusal's or a timeout's JSON text); then `0`
+/// (nothing staged), or `1`, the batch number, the entry count, whether the entries follow
+/// (`with_entries`, default `true`: each `0` and a machine event, or `1`, its type and its
+/// data's JSON text; else the inputs' messages, bound to their handles), whether a `turn/end`
+/// is among them, and `1` and their log lines (with `first_seq`, numbered from it) or `0`; last,
+/// whether the machine is quiescent. A message of a staged input is named by the handle of
+/// the caller's object (the input's `k`-th, in `messagesOf` order over the commands).
 #[napi]
 pub fn session_stage_tape(
     core: &External<SessionShared>,
@@ -352,7 +362,12 @@ pub fn session_stage_tape(
         .stage_tape(commands, first_seq, with_entries)
 }
 
-/// [`stage_word`](SessionCore::stage_word) of the session behind `core`.
+/// On the session behind `core` (its [`NativeSession::core`]):
+///
+/// [`session_stage_tape`] of one answer that is a word, by the code of
+/// `machineAnswer` (`0` step `completed`, `1` step `max-tokens`, `2` step `continue`, `3`
+/// turnStopping `done`, `4` preStep `reject`), to the request of turn `turn`, step `step`:
+/// no text crosses. Another code is refused (`invalid-input`) and stages nothing.
 #[napi]
 pub fn session_stage_word(
     core: &External<SessionShared>,
@@ -366,7 +381,12 @@ pub fn session_stage_word(
         .stage_word(word, turn, step, first_seq, with_entries)
 }
 
-/// [`stage_enter`](SessionCore::stage_enter) of the session behind `core`.
+/// On the session behind `core` (its [`NativeSession::core`]):
+///
+/// [`session_stage_tape`] of the pre-step answer `enter` of the messages
+/// behind `handles` (the tape's, in order) to the request of turn `turn`, step `step`: no
+/// message crosses again. A handle the table does not hold fails the call
+/// (`host-invalid-answer`, S38), as an answer of unknown shape does.
 #[napi]
 pub fn session_stage_enter(
     core: &External<SessionShared>,
@@ -380,7 +400,12 @@ pub fn session_stage_enter(
         .stage_enter(turn, step, handles, first_seq, with_entries)
 }
 
-/// [`persisted_tape`](SessionCore::persisted_tape) of the session behind `core`.
+/// On the session behind `core` (its [`NativeSession::core`]):
+///
+/// [`persisted`](NativeSession::persisted), replying with a tape: the swept handles, the
+/// count, then each release (`0` and an effect; `1`, a ticket and whether it was found;
+/// `2`, a ticket and its refusal's JSON text; `3` and the abort grace's deadline, in
+/// milliseconds, as text); last, whether the machine is quiescent.
 ///
 /// # Errors
 ///
@@ -402,15 +427,7 @@ impl SessionCore {
             .map(|deadline| deadline.as_secs_f64() * 1000.0)
     }
 
-    /// [`stage`](NativeSession::stage), replying with a tape (the module `tape`, decoded by
-    /// `tape.js`) instead of JSON text: the swept handles; the staged results (`0` and a
-    /// ticket, `1` for nothing staged, `2` and a refusal's or a timeout's JSON text); then `0`
-    /// (nothing staged), or `1`, the batch number, the entry count, whether the entries follow
-    /// (`with_entries`, default `true`: each `0` and a machine event, or `1`, its type and its
-    /// data's JSON text; else the inputs' messages, bound to their handles), whether a `turn/end`
-    /// is among them, and `1` and their log lines (with `first_seq`, numbered from it) or `0`; last,
-    /// whether the machine is quiescent. A message of a staged input is named by the handle of
-    /// the caller's object (the input's `k`-th, in `messagesOf` order over the commands).
+    /// See [`session_stage_tape`].
     pub(crate) fn stage_tape(
         &mut self,
         commands: String,
@@ -447,10 +464,7 @@ impl SessionCore {
         self.sealed_tape(&staged, given, first_seq, with_entries.unwrap_or(true))
     }
 
-    /// [`stage_tape`](NativeSession::stage_tape) of one answer that is a word, by the code of
-    /// `machineAnswer` (`0` step `completed`, `1` step `max-tokens`, `2` step `continue`, `3`
-    /// turnStopping `done`, `4` preStep `reject`), to the request of turn `turn`, step `step`:
-    /// no text crosses. Another code is refused (`invalid-input`) and stages nothing.
+    /// See [`session_stage_word`].
     pub(crate) fn stage_word(
         &mut self,
         word: u32,
@@ -469,10 +483,7 @@ impl SessionCore {
         self.sealed_one(result, first_seq, with_entries)
     }
 
-    /// [`stage_tape`](NativeSession::stage_tape) of the pre-step answer `enter` of the messages
-    /// behind `handles` (the tape's, in order) to the request of turn `turn`, step `step`: no
-    /// message crosses again. A handle the table does not hold fails the call
-    /// (`host-invalid-answer`, S38), as an answer of unknown shape does.
+    /// See [`session_stage_enter`].
     pub(crate) fn stage_enter(
         &mut self,
         turn: i64,
@@ -510,14 +521,7 @@ impl SessionCore {
         self.sealed_one(result, first_seq, with_entries)
     }
 
-    /// [`persisted`](NativeSession::persisted), replying with a tape: the swept handles, the
-    /// count, then each release (`0` and an effect; `1`, a ticket and whether it was found;
-    /// `2`, a ticket and its refusal's JSON text; `3` and the abort grace's deadline, in
-    /// milliseconds, as text); last, whether the machine is quiescent.
-    ///
-    /// # Errors
-    ///
-    /// When `batch` is not the sealed batch (nothing changed).
+    /// See [`session_persisted_tape`].
     pub(crate) fn persisted_tape(&mut self, batch: i64, now_ms: f64) -> napi::Result<Utf16String> {
         let released = self
             .session

@@ -137,6 +137,30 @@ test('S39/S42: each activity gets its own AbortSignal, aborted by cancel with it
   assert.equal(cli('verify', file).status, 0);
 });
 
+test('S42: a hook context destructured or spread still carries its signal, record and fields', async () => {
+  const seen = [];
+  const host = {
+    preStep(cx) {
+      const copy = { ...cx };
+      seen.push(['preStep', copy.turn, copy.step, copy.messages.length, copy.signal === cx.signal, copy.signal instanceof AbortSignal]);
+      return { enter: cx.messages };
+    },
+    async step({ turn, step, signal, record }) {
+      await record('model/output', { text: 'hi' }); // destructured: still bound to its step
+      seen.push(['step', turn, step, signal.aborted]);
+      return 'completed';
+    },
+  };
+  const log = new MemoryLog();
+  const { agent } = await Agent.open(host, log);
+  await agent.followup(userMessage('a', 'first'));
+  await agent.whenIdle();
+  await agent.dispose();
+  assert.deepEqual(seen, [['preStep', 1, 1, 1, true, true], ['step', 1, 1, false]]);
+  const recorded = coxswain.parseLog(log.bytes()).records.filter((r) => r.type === 'model/output');
+  assert.deepEqual(recorded.map((r) => r.data), [{ text: 'hi' }]);
+});
+
 test('S50: a closed agent resumes; the interrupted turn is closed and its torn tail dropped', async (t) => {
   const file = tempLog(t);
   let stepped;
