@@ -214,25 +214,19 @@ class Agent {
   _start(request) {
     const kind = request.preStep ? 'preStep' : request.step ? 'step' : 'turnStopping';
     const body = request[kind];
-    const fallback = typeof this._host[kind] === 'function' ? undefined : DEFAULTS[kind];
-    // No hook, and an answer without one: it is the next input at once, no call to run.
-    if (fallback) this._enqueue(command('answer', { answer: [kind, body.turn, body.step ?? 0, { [kind]: fallback(body) }] }, drop, drop));
+    // No hook: its answer (the default, or a failed call) is the next input at once, no call to run.
+    if (typeof this._host[kind] !== 'function') this._enqueue(command('answer', answerInput(kind, body), drop, drop));
     else this._call(kind, body, this._activity);
   }
   /** Runs one host call, after the loop's current turn: its answer, or its failure, is staged. */
   async _call(kind, body, activity) {
     await undefined; // the hook runs after the batch that requested it has settled
     const cx = new CONTEXTS[kind](this, body, activity);
-    const hook = this._host[kind];
-    const [turn, step] = [body.turn, body.step ?? 0]; // the request it answers (a late one is stale, S4)
     let input;
     try {
-      const answer = typeof hook === 'function' ? await hook.call(this._host, cx) : undefined;
-      const given = answer ?? DEFAULTS[kind]?.(body);
-      const why = `the host has no ${kind} hook or it returned nothing`;
-      input = given !== undefined ? { answer: [kind, turn, step, { [kind]: given }] } : { hostFailed: [kind, turn, step, 'invalid-answer', why] };
+      input = answerInput(kind, body, await this._host[kind](cx));
     } catch (error) {
-      input = { hostFailed: [kind, turn, step, 'raised', String(error?.message ?? error)] };
+      input = { hostFailed: [kind, body.turn, body.step ?? 0, 'raised', String(error?.message ?? error)] };
     }
     if (!this._ending) this._enqueue(command('answer', input, drop, drop));
   }
@@ -352,6 +346,18 @@ class TurnStoppingContext {
 }
 
 const CONTEXTS = { preStep: PreStepContext, step: StepContext, turnStopping: TurnStoppingContext };
+
+/**
+ * The input answering the call `kind` to the request `body` (of its turn and step: a late one
+ * is stale, S4) with what its hook returned: nothing (or no hook) is the default answer, if the
+ * call has one, else a failed call.
+ */
+function answerInput(kind, body, answer) {
+  const [turn, step] = [body.turn, body.step ?? 0];
+  const given = answer ?? DEFAULTS[kind]?.(body);
+  if (given !== undefined) return { answer: [kind, turn, step, { [kind]: given }] };
+  return { hostFailed: [kind, turn, step, 'invalid-answer', `the host has no ${kind} hook or it returned nothing`] };
+}
 
 /** A command for the loop, one shape for all: `input` is what it stages (a session command) or the barrier. */
 function command(kind, input, resolve, reject, found = undefined) {

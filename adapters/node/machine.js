@@ -250,7 +250,7 @@ class Machine {
   get lastTurn() { return this.state().lastTurn; }
 }
 
-/** The answers that are words, by their native codes (src/machine.rs `machine_answer`). */
+/** The answers that are words, by host call and their native codes (src/machine.rs `answer_word`). */
 const WORDS = {
   step: { completed: 0, 'max-tokens': 1, continue: 2 },
   turnStopping: { done: 3 },
@@ -307,4 +307,4 @@ const INPUTS = {
 /** The input methods that resolve with `found` (S15: whether the id was pending); the others with nothing. */
 const FOUND = new Set(['remove', 'replace']);
 
-module.exports = { Machine, Transition, capacity, bound, sendInput, INPUTS, FOUND };
+module.exports = { Machine, Transition, capacity, bound, sendInput, INPUTS, FOUND, WORDS };

@@ -13,19 +13,13 @@ const native = require('./native');
 const errors = require('./errors');
 const { encode, parse } = require('./json');
 const tape = require('./tape');
-const { Machine, capacity, bound } = require('./machine');
+const { Machine, capacity, bound, WORDS } = require('./machine');
 const { ENCODED } = require('./log');
 
 const MAX_CAPACITY = 1 << 20;
 /** The default admission bound (S55), as the tokio adapter's `Options::max_pending`. */
 const DEFAULT_MAX_PENDING = 10_000;
 
-/** The answer words staged by code (src/machine.rs `answer_word`), by host call. */
-const WORDS = {
-  step: { completed: 0, 'max-tokens': 1, continue: 2 },
-  turnStopping: { done: 3 },
-  preStep: { reject: 4 },
-};
 const NO_INPUTS = [];
 
 /** `object[key]` when `key` is the plain object's only field, else `undefined`. */

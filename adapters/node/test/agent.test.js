@@ -137,6 +137,28 @@ test('S39/S42: each activity gets its own AbortSignal, aborted by cancel with it
   assert.equal(cli('verify', file).status, 0);
 });
 
+test('a host with no hooks: the pre-step default enters the batch, a step without a hook fails its call (S38)', async () => {
+  const log = new MemoryLog();
+  const { agent } = await Agent.open({}, log);
+  await agent.followup(userMessage('a', 'hi'));
+  await agent.whenIdle();
+  await agent.dispose();
+  const records = coxswain.parseLog(log.bytes()).records.map((r) => r.type);
+  assert.deepEqual(records, [
+    'agent/inbox/spliced', 'turn/start', 'agent/inbox/spliced', 'step/start', 'user/message', 'step/end', 'turn/end',
+  ]);
+  assert.deepEqual(coxswain.parseLog(log.bytes()).records.at(-1).data, {
+    turn: 1,
+    reason: {
+      kind: 'error',
+      error: {
+        code: 'host-invalid-answer',
+        message: "the host's step call gave an invalid answer: the host has no step hook or it returned nothing",
+      },
+    },
+  });
+});
+
 test('S42: a hook context destructured or spread still carries its signal, record and fields', async () => {
   const seen = [];
   const host = {

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, TypeVar, cast
 
 from .._errors import Disposed as DisposedError
 from .._filelog import FileLog, LogError
 from .._memorylog import MemoryLog
 from .._native import Session
-from .._types import (Abort, Begin, Disposed, Effect, Enter, PreStepRequest, StatusChanged,
+from .._types import (Abort, Begin, Disposed, Effect, PreStepRequest, StatusChanged,
                       StepRequest, TurnStoppingRequest, answer_json)
 from ._errors import (AgentError, Closed, IdTooLong, MessageTooLarge, PersistenceError,
                       StepClosed, Stopped)
@@ -27,6 +27,9 @@ __all__ = ["Agent", "AgentError", "Closed", "Stopped", "PersistenceError", "Step
            "Update", "Ending"]
 
 T = TypeVar("T")
+
+#: The hooks ``Host`` answers itself (enter the claimed batch, done): run without a task.
+_DEFAULT_HOOKS = (Host.pre_step, Host.turn_stopping)
 
 
 async def _call(method: Callable[[Any], Awaitable[T]], cx: Any) -> T:
@@ -286,10 +289,6 @@ class Agent(Calls, Reports):
         default is answered at once, as it would answer."""
         cx: Any
         method: Callable[[Any], Awaitable[Any]]
-        default = self._default(request)
-        if default is not None and not scope.cancelled.is_set():
-            self._answered(default[0], StopIteration(default[1]))  # no hook of its own: no task
-            return
         if isinstance(request, PreStepRequest):
             key, method = ("preStep", request.turn, request.step), self._host.pre_step
             cx = PreStepContext(request.turn, request.step, request.messages, scope.cancelled, self)
@@ -299,23 +298,21 @@ class Agent(Calls, Reports):
         else:
             key, method = ("turnStopping", request.turn, 0), self._host.turn_stopping
             cx = TurnStoppingContext(request.turn, scope.cancelled, self)
+        if getattr(method, "__func__", None) in _DEFAULT_HOOKS and not scope.cancelled.is_set():
+            # ``Host``'s own default (enter the claimed batch, done) never suspends: it runs
+            # here, to its return, with no task.
+            coroutine = cast(Coroutine[Any, Any, Any], method(cx))
+            try:
+                coroutine.send(None)
+            except StopIteration as returned:
+                self._answered(key, returned)
+                return
+            coroutine.close()  # it suspended after all: run it as a call of its own
         call = _HostCall(self, key)
         scope.task = asyncio.get_running_loop().create_task(call.run(method, cx))
         if scope.cancelled.is_set():
             scope.task.cancel()
         scope.task.add_done_callback(call.unstarted)
-
-    def _default(self, request: PreStepRequest | StepRequest | TurnStoppingRequest
-                 ) -> tuple[tuple[str, int, int], Any] | None:
-        """The call and the answer of a request whose hook is ``Host``'s own default (enter the
-        claimed batch, done): what that hook would return, without a task to run it in."""
-        if isinstance(request, PreStepRequest):
-            if getattr(self._host.pre_step, "__func__", None) is Host.pre_step:
-                return ("preStep", request.turn, request.step), Enter(request.messages)
-        elif isinstance(request, TurnStoppingRequest):
-            if getattr(self._host.turn_stopping, "__func__", None) is Host.turn_stopping:
-                return ("turnStopping", request.turn, 0), "done"
-        return None
 
     def _answered(self, request: tuple[str, int, int],
                   outcome: StopIteration | BaseException | None) -> None:
