@@ -11,7 +11,7 @@ use std::num::NonZeroUsize;
 
 use coxswain_core::{
     Config, Input, Machine, Message, MessageId, Output, Outstanding, PreStepAnswer, Rejected,
-    SharedMessage, Status, Target, Transition,
+    SharedMessage, Status, StepAnswer, Target, Transition, TurnStoppingAnswer,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -142,7 +142,9 @@ impl NativeMachine {
         let made = transition::Transition::made(
             py,
             found,
-            [builder.events, builder.effects, builder.ordered],
+            builder.events,
+            builder.effects,
+            builder.order,
             owner,
         )?;
         if settles {
@@ -150,6 +152,19 @@ impl NativeMachine {
         }
         Ok(made)
     }
+}
+
+/// The answer that is the word `answer` to the request `kind` (FORMAT.md's names), made with no
+/// JSON value; `None` for anything else (which then goes through serde, for its error).
+fn word_answer(kind: &str, answer: &str) -> Option<Input> {
+    Some(match (kind, answer) {
+        ("step", "completed") => Input::Step(StepAnswer::Completed),
+        ("step", "max-tokens") => Input::Step(StepAnswer::MaxTokens),
+        ("step", "continue") => Input::Step(StepAnswer::Continue),
+        ("turnStopping", "done") => Input::TurnStopping(TurnStoppingAnswer::Done),
+        ("preStep", "reject") => Input::PreStep(PreStepAnswer::Reject),
+        _ => return None,
+    })
 }
 
 fn target_named(py: Python<'_>, name: &str) -> PyResult<Target> {
@@ -334,8 +349,11 @@ impl NativeMachine {
         kind: &str,
         answer: &str,
     ) -> PyResult<Bound<'py, transition::Transition>> {
-        let input: Input = serde_json::from_value(json!({ kind: answer }))
-            .map_err(|e| errors::invalid_input(slf.py(), format!("not an input: {e}")))?;
+        let input = match word_answer(kind, answer) {
+            Some(input) => input,
+            None => serde_json::from_value(json!({ kind: answer }))
+                .map_err(|e| errors::invalid_input(slf.py(), format!("not an input: {e}")))?,
+        };
         NativeMachine::typed(slf, input, &[])
     }
 

@@ -6,7 +6,8 @@
 
 use pyo3::exceptions::PyAttributeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 /// The name of a class's field the dataclass it replaces raises `FrozenInstanceError` for.
 pub(crate) fn frozen(py: Python<'_>, class: &str, name: &str) -> PyErr {
@@ -124,11 +125,170 @@ fn json_of<'py>(py: Python<'py>, value: &Py<PyAny>) -> PyResult<Bound<'py, PyAny
     value.bind(py).call_method0("to_json")
 }
 
-output! {
-    /// A durable event `{type, data}`: append it to the session's log before acting on the
-    /// transition's effects.
-    Event [r#type = "type", data]
-    fn to_json(&self, py) {
+/// A durable event `{type, data}`: append it to the session's log before acting on the
+/// transition's effects. Its `data` is made on first use (most hosts hand the event to a log
+/// and never read it): the same dict at every read, equal to the one made at once.
+#[pyclass(frozen, module = "coxswain")]
+pub(crate) struct Event {
+    #[pyo3(get, name = "type")]
+    pub(crate) r#type: Py<PyAny>,
+    data: PyOnceLock<Py<PyAny>>,
+    /// What `data` is made from when it was not given.
+    lazy: Option<EventData>,
+}
+
+/// The data of an event, held as numbers and the messages' shared dicts until it is read.
+pub(crate) enum EventData {
+    /// `{turn}` (`turn/start`).
+    Turn(u64),
+    /// `{turn, step}` (`step/start`, `step/end`).
+    Step(u64, u64),
+    /// `{turn, reason: {kind}}` (a `turn/end` whose reason is a word).
+    TurnEnd(u64, &'static str),
+    /// `{target, start, removedCount?, inserted, outcome?, wakeup?}` (`agent/inbox/spliced`):
+    /// `inserted` holds each message's one event-form dict (S8).
+    Splice {
+        /// `next-turn` or `next-step`.
+        target: &'static str,
+        /// Where the splice starts.
+        start: usize,
+        /// How many items it removed (written when above 0).
+        removed: usize,
+        /// The inserted messages' event-form dicts.
+        inserted: Vec<Py<PyAny>>,
+        /// Whether the removal was a cancel's (`outcome: "canceled"`).
+        canceled: bool,
+        /// Whether it woke the machine.
+        wakeup: bool,
+    },
+}
+
+impl Event {
+    /// An event of type `kind` whose data is made from `lazy` on first use.
+    pub(crate) fn lazy(kind: Py<PyAny>, lazy: EventData) -> Self {
+        Event {
+            r#type: kind,
+            data: PyOnceLock::new(),
+            lazy: Some(lazy),
+        }
+    }
+
+    /// An event of type `kind` with its `data` made already.
+    pub(crate) fn given(py: Python<'_>, kind: Py<PyAny>, data: Py<PyAny>) -> Self {
+        let given = PyOnceLock::new();
+        let _ = given.get_or_init(py, || data);
+        Event {
+            r#type: kind,
+            data: given,
+            lazy: None,
+        }
+    }
+
+    /// The data, made now if it was not yet.
+    fn data_of<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyAny>> {
+        let data = self.data.get_or_try_init(py, || match &self.lazy {
+            Some(lazy) => lazy.make(py).map(Bound::unbind),
+            None => Ok(py.None()),
+        })?;
+        Ok(data.bind(py))
+    }
+}
+
+impl EventData {
+    fn make<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let data = PyDict::new(py);
+        match self {
+            EventData::Turn(turn) => data.set_item(pyo3::intern!(py, "turn"), turn)?,
+            EventData::Step(turn, step) => {
+                data.set_item(pyo3::intern!(py, "turn"), turn)?;
+                data.set_item(pyo3::intern!(py, "step"), step)?;
+            }
+            EventData::TurnEnd(turn, kind) => {
+                let reason = PyDict::new(py);
+                reason.set_item(pyo3::intern!(py, "kind"), PyString::intern(py, kind))?;
+                data.set_item(pyo3::intern!(py, "turn"), turn)?;
+                data.set_item(pyo3::intern!(py, "reason"), reason)?;
+            }
+            EventData::Splice {
+                target,
+                start,
+                removed,
+                inserted,
+                canceled,
+                wakeup,
+            } => {
+                data.set_item(pyo3::intern!(py, "target"), PyString::intern(py, target))?;
+                data.set_item(pyo3::intern!(py, "start"), start)?;
+                if *removed > 0 {
+                    data.set_item(pyo3::intern!(py, "removedCount"), removed)?;
+                }
+                let list = PyList::new(py, inserted.iter().map(|dict| dict.bind(py)))?;
+                data.set_item(pyo3::intern!(py, "inserted"), list)?;
+                if *canceled {
+                    data.set_item(pyo3::intern!(py, "outcome"), pyo3::intern!(py, "canceled"))?;
+                }
+                if *wakeup {
+                    data.set_item(pyo3::intern!(py, "wakeup"), true)?;
+                }
+            }
+        }
+        Ok(data.into_any())
+    }
+}
+
+#[pymethods]
+impl Event {
+    #[new]
+    fn new(py: Python<'_>, r#type: Py<PyAny>, data: Py<PyAny>) -> Self {
+        Event::given(py, r#type, data)
+    }
+
+    /// The event's data (a dict for every event the core makes).
+    #[getter]
+    fn data<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.data_of(py).cloned()
+    }
+
+    #[classattr]
+    fn __match_args__(py: Python<'_>) -> PyResult<Py<PyTuple>> {
+        Ok(PyTuple::new(py, ["type", "data"])?.unbind())
+    }
+
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let Ok(other) = other.cast::<Event>() else {
+            return Ok(py.NotImplemented());
+        };
+        let other = other.get();
+        let equal = self.r#type.bind(py).eq(other.r#type.bind(py))?
+            && self.data_of(py)?.eq(other.data_of(py)?)?;
+        Ok(pyo3::types::PyBool::new(py, equal)
+            .to_owned()
+            .into_any()
+            .unbind())
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        PyTuple::new(py, [self.r#type.bind(py), self.data_of(py)?])?.hash()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Event(type={}, data={})",
+            self.r#type.bind(py).repr()?,
+            self.data_of(py)?.repr()?
+        ))
+    }
+
+    fn __setattr__(&self, py: Python<'_>, name: &str, _value: Py<PyAny>) -> PyResult<()> {
+        Err(frozen(py, "Event", name))
+    }
+
+    fn __delattr__(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        Err(frozen(py, "Event", name))
+    }
+
+    /// The trace `"out"` value.
+    fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         wrap(py, "event", self.record(py)?.into_any())
     }
 
@@ -136,7 +296,7 @@ output! {
     fn record<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let record = PyDict::new(py);
         record.set_item("type", self.r#type.bind(py))?;
-        record.set_item("data", self.data.bind(py))?;
+        record.set_item("data", self.data_of(py)?)?;
         Ok(record)
     }
 }

@@ -3,6 +3,7 @@
 //! Python `Machine`'s: `persisted()` and `into_outputs()` tell it the transition is settled.
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyTuple};
 
 use crate::machine::NativeMachine;
@@ -21,34 +22,55 @@ pub(crate) struct Transition {
     #[pyo3(get)]
     effects: Py<PyTuple>,
     /// Every output in wire order: `_ordered` without the begins, made on first use.
-    outputs: std::sync::OnceLock<Py<PyTuple>>,
+    outputs: PyOnceLock<Py<PyTuple>>,
     #[pyo3(get)]
     _machine: Option<Py<PyAny>>,
-    #[pyo3(get)]
-    _ordered: Py<PyTuple>,
+    /// Every output in wire order with the begins: made on first use from `order`.
+    ordered: PyOnceLock<Py<PyTuple>>,
+    /// For each output of `ordered`, whether it is the next effect (else the next event).
+    order: Box<[bool]>,
 }
 
 impl Transition {
     /// A transition of `machine` (the Python `Machine` that settles it; `None`: nothing to
-    /// settle).
+    /// settle): its `events` and `effects`, and for each output in wire order whether it is an
+    /// effect.
     pub(crate) fn made<'py>(
         py: Python<'py>,
         found: bool,
-        lists: [Vec<Bound<'py, PyAny>>; 3],
+        events: Vec<Bound<'py, PyAny>>,
+        effects: Vec<Bound<'py, PyAny>>,
+        order: Vec<bool>,
         machine: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, Transition>> {
-        let [events, effects, ordered] = lists;
         Bound::new(
             py,
             Transition {
                 found,
                 events: PyTuple::new(py, events)?.unbind(),
                 effects: PyTuple::new(py, effects)?.unbind(),
-                outputs: std::sync::OnceLock::new(),
+                outputs: PyOnceLock::new(),
                 _machine: machine,
-                _ordered: PyTuple::new(py, ordered)?.unbind(),
+                ordered: PyOnceLock::new(),
+                order: order.into_boxed_slice(),
             },
         )
+    }
+
+    /// Every output in wire order with each `Begin`.
+    fn with_begins<'py>(&self, py: Python<'py>) -> PyResult<&Py<PyTuple>> {
+        self.ordered.get_or_try_init(py, || {
+            let (events, effects) = (self.events.bind(py), self.effects.bind(py));
+            let (mut event, mut effect) = (0, 0);
+            let mut outputs = Vec::with_capacity(self.order.len());
+            for &is_effect in &self.order {
+                let next = if is_effect { &mut effect } else { &mut event };
+                let list = if is_effect { effects } else { events };
+                outputs.push(list.get_item(*next)?);
+                *next += 1;
+            }
+            Ok(PyTuple::new(py, outputs)?.unbind())
+        })
     }
 
     /// Tells the machine this transition is settled (when it is the one it waits on).
@@ -72,18 +94,16 @@ impl Transition {
 
     /// Every output in wire order.
     fn wire_order<'py>(&self, py: Python<'py>) -> PyResult<&Py<PyTuple>> {
-        if let Some(outputs) = self.outputs.get() {
-            return Ok(outputs);
-        }
-        let begin = py.get_type::<Begin>();
-        let mut outputs = Vec::new();
-        for output in self._ordered.bind(py).iter() {
-            if !output.is_instance(&begin)? {
-                outputs.push(output);
+        self.outputs.get_or_try_init(py, || {
+            let begin = py.get_type::<Begin>();
+            let mut outputs = Vec::new();
+            for output in self.with_begins(py)?.bind(py).iter() {
+                if !output.is_instance(&begin)? {
+                    outputs.push(output);
+                }
             }
-        }
-        let outputs = PyTuple::new(py, outputs)?.unbind();
-        Ok(self.outputs.get_or_init(|| outputs))
+            Ok(PyTuple::new(py, outputs)?.unbind())
+        })
     }
 }
 
@@ -101,14 +121,26 @@ impl Transition {
         _ordered: Option<Py<PyTuple>>,
     ) -> Self {
         let ordered = _ordered.unwrap_or_else(|| outputs.clone_ref(py));
+        let given = |tuple: Py<PyTuple>| {
+            let lock = PyOnceLock::new();
+            let _ = lock.get_or_init(py, || tuple);
+            lock
+        };
         Transition {
             found,
             events,
             effects,
-            outputs: std::sync::OnceLock::from(outputs),
+            outputs: given(outputs),
             _machine,
-            _ordered: ordered,
+            ordered: given(ordered),
+            order: Box::new([]),
         }
+    }
+
+    /// Every output in wire order with each `Begin` (`into_outputs(begin=True)`).
+    #[getter]
+    fn _ordered(&self, py: Python<'_>) -> PyResult<Py<PyTuple>> {
+        Ok(self.with_begins(py)?.clone_ref(py))
     }
 
     /// Every output in wire order (FORMAT.md).
@@ -134,7 +166,7 @@ impl Transition {
         Transition::settle(slf)?;
         let this = slf.get();
         if begin {
-            return Ok(this._ordered.clone_ref(slf.py()));
+            return Ok(this.with_begins(slf.py())?.clone_ref(slf.py()));
         }
         Ok(this.wire_order(slf.py())?.clone_ref(slf.py()))
     }

@@ -15,11 +15,11 @@ use coxswain_core::{
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyString, PyTuple};
 use serde_json::{Map, Value};
 
 use crate::json::{to_py, to_value};
-use crate::outputs;
+use crate::outputs::{self, EventData};
 
 /// The classes of `coxswain._types`, looked up once.
 pub(crate) struct Classes {
@@ -185,12 +185,12 @@ impl Messages {
 }
 
 /// The kind of a turn end's reason that has no other field (the hot ones), as a word.
-fn reason_word<'py>(py: Python<'py>, reason: &TurnEndReason) -> Option<&'py Bound<'py, PyString>> {
+fn reason_word(reason: &TurnEndReason) -> Option<&'static str> {
     match reason {
-        TurnEndReason::Completed => Some(pyo3::intern!(py, "completed")),
-        TurnEndReason::MaxTokens => Some(pyo3::intern!(py, "max-tokens")),
-        TurnEndReason::Blocked => Some(pyo3::intern!(py, "blocked")),
-        TurnEndReason::Interrupted => Some(pyo3::intern!(py, "interrupted")),
+        TurnEndReason::Completed => Some("completed"),
+        TurnEndReason::MaxTokens => Some("max-tokens"),
+        TurnEndReason::Blocked => Some("blocked"),
+        TurnEndReason::Interrupted => Some("interrupted"),
         _ => None,
     }
 }
@@ -233,9 +233,9 @@ pub(crate) struct Builder<'py, 'm> {
     py: Python<'py>,
     classes: &'py Classes,
     messages: &'m mut Messages,
-    /// Every output in wire order with each `Begin` where its activity begins (the core's
-    /// `into_outputs_with_begin`).
-    pub(crate) ordered: Vec<Bound<'py, PyAny>>,
+    /// For each output in wire order with each `Begin` where its activity begins (the core's
+    /// `into_outputs_with_begin`), whether it is an effect (else an event).
+    pub(crate) order: Vec<bool>,
     /// The durable events.
     pub(crate) events: Vec<Bound<'py, PyAny>>,
     /// The effects, `Begin` included.
@@ -249,9 +249,9 @@ impl<'py, 'm> Builder<'py, 'm> {
             py,
             classes: classes(py)?,
             messages,
-            ordered: Vec::new(),
-            events: Vec::new(),
-            effects: Vec::new(),
+            order: Vec::with_capacity(16),
+            events: Vec::with_capacity(8),
+            effects: Vec::with_capacity(8),
         })
     }
 
@@ -261,76 +261,53 @@ impl<'py, 'm> Builder<'py, 'm> {
         match output {
             Output::Event(event) => {
                 let object = self.event(event)?;
-                self.ordered.push(object.clone());
                 self.events.push(object);
+                self.order.push(false);
             }
             Output::Effect(effect) => {
                 let object = self.effect(effect)?;
-                self.ordered.push(object.clone());
                 self.effects.push(object);
+                self.order.push(true);
             }
         }
         Ok(())
     }
 
-    /// An event: its `data` built here, each message in it its one event-form dict.
+    /// An event: its `data` made on first use (outputs::Event), each message in it its one
+    /// event-form dict (S8), fetched now.
     fn event(&mut self, event: &Event) -> PyResult<Bound<'py, PyAny>> {
         let py = self.py;
-        let int = |n: u64| -> PyResult<Py<PyAny>> { Ok(n.into_pyobject(py)?.into_any().unbind()) };
-        let data = PyDict::new(py);
-        let data: Bound<'py, PyAny> = match event {
+        let data = match event {
             Event::Spliced(splice) => {
-                let target = match splice.target {
-                    Target::NextTurn => pyo3::intern!(py, "next-turn"),
-                    Target::NextStep => pyo3::intern!(py, "next-step"),
-                };
-                data.set_item(pyo3::intern!(py, "target"), target)?;
-                data.set_item(pyo3::intern!(py, "start"), splice.start)?;
-                if splice.removed_count > 0 {
-                    data.set_item(pyo3::intern!(py, "removedCount"), splice.removed_count)?;
-                }
-                let inserted = PyList::empty(py);
+                let mut inserted = Vec::with_capacity(splice.inserted.len());
                 for message in &splice.inserted {
-                    inserted.append(self.messages.dict(py, self.classes, message)?)?;
+                    inserted.push(
+                        self.messages
+                            .dict(py, self.classes, message)?
+                            .into_any()
+                            .unbind(),
+                    );
                 }
-                data.set_item(pyo3::intern!(py, "inserted"), inserted)?;
-                if splice.outcome.is_some() {
-                    data.set_item(pyo3::intern!(py, "outcome"), pyo3::intern!(py, "canceled"))?;
-                }
-                if splice.wakeup {
-                    data.set_item(pyo3::intern!(py, "wakeup"), true)?;
-                }
-                data.into_any()
+                Some(EventData::Splice {
+                    target: match splice.target {
+                        Target::NextTurn => "next-turn",
+                        Target::NextStep => "next-step",
+                    },
+                    start: splice.start,
+                    removed: splice.removed_count,
+                    inserted,
+                    canceled: splice.outcome.is_some(),
+                    wakeup: splice.wakeup,
+                })
             }
-            Event::TurnStart { turn } => {
-                data.set_item(pyo3::intern!(py, "turn"), int(*turn)?)?;
-                data.into_any()
-            }
+            Event::TurnStart { turn } => Some(EventData::Turn(*turn)),
             Event::StepStart { turn, step } | Event::StepEnd { turn, step } => {
-                data.set_item(pyo3::intern!(py, "turn"), int(*turn)?)?;
-                data.set_item(pyo3::intern!(py, "step"), int(*step)?)?;
-                data.into_any()
+                Some(EventData::Step(*turn, *step))
             }
-            Event::UserMessage(message) => {
-                self.messages.dict(py, self.classes, message)?.into_any()
+            Event::TurnEnd { turn, reason } => {
+                reason_word(reason).map(|word| EventData::TurnEnd(*turn, word))
             }
-            Event::TurnEnd { turn, reason } if reason_word(py, reason).is_some() => {
-                let reason_dict = PyDict::new(py);
-                if let Some(word) = reason_word(py, reason) {
-                    reason_dict.set_item(pyo3::intern!(py, "kind"), word)?;
-                }
-                data.set_item(pyo3::intern!(py, "turn"), int(*turn)?)?;
-                data.set_item(pyo3::intern!(py, "reason"), reason_dict)?;
-                data.into_any()
-            }
-            Event::TurnEnd { .. } => {
-                // Rare shapes (reasons with causes and errors): the core's serde writes them.
-                let value = serde_json::to_value(event)
-                    .ok()
-                    .and_then(|mut v| v.get_mut("data").map(Value::take))
-                    .unwrap_or(Value::Null);
-                to_py(py, &value)?
-            }
+            Event::UserMessage(_) => None,
         };
         let kind = match event {
             Event::Spliced(_) => pyo3::intern!(py, "agent/inbox/spliced"),
@@ -340,9 +317,25 @@ impl<'py, 'm> Builder<'py, 'm> {
             Event::StepEnd { .. } => pyo3::intern!(py, "step/end"),
             Event::TurnEnd { .. } => pyo3::intern!(py, "turn/end"),
         };
-        let object = outputs::Event {
-            r#type: kind.clone().into_any().unbind(),
-            data: data.unbind(),
+        let kind = kind.clone().into_any().unbind();
+        let object = match data {
+            Some(lazy) => outputs::Event::lazy(kind, lazy),
+            None => {
+                let data = match event {
+                    Event::UserMessage(message) => {
+                        self.messages.dict(py, self.classes, message)?.into_any()
+                    }
+                    // Rare shapes (reasons with causes and errors): the core's serde writes them.
+                    _ => {
+                        let value = serde_json::to_value(event)
+                            .ok()
+                            .and_then(|mut v| v.get_mut("data").map(Value::take))
+                            .unwrap_or(Value::Null);
+                        to_py(py, &value)?
+                    }
+                };
+                outputs::Event::given(py, kind, data.unbind())
+            }
         };
         Ok(Bound::new(py, object)?.into_any())
     }

@@ -391,3 +391,34 @@ def test_into_outputs_with_begin_puts_each_begin_where_its_activity_begins() -> 
     assert m.begin_maintenance().into_outputs(begin=True) == (Begin("maintenance"),)
     ended = m.end_maintenance()
     assert ended.into_outputs(begin=True) == ended.outputs
+
+
+def test_an_events_data_is_made_on_first_read_and_is_then_the_same_dict() -> None:
+    """``Event.data`` of the core's events is made when first read (outputs.rs ``EventData``):
+    each read hands back the one dict, equal to the event built from Python with that data,
+    and the splice's ``inserted`` holds the message's one event-form dict (S8)."""
+    m = Machine()
+    followup = m.followup(A)
+    events = followup.events
+    assert [event.data is event.data for event in events] == [True] * len(events)
+    assert events == (
+        Event("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [A.to_json()], "wakeup": True}),
+        Event("turn/start", {"turn": 1}),
+        Event("agent/inbox/spliced", {"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}),
+    )
+    assert repr(events[1]) == "Event(type='turn/start', data={'turn': 1})"
+    assert events[1].record() == {"type": "turn/start", "data": {"turn": 1}}
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(events[1])  # as the frozen dataclass it replaces: a dict field is unhashable
+    settle(followup)
+    enter = m.answer_pre_step(Enter((A,)))
+    assert enter.events[1].data is events[0].data["inserted"][0]
+    assert enter.events == (
+        Event("step/start", {"turn": 1, "step": 1}),
+        Event("user/message", A.to_json()),
+    )
+    settle(enter)
+    settle(m.answer_step("completed"))
+    (end,) = m.answer_turn_stopping("done").events
+    assert end == Event("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    assert end.to_json() == {"event": {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}}

@@ -202,10 +202,14 @@ class Machine:
 
     def answer_step(self, answer: StepAnswer) -> Transition:
         """Answers the outstanding ``step`` request (S32, S33)."""
+        if isinstance(answer, str):  # a word crosses as itself (one call, no JSON value)
+            return self._native.answer_word("step", answer)
         return self._answer("step", answer)
 
     def answer_turn_stopping(self, answer: TurnStoppingAnswer) -> Transition:
         """Answers the outstanding ``turnStopping`` request (S33)."""
+        if isinstance(answer, str):
+            return self._native.answer_word("turnStopping", answer)
         return self._answer("turnStopping", answer)
 
     def _answer(
