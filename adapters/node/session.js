@@ -49,8 +49,8 @@ class Session {
     if (machine instanceof Machine) machine._flush(); // the caller's persisted word, passed on
     const inner = machine instanceof Machine ? machine._inner : machine;
     this._inner = new native.NativeSession(inner, o.abortGraceMs, o.maxIdBytes, o.maxMessageBytes, o.retryAfterMs);
-    /** The session's core, which the hot-path functions take (`native.sessionStage…`). */
-    this._core = this._inner.core();
+    /** The hot path: functions bound to the session's core (`stageTape`, `stageWord`, …). */
+    this._hot = this._inner.hotPath();
     /** The frozen messages the session names by handle (taken with the machine's, tape.js). */
     this._messages = machine instanceof Machine ? machine._messages : new tape.Messages();
     /** Whether the machine is quiescent, as the last stage or persisted reply said; `null`: ask. */
@@ -89,7 +89,7 @@ class Session {
         return this._stageEach(commands); // a value JSON cannot carry (NaN, a cycle, a BigInt): one at a time
       }
       inputs = tape.messagesOfCommands(commands);
-      reply = native.sessionStageTape(this._core, text, first, withEntries);
+      reply = this._hot.stageTape(text, first, withEntries);
     }
     const result = tape.staged(reply, this._messages, inputs);
     const { staged, batch, quiescent } = result;
@@ -115,7 +115,7 @@ class Session {
     const given = soleField(input, call);
     if (typeof given === 'string') {
       const word = WORDS[call]?.[given];
-      return word === undefined ? undefined : native.sessionStageWord(this._core, word, turn, step, first, withEntries);
+      return word === undefined ? undefined : this._hot.stageWord(word, turn, step, first, withEntries);
     }
     const batch = call === 'preStep' ? soleField(given, 'enter') : undefined;
     if (!Array.isArray(batch)) return undefined;
@@ -124,7 +124,7 @@ class Session {
       handles[k] = this._messages.handleOf.get(batch[k]);
       if (handles[k] === undefined) return undefined;
     }
-    return native.sessionStageEnter(this._core, turn, step, handles, first, withEntries);
+    return this._hot.stageEnter(turn, step, handles, first, withEntries);
   }
 
   /** `stage`, one command at a time: one JSON cannot hold is refused alone (an answer fails its call, S38). */
@@ -192,7 +192,7 @@ class Session {
    */
   persisted(batch, nowMs) {
     this._quiescent = null;
-    const { released, quiescent } = tape.releases(native.sessionPersistedTape(this._core, batch, nowMs), this._messages);
+    const { released, quiescent } = tape.releases(this._hot.persistedTape(batch, nowMs), this._messages);
     this._quiescent = quiescent;
     for (const release of released) if (release.refused) release.refused = errors.refusal(release.refused);
     return released;

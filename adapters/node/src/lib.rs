@@ -4,15 +4,14 @@
 //! nothing itself:
 //!
 //! * [`NativeMachine`]: the core's [`Machine`](coxswain_core::Machine) with its drain contract —
-//!   an input's transition crosses whole ([`machine_feed`]: its durable events and its effects,
-//!   which the core keeps queued until the host's persisted word comes with the next input,
-//!   [`machine_ack`]), or every output in wire order for ports ([`machine_ordered`],
-//!   [`NativeMachine::wire`]).
+//!   an input's transition crosses whole (the `feed` of its hot path,
+//!   [`NativeMachine::hot_path`]: its durable events and its effects, which the core keeps
+//!   queued until the host's persisted word comes with the next input), or every output in
+//!   wire order for ports (`ordered`, [`NativeMachine::wire`]).
 //! * [`NativeSession`]: the session layer ([`coxswain_session::Session`]) over such a machine,
 //!   for the agent (`agent.js`): group commit with rollback, the abort grace, admission and the
 //!   host-failure vocabulary, decided in the pure layer; the agent only moves bytes, time and
-//!   promises. Its hot path ([`session_stage_tape`], [`session_stage_word`],
-//!   [`session_stage_enter`], [`session_persisted_tape`]) takes its core as an `External`.
+//!   promises. Its hot path ([`NativeSession::hot_path`]) is functions bound to its core.
 //! * The JSON-lines record format of `coxswain-log` ([`encode_records`], [`parse_log`]), so the
 //!   log written from Node has one owner: the Rust crate that `coxswain verify` and the tokio
 //!   adapter's `FileLog` use — and [`FileLock`], the same `flock` that `FileLog` takes.
@@ -27,6 +26,11 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+/// The addon's allocator: mimalloc (see Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+mod bound;
 mod lock;
 mod log;
 mod machine;
@@ -36,11 +40,5 @@ mod wire;
 
 pub use lock::FileLock;
 pub use log::{encode_records, host_failure, parse_log};
-pub use machine::{
-    machine_ack, machine_answer, machine_enter, machine_enter_one, machine_feed, machine_ordered,
-    machine_pending, machine_queued, Core, NativeMachine, Shared,
-};
-pub use session::{
-    session_persisted_tape, session_stage_enter, session_stage_tape, session_stage_word,
-    NativeSession, SessionCore, SessionShared,
-};
+pub use machine::{Core, NativeMachine, Shared};
+pub use session::{NativeSession, SessionCore, SessionShared};

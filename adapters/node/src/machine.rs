@@ -5,34 +5,36 @@ use std::num::NonZeroUsize;
 use std::rc::Rc;
 
 use coxswain_core::{
-    BatchError, Config, Input, Machine, Output, PreStepAnswer, Rejected, StepAnswer, Target,
-    TurnStoppingAnswer,
+    BatchError, Config, Input, Machine, Message, Output, PreStepAnswer, Rejected, SharedMessage,
+    StepAnswer, Target, TurnStoppingAnswer,
 };
 use coxswain_log::{check_message, TooDeep};
 use coxswain_session::{ResumeError, ResumePlan};
-use napi::bindgen_prelude::{Buffer, External, Utf16String};
+use napi::bindgen_prelude::{Buffer, Object, Utf16String};
+use napi::Env;
 use napi_derive::napi;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::bound::Bound;
 use crate::tape::{self, Handles, Tape};
 use crate::wire;
 
 /// The core's [`Machine`], driven from JavaScript.
 ///
 /// The drain contract (the core's [`Transition`](coxswain_core::Transition)) is kept by the core
-/// itself: [`machine_feed`] applies an input and returns its whole transition as a tape, leaving
-/// its effects queued in the core; the host's persisted word ([`machine_ack`], or the `ack` of
-/// the next input) or [`machine_ordered`] (every output in wire order, for
-/// ports) drains them. Until then the core rejects the next input as `undrained`.
+/// itself: the hot path's `feed` ([`NativeMachine::hot_path`], [`Core::feed`]) applies an input
+/// and returns its whole transition as a tape, leaving its effects queued in the core; the
+/// host's persisted word (`ack`, or the `ack` flag of the next input) or `ordered` (every
+/// output in wire order, for ports) drains them. Until then the core rejects the next input as
+/// `undrained`.
 #[napi]
 pub struct NativeMachine {
     core: Shared,
 }
 
 /// A machine and the messages JavaScript holds objects for (the tape's handles): shared by the
-/// [`NativeMachine`] object and the [`External`] the hot-path functions take ([`machine_feed`],
-/// [`machine_enter`], [`machine_ack`]), which N-API reaches in a third of a class method's time.
+/// [`NativeMachine`] object and the functions of its hot path ([`NativeMachine::hot_path`]).
 pub struct Core {
     pub(crate) machine: Machine,
     pub(crate) handles: Handles,
@@ -132,11 +134,55 @@ impl NativeMachine {
         }
     }
 
-    /// The machine's core, for the hot-path functions (`machine_feed`, `machine_enter`,
-    /// `machine_ack`, `machine_queued`, `machine_ordered`, `machine_pending`).
+    /// The hot path: an object of functions bound to this machine's core, `feed(ack, input)`,
+    /// `deliver(ack, preset, message)`, `enter(ack, handles)`, `enterOne(ack, handle)`, `answer(ack, word)`, `ack()`,
+    /// `queued()`, `ordered(withBegin)` and `pending()` (see [`Core::feed`] and the others).
+    /// A bound function is a plain N-API function over its closure: a call costs about a fifth
+    /// of a `#[napi]` function's (whose glue tracks borrows on every call, and looks an
+    /// `External` argument up in a locked table).
+    ///
+    /// # Errors
+    ///
+    /// When N-API cannot make a function or the object (out of memory).
     #[napi]
-    pub fn core(&self) -> External<Shared> {
-        External::new(Rc::clone(&self.core))
+    pub fn hot_path<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let mut path = Bound::new(env, &self.core)?;
+        path.bind("feed", |core, call| {
+            let (ack, input) = (call.get::<bool>(0)?, call.get::<String>(1)?);
+            Ok(core.feed(ack, input))
+        })?;
+        path.bind("deliver", |core, call| {
+            let (ack, preset) = (call.get::<bool>(0)?, call.get::<u32>(1)?);
+            Ok(core.deliver(ack, preset, call.get::<String>(2)?))
+        })?;
+        path.bind("enter", |core, call| {
+            let (ack, handles) = (call.get::<bool>(0)?, call.get::<Vec<i64>>(1)?);
+            Ok(core.enter(ack, handles))
+        })?;
+        path.bind("enterOne", |core, call| {
+            let (ack, handle) = (call.get::<bool>(0)?, call.get::<f64>(1)?);
+            // A handle is below 2^53 (a counter); anything else is no handle.
+            let handle = if handle.fract() == 0.0 && (0.0..9.0e15).contains(&handle) {
+                handle as i64
+            } else {
+                -1
+            };
+            Ok(core.enter(ack, vec![handle]))
+        })?;
+        path.bind("answer", |core, call| {
+            let (ack, word) = (call.get::<bool>(0)?, call.get::<u32>(1)?);
+            Ok(core.answer(ack, word))
+        })?;
+        path.bind("ack", |core, _| {
+            core.ack();
+            Ok(())
+        })?;
+        path.bind("queued", |core, _| Ok(core.queued()))?;
+        path.bind("ordered", |core, call| {
+            Ok(core.ordered(call.get::<bool>(0)?))
+        })?;
+        path.bind("pending", |core, _| Ok(core.pending_tape()))?;
+        Ok(path.into_object())
     }
 
     /// One request of the `--exec` line protocol (PORTS.md) on this machine: the reply line to an
@@ -274,6 +320,26 @@ impl Core {
         }
     }
 
+    /// A follow-up (`preset` 0), a steer (1) or an inject (2) of the message `message` (its
+    /// JSON text): [`feed`](Core::feed) of `{"followup": message}` and the others, without the
+    /// input's wrapper to parse. Another preset replies `2`.
+    pub(crate) fn deliver(&mut self, ack: bool, preset: u32, message: String) -> Utf16String {
+        if ack {
+            self.ack();
+        }
+        let message = match serde_json::from_str::<Message>(&message) {
+            Ok(message) => SharedMessage::new(message),
+            Err(error) => return self.refusal(2, &format!("unknown input: {error}")),
+        };
+        let input = match preset {
+            0 => Input::Followup(message),
+            1 => Input::Steer(message),
+            2 => Input::Inject(message),
+            _ => return self.refusal(2, &format!("no preset {preset}")),
+        };
+        self.apply_taped(input, true)
+    }
+
     /// Answers the outstanding pre-step request with `enter` of the messages behind `handles`
     /// (handles of the tape, in order): [`feed`](Core::feed) of `{"preStep": {"enter":
     /// […]}}` with the core's own messages, so none crosses again. A handle the table does not
@@ -294,6 +360,19 @@ impl Core {
         }
         // The core's own messages, checked when they were delivered.
         self.apply_taped(Input::PreStep(PreStepAnswer::Enter(batch.into())), false)
+    }
+
+    /// An answer that is a word, by code (no text crosses): `0` step `completed`, `1` step
+    /// `max-tokens`, `2` step `continue`, `3` turnStopping `done`, `4` preStep `reject`; another
+    /// code replies `2` (unknown shape). Replies as [`feed`](Core::feed) does.
+    pub(crate) fn answer(&mut self, ack: bool, word: u32) -> Utf16String {
+        if ack {
+            self.ack();
+        }
+        match answer_word(word) {
+            Some((_, input)) => self.apply_taped(input, false),
+            None => self.refusal(2, &format!("no answer word {word}")),
+        }
     }
 
     /// The caller's persisted word for the transition it was handed: drains it.
@@ -380,39 +459,6 @@ impl Core {
     }
 }
 
-/// Applies one input (JSON text of a trace's `"in"` value) to a machine's core (see
-/// [`NativeMachine::core`]) and replies with the tape of its transition: the swept handles,
-/// then `0`, `found`, the events and the effects (left queued in the core until the caller's
-/// persisted word, `ack`); or `1` and a rejection's JSON text, or `2` and why the input is of
-/// unknown shape. With `ack`, the previous transition is first drained.
-#[napi]
-pub fn machine_feed(core: &External<Shared>, ack: bool, input: String) -> Utf16String {
-    core.borrow_mut().feed(ack, input)
-}
-
-/// Answers the outstanding pre-step request with `enter` of the messages behind `handles` (the
-/// tape's, in order), so none crosses again; replies as [`machine_feed`] does (`2` for a handle
-/// the table does not hold).
-#[napi]
-pub fn machine_enter(core: &External<Shared>, ack: bool, handles: Vec<i64>) -> Utf16String {
-    core.borrow_mut().enter(ack, handles)
-}
-
-/// An answer that is a word, by code (no text crosses): `0` step `completed`, `1` step
-/// `max-tokens`, `2` step `continue`, `3` turnStopping `done`, `4` preStep `reject`; another
-/// code replies `2` (unknown shape).
-#[napi]
-pub fn machine_answer(core: &External<Shared>, ack: bool, word: u32) -> Utf16String {
-    let mut core = core.borrow_mut();
-    if ack {
-        core.ack();
-    }
-    match answer_word(word) {
-        Some((_, input)) => core.apply_taped(input, false),
-        None => core.refusal(2, &format!("no answer word {word}")),
-    }
-}
-
 /// The answer a word code stands for, with the host call it answers: `0` step `completed`,
 /// `1` step `max-tokens`, `2` step `continue`, `3` turnStopping `done`, `4` preStep `reject`.
 pub(crate) fn answer_word(word: u32) -> Option<(&'static str, Input)> {
@@ -427,46 +473,6 @@ pub(crate) fn answer_word(word: u32) -> Option<(&'static str, Input)> {
         4 => ("preStep", Input::PreStep(PreStepAnswer::Reject)),
         _ => return None,
     })
-}
-
-/// [`machine_enter`] of one message's handle (the common batch, without an array to convert).
-#[napi]
-pub fn machine_enter_one(core: &External<Shared>, ack: bool, handle: f64) -> Utf16String {
-    // A handle is below 2^53 (a counter); anything else is no handle.
-    let handle = if handle.fract() == 0.0 && (0.0..9.0e15).contains(&handle) {
-        handle as i64
-    } else {
-        -1
-    };
-    core.borrow_mut().enter(ack, vec![handle])
-}
-
-/// The caller's persisted word for the transition it was handed: drains it.
-#[napi]
-pub fn machine_ack(core: &External<Shared>) {
-    core.borrow_mut().ack();
-}
-
-/// The queued transition again (its events and effects, left queued) as a tape: the swept
-/// handles, the events, the effects.
-#[napi]
-pub fn machine_queued(core: &External<Shared>) -> Utf16String {
-    core.borrow_mut().queued()
-}
-
-/// Every queued output in wire order (with each begin when `with_begin`) as a tape, which
-/// drains them: the swept handles, the count, then each output (`0` and an event, `1` and an
-/// effect).
-#[napi]
-pub fn machine_ordered(core: &External<Shared>, with_begin: bool) -> Utf16String {
-    core.borrow_mut().ordered(with_begin)
-}
-
-/// Both pending lists as a tape: the swept handles, then each list (its length, then each
-/// item's message and whether it wakes).
-#[napi]
-pub fn machine_pending(core: &External<Shared>) -> Utf16String {
-    core.borrow_mut().pending_tape()
 }
 
 /// The reply line to an accepted `"in"` request (PORTS.md).

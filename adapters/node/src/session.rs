@@ -20,11 +20,13 @@ use coxswain_log::{Entry, HostEvent};
 use coxswain_session::{
     Ack, BatchNo, HostFailure, Limits, Options, Refused, Release, Session, Ticket, Timeout,
 };
-use napi::bindgen_prelude::{Either, External, Utf16String};
+use napi::bindgen_prelude::{Either, Object, Utf16String};
+use napi::Env;
 use napi_derive::napi;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::bound::Bound;
 use crate::machine::{answer_word, rejection_value, NativeMachine};
 use crate::tape::{self, Given, Handles, Tape};
 use crate::wire::{self, EffectJson};
@@ -44,9 +46,8 @@ pub struct NativeSession {
 }
 
 /// A session and the messages JavaScript holds objects for (the tape's handles, taken from the
-/// machine): shared by the [`NativeSession`] object and the [`External`] the hot-path functions
-/// take ([`session_stage_tape`], [`session_stage_word`], [`session_stage_enter`],
-/// [`session_persisted_tape`]), which N-API reaches in about half a class method's time.
+/// machine): shared by the [`NativeSession`] object and the functions of its hot path
+/// ([`NativeSession::hot_path`]).
 pub struct SessionCore {
     session: Session,
     handles: Handles,
@@ -71,10 +72,43 @@ enum Command {
 
 #[napi]
 impl NativeSession {
-    /// The session's core, for the hot-path functions ([`session_stage_tape`] and the others).
+    /// The hot path: an object of functions bound to this session's core (see
+    /// [`NativeMachine::hot_path`] for why): `stageTape(commands, firstSeq, withEntries)`,
+    /// `stageWord(word, turn, step, firstSeq, withEntries)`, `stageEnter(turn, step, handles,
+    /// firstSeq, withEntries)` and `persistedTape(batch, nowMs)`, which reply with tapes (the
+    /// module `tape`, decoded by `tape.js`; see [`SessionCore::stage_tape`] and the others).
+    ///
+    /// # Errors
+    ///
+    /// When N-API cannot make a function or the object (out of memory).
     #[napi]
-    pub fn core(&self) -> External<SessionShared> {
-        External::new(Rc::clone(&self.core))
+    pub fn hot_path<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let mut path = Bound::new(env, &self.core)?;
+        path.bind("stageTape", |core, call| {
+            let commands = call.get::<String>(0)?;
+            let (first, with) = (call.get::<Option<i64>>(1)?, call.get::<Option<bool>>(2)?);
+            Ok(core.stage_tape(commands, first, with))
+        })?;
+        path.bind("stageWord", |core, call| {
+            let (word, turn, step) = (
+                call.get::<u32>(0)?,
+                call.get::<i64>(1)?,
+                call.get::<i64>(2)?,
+            );
+            let (first, with) = (call.get::<Option<i64>>(3)?, call.get::<Option<bool>>(4)?);
+            Ok(core.stage_word(word, turn, step, first, with))
+        })?;
+        path.bind("stageEnter", |core, call| {
+            let (turn, step) = (call.get::<i64>(0)?, call.get::<i64>(1)?);
+            let handles = call.get::<Vec<i64>>(2)?;
+            let (first, with) = (call.get::<Option<i64>>(3)?, call.get::<Option<bool>>(4)?);
+            Ok(core.stage_enter(turn, step, handles, first, with))
+        })?;
+        path.bind("persistedTape", |core, call| {
+            let (batch, now_ms) = (call.get::<i64>(0)?, call.get::<f64>(1)?);
+            core.persisted_tape(batch, now_ms)
+        })?;
+        Ok(path.into_object())
     }
 
     /// A session over `machine`'s machine (fresh, or resumed by
@@ -340,85 +374,6 @@ impl NativeSession {
     }
 }
 
-/// On the session behind `core` (its [`NativeSession::core`]):
-///
-/// [`stage`](NativeSession::stage), replying with a tape (the module `tape`, decoded by
-/// `tape.js`) instead of JSON text: the swept handles; the staged results (`0` and a
-/// ticket, `1` for nothing staged, `2` and a refusal's or a timeout's JSON text); then `0`
-/// (nothing staged), or `1`, the batch number, the entry count, whether the entries follow
-/// (`with_entries`, default `true`: each `0` and a machine event, or `1`, its type and its
-/// data's JSON text; else the inputs' messages, bound to their handles), whether a `turn/end`
-/// is among them, and `1` and their log lines (with `first_seq`, numbered from it) or `0`; last,
-/// whether the machine is quiescent. A message of a staged input is named by the handle of
-/// the caller's object (the input's `k`-th, in `messagesOf` order over the commands).
-#[napi]
-pub fn session_stage_tape(
-    core: &External<SessionShared>,
-    commands: String,
-    first_seq: Option<i64>,
-    with_entries: Option<bool>,
-) -> Utf16String {
-    core.borrow_mut()
-        .stage_tape(commands, first_seq, with_entries)
-}
-
-/// On the session behind `core` (its [`NativeSession::core`]):
-///
-/// [`session_stage_tape`] of one answer that is a word, by the code of
-/// `machineAnswer` (`0` step `completed`, `1` step `max-tokens`, `2` step `continue`, `3`
-/// turnStopping `done`, `4` preStep `reject`), to the request of turn `turn`, step `step`:
-/// no text crosses. Another code is refused (`invalid-input`) and stages nothing.
-#[napi]
-pub fn session_stage_word(
-    core: &External<SessionShared>,
-    word: u32,
-    turn: i64,
-    step: i64,
-    first_seq: Option<i64>,
-    with_entries: Option<bool>,
-) -> Utf16String {
-    core.borrow_mut()
-        .stage_word(word, turn, step, first_seq, with_entries)
-}
-
-/// On the session behind `core` (its [`NativeSession::core`]):
-///
-/// [`session_stage_tape`] of the pre-step answer `enter` of the messages
-/// behind `handles` (the tape's, in order) to the request of turn `turn`, step `step`: no
-/// message crosses again. A handle the table does not hold fails the call
-/// (`host-invalid-answer`, S38), as an answer of unknown shape does.
-#[napi]
-pub fn session_stage_enter(
-    core: &External<SessionShared>,
-    turn: i64,
-    step: i64,
-    handles: Vec<i64>,
-    first_seq: Option<i64>,
-    with_entries: Option<bool>,
-) -> Utf16String {
-    core.borrow_mut()
-        .stage_enter(turn, step, handles, first_seq, with_entries)
-}
-
-/// On the session behind `core` (its [`NativeSession::core`]):
-///
-/// [`persisted`](NativeSession::persisted), replying with a tape: the swept handles, the
-/// count, then each release (`0` and an effect; `1`, a ticket and whether it was found;
-/// `2`, a ticket and its refusal's JSON text; `3` and the abort grace's deadline, in
-/// milliseconds, as text); last, whether the machine is quiescent.
-///
-/// # Errors
-///
-/// When `batch` is not the sealed batch (nothing changed).
-#[napi]
-pub fn session_persisted_tape(
-    core: &External<SessionShared>,
-    batch: i64,
-    now_ms: f64,
-) -> napi::Result<Utf16String> {
-    core.borrow_mut().persisted_tape(batch, now_ms)
-}
-
 impl SessionCore {
     /// When to call `handle_timeout` next, in milliseconds of the host's clock.
     fn poll_timeout(&self) -> Option<f64> {
@@ -427,7 +382,15 @@ impl SessionCore {
             .map(|deadline| deadline.as_secs_f64() * 1000.0)
     }
 
-    /// See [`session_stage_tape`].
+    /// [`stage`](NativeSession::stage), replying with a tape (the module `tape`, decoded by
+    /// `tape.js`) instead of JSON text: the swept handles; the staged results (`0` and a
+    /// ticket, `1` for nothing staged, `2` and a refusal's or a timeout's JSON text); then `0`
+    /// (nothing staged), or `1`, the batch number, the entry count, whether the entries follow
+    /// (`with_entries`, default `true`: each `0` and a machine event, or `1`, its type and its
+    /// data's JSON text; else the inputs' messages, bound to their handles), whether a `turn/end`
+    /// is among them, and `1` and their log lines (with `first_seq`, numbered from it) or `0`; last,
+    /// whether the machine is quiescent. A message of a staged input is named by the handle of
+    /// the caller's object (the input's `k`-th, in `messagesOf` order over the commands).
     pub(crate) fn stage_tape(
         &mut self,
         commands: String,
@@ -464,7 +427,10 @@ impl SessionCore {
         self.sealed_tape(&staged, given, first_seq, with_entries.unwrap_or(true))
     }
 
-    /// See [`session_stage_word`].
+    /// [`stage_tape`](SessionCore::stage_tape) of one answer that is a word, by the code of
+    /// the machine's `answer` (`0` step `completed`, `1` step `max-tokens`, `2` step `continue`, `3`
+    /// turnStopping `done`, `4` preStep `reject`), to the request of turn `turn`, step `step`:
+    /// no text crosses. Another code is refused (`invalid-input`) and stages nothing.
     pub(crate) fn stage_word(
         &mut self,
         word: u32,
@@ -483,7 +449,10 @@ impl SessionCore {
         self.sealed_one(result, first_seq, with_entries)
     }
 
-    /// See [`session_stage_enter`].
+    /// [`stage_tape`](SessionCore::stage_tape) of the pre-step answer `enter` of the messages
+    /// behind `handles` (the tape's, in order) to the request of turn `turn`, step `step`: no
+    /// message crosses again. A handle the table does not hold fails the call
+    /// (`host-invalid-answer`, S38), as an answer of unknown shape does.
     pub(crate) fn stage_enter(
         &mut self,
         turn: i64,
@@ -521,7 +490,14 @@ impl SessionCore {
         self.sealed_one(result, first_seq, with_entries)
     }
 
-    /// See [`session_persisted_tape`].
+    /// [`persisted`](NativeSession::persisted), replying with a tape: the swept handles, the
+    /// count, then each release (`0` and an effect; `1`, a ticket and whether it was found;
+    /// `2`, a ticket and its refusal's JSON text; `3` and the abort grace's deadline, in
+    /// milliseconds, as text); last, whether the machine is quiescent.
+    ///
+    /// # Errors
+    ///
+    /// When `batch` is not the sealed batch (nothing changed).
     pub(crate) fn persisted_tape(&mut self, batch: i64, now_ms: f64) -> napi::Result<Utf16String> {
         let released = self
             .session

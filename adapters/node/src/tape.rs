@@ -129,6 +129,7 @@ impl<'h> Tape<'h> {
     }
 
     /// A non-negative number.
+    #[inline]
     pub(crate) fn num(&mut self, n: u64) {
         if n < 0x8000 {
             self.units.push(n as u16);
@@ -142,6 +143,7 @@ impl<'h> Tape<'h> {
     }
 
     /// A flag.
+    #[inline]
     pub(crate) fn flag(&mut self, flag: bool) {
         self.units.push(u16::from(flag));
     }

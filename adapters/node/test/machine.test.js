@@ -122,6 +122,19 @@ test('typed rejections, one Error subclass per kind, each leaving the machine un
   expectReject(() => machine.followup(userMessage('c', 'late')), coxswain.DisposedError, 'disposed');
   // An input of unknown shape is not a rejection.
   assert.throws(() => new Machine().handle({ bogus: 1 }), coxswain.InvalidInputError);
+  // A follow-up, steer or inject crosses as its message's own text (src/machine.rs `deliver`):
+  // one that is no message object is of unknown shape too, and changes nothing (S5).
+  const shapeless = new Machine();
+  for (const deliver of ['followup', 'steer', 'inject']) {
+    for (const notMessage of [5, 'text', null, [], { source: { kind: 'user' } }, { id: 7 }]) {
+      assert.throws(() => shapeless[deliver](notMessage), coxswain.InvalidInputError, `${deliver}(${JSON.stringify(notMessage)})`);
+    }
+  }
+  assert.deepEqual(shapeless.state().nextTurn, []);
+  assert.deepEqual(shapeless.state().nextStep, []);
+  assert.deepEqual(shapeless.followup(userMessage('ok', 'go')).events.map((event) => event.type), [
+    'agent/inbox/spliced', 'turn/start', 'agent/inbox/spliced',
+  ]);
   // A message nesting deeper than a log record can hold (MAX_MESSAGE_DEPTH 124).
   let deep = 'x';
   for (let i = 0; i < 124; i += 1) deep = [deep]; // the message nests 125 levels
