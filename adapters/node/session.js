@@ -30,6 +30,29 @@ function soleField(object, key) {
   return object[key];
 }
 
+/** The inputs that cross as their message's own JSON text (src/machine.rs `delivered`), by preset code. */
+const PRESETS = ['followup', 'steer', 'inject'];
+
+/**
+ * `{preset, text, inputs}` for the command `{feed: {followup: message}}` (or a steer's, an
+ * inject's) whose message JSON can carry; else `undefined` (it goes as JSON text, or one at a
+ * time when JSON cannot carry it).
+ */
+function deliveryOf(command) {
+  const input = soleField(command, 'feed');
+  if (input === undefined) return undefined;
+  for (let preset = 0; preset < PRESETS.length; preset++) {
+    const message = soleField(input, PRESETS[preset]);
+    if (message === undefined) continue;
+    try {
+      return { preset, text: encode(message), inputs: [message] };
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
 /** A staged member's ticket, or its refusal thrown as the typed error. */
 function staged(reply) {
   if (typeof reply === 'number') return reply;
@@ -79,8 +102,15 @@ class Session {
   _stage(commands, firstSeq, withEntries) {
     this._quiescent = null;
     const first = firstSeq ?? undefined;
-    let reply = commands.length === 1 ? this._stageOne(commands[0], first, withEntries) : undefined;
+    let reply;
     let inputs = NO_INPUTS;
+    const delivery = commands.length === 1 ? deliveryOf(commands[0]) : undefined;
+    if (delivery !== undefined) {
+      reply = this._hot.stageDeliver(delivery.preset, delivery.text, first, withEntries);
+      inputs = delivery.inputs;
+    } else if (commands.length === 1) {
+      reply = this._stageOne(commands[0], first, withEntries);
+    }
     if (reply === undefined) {
       let text;
       try {

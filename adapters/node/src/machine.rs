@@ -153,7 +153,7 @@ impl NativeMachine {
         })?;
         path.bind("deliver", |core, call| {
             let (ack, preset) = (call.get::<bool>(0)?, call.get::<u32>(1)?);
-            Ok(core.deliver(ack, preset, call.get::<String>(2)?))
+            Ok(core.deliver(ack, preset, &call.get::<String>(2)?))
         })?;
         path.bind("enter", |core, call| {
             let (ack, handles) = (call.get::<bool>(0)?, call.get::<Vec<i64>>(1)?);
@@ -321,23 +321,16 @@ impl Core {
     }
 
     /// A follow-up (`preset` 0), a steer (1) or an inject (2) of the message `message` (its
-    /// JSON text): [`feed`](Core::feed) of `{"followup": message}` and the others, without the
-    /// input's wrapper to parse. Another preset replies `2`.
-    pub(crate) fn deliver(&mut self, ack: bool, preset: u32, message: String) -> Utf16String {
+    /// JSON text, [`delivered`]): [`feed`](Core::feed) of `{"followup": message}` and the
+    /// others, without the input's wrapper to parse. Replies as `feed` does.
+    pub(crate) fn deliver(&mut self, ack: bool, preset: u32, message: &str) -> Utf16String {
         if ack {
             self.ack();
         }
-        let message = match serde_json::from_str::<Message>(&message) {
-            Ok(message) => SharedMessage::new(message),
-            Err(error) => return self.refusal(2, &format!("unknown input: {error}")),
-        };
-        let input = match preset {
-            0 => Input::Followup(message),
-            1 => Input::Steer(message),
-            2 => Input::Inject(message),
-            _ => return self.refusal(2, &format!("no preset {preset}")),
-        };
-        self.apply_taped(input, true)
+        match delivered(preset, message) {
+            Ok(input) => self.apply_taped(input, true),
+            Err(why) => self.refusal(2, &why),
+        }
     }
 
     /// Answers the outstanding pre-step request with `enter` of the messages behind `handles`
@@ -456,6 +449,20 @@ impl Core {
         tape.num(status);
         tape.str(text);
         tape.finish().into()
+    }
+}
+
+/// The input a follow-up (`preset` 0), a steer (1) or an inject (2) of `message` (its JSON
+/// text) is, or why there is none (`unknown input: …`, the text of an input of unknown shape).
+pub(crate) fn delivered(preset: u32, message: &str) -> Result<Input, String> {
+    let message = serde_json::from_str::<Message>(message)
+        .map(SharedMessage::new)
+        .map_err(|error| format!("unknown input: {error}"))?;
+    match preset {
+        0 => Ok(Input::Followup(message)),
+        1 => Ok(Input::Steer(message)),
+        2 => Ok(Input::Inject(message)),
+        _ => Err(format!("unknown input: no preset {preset}")),
     }
 }
 

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::bound::Bound;
-use crate::machine::{answer_word, rejection_value, NativeMachine};
+use crate::machine::{answer_word, delivered, rejection_value, NativeMachine};
 use crate::tape::{self, Given, Handles, Tape};
 use crate::wire::{self, EffectJson};
 
@@ -74,6 +74,7 @@ enum Command {
 impl NativeSession {
     /// The hot path: an object of functions bound to this session's core (see
     /// [`NativeMachine::hot_path`] for why): `stageTape(commands, firstSeq, withEntries)`,
+    /// `stageDeliver(preset, message, firstSeq, withEntries)`,
     /// `stageWord(word, turn, step, firstSeq, withEntries)`, `stageEnter(turn, step, handles,
     /// firstSeq, withEntries)` and `persistedTape(batch, nowMs)`, which reply with tapes (the
     /// module `tape`, decoded by `tape.js`; see [`SessionCore::stage_tape`] and the others).
@@ -88,6 +89,11 @@ impl NativeSession {
             let commands = call.get::<String>(0)?;
             let (first, with) = (call.get::<Option<i64>>(1)?, call.get::<Option<bool>>(2)?);
             Ok(core.stage_tape(commands, first, with))
+        })?;
+        path.bind("stageDeliver", |core, call| {
+            let (preset, message) = (call.get::<u32>(0)?, call.get::<String>(1)?);
+            let (first, with) = (call.get::<Option<i64>>(2)?, call.get::<Option<bool>>(3)?);
+            Ok(core.stage_deliver(preset, &message, first, with))
         })?;
         path.bind("stageWord", |core, call| {
             let (word, turn, step) = (
@@ -425,6 +431,27 @@ impl SessionCore {
                 },
             };
         self.sealed_tape(&staged, given, first_seq, with_entries.unwrap_or(true))
+    }
+
+    /// [`stage_tape`](SessionCore::stage_tape) of the one command `{"feed": {"followup":
+    /// message}}` (`preset` 0; a steer 1, an inject 2: [`delivered`]) with `message` its
+    /// JSON text: no wrapper to parse. A message of unknown shape is refused
+    /// (`invalid-input`) and stages nothing.
+    pub(crate) fn stage_deliver(
+        &mut self,
+        preset: u32,
+        message: &str,
+        first_seq: Option<i64>,
+        with_entries: Option<bool>,
+    ) -> Utf16String {
+        let (staged, given) = match delivered(preset, message) {
+            Ok(input) => {
+                let given = tape::messages_of(&input);
+                (self.command(Command::Feed(input)), given)
+            }
+            Err(why) => (refusal_value("invalid-input", &why), Given::new()),
+        };
+        self.sealed_tape(&[staged], given, first_seq, with_entries.unwrap_or(true))
     }
 
     /// [`stage_tape`](SessionCore::stage_tape) of one answer that is a word, by the code of

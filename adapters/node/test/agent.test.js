@@ -10,7 +10,7 @@ const path = require('node:path');
 const coxswain = require('..');
 const { coxswain: cli, ROOT } = require('./support/cli');
 
-const { Agent, FileLog, MemoryLog, userMessage } = coxswain;
+const { Agent, FileLog, MemoryLog, parseLog, userMessage } = coxswain;
 
 function tempLog(t) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coxswain-node-'));
@@ -756,6 +756,24 @@ test('S56: an id reused for another message rejects with ConflictError, never su
     assert.equal(error.wasDelivered, true);
     return true;
   });
+  await agent.dispose();
+});
+
+test('a follow-up, steer or inject of no message object is refused alone, and nothing is logged (InvalidInputError)', async () => {
+  // Alone in its batch it crosses as its message's own text (src/session.rs `stage_deliver`).
+  const log = new MemoryLog();
+  const { agent } = await Agent.open({ step: () => 'completed' }, log);
+  for (const deliver of ['followup', 'steer', 'inject']) {
+    for (const notMessage of [5, 'text', null, { id: 7 }]) {
+      await assert.rejects(agent[deliver](notMessage), (error) => error instanceof coxswain.InvalidInputError
+        && error.message.startsWith('unknown input: '), `${deliver}(${JSON.stringify(notMessage)})`);
+      await agent.whenIdle();
+    }
+  }
+  assert.equal(log.bytes().length, 0);
+  await agent.followup(userMessage('ok', 'go'));
+  await agent.whenIdle();
+  assert.deepEqual(parseLog(log.bytes()).records.map((record) => record.type).slice(0, 2), ['agent/inbox/spliced', 'turn/start']);
   await agent.dispose();
 });
 
