@@ -100,6 +100,9 @@ pub(crate) struct Tape<'h> {
     handles: &'h mut Handles,
     /// The messages of the input being answered, in `messagesOf` order.
     inputs: Given,
+    /// The address and handle of the message named last: a transition names one message
+    /// several times in a row (its splice, its notification, the request), looked up once.
+    last: Option<(usize, u64)>,
 }
 
 impl<'h> Tape<'h> {
@@ -110,6 +113,7 @@ impl<'h> Tape<'h> {
             units: Vec::with_capacity(64),
             handles,
             inputs,
+            last: None,
         };
         tape.num(freed.len() as u64);
         for handle in freed {
@@ -173,11 +177,19 @@ impl<'h> Tape<'h> {
     /// A reference to a message (see the module's header).
     pub(crate) fn message(&mut self, message: &SharedMessage) {
         let key = Arc::as_ptr(message) as usize;
-        if let Some(handle) = self.handles.by_ptr.get(&key) {
+        if let Some((last, handle)) = self.last {
+            if last == key {
+                self.num(handle * 2);
+                return;
+            }
+        }
+        if let Some(&handle) = self.handles.by_ptr.get(&key) {
+            self.last = Some((key, handle));
             self.num(handle * 2);
             return;
         }
         let handle = self.handles.next;
+        self.last = Some((key, handle));
         self.handles.next += 1;
         self.handles.by_ptr.insert(key, handle);
         self.handles.by_handle.insert(handle, Arc::clone(message));
