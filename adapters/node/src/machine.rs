@@ -23,7 +23,7 @@ use crate::wire;
 /// The core's [`Machine`], driven from JavaScript.
 ///
 /// The drain contract (the core's [`Transition`](coxswain_core::Transition)) is kept by the core
-/// itself: the hot path's `feed` ([`NativeMachine::hot_path`], [`Core::feed`]) applies an input
+/// itself: the hot path's `feed` ([`NativeMachine::hot_path`]) applies an input
 /// and returns its whole transition as a tape, leaving its effects queued in the core; the
 /// host's persisted word (`ack`, or the `ack` flag of the next input) or `ordered` (every
 /// output in wire order, for ports) drains them. Until then the core rejects the next input as
@@ -134,9 +134,26 @@ impl NativeMachine {
         }
     }
 
-    /// The hot path: an object of functions bound to this machine's core, `feed(ack, input)`,
-    /// `deliver(ack, preset, message)`, `enter(ack, handles)`, `enterOne(ack, handle)`, `answer(ack, word)`, `ack()`,
-    /// `queued()`, `ordered(withBegin)` and `pending()` (see [`Core::feed`] and the others).
+    /// The hot path: an object of functions bound to this machine's core. Each replies with a
+    /// tape (the module `tape`, decoded by `tape.js`); `ack` first drains the transition the
+    /// caller was handed, whose events it said are durable:
+    ///
+    /// * `feed(ack, input)`: applies one input (JSON text of a trace's `"in"` value): the swept
+    ///   handles, then `0`, `found`, the events and the effects (left queued in the core until
+    ///   the caller's persisted word); or `1` and a rejection's JSON text, or `2` and why the
+    ///   input is of unknown shape;
+    /// * `deliver(ack, preset, message)`: `feed` of a follow-up (`preset` 0), a steer (1) or an
+    ///   inject (2) of `message`, its JSON text, with no wrapper to parse;
+    /// * `enter(ack, handles)`, `enterOne(ack, handle)`: the pre-step answer `enter` of the
+    ///   messages behind the tape's handles, so none crosses again (`2` for a handle the table
+    ///   does not hold);
+    /// * `answer(ack, word)`: an answer that is a word, by code (`0` step `completed`, `1` step
+    ///   `max-tokens`, `2` step `continue`, `3` turnStopping `done`, `4` preStep `reject`);
+    /// * `ack()`: the persisted word alone; `queued()`: the queued transition again (left
+    ///   queued); `ordered(withBegin)`: every queued output in wire order (each begin too when
+    ///   asked), which drains them; `pending()`: both pending lists, each item's message and
+    ///   whether it wakes.
+    ///
     /// A bound function is a plain N-API function over its closure: a call costs about a fifth
     /// of a `#[napi]` function's (whose glue tracks borrows on every call, and looks an
     /// `External` argument up in a locked table).

@@ -77,7 +77,22 @@ impl NativeSession {
     /// `stageDeliver(preset, message, firstSeq, withEntries)`,
     /// `stageWord(word, turn, step, firstSeq, withEntries)`, `stageEnter(turn, step, handles,
     /// firstSeq, withEntries)` and `persistedTape(batch, nowMs)`, which reply with tapes (the
-    /// module `tape`, decoded by `tape.js`; see [`SessionCore::stage_tape`] and the others).
+    /// module `tape`, decoded by `tape.js`). `stageTape` is [`stage`](NativeSession::stage)
+    /// of `commands` (their JSON text); `stageDeliver` of the one command `{"feed":
+    /// {"followup": message}}` (`preset` 0; a steer 1, an inject 2) with `message` its JSON
+    /// text; `stageWord` of one answer that is a word, by code (as the machine's `answer`), to
+    /// the request of turn `turn`, step `step`; `stageEnter` of the pre-step answer `enter` of
+    /// the messages behind the tape's `handles`. Each replies: the swept handles; the staged
+    /// results (`0` and a ticket, `1` for nothing staged, `2` and a refusal's or a timeout's
+    /// JSON text); then `0` (nothing staged), or `1`, the batch number, the entry count,
+    /// whether the entries follow (`withEntries`, default `true`), the entries or the inputs'
+    /// messages bound to their handles, whether a `turn/end` is among them, and `1` and their
+    /// log lines (with `firstSeq`, numbered from it) or `0`; last, whether the machine is
+    /// quiescent. `persistedTape` is [`persisted`](NativeSession::persisted): the swept
+    /// handles, the count, then each release (`0` and an effect; `1`, a ticket and whether it
+    /// was found; `2`, a ticket and its refusal's JSON text; `3` and the abort grace's
+    /// deadline, in milliseconds, as text); last, whether the machine is quiescent; it throws
+    /// when `batch` is not the sealed batch (nothing changed).
     ///
     /// # Errors
     ///
