@@ -154,17 +154,21 @@ impl NativeMachine {
     }
 }
 
-/// The answer that is the word `answer` to the request `kind` (FORMAT.md's names), made with no
-/// JSON value; `None` for anything else (which then goes through serde, for its error).
+/// The answer that is the word `answer` to the request `kind` (FORMAT.md's names: the core's
+/// own, read through its serde derive from the bare string, with no JSON value made); `None`
+/// for anything else (which then goes through `serde_json`, for its error).
 fn word_answer(kind: &str, answer: &str) -> Option<Input> {
-    Some(match (kind, answer) {
-        ("step", "completed") => Input::Step(StepAnswer::Completed),
-        ("step", "max-tokens") => Input::Step(StepAnswer::MaxTokens),
-        ("step", "continue") => Input::Step(StepAnswer::Continue),
-        ("turnStopping", "done") => Input::TurnStopping(TurnStoppingAnswer::Done),
-        ("preStep", "reject") => Input::PreStep(PreStepAnswer::Reject),
-        _ => return None,
-    })
+    use serde::de::value::{Error, StrDeserializer};
+    use serde::Deserialize;
+    let word = || StrDeserializer::<Error>::new(answer);
+    match kind {
+        "step" => StepAnswer::deserialize(word()).ok().map(Input::Step),
+        "turnStopping" => TurnStoppingAnswer::deserialize(word())
+            .ok()
+            .map(Input::TurnStopping),
+        "preStep" => PreStepAnswer::deserialize(word()).ok().map(Input::PreStep),
+        _ => None,
+    }
 }
 
 fn target_named(py: Python<'_>, name: &str) -> PyResult<Target> {

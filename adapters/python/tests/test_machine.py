@@ -422,3 +422,43 @@ def test_an_events_data_is_made_on_first_read_and_is_then_the_same_dict() -> Non
     (end,) = m.answer_turn_stopping("done").events
     assert end == Event("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     assert end.to_json() == {"event": {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}}
+
+
+def test_a_word_answer_is_the_same_input_as_its_json_value_and_a_bad_word_changes_nothing() -> None:
+    """A ``str`` answer crosses as the word itself (machine.rs ``word_answer``, the core's serde
+    names): the same transition as the answer given as its trace JSON value; a string that is no
+    answer word raises ``InvalidInput`` and the machine still waits on the same request (S5)."""
+
+    def stepping() -> Machine:
+        m = Machine()
+        settle(m.followup(A))
+        settle(m.answer_pre_step(Enter((A,))))
+        return m
+
+    def rest(m: Machine, step: coxswain.Transition) -> tuple[object, ...]:
+        """The step's outputs, then what the turn does next: its end once stopping is done."""
+        outputs = (step.events, settle(step))
+        if m.outstanding() == coxswain.Outstanding("turnStopping", 1, 0):
+            return (*outputs, m.answer_turn_stopping("done").events)
+        return outputs
+
+    ends = {}
+    for word in ("completed", "max-tokens", "continue"):
+        by_word, by_value = stepping(), stepping()
+        ends[word] = rest(by_word, by_word.answer_step(word))
+        assert ends[word] == rest(by_value, by_value.handle({"step": word}))
+    assert ends["completed"][-1] == (Event("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),)
+    assert ends["max-tokens"][-1] == (Event("turn/end", {"turn": 1, "reason": {"kind": "max-tokens"}}),)
+    assert ends["continue"][1] == (PreStepRequest(1, 2, ()),)
+    for bad in ("done", "Completed", "fail", ""):
+        m = stepping()
+        with pytest.raises(coxswain.InvalidInput):
+            m.answer_step(bad)  # type: ignore[arg-type]
+        assert m.outstanding() == coxswain.Outstanding("step", 1, 1)
+    m = stepping()
+    settle(m.answer_step("completed"))
+    with pytest.raises(coxswain.InvalidInput):
+        m.answer_turn_stopping("completed")  # type: ignore[arg-type]
+    assert m.answer_turn_stopping("done").events == (
+        Event("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+    )
