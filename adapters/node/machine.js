@@ -145,12 +145,12 @@ class Machine {
     return this.send(message, 'next-turn', true, { expect: { idleAfter: turn } });
   }
   /** A follow-up: a turn of its own (S22). */
-  followup(message) { return this._deliver(0, message); }
+  followup(message) { return this._deliver(PRESETS.followup, message); }
   /** Steering: joins the running turn at its next step boundary. */
-  steer(message) { return this._deliver(1, message); }
+  steer(message) { return this._deliver(PRESETS.steer, message); }
   /** Context that rides along with the next step; never wakes (S20). */
-  inject(message) { return this._deliver(2, message); }
-  /** A follow-up, steer or inject (`preset` 0, 1, 2, src/machine.rs `deliver`): the message crosses as its own JSON text. */
+  inject(message) { return this._deliver(PRESETS.inject, message); }
+  /** A follow-up, steer or inject (its code in `PRESETS`): the message crosses as its own JSON text. */
   _deliver(preset, message) {
     const text = encode(message);
     return this._transition(this._hot.deliver(this._takeAck(), preset, text), [message]);
@@ -262,6 +262,8 @@ const WORDS = {
   preStep: { reject: 4 },
 };
 const NO_MESSAGES = [];
+/** The inputs that cross as their message's own JSON text, by name and native code (src/machine.rs `delivered`). */
+const PRESETS = { followup: 0, steer: 1, inject: 2 };
 
 /** Throws the `BatchError` a native batch call replied with (`""`: done). */
 function batchCall(reply) {
@@ -312,4 +314,4 @@ const INPUTS = {
 /** The input methods that resolve with `found` (S15: whether the id was pending); the others with nothing. */
 const FOUND = new Set(['remove', 'replace']);
 
-module.exports = { Machine, Transition, capacity, bound, sendInput, INPUTS, FOUND, WORDS };
+module.exports = { Machine, Transition, capacity, bound, sendInput, INPUTS, FOUND, WORDS, PRESETS };

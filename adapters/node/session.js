@@ -13,7 +13,7 @@ const native = require('./native');
 const errors = require('./errors');
 const { encode, parse } = require('./json');
 const tape = require('./tape');
-const { Machine, capacity, bound, WORDS } = require('./machine');
+const { Machine, capacity, bound, WORDS, PRESETS } = require('./machine');
 const { ENCODED } = require('./log');
 
 const MAX_CAPACITY = 1 << 20;
@@ -22,35 +22,38 @@ const DEFAULT_MAX_PENDING = 10_000;
 
 const NO_INPUTS = [];
 
-/** `object[key]` when `key` is the plain object's only field, else `undefined`. */
-function soleField(object, key) {
+/** The only field of a plain object, or `undefined` (not a plain object, or not one field). */
+function soleKey(object) {
   if (object === null || typeof object !== 'object' || Object.getPrototypeOf(object) !== Object.prototype) return undefined;
-  let fields = 0;
-  for (const field in object) if (++fields > 1 || field !== key) return undefined;
-  return object[key];
+  let only;
+  for (const key in object) {
+    if (only !== undefined) return undefined;
+    only = key;
+  }
+  return only;
 }
 
-/** The inputs that cross as their message's own JSON text (src/machine.rs `delivered`), by preset code. */
-const PRESETS = ['followup', 'steer', 'inject'];
+/** `object[key]` when `key` is the plain object's only field, else `undefined`. */
+function soleField(object, key) {
+  return soleKey(object) === key ? object[key] : undefined;
+}
 
 /**
  * `{preset, text, inputs}` for the command `{feed: {followup: message}}` (or a steer's, an
- * inject's) whose message JSON can carry; else `undefined` (it goes as JSON text, or one at a
- * time when JSON cannot carry it).
+ * inject's: `PRESETS`) whose message JSON can carry; else `undefined` (it goes as JSON text,
+ * or one at a time when JSON cannot carry it).
  */
 function deliveryOf(command) {
   const input = soleField(command, 'feed');
-  if (input === undefined) return undefined;
-  for (let preset = 0; preset < PRESETS.length; preset++) {
-    const message = soleField(input, PRESETS[preset]);
-    if (message === undefined) continue;
-    try {
-      return { preset, text: encode(message), inputs: [message] };
-    } catch {
-      return undefined;
-    }
+  const name = soleKey(input);
+  if (name === undefined || !Object.hasOwn(PRESETS, name)) return undefined;
+  const preset = PRESETS[name];
+  const message = input[name];
+  try {
+    return { preset, text: encode(message), inputs: [message] };
+  } catch {
+    return undefined;
   }
-  return undefined;
 }
 
 /** A staged member's ticket, or its refusal thrown as the typed error. */

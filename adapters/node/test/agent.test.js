@@ -771,9 +771,16 @@ test('a follow-up, steer or inject of no message object is refused alone, and no
     }
   }
   assert.equal(log.bytes().length, 0);
-  await agent.followup(userMessage('ok', 'go'));
+  const ok = userMessage('ok', 'go');
+  await agent.followup(ok);
   await agent.whenIdle();
-  assert.deepEqual(parseLog(log.bytes()).records.map((record) => record.type).slice(0, 2), ['agent/inbox/spliced', 'turn/start']);
+  const records = parseLog(log.bytes()).records;
+  assert.deepEqual(records.map((record) => [record.seq, record.type]), [
+    [1, 'agent/inbox/spliced'], [2, 'turn/start'], [3, 'agent/inbox/spliced'], [4, 'step/start'],
+    [5, 'user/message'], [6, 'step/end'], [7, 'turn/end'],
+  ]);
+  assert.deepEqual(records[0].data, { target: 'next-turn', start: 0, inserted: [ok], wakeup: true });
+  assert.deepEqual(records[6].data, { turn: 1, reason: { kind: 'completed' } });
   await agent.dispose();
 });
 

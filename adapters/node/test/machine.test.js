@@ -132,8 +132,23 @@ test('typed rejections, one Error subclass per kind, each leaving the machine un
   }
   assert.deepEqual(shapeless.state().nextTurn, []);
   assert.deepEqual(shapeless.state().nextStep, []);
-  assert.deepEqual(shapeless.followup(userMessage('ok', 'go')).events.map((event) => event.type), [
-    'agent/inbox/spliced', 'turn/start', 'agent/inbox/spliced',
+  const ok = userMessage('ok', 'go');
+  const accepted = shapeless.followup(ok);
+  assert.deepEqual(accepted.events, [
+    { type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 0, inserted: [ok], wakeup: true } },
+    { type: 'turn/start', data: { turn: 1 } },
+    { type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 0, removedCount: 1, inserted: [] } },
+  ]);
+  accepted.persisted();
+  // Each preset is its own input: a steer joins the running turn's next step, an inject rides along quietly.
+  const [steered, injected] = [userMessage('s', 'steer'), userMessage('i', 'inject')];
+  const steer = shapeless.steer(steered);
+  assert.deepEqual(steer.events, [
+    { type: 'agent/inbox/spliced', data: { target: 'next-step', start: 0, inserted: [steered], wakeup: true } },
+  ]);
+  steer.persisted();
+  assert.deepEqual(shapeless.inject(injected).events, [
+    { type: 'agent/inbox/spliced', data: { target: 'next-step', start: 1, inserted: [injected] } },
   ]);
   // A message nesting deeper than a log record can hold (MAX_MESSAGE_DEPTH 124).
   let deep = 'x';
