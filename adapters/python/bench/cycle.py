@@ -8,9 +8,9 @@ Python: a ``collections.deque`` gets 8, 3, 2 and 2 outputs pushed and drained pe
 is a whole turn through the asyncio ``Agent`` on a ``MemoryLog`` (no disk): ``await
 agent.followup(message)`` then ``await agent.when_idle()``, a host whose step completes at once
 (the same 15 outputs, the driver task, its Futures and the host call's task besides); it runs
-N/10 cycles a round. ``asyncio floor`` is that turn's asyncio alone, nothing of coxswain: a
-caller's Future answered by a driver task it wakes, one task for the step, the idle Event the
-caller awaits.
+N/10 cycles a round. ``asyncio floor`` is that turn's asyncio alone, nothing of coxswain: the
+caller's delivery done in line (a ``MemoryLog`` has no IO to wait for), one task for the step, which
+sets the idle Event the caller awaits.
 
     python bench/cycle.py [--cycles N] [--repeat R]
 
@@ -81,42 +81,20 @@ async def agent_cycle(agent: Agent, message: Message) -> None:
 
 
 class Floor:
-    """The asyncio a turn through the ``Agent`` cannot do without, and nothing else."""
+    """The asyncio a turn through the ``Agent`` cannot do without, and nothing else: the step's
+    task (a host call runs in a task of its own) and the idle Event the caller waits on."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop, self.inbox = loop, deque[tuple[str, object]]()
-        self.wake: asyncio.Future[None] | None = None
+        self.loop = loop
         self.idle = asyncio.Event()
         self.idle.set()
-        self.driver = loop.create_task(self.drive())
 
-    def put(self, command: tuple[str, object]) -> None:
-        self.inbox.append(command)
-        if self.wake is not None and not self.wake.done():
-            self.wake.set_result(None)
-
-    async def step(self) -> str:
-        return "completed"
-
-    async def drive(self) -> None:
-        while True:
-            if not self.inbox:
-                self.wake = self.loop.create_future()
-                await self.wake
-            kind, arg = self.inbox.popleft()
-            if kind == "followup":
-                assert isinstance(arg, asyncio.Future)
-                self.idle.clear()
-                arg.set_result(None)
-                task = self.loop.create_task(self.step())
-                task.add_done_callback(lambda done: self.put(("answer", done.result())))
-            else:
-                self.idle.set()
+    async def step(self) -> None:
+        self.idle.set()  # the step's answer ends the turn
 
     async def turn(self) -> None:
-        reply = self.loop.create_future()
-        self.put(("followup", reply))
-        await reply
+        self.idle.clear()  # the follow-up, committed in line, starts the step's call
+        self.loop.create_task(self.step())
         await self.idle.wait()
 
 
@@ -194,8 +172,6 @@ def main() -> None:
         args.repeat,
     )
     loop.run_until_complete(agent.dispose())
-    floor.driver.cancel()
-    loop.run_until_complete(asyncio.gather(floor.driver, return_exceptions=True))
     loop.close()
     print(f"cycles: {args.cycles} x {args.repeat} rounds (median), {CYCLE_OUTPUTS} outputs each")
     print(f"baseline (deque)  {base * 1e6:8.2f} us/cycle")

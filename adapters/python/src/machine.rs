@@ -154,10 +154,70 @@ impl NativeMachine {
     }
 }
 
+/// The input delivering the typed `message` as `kind` (`followup`, `steer`, `inject`), or a
+/// send of it when `target` is given (with `wakeup` and the guard `expect`, `("turn" |
+/// "idleAfter", n)`, S54): the machine's and the session's one reading of a delivery.
+pub(crate) fn delivery(
+    kind: &str,
+    message: &Bound<'_, PyAny>,
+    target: Option<&str>,
+    wakeup: bool,
+    expect: Option<(String, u64)>,
+) -> PyResult<Input> {
+    let py = message.py();
+    let core = std::sync::Arc::new(core_message(message)?);
+    Ok(match (kind, target) {
+        ("followup", _) => Input::Followup(core),
+        ("steer", _) => Input::Steer(core),
+        ("inject", _) => Input::Inject(core),
+        (_, Some(name)) => Input::Send {
+            message: core,
+            target: target_named(py, name)?,
+            wakeup,
+            expect: match expect {
+                None => None,
+                Some((guard, n)) => Some(
+                    serde_json::from_value(json!({ guard: n }))
+                        .map_err(|e| errors::invalid_input(py, format!("not a guard: {e}")))?,
+                ),
+            },
+        },
+        _ => return Err(errors::invalid_input(py, format!("no delivery `{kind}`"))),
+    })
+}
+
+/// The core's message for a `Message` object: read from its fields, else through its
+/// `to_json()` (an `extra` field, a subclass).
+fn core_message(object: &Bound<'_, PyAny>) -> PyResult<Message> {
+    if let Some(core) = message_from(object)? {
+        return Ok(core);
+    }
+    let py = object.py();
+    let value = to_value(&object.call_method0(pyo3::intern!(py, "to_json"))?)?;
+    serde_json::from_value(value)
+        .map_err(|e| errors::invalid_input(py, format!("not a message: {e}")))
+}
+
+/// The batch of a pre-step `enter` of `messages` (`Message` objects): the ones `known` holds
+/// (the machine handed them out) go back as its own messages, with no conversion.
+pub(crate) fn entered(
+    known: &Messages,
+    messages: &Bound<'_, PyTuple>,
+) -> PyResult<Vec<SharedMessage>> {
+    let mut batch = Vec::with_capacity(messages.len());
+    for object in messages.iter() {
+        batch.push(match known.message_of(&object) {
+            Some(message) => message,
+            None => std::sync::Arc::new(core_message(&object)?),
+        });
+    }
+    Ok(batch)
+}
+
 /// The answer that is the word `answer` to the request `kind` (FORMAT.md's names: the core's
 /// own, read through its serde derive from the bare string, with no JSON value made); `None`
 /// for anything else (which then goes through `serde_json`, for its error).
-fn word_answer(kind: &str, answer: &str) -> Option<Input> {
+pub(crate) fn word_answer(kind: &str, answer: &str) -> Option<Input> {
     use serde::de::value::{Error, StrDeserializer};
     use serde::Deserialize;
     let word = || StrDeserializer::<Error>::new(answer);
@@ -284,34 +344,7 @@ impl NativeMachine {
         wakeup: bool,
         expect: Option<(String, u64)>,
     ) -> PyResult<Bound<'py, transition::Transition>> {
-        let py = slf.py();
-        let core = match message_from(message)? {
-            Some(core) => std::sync::Arc::new(core),
-            None => {
-                let value = to_value(&message.call_method0(pyo3::intern!(py, "to_json"))?)?;
-                let parsed: Message = serde_json::from_value(value)
-                    .map_err(|e| errors::invalid_input(py, format!("not a message: {e}")))?;
-                std::sync::Arc::new(parsed)
-            }
-        };
-        let input = match (kind, target) {
-            ("followup", _) => Input::Followup(core),
-            ("steer", _) => Input::Steer(core),
-            ("inject", _) => Input::Inject(core),
-            (_, Some(name)) => Input::Send {
-                message: core,
-                target: target_named(py, name)?,
-                wakeup,
-                expect: match expect {
-                    None => None,
-                    Some((guard, n)) => Some(
-                        serde_json::from_value(json!({ guard: n }))
-                            .map_err(|e| errors::invalid_input(py, format!("not a guard: {e}")))?,
-                    ),
-                },
-            },
-            _ => return Err(errors::invalid_input(py, format!("no delivery `{kind}`"))),
-        };
+        let input = delivery(kind, message, target, wakeup, expect)?;
         NativeMachine::typed(slf, input, std::slice::from_ref(message))
     }
 
@@ -321,27 +354,8 @@ impl NativeMachine {
         slf: &Bound<'py, Self>,
         messages: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, transition::Transition>> {
-        let py = slf.py();
-        let mut batch = Vec::with_capacity(messages.len());
-        let mut objects = Vec::with_capacity(messages.len());
-        for object in messages.iter() {
-            let known = slf.borrow().messages.message_of(&object);
-            let message = match known {
-                Some(message) => message,
-                None => match message_from(&object)? {
-                    Some(core) => std::sync::Arc::new(core),
-                    None => {
-                        let value = to_value(&object.call_method0(pyo3::intern!(py, "to_json"))?)?;
-                        let parsed: Message = serde_json::from_value(value).map_err(|e| {
-                            errors::invalid_input(py, format!("not a message: {e}"))
-                        })?;
-                        std::sync::Arc::new(parsed)
-                    }
-                },
-            };
-            batch.push(message);
-            objects.push(object);
-        }
+        let batch = entered(&slf.borrow().messages, messages)?;
+        let objects: Vec<Bound<'py, PyAny>> = messages.iter().collect();
         let input = Input::PreStep(PreStepAnswer::Enter(batch.into()));
         NativeMachine::typed(slf, input, &objects)
     }

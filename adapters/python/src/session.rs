@@ -12,18 +12,20 @@
 
 use std::time::Duration;
 
-use coxswain_core::{Input, Outstanding};
+use coxswain_core::{Input, Outstanding, PreStepAnswer};
 use coxswain_log::{encode, HostEvent};
 use coxswain_session::{
     Ack, BatchMismatch, BatchNo, HostFailure, Limits, Options, Refused, Release, Session, Timeout,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyList, PyTuple};
 use serde_json::Value;
 
 use crate::errors;
 use crate::json::{to_py, to_value};
-use crate::machine::{outstanding, pending, status_name, NativeMachine};
+use crate::machine::{
+    delivery, entered, outstanding, pending, status_name, word_answer, NativeMachine,
+};
 use crate::typed::{Builder, Messages};
 
 /// Where the agent's own error classes live.
@@ -130,6 +132,29 @@ impl NativeSession {
         Ok(ticket.index)
     }
 
+    /// A follow-up, steer or inject (`kind`) of a typed `Message` (read from its fields, as
+    /// `Machine.deliver` reads it), or a send of it when `target` is given (with `wakeup` and
+    /// the guard `expect`, S54): staged as `feed` stages it, and every output carrying it hands
+    /// back `message` (S8).
+    #[pyo3(signature = (kind, message, target = None, wakeup = false, expect = None))]
+    fn deliver(
+        &mut self,
+        py: Python<'_>,
+        kind: &str,
+        message: &Bound<'_, PyAny>,
+        target: Option<&str>,
+        wakeup: bool,
+        expect: Option<(String, u64)>,
+    ) -> PyResult<usize> {
+        let input = delivery(kind, message, target, wakeup, expect)?;
+        let carried = input.messages().next().cloned();
+        let ticket = self.session.feed(input).map_err(|e| refused(py, &e))?;
+        if let Some(carried) = carried {
+            self.messages.bind(&carried, message);
+        }
+        Ok(ticket.index)
+    }
+
     /// Stages the answer (a trace `"in"` value) of the host call made for `request` (`(kind,
     /// turn, step)`, as `outstanding` says it), through `Session::host_answered` (an entered
     /// batch too deep for a record is answered `fail`, `host-invalid-answer`, S38). `None`: that
@@ -150,12 +175,51 @@ impl NativeSession {
             .and_then(|value| {
                 serde_json::from_value::<Input>(value).map_err(|e| format!("not an answer: {e}"))
             });
-        let detail = match parsed.map(|input| self.session.answer(request, input)) {
-            Ok(Ok(ticket)) => return Ok(Some(ticket.index)),
-            Ok(Err(refusal)) => refusal.to_string(),
-            Err(detail) => detail,
+        self.answered(py, request, parsed)
+    }
+
+    /// `answer` with the word `word` (`"completed"`, `"done"`, `"reject"`, …: FORMAT.md's
+    /// names, read through the core's own), with no JSON value made; any other string is
+    /// answered as `answer` answers it.
+    fn answer_word(
+        &mut self,
+        py: Python<'_>,
+        request: (String, u64, u64),
+        word: &str,
+    ) -> PyResult<Option<usize>> {
+        let Some(outstanding) = self.named(&request) else {
+            return Ok(None);
         };
-        self.fail(py, request, HostFailure::InvalidAnswer, &detail)
+        let parsed = match word_answer(&request.0, word) {
+            Some(input) => Ok(input),
+            None => serde_json::from_value::<Input>(serde_json::json!({ request.0: word }))
+                .map_err(|e| format!("not an answer: {e}")),
+        };
+        self.answered(py, outstanding, parsed)
+    }
+
+    /// `answer` of a pre-step request (`request`) with `enter` of `messages` (`Message`
+    /// objects): the ones the session handed out go back as its own messages, with no
+    /// conversion, and every output carrying one hands back its object (S8).
+    fn answer_enter(
+        &mut self,
+        py: Python<'_>,
+        request: (String, u64, u64),
+        messages: &Bound<'_, PyTuple>,
+    ) -> PyResult<Option<usize>> {
+        let Some(outstanding) = self.named(&request) else {
+            return Ok(None);
+        };
+        let batch = match entered(&self.messages, messages) {
+            Ok(batch) => batch,
+            Err(error) => return self.answered(py, outstanding, Err(error.to_string())),
+        };
+        let input = Input::PreStep(PreStepAnswer::Enter(batch.clone().into()));
+        let staged = self.answered(py, outstanding, Ok(input))?;
+        for (message, object) in batch.iter().zip(messages.iter()) {
+            self.messages.bind(message, &object);
+        }
+        Ok(staged)
     }
 
     /// Stages `fail` for the host call made for `request`, which `failure`d (`panicked`,
@@ -229,6 +293,20 @@ impl NativeSession {
             seq = seq.saturating_add(1);
         }
         Ok((PyBytes::new(py, &self.buffer), append.entries.len()))
+    }
+
+    /// `seal` and `encode` in one call: `(batch, lines, count)`, or `None` with nothing
+    /// staged. Raises `EncodeError` with the batch sealed (`seal` names it: report it `failed`).
+    fn seal_encoded<'py>(
+        &mut self,
+        py: Python<'py>,
+        first_seq: u64,
+    ) -> PyResult<Option<(u64, Bound<'py, PyBytes>, usize)>> {
+        let Some(batch) = self.seal() else {
+            return Ok(None);
+        };
+        let (lines, count) = self.encode(py, first_seq)?;
+        Ok(Some((batch, lines, count)))
     }
 
     /// The sealed batch's records as `{type, data}` values, in order (for subscribers; it seals
@@ -386,6 +464,23 @@ impl NativeSession {
         let now = self.session.machine().outstanding()?;
         let (kind, turn, step) = outstanding(now);
         ((kind, turn, step) == (request.0.as_str(), request.1, request.2)).then_some(now)
+    }
+
+    /// Stages `parsed`, the answer to `request`; an answer that is none (`Err`: why) or that
+    /// the session refuses fails the call instead (`host-invalid-answer`, S38): else the
+    /// request would stay outstanding for ever.
+    fn answered(
+        &mut self,
+        py: Python<'_>,
+        request: Outstanding,
+        parsed: Result<Input, String>,
+    ) -> PyResult<Option<usize>> {
+        let detail = match parsed.map(|input| self.session.answer(request, input)) {
+            Ok(Ok(ticket)) => return Ok(Some(ticket.index)),
+            Ok(Err(refusal)) => refusal.to_string(),
+            Err(detail) => detail,
+        };
+        self.fail(py, request, HostFailure::InvalidAnswer, &detail)
     }
 
     fn fail(

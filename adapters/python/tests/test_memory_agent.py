@@ -15,9 +15,10 @@ from typing import Any, Awaitable, Callable
 
 import pytest
 
-from coxswain import Enter, Message, PreStepAnswer, StepAnswer, TurnStoppingAnswer
-from coxswain.asyncio import (Agent, Host, LogError, MemoryLog, PreStepContext, StepContext,
-                              TurnStoppingContext)
+from coxswain import (Claimed, Enter, Inserted, Message, PreStepAnswer, StepAnswer,
+                      TurnStoppingAnswer)
+from coxswain.asyncio import (Agent, Host, LogError, MemoryLog, Notified, PreStepContext,
+                              StepContext, TurnStoppingContext)
 from coxswain.log import FileLog
 
 A = Message("a", "hi")
@@ -156,7 +157,10 @@ def test_a_host_call_is_its_own_task_from_its_first_line() -> None:
         await agent.followup(A)
         await agent.when_idle()
         assert agent.ending is None and agent.last_turn == 2
-        assert agent._task not in host.tasks
+        # The caller's task committed each turn's batches in line: the calls ran in tasks of
+        # their own, one each.
+        assert asyncio.current_task() not in host.tasks and None not in host.tasks
+        assert len(set(host.tasks)) == 2
         await agent.dispose()
 
     run(main)
@@ -280,5 +284,51 @@ def test_a_default_hook_is_answered_without_a_task_and_writes_what_it_would() ->
             "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start",
             "user/message", "step/end", "turn/end"]
         assert alone[1][-1][1] == {"turn": 1, "reason": {"kind": "completed"}}
+
+    run(main)
+
+
+def test_a_memory_log_is_committed_in_line_and_hands_back_the_callers_message() -> None:
+    """No IO to wait for: a caller's delivery is committed where it is made, the batches a
+    default hook's answer adds with it, before the call returns (no driver task, no turn of the
+    event loop); the step's call is then started, not yet run. Every output carrying the
+    message hands back the caller's object (S8): the host's batch, the subscriber's
+    notifications."""
+
+    class Seeing(Host):
+        def __init__(self) -> None:
+            self.batches: list[tuple[Message, ...]] = []
+
+        async def pre_step(self, cx: PreStepContext) -> PreStepAnswer:
+            self.batches.append(cx.messages)
+            return Enter(cx.messages)
+
+        async def step(self, cx: StepContext) -> StepAnswer:
+            return "completed"
+
+    async def main() -> None:
+        log = MemoryLog()
+        agent, _ = await Agent.open(StepOnly(), log)
+        assert agent._task is None
+        await agent.followup(A)
+        assert [r["type"] for r in lines(log)] == [
+            "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start",
+            "user/message"]
+        assert agent.status == "running" and agent.last_turn == 1
+        await agent.when_idle()
+        assert log.next_seq == 8
+        await agent.dispose()
+
+        host, log = Seeing(), MemoryLog()
+        agent, _ = await Agent.open(host, log)
+        updates = agent.subscribe()
+        await agent.followup(A)
+        await agent.when_idle()
+        await agent.dispose()
+        notified = [u.notification for u in [u async for u in updates] if isinstance(u, Notified)]
+        carried = [n.message for n in notified if isinstance(n, (Inserted, Claimed))]
+        assert [type(n).__name__ for n in notified if isinstance(n, (Inserted, Claimed))] == [
+            "Inserted", "Claimed"]
+        assert all(m is A for m in carried) and host.batches[0][0] is A
 
     run(main)

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from coxswain import BatchError, EncodeError, InvalidInput, Machine, Message, StepAnswer, _native
+from coxswain import (AlreadyPending, BatchError, EncodeError, InvalidInput, Machine, Message,
+                      StepAnswer, TurnMismatch, _native)
 from coxswain._native import Session, host_failure
 from coxswain.asyncio import Agent, Host, StepContext
 
@@ -221,3 +222,89 @@ def test_admission_refusals_are_typed_and_change_nothing() -> None:
     assert not session.has_batch() and session.seal() is None
     with pytest.raises(InvalidInput):
         Session(_native.Machine(), -1.0)
+
+
+# ----- the typed entry points the asyncio agent stages through (no JSON value made) -----
+
+
+def test_typed_deliveries_and_answers_stage_what_their_json_forms_stage() -> None:
+    """``deliver``, ``answer_enter`` and ``answer_word`` stage the inputs ``feed`` and ``answer``
+    stage from trace values: the same records, byte for byte, and every output carrying the
+    delivered message hands back the caller's object (S8)."""
+
+    def turn(typed: bool) -> tuple[bytes, list[Any]]:
+        session, lines, seen = Session(_native.Machine(), 5.0), b"", []
+
+        def commit() -> list[Any]:
+            nonlocal lines
+            sealed = session.seal_encoded(len(lines.splitlines()) + 1)
+            assert sealed is not None
+            batch, data, count = sealed
+            assert count == data.count(b"\n")
+            lines += data
+            released = session.persisted(batch, 0.0)
+            seen.extend(released)
+            return released
+
+        assert (session.deliver("followup", A) if typed
+                else session.feed({"followup": A.to_json()})) == 0
+        [request] = [r for r in commit() if type(r).__name__ == "PreStepRequest"]
+        assert (session.answer_enter(("preStep", 1, 1), request.messages) if typed
+                else session.answer(("preStep", 1, 1),
+                                    {"preStep": {"enter": [m.to_json() for m in request.messages]}})
+                ) == 0
+        commit()
+        assert (session.answer_word(("step", 1, 1), "completed") if typed
+                else session.answer(("step", 1, 1), {"step": "completed"})) == 0
+        commit()
+        assert (session.answer_word(("turnStopping", 1, 0), "done") if typed
+                else session.answer(("turnStopping", 1, 0), {"turnStopping": "done"})) == 0
+        commit()
+        assert session.seal_encoded(99) is None
+        return lines, seen
+
+    typed, by_json = turn(True), turn(False)
+    assert typed[0] == by_json[0]
+    assert shape(typed[1]) == shape(by_json[1]) == [
+        "Inserted", "StatusChanged", "Begin", "Claimed", "PreStepRequest", (0, True),
+        "StepRequest", (0, True), "TurnStoppingRequest", (0, True), "StatusChanged", (0, True),
+    ]
+    carried = [r.message for r in typed[1] if type(r).__name__ in ("Inserted", "Claimed")]
+    carried += [m for r in typed[1] if type(r).__name__ == "PreStepRequest" for m in r.messages]
+    assert len(carried) == 3 and all(m is A for m in carried)
+    # Through JSON the caller's object is not there to hand back: an equal copy.
+    copies = [r.message for r in by_json[1] if type(r).__name__ == "Inserted"]
+    assert copies == [A] and copies[0] is not A
+
+
+def test_a_typed_answer_that_is_no_answer_fails_the_call_as_its_json_form_does() -> None:
+    """A word that is not an answer of its request fails the call (``host-invalid-answer``,
+    S38) with the detail ``answer`` writes; a late one is dropped (S4); a refused delivery
+    raises and changes nothing (S5)."""
+
+    def ended(typed: bool) -> dict[str, Any]:
+        session = Session(_native.Machine(), 5.0)
+        session.deliver("followup", A)
+        persist(session)
+        assert (session.answer_word(("step", 1, 1), "completed") if typed
+                else session.answer(("step", 1, 1), {"step": "completed"})) is None
+        assert (session.answer_word(("preStep", 1, 1), "completed") if typed
+                else session.answer(("preStep", 1, 1), {"preStep": "completed"})) == 0
+        record: dict[str, Any] = session.records()[-1]
+        return record
+
+    assert ended(True) == ended(False)
+    assert ended(True)["data"]["reason"]["error"]["code"] == "host-invalid-answer"
+    session = Session(_native.Machine(), 5.0)
+    session.deliver("followup", A)
+    session.deliver("inject", B)
+    persist(session)
+    before = (session.pending("next-step"), session.status(), session.has_batch())
+    with pytest.raises(AlreadyPending):
+        session.deliver("send", B, "next-turn", True)
+    with pytest.raises(TurnMismatch):
+        session.deliver("send", Message("c", 1), "next-turn", True, ("idleAfter", 0))
+    with pytest.raises(InvalidInput):
+        session.deliver("shout", Message("c", 1))
+    assert (session.pending("next-step"), session.status(), session.has_batch()) == before
+    assert session.pending("next-step") == [(B.to_json(), False)]

@@ -1,24 +1,33 @@
-"""``Agent``: one driver task moves inputs, bytes, time and tasks between its callers, its log file
-and the host; every decision is the session layer's (``coxswain._native.Session``, the Rust
+"""``Agent``: the driver moves inputs, bytes, time and tasks between its callers, its log and the
+host; every decision is the session layer's (``coxswain._native.Session``, the Rust
 ``coxswain_session::Session``): admission, group commit (the commands waiting together are one
 batch, one write and one ``fdatasync``, then each member's effects and answer, in input order),
-the rollback of a failed append, the abort grace and the host-failure codes."""
+the rollback of a failed append, the abort grace and the host-failure codes.
+
+Where a commit runs depends only on the log. A file's append waits in a thread, so a driver task
+commits, and the callers that arrive meanwhile are the next batch. A ``MemoryLog``'s append does
+no IO: a command is committed in line, in the call that brings it (a caller's delivery, a host
+call's answer, a timer), with the commands carrying it out queues (a default hook's answer), so a
+turn costs no driver task and no turn of the event loop besides its host calls' own tasks."""
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
-from typing import Any, Awaitable, Callable, Coroutine, TypeVar, cast
+from collections import deque
+from typing import Any, Awaitable, Callable, TypeVar, cast
 
 from .._errors import Disposed as DisposedError
 from .._filelog import FileLog, LogError
 from .._memorylog import MemoryLog
 from .._native import Session
-from .._types import (Abort, Begin, Disposed, Effect, PreStepRequest, StatusChanged,
-                      StepRequest, TurnStoppingRequest, answer_json)
+from .._types import (Abort, Begin, Disposed, Effect, Enter, Notification, PreStepRequest,
+                      Request, StatusChanged, StepRequest, TurnStoppingRequest, answer_json)
 from ._errors import (AgentError, Closed, IdTooLong, MessageTooLarge, PersistenceError,
                       StepClosed, Stopped)
-from ._host import Host, PreStepContext, Scope, StepContext, TurnStoppingContext
+from ._host import (STOP, Host, PreStepContext, Scope, StepContext, TurnStoppingContext,
+                    enter_claimed)
 from ._inputs import Calls, Command
 from ._updates import Ended, Ending, Lagged, Notified, Recorded, Recovery, Reports, Update
 
@@ -28,8 +37,8 @@ __all__ = ["Agent", "AgentError", "Closed", "Stopped", "PersistenceError", "Step
 
 T = TypeVar("T")
 
-#: The hooks ``Host`` answers itself (enter the claimed batch, done): run without a task.
-_DEFAULT_HOOKS = (Host.pre_step, Host.turn_stopping)
+#: The commands answered after the batch before them, outside any batch.
+_CONTROLS = ("pending", "close")
 
 
 async def _call(method: Callable[[Any], Awaitable[T]], cx: Any) -> T:
@@ -45,13 +54,14 @@ class _HostCall:
         self._agent, self._key, self._answered = agent, key, False
 
     async def run(self, method: Callable[[Any], Awaitable[Any]], cx: Any) -> None:
-        outcome: StopIteration | BaseException
         try:
-            outcome = StopIteration(await method(cx))
+            value = await method(cx)
         except (Exception, asyncio.CancelledError) as error:  # a cancel answers it too (S40)
-            outcome = error
+            self._answered = True
+            self._agent._answered(self._key, error)
+            return
         self._answered = True
-        self._agent._answered(self._key, outcome)
+        self._agent._returned(self._key, value)
 
     def unstarted(self, task: asyncio.Task[Any]) -> None:
         """The task ended: a call cancelled before its first line never answered."""
@@ -61,8 +71,8 @@ class _HostCall:
 
 
 class Agent(Calls, Reports):
-    """A handle to one running agent: its calls (``_inputs.Calls``) go to the driver task, which
-    owns the session and the log; ``_updates.Reports`` reads what the driver reports."""
+    """A handle to one running agent: its calls (``_inputs.Calls``) queue commands for the
+    driver, which owns the session and the log; ``_updates.Reports`` reads what it reports."""
 
     DEFAULT_DELIVERY_MEMORY = 256
     DEFAULT_MAX_BATCH = 64
@@ -72,7 +82,15 @@ class Agent(Calls, Reports):
     def __init__(self, host: Host, log: FileLog | MemoryLog, session: Session,
                  max_batch: int) -> None:
         self._host, self._log, self._session, self._max_batch = host, log, session, max_batch
-        self._queue: asyncio.Queue[Command] = asyncio.Queue()
+        self._loop = asyncio.get_running_loop()
+        # The context each host call's and job's task starts from, a copy of its own: the
+        # opener's, wherever the commit that starts it runs (a caller's task, a host call's).
+        self._context = contextvars.copy_context()
+        self._queue: deque[Command] = deque()
+        self._busy = False  # a commit runs (it takes what waits when it is done)
+        self._wake: asyncio.Future[None] | None = None  # the driver task waits for a command
+        self._timer: asyncio.TimerHandle | None = None  # on the session's next deadline
+        self._deadline: float | None = None
         self._scope, self._subscribers = Scope(), []
         self._members: list[Command | None] = []  # the staged batch's by place (None: the driver's)
         self._held: dict[tuple[int, int], Command | None] = {}  # answers the session holds, by member
@@ -81,7 +99,11 @@ class Agent(Calls, Reports):
         self._idle, self._ended = asyncio.Event(), asyncio.Event()
         self._status, self._last_turn = session.status(), session.last_turn()
         self._update_state()
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="coxswain-agent")
+        # A log that appends without IO (``MemoryLog``) is committed in line, where its
+        # commands arrive: no task. A file's appends wait in a thread: the driver task's.
+        self._task: asyncio.Task[None] | None = None
+        if not isinstance(log, MemoryLog):
+            self._task = self._loop.create_task(self._run(), name="coxswain-agent")
 
     @classmethod
     async def open(cls, host: Host, path: str | os.PathLike[str] | MemoryLog, *,
@@ -140,9 +162,10 @@ class Agent(Calls, Reports):
     async def _send(self, kind: str, arg: Any, job: Any = None) -> Any:
         if self._ending is not None:
             raise self._ended_error()
-        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(Command(kind, arg, reply, job))
-        return await reply
+        reply: asyncio.Future[Any] = self._loop.create_future()
+        self._queue.append(Command(kind, arg, reply, job))
+        self._kick()
+        return await reply  # answered already when it was committed in line
 
     def _ended_error(self) -> AgentError | DisposedError:
         if self._ending == "disposed":
@@ -164,84 +187,175 @@ class Agent(Calls, Reports):
             answer = reply.set_exception if isinstance(outcome, BaseException) else reply.set_result
             answer(outcome)
 
-    async def _run(self) -> None:
-        loop, session, controls = asyncio.get_running_loop(), self._session, ("pending", "close")
+    def _kick(self) -> None:
+        """Commits what waits, unless a commit runs (it takes what waits when it is done): in
+        line on a log that appends without IO (nothing to wait for), else by the driver task."""
+        if self._busy or self._ending is not None:
+            return
+        if self._task is None:
+            self._commit_in_line()
+        elif self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    def _commit_in_line(self) -> None:
+        """Commits every waiting group, one batch each, here and now: the log's append does no
+        IO. Commands that carrying out a batch queues (a default hook's answer) join the next."""
+        self._busy = True
         try:
-            while self._ending is None:
-                group, deadline = list[Command](), session.poll_timeout()
-                wait = None if deadline is None else max(0.0, deadline - loop.time())
-                try:
-                    group.append(await asyncio.wait_for(self._queue.get(), wait))
-                except TimeoutError:  # a retry pause or an abort grace ran out: the session stages
-                    for was, place in session.handle_timeout(loop.time()) or ():  # (S40)
-                        waiter = None if was is None else self._held.pop(was, None)
-                        if isinstance(place, BaseException):
-                            self._reply(waiter, place)
-                        else:
-                            self._members.append(waiter)
-                while (group and group[-1].kind not in controls and len(group) < self._max_batch
-                       and not self._queue.empty()):
-                    group.append(self._queue.get_nowait())
-                control = group.pop() if group and group[-1].kind in controls else None
-                await self._commit(group)  # the batch before a control, then the control
-                if control is not None and control.kind == "close":
-                    self._end("closed")
-                    self._reply(control, None)
-                elif control is not None:  # pending: both lists, as of the last durable batch
-                    lists = [session.pending(t) for t in ("next-turn", "next-step")]
-                    self._reply(control, self._ended_error() if self._ending else lists)
+            while self._queue and self._ending is None:
+                staged = self._stage_next()
+                if staged is not None:
+                    batch, data, count = staged
+                    try:
+                        self._log.append_encoded(data, count)
+                    except Exception as error:
+                        self._failed(batch, error)
+                    else:
+                        self._release(batch, count)
+                if self._queue and self._queue[0].kind in _CONTROLS:
+                    self._control()
         except BaseException as error:  # a bug in the driver: stop rather than hang callers
             self._end("stopped")
             if not isinstance(error, (Exception, asyncio.CancelledError)):
                 raise
         finally:
-            while not self._queue.empty():
-                self._reply(self._queue.get_nowait(), self._ended_error())
+            self._busy = False
+            self._settled()
 
-    async def _commit(self, group: list[Command]) -> None:
-        """Stages the group, appends the batch as one write, then releases it in input order."""
-        session = self._session
-        for command in group:
+    async def _run(self) -> None:
+        """The driver task of a log whose append does IO (a file): each batch's write in a
+        thread, the event loop free meanwhile; the callers that arrive by then wait together,
+        and are the next batch (group commit)."""
+        try:
+            while self._ending is None:
+                if not self._queue:
+                    self._wake = self._loop.create_future()
+                    await self._wake
+                    continue
+                self._busy = True
+                staged = self._stage_next()
+                if staged is not None:
+                    batch, data, count = staged
+                    try:
+                        await asyncio.to_thread(self._log.append_encoded, data, count)
+                    except Exception as error:
+                        self._failed(batch, error)
+                    else:
+                        self._release(batch, count)
+                self._busy = False
+                self._control()
+                self._settled()
+        except BaseException as error:  # a bug in the driver: stop rather than hang callers
+            self._end("stopped")
+            if not isinstance(error, (Exception, asyncio.CancelledError)):
+                raise
+        finally:
+            self._settled()
+
+    def _stage_next(self) -> tuple[int, bytes, int] | None:
+        """Stages the next group (up to ``max_batch`` commands, ending before a control, which
+        ``_control`` then answers) and seals it: ``(batch, lines, count)`` to append, or
+        ``None`` when nothing was staged. A refused command is answered here (S5)."""
+        queue, session, members = self._queue, self._session, self._members
+        taken = 0
+        while queue and taken < self._max_batch and queue[0].kind not in _CONTROLS:
+            command = queue.popleft()
+            taken += 1
+            kind = command.kind
             try:
-                if command.kind == "input":
+                if kind == "deliver":
+                    session.deliver(*command.arg)
+                elif kind == "word":
+                    if session.answer_word(*command.arg) is None:
+                        continue  # the answer of a call given up on (S4)
+                elif kind == "enter":
+                    if session.answer_enter(*command.arg) is None:
+                        continue
+                elif kind == "input":
                     session.feed(command.arg)
-                elif command.kind == "record":
+                elif kind == "record":
                     session.record(*command.arg)
-                elif (session.answer if command.kind == "answer" else session.host_failed)(
+                elif kind == "timeout":  # a retry pause or an abort grace ran out (S40)
+                    for was, place in session.handle_timeout(self._loop.time()) or ():
+                        waiter = None if was is None else self._held.pop(was, None)
+                        if isinstance(place, BaseException):
+                            self._reply(waiter, place)
+                        else:
+                            members.append(waiter)
+                    continue
+                elif (session.answer if kind == "answer" else session.host_failed)(
                         *command.arg) is None:
-                    continue  # the answer of a call given up on (S4)
+                    continue
             except Exception as error:  # refused against the durable state, nothing changed (S5);
                 self._reply(command, error)  # one against staged members is an `Ack::Refused`
                 continue
-            self._members.append(command)
-        batch, log = session.seal(), self._log
-        if batch is not None:
-            try:
-                data, count = session.encode(log.next_seq)
-                if isinstance(log, MemoryLog):  # no IO: no thread
-                    log.append_encoded(data, count)
-                else:
-                    await asyncio.to_thread(log.append_encoded, data, count)
-            except Exception as error:
-                self._failed(batch, error)
-                return
-            for seq, record in enumerate(session.records() if self._subscribers else (),
-                                         log.next_seq - count):
+            members.append(command)
+        try:
+            return session.seal_encoded(self._log.next_seq)
+        except Exception as error:  # not encodable: the batch fails whole (S5)
+            batch = session.seal()
+            if batch is None:
+                raise
+            self._failed(batch, error)
+            return None
+
+    def _release(self, batch: int, count: int) -> None:
+        """The batch is in the log: its records to subscribers, then each member's effects
+        carried out and its answer given, in input order."""
+        session = self._session
+        if self._subscribers:
+            for seq, record in enumerate(session.records(), self._log.next_seq - count):
                 self._publish(Recorded(seq, record))
-            members, self._members, member = self._members, [], 0
-            for release in session.persisted(batch, asyncio.get_running_loop().time()):
-                if isinstance(release, tuple):  # (place, found), after its member's effects
-                    self._reply(members[release[0]], release[1])
-                    member = release[0] + 1
-                elif self._ending is None:
-                    self._carry_out(release, members[member])
+        members, self._members, member = self._members, [], 0
+        carry_out = self._carry_out
+        for release in session.persisted(batch, self._loop.time()):
+            if type(release) is tuple:  # (place, found), after its member's effects
+                place, found = release
+                self._reply(members[place], found)
+                member = place + 1
+            elif self._ending is None:
+                carry_out(cast(Effect, release), members[member])
+
+    def _control(self) -> None:
+        """Answers a ``pending`` or ``close`` at the head of the queue: after the batch before it."""
+        queue = self._queue
+        if not queue or queue[0].kind not in _CONTROLS or self._ending is not None:
+            return
+        control = queue.popleft()
+        if control.kind == "close":
+            self._end("closed")
+            self._reply(control, None)
+        else:  # pending: both lists, as of the last durable batch
+            self._reply(control, [self._session.pending(t) for t in ("next-turn", "next-step")])
+
+    def _settled(self) -> None:
+        """After a commit: the idle state, the timer on the session's next deadline (a retry
+        pause's end, an abort grace's) and, once ended, the answer of every caller left."""
         self._update_state()
+        if self._ending is not None:
+            while self._queue:
+                self._reply(self._queue.popleft(), self._ended_error())
+            deadline = None
+        else:
+            deadline = self._session.poll_timeout()
+        if deadline != self._deadline:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._deadline = deadline
+            self._timer = None if deadline is None else self._loop.call_at(deadline,
+                                                                            self._timed_out)
+
+    def _timed_out(self) -> None:
+        self._timer = self._deadline = None
+        if self._ending is None:
+            self._queue.append(Command("timeout", None, None))
+            self._kick()
 
     def _failed(self, batch: int, error: Exception) -> None:
         """The append failed: the session took the batch back (S5). Its callers (those refused
         against it too) get PersistenceError; the answers it held are the session's to stage
         again after its retry pause, their waiters (a maintenance job's caller) with them."""
-        members, held = self._session.failed(batch, asyncio.get_running_loop().time())
+        members, held = self._session.failed(batch, self._loop.time())
         staged, self._members = self._members, []
         log_error = error if isinstance(error, LogError) else None
         indeterminate = log_error is not None and log_error.indeterminate
@@ -255,64 +369,79 @@ class Agent(Calls, Reports):
         self._update_state()
 
     def _carry_out(self, effect: Effect, member: Command | None) -> None:
-        if isinstance(effect, Begin):
+        kind = type(effect)
+        if kind is StatusChanged:
+            self._status = cast(StatusChanged, effect).status
+            if self._subscribers:
+                self._publish(Notified(cast(StatusChanged, effect)))
+        elif kind is PreStepRequest or kind is StepRequest or kind is TurnStoppingRequest:
+            self._call_host(cast(Request, effect), self._scope)
+        elif kind is Begin:
             self._scope = scope = Scope()
-            if isinstance(effect.activity, int):
-                self._last_turn = effect.activity
+            activity = cast(Begin, effect).activity
+            if isinstance(activity, int):
+                self._last_turn = activity
             elif member is not None and member.job is not None:  # the maintenance it began
                 job, ended = member.job
-                scope.task = asyncio.get_running_loop().create_task(_call(job, scope.cancelled))
+                scope.task = self._loop.create_task(_call(job, scope.cancelled),
+                                                    context=self._context.copy())
                 scope.task.add_done_callback(lambda _: self._job_ended(ended))
-        elif isinstance(effect, (PreStepRequest, StepRequest, TurnStoppingRequest)):
-            self._call_host(effect, self._scope)
-        elif isinstance(effect, Abort):
+        elif kind is Abort:
             self._scope.cancel()
-        elif isinstance(effect, Disposed):
+        elif kind is Disposed:
             self._end("disposed")
-        else:
-            if isinstance(effect, StatusChanged):
-                self._status = effect.status
-            if self._subscribers:
-                self._publish(Notified(effect))
+        elif self._subscribers:  # the other notifications
+            self._publish(Notified(cast(Notification, effect)))
 
     def _job_ended(self, ended: asyncio.Future[Any]) -> None:
         if self._ending is None:
-            self._queue.put_nowait(Command("input", {"maintenance": "end"}, ended))
+            self._queue.append(Command("input", {"maintenance": "end"}, ended))
+            self._kick()
         else:
             self._reply(Command("input", None, ended), self._ended_error())
 
-    def _call_host(self, request: PreStepRequest | StepRequest | TurnStoppingRequest,
-                   scope: Scope) -> None:
+    def _call_host(self, request: Request, scope: Scope) -> None:
         """Starts the host call in a task of its own (the scope cancels it), which answers the
         call as it ends (no done callback's turn of the event loop in between); the callback
         answers only a call cancelled before its first line ran. A hook left as ``Host``'s
-        default is answered at once, as it would answer."""
+        default (enter the claimed batch, done) never suspends: it is answered here and now,
+        with ``Host``'s own answer, and no task."""
         cx: Any
         method: Callable[[Any], Awaitable[Any]]
-        if isinstance(request, PreStepRequest):
+        if type(request) is PreStepRequest:
             key, method = ("preStep", request.turn, request.step), self._host.pre_step
+            if getattr(method, "__func__", None) is Host.pre_step and not scope.cancelled.is_set():
+                return self._returned(key, enter_claimed(request.messages))
             cx = PreStepContext(request.turn, request.step, request.messages, scope.cancelled, self)
-        elif isinstance(request, StepRequest):
+        elif type(request) is StepRequest:
             key, method = ("step", request.turn, request.step), self._host.step
             cx = StepContext(request.turn, request.step, scope.cancelled, self)
         else:
             key, method = ("turnStopping", request.turn, 0), self._host.turn_stopping
+            if (getattr(method, "__func__", None) is Host.turn_stopping
+                    and not scope.cancelled.is_set()):
+                return self._returned(key, STOP)
             cx = TurnStoppingContext(request.turn, scope.cancelled, self)
-        if getattr(method, "__func__", None) in _DEFAULT_HOOKS and not scope.cancelled.is_set():
-            # ``Host``'s own default (enter the claimed batch, done) never suspends: it runs
-            # here, to its return, with no task.
-            coroutine = cast(Coroutine[Any, Any, Any], method(cx))
-            try:
-                coroutine.send(None)
-            except StopIteration as returned:
-                self._answered(key, returned)
-                return
-            coroutine.close()  # it suspended after all: run it as a call of its own
         call = _HostCall(self, key)
-        scope.task = asyncio.get_running_loop().create_task(call.run(method, cx))
+        scope.task = self._loop.create_task(call.run(method, cx), context=self._context.copy())
         if scope.cancelled.is_set():
             scope.task.cancel()
         scope.task.add_done_callback(call.unstarted)
+
+    def _returned(self, request: tuple[str, int, int], value: Any) -> None:
+        """The host call made for ``request`` returned ``value``: staged as its answer (a word
+        or the messages to enter as they are, else as its trace value); what it means is the
+        session's, which fails the call (``host-invalid-answer``) if it is no answer."""
+        if type(value) is str:  # a word (`completed`, `done`, ...): no JSON made
+            command = Command("word", (request, value), None)
+        elif type(value) is Enter and request[0] == "preStep":  # the messages themselves
+            command = Command("enter", (request, tuple(value.messages)), None)
+        else:
+            try:
+                command = Command("answer", (request, answer_json(request[0], value)), None)
+            except Exception as invalid:  # not even shaped as an answer
+                command = Command("failed", (request, "invalid-answer", repr(invalid)), None)
+        self._stage_later(command)
 
     def _answered(self, request: tuple[str, int, int],
                   outcome: StopIteration | BaseException | None) -> None:
@@ -320,22 +449,26 @@ class Agent(Calls, Reports):
         cancelled (``None``: before it began; a cancelled call is answered too, S40); what that
         means and the code a failure gets are the session's."""
         if isinstance(outcome, StopIteration):
-            try:
-                command = Command("answer", (request, answer_json(request[0], outcome.value)), None)
-            except Exception as invalid:  # not even shaped as an answer
-                command = Command("failed", (request, "invalid-answer", repr(invalid)), None)
-        elif outcome is None or isinstance(outcome, asyncio.CancelledError):
+            return self._returned(request, outcome.value)
+        if outcome is None or isinstance(outcome, asyncio.CancelledError):
             command = Command("failed", (request, "cancelled", ""), None)
         else:
             command = Command("failed", (request, "raised", repr(outcome)), None)
+        self._stage_later(command)
+
+    def _stage_later(self, command: Command) -> None:
+        """Queues a command no caller waits on (a host call's answer), unless the agent ended."""
         if self._ending is None:
-            self._queue.put_nowait(command)
+            self._queue.append(command)
+            self._kick()
 
     def _end(self, ending: Ending) -> None:
         if self._ending is not None:
             return
         self._ending = ending
         self._scope.cancel()
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)  # the driver task ends
         try:
             self._log.close()  # it takes no append after this
         except LogError as error:  # the file was replaced, truncated or written by another

@@ -9,7 +9,8 @@ from typing import Any, Protocol
 from .._types import Enter, Message, PreStepAnswer, StepAnswer, TurnStoppingAnswer
 from ._inputs import Calls
 
-__all__ = ["Host", "PreStepContext", "StepContext", "TurnStoppingContext", "Scope"]
+__all__ = ["Host", "PreStepContext", "StepContext", "TurnStoppingContext", "Scope",
+           "enter_claimed", "STOP"]
 
 
 class Scope:
@@ -65,6 +66,15 @@ class TurnStoppingContext:
     agent: Calls = field(repr=False)
 
 
+def enter_claimed(messages: tuple[Message, ...]) -> Enter:
+    """``Host.pre_step``'s answer: enter the claimed batch as it is (S30)."""
+    return Enter(messages)
+
+
+#: ``Host.turn_stopping``'s answer: the turn is done (S33).
+STOP: TurnStoppingAnswer = "done"
+
+
 class Host(Protocol):
     """The embedder's asynchronous work, which the core sequences (S3, S4): at most one call runs
     at a time, in a task of its own. Cancelling the turn (``Agent.cancel``, dispose) cancels
@@ -79,7 +89,7 @@ class Host(Protocol):
 
     async def pre_step(self, cx: PreStepContext) -> PreStepAnswer:
         """The pre-step decision (S29)."""
-        return Enter(cx.messages)
+        return enter_claimed(cx.messages)
 
     async def step(self, cx: StepContext) -> StepAnswer:
         """The step: the model call and its tools (S32)."""
@@ -87,4 +97,4 @@ class Host(Protocol):
 
     async def turn_stopping(self, cx: TurnStoppingContext) -> TurnStoppingAnswer:
         """The turn-stopping hooks (S33)."""
-        return "done"
+        return STOP

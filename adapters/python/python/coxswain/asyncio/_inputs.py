@@ -19,9 +19,12 @@ T = TypeVar("T")
 
 @dataclass(slots=True)
 class Command:
-    """For the driver: ``input`` (a trace ``"in"`` value; ``job``: a maintenance begin's job and
-    its end's future), ``record`` (``(turn, step, records)``), a host call's ``answer`` or
-    ``failed`` (its request, then its answer or what happened), ``pending`` or ``close``."""
+    """For the driver: ``deliver`` (a typed delivery: ``Session.deliver``'s arguments),
+    ``input`` (a trace ``"in"`` value; ``job``: a maintenance begin's job and its end's future),
+    ``record`` (``(turn, step, records)``), a host call's answer (its request, then a ``word``,
+    the messages it would ``enter``, or any other ``answer`` as its trace value) or
+    ``failed`` (what happened), a ``timeout`` (the session's deadline passed), ``pending`` or
+    ``close``."""
 
     kind: str
     arg: Any
@@ -51,10 +54,8 @@ class Calls:
         """``send`` (S16, S54): with ``expect``, accepted only while the guard holds, else
         :class:`~coxswain.TurnMismatch` (after the identity checks: the retry of an accepted
         guarded send raises ``AlreadyPending`` or ``AlreadyDelivered``, S13, S52)."""
-        send: dict[str, Any] = {"message": message.to_json(), "target": target, "wakeup": wakeup}
-        if expect is not None:
-            send["expect"] = expect.to_json()
-        await self._input({"send": send})
+        guard = None if expect is None else (expect.kind, expect.number)
+        await self._send("deliver", ("send", message, target, wakeup, guard))
 
     async def steer_expecting(self, turn: int, message: Message) -> None:
         """A steer meant for turn ``turn`` (S54): it joins that turn at its next step boundary,
@@ -69,15 +70,15 @@ class Calls:
 
     async def followup(self, message: Message) -> None:
         """A follow-up: a turn of its own (S22)."""
-        await self._input({"followup": message.to_json()})
+        await self._send("deliver", ("followup", message))
 
     async def steer(self, message: Message) -> None:
         """Steering: joins the running turn at its next step boundary."""
-        await self._input({"steer": message.to_json()})
+        await self._send("deliver", ("steer", message))
 
     async def inject(self, message: Message) -> None:
         """Context that rides along with the next step; never wakes (S20)."""
-        await self._input({"inject": message.to_json()})
+        await self._send("deliver", ("inject", message))
 
     async def remove(self, id: str) -> bool:
         """Removes a pending message (S15); false if it was not pending."""
