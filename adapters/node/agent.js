@@ -12,11 +12,13 @@ const native = require('./native');
 const errors = require('./errors');
 const { INPUTS, FOUND } = require('./machine');
 const { Session, agentOptions } = require('./session');
-const { resume, writesEncoded } = require('./log');
+const { resume, writesEncoded, appendTo } = require('./log');
 
 /** What a hook that is missing or returns nothing answers (the step has no default). */
 const DEFAULTS = { preStep: (body) => ({ enter: body.messages }), turnStopping: () => 'done' };
 const [BEGIN, END] = [{ feed: { maintenance: 'begin' } }, { feed: { maintenance: 'end' } }];
+/** Settled: the loop's next run is queued as a reaction to it (a microtask, as `queueMicrotask`'s, without its async resource). */
+const SETTLED = Promise.resolve();
 
 class Agent {
   constructor(host, log, session, maxBatch, nextSeq) {
@@ -93,7 +95,7 @@ class Agent {
   _schedule() {
     if (this._scheduled || this._pumping) return;
     this._scheduled = true;
-    queueMicrotask(() => this._pump()); // callers that deliver in the same tick join one batch
+    SETTLED.then(() => this._pump()); // callers that deliver in the same tick join one batch
   }
 
   async _pump() {
@@ -106,7 +108,8 @@ class Agent {
           const head = this._queue.shift();
           head.resolve(head.input());
         } else {
-          await this._batch();
+          const appending = this._batch();
+          if (appending !== undefined) await appending;
         }
       }
     } finally {
@@ -115,41 +118,61 @@ class Agent {
     if (this._ending) await this._finish();
     else if (this._idle.length > 0 && this._s.quiescent) this._idle.splice(0).forEach((idle) => idle.resolve());
   }
-  /** Stages the waiting commands and seals them (one crossing), appends the batch, and reports how that went. */
-  async _batch() {
-    const members = [];
-    const commands = [];
-    while (this._queue.length > 0 && this._queue[0].kind !== 'barrier' && members.length < this._maxBatch) {
-      const member = this._queue.shift();
+  /**
+   * Stages the waiting commands and seals them (one crossing), appends the batch, and reports how
+   * that went: a Promise while the log appends, `undefined` once the batch is done (nothing to
+   * append, or a log that appends at once: `appendTo`).
+   */
+  _batch() {
+    // The waiting commands up to a barrier, at most `maxBatch` (arrays of their exact size).
+    const queue = this._queue;
+    let count = 0;
+    while (count < queue.length && count < this._maxBatch && queue[count].kind !== 'barrier') count++;
+    let members = queue; // all of them: the queue itself, no copy
+    if (count === queue.length) this._queue = [];
+    else members = queue.splice(0, count);
+    const commands = new Array(count);
+    for (let i = 0; i < count; i++) {
+      const member = members[i];
       if (member.kind === 'timeout') member.input.timeout = performance.now();
-      members.push(member);
-      commands.push(member.input);
+      commands[i] = member.input;
     }
-    // Encoded for the next `seq`; decoded only for a listener or a log of the host's own.
-    const decoded = this._listeners.size > 0 || !writesEncoded(this._log);
-    const { staged, batch, entries } = this._s._stage(commands, this._seq, decoded);
-    const [tickets, retried] = [[], []];
-    for (let i = 0; i < members.length; i++) {
+    // Encoded for the next `seq`; decoded only for a listener or a log of the host's own, whose
+    // append may keep the entries for later: their lines are taken as text at once for it.
+    const own = writesEncoded(this._log);
+    const decoded = this._listeners.size > 0 || !own;
+    const { staged, batch, entries } = this._s._stage(commands, this._seq, decoded, !own);
+    const tickets = new Array(count);
+    let retried = null;
+    for (let i = 0; i < count; i++) {
       const member = members[i];
       const result = staged[i];
       if (typeof result === 'number') tickets[result] = member;
-      else if (result?.retried) retried.push(...this._retried(result.retried, tickets));
+      else if (result?.retried) (retried ??= []).push(...this._retried(result.retried, tickets));
       else if (result !== null) member.error = result; // refused: it changed nothing (S5)
       // A stale answer (its call was abandoned, S4) is dropped; any other refused answer is a bug: close.
       const bug = member.kind === 'answer' && member.error && member.error.kind !== 'stale';
       if (bug) this._end({ kind: 'closed', error: member.error });
     }
-    members.push(...retried);
+    if (retried !== null) members.push(...retried);
     if (batch === null) {
       this._arm(this._s.pollTimeout()); // a timeout not due yet is armed again
-      return members.forEach((member) => settle(member));
+      return settleAll(members);
     }
-    let seq = this._seq;
+    let appended = this._seq;
     try {
-      if (entries.length > 0) seq = await this._log.append(entries);
+      if (entries.length > 0) appended = appendTo(this._log, entries);
     } catch (error) {
       return this._failed(batch, members, tickets, error);
     }
+    if (typeof appended === 'number') return this._appended(appended, batch, members, tickets, entries);
+    return appended.then(
+      (seq) => this._appended(seq, batch, members, tickets, entries),
+      (error) => this._failed(batch, members, tickets, error),
+    );
+  }
+  /** The batch is in the log from `seq` on: the session releases its effects and acknowledgements, carried out in order. */
+  _appended(seq, batch, members, tickets, entries) {
     this._seq = seq + entries.length;
     if (this._listeners.size > 0) for (const entry of entries) this._publish({ recorded: { seq: seq++, entry } });
     let deadline = null; // the abort grace's, while one runs (S39)
@@ -160,7 +183,7 @@ class Agent {
       else this._carryOut(release);
     }
     this._arm(deadline);
-    members.forEach((member) => settle(member));
+    settleAll(members);
   }
   /** The batch's append failed: the session takes it back; only an indeterminate log stops the agent. */
   _failed(batch, members, tickets, error) {
@@ -218,16 +241,34 @@ class Agent {
     if (typeof this._host[kind] !== 'function') this._enqueue(command('answer', answerInput(kind, body), drop, drop));
     else this._call(kind, body, this._activity);
   }
-  /** Runs one host call, after the loop's current turn: its answer, or its failure, is staged. */
-  async _call(kind, body, activity) {
-    await undefined; // the hook runs after the batch that requested it has settled
-    const cx = new CONTEXTS[kind](this, body, activity);
-    let input;
-    try {
-      input = answerInput(kind, body, await this._host[kind](cx));
-    } catch (error) {
-      input = { hostFailed: [kind, body.turn, body.step ?? 0, 'raised', String(error?.message ?? error)] };
-    }
+  /**
+   * Runs one host call, after the loop's current turn: its answer, or its failure, is staged.
+   * The hook runs a microtask later (after the batch that requested it has settled), and what it
+   * returns is awaited as `await` does it (`Promise.resolve(…).then`): the turns of the microtask
+   * queue of `await undefined; … await hook(cx)`, without an async function's frame.
+   */
+  _call(kind, body, activity) {
+    SETTLED.then(() => {
+      let answer;
+      try {
+        answer = this._host[kind](new CONTEXTS[kind](this, body, activity));
+      } catch (error) {
+        return this._raised(kind, body, error);
+      }
+      Promise.resolve(answer).then(
+        (value) => this._answered(kind, body, value),
+        (error) => this._raised(kind, body, error),
+      );
+    });
+  }
+  /** Stages the hook's answer to the call `kind` (`answerInput`: nothing is the default, or a failed call). */
+  _answered(kind, body, answer) {
+    const input = answerInput(kind, body, answer);
+    if (!this._ending) this._enqueue(command('answer', input, drop, drop));
+  }
+  /** Stages the failure of the call `kind`, whose hook raised `error`. */
+  _raised(kind, body, error) {
+    const input = { hostFailed: [kind, body.turn, body.step ?? 0, 'raised', String(error?.message ?? error)] };
     if (!this._ending) this._enqueue(command('answer', input, drop, drop));
   }
   /** Keeps one timer on the session's deadline `at` (the abort grace): when it fires, a timeout is staged. */
@@ -282,7 +323,8 @@ class Agent {
 
 // The input methods (`send`, `followup`, `remove`, …): each stages its input and resolves once durable.
 for (const [name, input] of Object.entries(INPUTS)) {
-  Agent.prototype[name] = function (...args) { return this._input(input(...args), FOUND.has(name) || undefined); };
+  const found = FOUND.has(name) || undefined;
+  Agent.prototype[name] = function (...args) { return this._input(input(...args), found); };
 }
 
 /**
@@ -353,10 +395,23 @@ const CONTEXTS = { preStep: PreStepContext, step: StepContext, turnStopping: Tur
  * call has one, else a failed call.
  */
 function answerInput(kind, body, answer) {
-  const [turn, step] = [body.turn, body.step ?? 0];
+  const turn = body.turn;
+  const step = body.step ?? 0;
   const given = answer ?? DEFAULTS[kind]?.(body);
-  if (given !== undefined) return { answer: [kind, turn, step, { [kind]: given }] };
+  if (given !== undefined) return { answer: [kind, turn, step, answerOf(kind, given)] };
   return { hostFailed: [kind, turn, step, 'invalid-answer', `the host has no ${kind} hook or it returned nothing`] };
+}
+
+/** `{[kind]: given}`, each key written out (a computed key costs a call into the runtime). */
+function answerOf(kind, given) {
+  switch (kind) {
+    case 'preStep':
+      return { preStep: given };
+    case 'step':
+      return { step: given };
+    default:
+      return { turnStopping: given };
+  }
 }
 
 /** A command for the loop, one shape for all: `input` is what it stages (a session command) or the barrier. */
@@ -368,6 +423,11 @@ function command(kind, input, resolve, reject, found = undefined) {
 function settle(member, error) {
   if (member.error || error) member.reject(member.error ?? error);
   else member.resolve(member.found);
+}
+
+/** Answers each member, in order (`settle`). */
+function settleAll(members) {
+  for (let i = 0; i < members.length; i++) settle(members[i]);
 }
 
 function drop() {}

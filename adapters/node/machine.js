@@ -64,6 +64,8 @@ class Machine {
     this._inner = new native.NativeMachine(capacity(options.memory ?? 0), bound(options.maxPending));
     /** The hot path: functions bound to the native machine's core (a fifth of a method call's cost). */
     this._hot = this._inner.hotPath();
+    /** The hot path's delivery of a message's three strings, by preset code (`PRESETS`). */
+    this._fields = [this._hot.fields0, this._hot.fields1, this._hot.fields2];
     /** The frozen messages the native machine names by handle (tape.js). */
     this._messages = new tape.Messages();
     /** Whether the caller said the queued transition is persisted (passed on with the next call). */
@@ -150,8 +152,16 @@ class Machine {
   steer(message) { return this._deliver(PRESETS.steer, message); }
   /** Context that rides along with the next step; never wakes (S20). */
   inject(message) { return this._deliver(PRESETS.inject, message); }
-  /** A follow-up, steer or inject (its code in `PRESETS`): the message crosses as its own JSON text. */
+  /**
+   * A follow-up, steer or inject (its code in `PRESETS`): the message crosses as its three
+   * strings (`plainFields`), else as its own JSON text.
+   */
   _deliver(preset, message) {
+    const fields = plainFields(message);
+    if (fields !== undefined) {
+      const [id, kind, content] = fields;
+      return this._transition(this._fields[preset](this._takeAck(), id, kind, content), [message]);
+    }
     const text = encode(message);
     return this._transition(this._hot.deliver(this._takeAck(), preset, text), [message]);
   }
@@ -265,6 +275,44 @@ const NO_MESSAGES = [];
 /** The inputs that cross as their message's own JSON text, by name and native code (src/machine.rs `delivered`). */
 const PRESETS = { followup: 0, steer: 1, inject: 2 };
 
+/**
+ * `[id, kind, content]` of a message that is exactly `{id, source: {kind}, content}`, plain
+ * objects (as `json.js` takes them) of well-formed strings: JSON text carries it as it is, so
+ * it may cross as those three strings instead (the native side builds the message its text
+ * parses to, src/machine.rs `plain_message`). `undefined` for any other message (its JSON
+ * text crosses; a lone surrogate, which JSON text cannot carry to the core, is refused there).
+ */
+function plainFields(message) {
+  if (!isPlain(message)) return undefined;
+  let id;
+  let source;
+  let content;
+  let count = 0;
+  for (const key in message) {
+    count++;
+    if (key === 'id') id = message[key];
+    else if (key === 'source') source = message[key];
+    else if (key === 'content') content = message[key];
+    else return undefined;
+  }
+  if (count !== 3 || typeof id !== 'string' || typeof content !== 'string' || !isPlain(source)) return undefined;
+  let kind;
+  for (const key in source) {
+    if (key !== 'kind' || kind !== undefined) return undefined;
+    kind = source[key];
+  }
+  // A `toJSON` (one not enumerable: the loops above do not see it) is what JSON text would carry.
+  if (typeof kind !== 'string' || message.toJSON !== undefined || source.toJSON !== undefined) return undefined;
+  return id.isWellFormed() && kind.isWellFormed() && content.isWellFormed() ? [id, kind, content] : undefined;
+}
+
+/** An object `json.js` encodes as a JSON object: a plain one (or one without a prototype). */
+function isPlain(value) {
+  if (value === null || typeof value !== 'object') return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
 /** Throws the `BatchError` a native batch call replied with (`""`: done). */
 function batchCall(reply) {
   if (reply !== '') throw new errors.BatchError(reply);
@@ -314,4 +362,4 @@ const INPUTS = {
 /** The input methods that resolve with `found` (S15: whether the id was pending); the others with nothing. */
 const FOUND = new Set(['remove', 'replace']);
 
-module.exports = { Machine, Transition, capacity, bound, sendInput, INPUTS, FOUND, WORDS, PRESETS };
+module.exports = { Machine, Transition, capacity, bound, sendInput, plainFields, INPUTS, FOUND, WORDS, PRESETS };

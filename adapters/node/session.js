@@ -13,7 +13,7 @@ const native = require('./native');
 const errors = require('./errors');
 const { encode, parse } = require('./json');
 const tape = require('./tape');
-const { Machine, capacity, bound, WORDS, PRESETS } = require('./machine');
+const { Machine, capacity, bound, plainFields, WORDS, PRESETS } = require('./machine');
 const { ENCODED } = require('./log');
 
 const MAX_CAPACITY = 1 << 20;
@@ -39,18 +39,22 @@ function soleField(object, key) {
 }
 
 /**
- * `{preset, text, inputs}` for the command `{feed: {followup: message}}` (or a steer's, an
- * inject's: `PRESETS`) whose message JSON can carry; else `undefined` (it goes as JSON text,
- * or one at a time when JSON cannot carry it).
+ * `{preset, fields, text, inputs}` for the command `{feed: {followup: message}}` (or a steer's,
+ * an inject's: `PRESETS`) whose message JSON can carry: its three strings (`plainFields`), else
+ * its JSON text; else `undefined` (it goes as JSON text, or one at a time when JSON cannot
+ * carry it).
  */
 function deliveryOf(command) {
+  if (command?.feed === undefined) return undefined; // no `feed` field: not a delivery (soleField's answer too)
   const input = soleField(command, 'feed');
   const name = soleKey(input);
   if (name === undefined || !Object.hasOwn(PRESETS, name)) return undefined;
   const preset = PRESETS[name];
   const message = input[name];
+  const fields = plainFields(message);
+  if (fields !== undefined) return { preset, fields, text: null, inputs: [message] };
   try {
-    return { preset, text: encode(message), inputs: [message] };
+    return { preset, fields, text: encode(message), inputs: [message] };
   } catch {
     return undefined;
   }
@@ -60,6 +64,35 @@ function deliveryOf(command) {
 function staged(reply) {
   if (typeof reply === 'number') return reply;
   throw errors.refusal(JSON.parse(reply));
+}
+
+/**
+ * A sealed batch's log lines (`entries[ENCODED]`, log.js): `{seq, bytes, turnEnd}` and the
+ * lines, numbered from `seq`, which the session holds until the batch is persisted or failed.
+ * `lines` takes them as text (at its first read); `writeInto(buffer, offset)` copies their
+ * `bytes` (UTF-8) into a `Buffer` instead, with no string made (`MemoryLog`).
+ */
+class HeldLines {
+  constructor(hot, seq, bytes, turnEnd) {
+    this.seq = seq;
+    this.bytes = bytes;
+    this.turnEnd = turnEnd;
+    this._hot = hot;
+    this._text = undefined;
+  }
+  /** The lines (text). */
+  get lines() {
+    return this.take();
+  }
+  /** Takes the lines as text from the session (once: then they are this object's). */
+  take() {
+    return (this._text ??= this._hot.takeLines());
+  }
+  /** Writes the lines into `buffer` at `offset` (room for `bytes` there): their length in bytes. */
+  writeInto(buffer, offset) {
+    const written = this._text === undefined ? this._hot.takeLinesInto(buffer, offset) : -1;
+    return written >= 0 ? written : buffer.write(this.lines, offset, 'utf8');
+  }
 }
 
 class Session {
@@ -75,8 +108,12 @@ class Session {
     if (machine instanceof Machine) machine._flush(); // the caller's persisted word, passed on
     const inner = machine instanceof Machine ? machine._inner : machine;
     this._inner = new native.NativeSession(inner, o.abortGraceMs, o.maxIdBytes, o.maxMessageBytes, o.retryAfterMs);
-    /** The hot path: functions bound to the session's core (`stageTape`, `stageWord`, …). */
+    /** The hot path: functions bound to the session's core (`stageTape`, `stageWord`, `takeLines`, …). */
     this._hot = this._inner.hotPath();
+    /** The hot path's staging of a delivery of a message's three strings, by preset code (`PRESETS`). */
+    this._stageFields = [this._hot.stageFields0, this._hot.stageFields1, this._hot.stageFields2];
+    /** Whether the hot path's stage replies carry the entries (`withEntries`, told when it changes). */
+    this._withEntries = true;
     /** The frozen messages the session names by handle (taken with the machine's, tape.js). */
     this._messages = machine instanceof Machine ? machine._messages : new tape.Messages();
     /** Whether the machine is quiescent, as the last stage or persisted reply said; `null`: ask. */
@@ -94,25 +131,34 @@ class Session {
    * `FileLog` and `MemoryLog` write as they are.
    */
   stage(commands, firstSeq = null) {
-    return this._stage(commands, firstSeq, true);
+    return this._stage(commands, firstSeq, true, true);
   }
 
   /**
    * `stage`; without `withEntries` the entries are not decoded (an agent whose log writes the
    * encoded lines, with no listener to show them to): `entries` is then `{length}` with only
-   * their encoding (`entries[ENCODED]`).
+   * their encoding (`entries[ENCODED]`). With `takeLines` the encoding's lines are taken as
+   * text now; else they stay the session's (`HeldLines`) until the batch is persisted or
+   * failed, for the log's `append` to take (this module's logs take them as they append).
    */
-  _stage(commands, firstSeq, withEntries) {
+  _stage(commands, firstSeq, withEntries, takeLines = false) {
     this._quiescent = null;
     const first = firstSeq ?? undefined;
+    if ((withEntries !== false) !== this._withEntries) {
+      this._withEntries = withEntries !== false;
+      this._hot.withEntries(this._withEntries);
+    }
     let reply;
     let inputs = NO_INPUTS;
     const delivery = commands.length === 1 ? deliveryOf(commands[0]) : undefined;
     if (delivery !== undefined) {
-      reply = this._hot.stageDeliver(delivery.preset, delivery.text, first, withEntries);
+      const { preset, fields, text } = delivery;
+      reply = fields === undefined
+        ? this._hot.stageDeliver(preset, text, first)
+        : this._stageFields[preset](fields[0], fields[1], fields[2], first);
       inputs = delivery.inputs;
     } else if (commands.length === 1) {
-      reply = this._stageOne(commands[0], first, withEntries);
+      reply = this._stageOne(commands[0], first);
     }
     if (reply === undefined) {
       let text;
@@ -122,7 +168,7 @@ class Session {
         return this._stageEach(commands); // a value JSON cannot carry (NaN, a cycle, a BigInt): one at a time
       }
       inputs = tape.messagesOfCommands(commands);
-      reply = this._hot.stageTape(text, first, withEntries);
+      reply = this._hot.stageTape(text, first);
     }
     const result = tape.staged(reply, this._messages, inputs);
     const { staged, batch, quiescent } = result;
@@ -132,7 +178,11 @@ class Session {
     }
     if (batch === null) return { staged, batch, entries: null };
     const entries = result.entries ?? { length: result.count };
-    if (result.lines !== null) entries[ENCODED] = { seq: firstSeq, lines: result.lines, turnEnd: result.turnEnd };
+    if (result.lines !== null) {
+      const held = new HeldLines(this._hot, firstSeq, result.lines, result.turnEnd);
+      if (takeLines) held.take();
+      entries[ENCODED] = held;
+    }
     return { staged, batch, entries };
   }
 
@@ -140,7 +190,7 @@ class Session {
    * The tape of one answer staged without text (a word, or `enter` of messages the session
    * handed out), or `undefined` for any other command (it goes as JSON text).
    */
-  _stageOne(command, first, withEntries) {
+  _stageOne(command, first) {
     const answer = command.answer;
     if (!Array.isArray(answer) || answer.length !== 4) return undefined;
     const [call, turn, step, input] = answer;
@@ -148,16 +198,20 @@ class Session {
     const given = soleField(input, call);
     if (typeof given === 'string') {
       const word = WORDS[call]?.[given];
-      return word === undefined ? undefined : this._hot.stageWord(word, turn, step, first, withEntries);
+      return word === undefined ? undefined : this._hot.stageWord(word, turn, step, first);
     }
     const batch = call === 'preStep' ? soleField(given, 'enter') : undefined;
     if (!Array.isArray(batch)) return undefined;
+    if (batch.length === 1) {
+      const handle = this._messages.handleOf.get(batch[0]);
+      return handle === undefined ? undefined : this._hot.stageEnterOne(turn, step, handle, first);
+    }
     const handles = new Array(batch.length);
     for (let k = 0; k < batch.length; k++) {
       handles[k] = this._messages.handleOf.get(batch[k]);
       if (handles[k] === undefined) return undefined;
     }
-    return this._hot.stageEnter(turn, step, handles, first, withEntries);
+    return this._hot.stageEnter(turn, step, handles, first);
   }
 
   /** `stage`, one command at a time: one JSON cannot hold is refused alone (an answer fails its call, S38). */

@@ -230,15 +230,12 @@ function pending(tape, messagesTable) {
  * A staged batch's reply (src/session.rs `stage_tape`): `{staged, batch, count, entries,
  * turnEnd, lines, quiescent}`, each staged result a ticket, `null`, or the JSON value of a
  * refusal or a timeout's result; `entries` `null` when the tape leaves them out (or nothing was
- * staged), `lines` their log lines (text), or `null`.
+ * staged), `lines` the UTF-8 length of their log lines (which the session holds), or `null`.
  */
 function staged(tape, messagesTable, inputs) {
   open(tape, messagesTable, inputs);
   try {
-    const results = list(() => {
-      const kind = num();
-      return kind === 0 ? num() : kind === 1 ? null : parse(str());
-    });
+    const results = list(stagedResult);
     if (num() === 0) {
       return { staged: results, batch: null, count: 0, entries: null, turnEnd: false, lines: null, quiescent: num() === 1 };
     }
@@ -252,32 +249,41 @@ function staged(tape, messagesTable, inputs) {
       messages(); // the inputs' messages, bound to their handles (S8)
     }
     const turnEnd = num() === 1;
-    const lines = num() === 1 ? str() : null;
+    const lines = num() === 1 ? num() : null;
     return { staged: results, batch, count, entries, turnEnd, lines, quiescent: num() === 1 };
   } finally {
     close();
   }
 }
 
+/** One staged result: a ticket, `null` (nothing staged), or the JSON value of a refusal or a timeout's result. */
+function stagedResult() {
+  const kind = num();
+  return kind === 0 ? num() : kind === 1 ? null : parse(str());
+}
+
 /** A durable batch's releases (src/session.rs `persisted_tape`), in order, and whether the machine is quiescent. */
 function releases(tape, messagesTable) {
   open(tape, messagesTable, null);
   try {
-    const released = list(() => {
-      switch (num()) {
-        case 0:
-          return effect();
-        case 1:
-          return { ack: num(), found: num() === 1 };
-        case 2:
-          return { ack: num(), refused: parse(str()) };
-        default:
-          return { deadline: Number(str()) };
-      }
-    });
+    const released = list(release);
     return { released, quiescent: num() === 1 };
   } finally {
     close();
+  }
+}
+
+/** One release: an effect, a member's `{ack, found}` or `{ack, refused}`, or the abort grace's `{deadline}`. */
+function release() {
+  switch (num()) {
+    case 0:
+      return effect();
+    case 1:
+      return { ack: num(), found: num() === 1 };
+    case 2:
+      return { ack: num(), refused: parse(str()) };
+    default:
+      return { deadline: Number(str()) };
   }
 }
 

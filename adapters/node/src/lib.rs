@@ -20,7 +20,11 @@
 //! one string of small numbers, decoded in JavaScript into object literals, with every message
 //! named by the handle of the caller's own frozen object (S8) — no JSON text is parsed or
 //! written for it. An input's message content crosses inward once, as the JSON text
-//! `json.js` writes (it refuses what JSON cannot carry exactly). The ports' entry points
+//! `json.js` writes (it refuses what JSON cannot carry exactly), or, for a message that is
+//! exactly `{id, source: {kind}, content}` of well-formed strings, as those three strings
+//! (`machine.js` `plainFields`; `plain_message` in `src/machine.rs` builds the message its
+//! JSON text parses to). A sealed batch's log lines stay in the session until the log takes
+//! them, as a string or copied straight into a `MemoryLog`'s buffer. The ports' entry points
 //! (`wire`, `outputs`, `restore_given`) and the rarer replies keep JSON text in the shapes of
 //! `docs/FORMAT.md`. The typed API is `index.js` / `index.d.ts`.
 #![deny(missing_docs)]

@@ -144,6 +144,9 @@ impl NativeMachine {
     ///   input is of unknown shape;
     /// * `deliver(ack, preset, message)`: `feed` of a follow-up (`preset` 0), a steer (1) or an
     ///   inject (2) of `message`, its JSON text, with no wrapper to parse;
+    ///   `fields0`/`1`/`2`(ack, id, kind, content), the same by the preset's code in the
+    ///   name, of the message `{id, source: {kind}, content}` given as its three strings
+    ///   (`plain_message`, `machine.js` `plainFields`): no text to parse at all;
     /// * `enter(ack, handles)`, `enterOne(ack, handle)`: the pre-step answer `enter` of the
     ///   messages behind the tape's handles, so none crosses again (`2` for a handle the table
     ///   does not hold);
@@ -172,19 +175,23 @@ impl NativeMachine {
             let (ack, preset) = (call.get::<bool>(0)?, call.get::<u32>(1)?);
             Ok(core.deliver(ack, preset, &call.get::<String>(2)?))
         })?;
+        // One function a preset (its code in the name): four arguments at most keep napi-rs's
+        // call on its fast path (no second `napi_get_cb_info`, no argument vector to grow).
+        for (name, preset) in [("fields0", 0), ("fields1", 1), ("fields2", 2)] {
+            path.bind(name, move |core, call| {
+                let (ack, id) = (call.get::<bool>(0)?, call.get::<String>(1)?);
+                let (kind, content) = (call.get::<String>(2)?, call.get::<String>(3)?);
+                let input = preset_input(preset, plain_message(id, kind, content));
+                Ok(core.deliver_input(ack, input))
+            })?;
+        }
         path.bind("enter", |core, call| {
             let (ack, handles) = (call.get::<bool>(0)?, call.get::<Vec<i64>>(1)?);
             Ok(core.enter(ack, handles))
         })?;
         path.bind("enterOne", |core, call| {
             let (ack, handle) = (call.get::<bool>(0)?, call.get::<f64>(1)?);
-            // A handle is below 2^53 (a counter); anything else is no handle.
-            let handle = if handle.fract() == 0.0 && (0.0..9.0e15).contains(&handle) {
-                handle as i64
-            } else {
-                -1
-            };
-            Ok(core.enter(ack, vec![handle]))
+            Ok(core.enter(ack, vec![handle_number(handle)]))
         })?;
         path.bind("answer", |core, call| {
             let (ack, word) = (call.get::<bool>(0)?, call.get::<u32>(1)?);
@@ -341,10 +348,16 @@ impl Core {
     /// JSON text, [`delivered`]): [`feed`](Core::feed) of `{"followup": message}` and the
     /// others, without the input's wrapper to parse. Replies as `feed` does.
     pub(crate) fn deliver(&mut self, ack: bool, preset: u32, message: &str) -> Utf16String {
+        self.deliver_input(ack, delivered(preset, message))
+    }
+
+    /// [`deliver`](Core::deliver) of a delivery already made into its input (or why there is
+    /// none: replies `2`).
+    pub(crate) fn deliver_input(&mut self, ack: bool, input: Result<Input, String>) -> Utf16String {
         if ack {
             self.ack();
         }
-        match delivered(preset, message) {
+        match input {
             Ok(input) => self.apply_taped(input, true),
             Err(why) => self.refusal(2, &why),
         }
@@ -475,6 +488,36 @@ pub(crate) fn delivered(preset: u32, message: &str) -> Result<Input, String> {
     let message = serde_json::from_str::<Message>(message)
         .map(SharedMessage::new)
         .map_err(|error| format!("unknown input: {error}"))?;
+    preset_input(preset, message)
+}
+
+/// The message `{id, source: {kind}, content}` of three strings: the very message its JSON text
+/// parses to (`Message`'s `Deserialize`: the id, then the other fields as JSON values), built
+/// without the text. `machine.js`'s `plainFields` sends only well-formed strings, which cross
+/// exactly.
+pub(crate) fn plain_message(id: String, kind: String, content: String) -> SharedMessage {
+    let mut source = serde_json::Map::new();
+    source.insert("kind".to_owned(), Value::String(kind));
+    SharedMessage::new(Message::new(
+        id,
+        Value::Object(source),
+        Value::String(content),
+    ))
+}
+
+/// A message's handle from JavaScript: a handle is below 2^53 (a counter); any other number
+/// is no handle (`-1`).
+pub(crate) fn handle_number(handle: f64) -> i64 {
+    if handle.fract() == 0.0 && (0.0..9.0e15).contains(&handle) {
+        handle as i64
+    } else {
+        -1
+    }
+}
+
+/// The input a follow-up (`preset` 0), a steer (1) or an inject (2) of `message` is, or why
+/// there is none (`unknown input: no preset …`).
+pub(crate) fn preset_input(preset: u32, message: SharedMessage) -> Result<Input, String> {
     match preset {
         0 => Ok(Input::Followup(message)),
         1 => Ok(Input::Steer(message)),

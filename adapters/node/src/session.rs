@@ -20,14 +20,17 @@ use coxswain_log::{Entry, HostEvent};
 use coxswain_session::{
     Ack, BatchNo, HostFailure, Limits, Options, Refused, Release, Session, Ticket, Timeout,
 };
-use napi::bindgen_prelude::{Either, Object, Utf16String};
+use napi::bindgen_prelude::{BufferSlice, Either, Latin1String, Object, Utf16String};
 use napi::Env;
 use napi_derive::napi;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::bound::Bound;
-use crate::machine::{answer_word, delivered, rejection_value, NativeMachine};
+use crate::machine::{
+    answer_word, delivered, handle_number, plain_message, preset_input, rejection_value,
+    NativeMachine,
+};
 use crate::tape::{self, Given, Handles, Tape};
 use crate::wire::{self, EffectJson};
 
@@ -51,6 +54,12 @@ pub struct NativeSession {
 pub struct SessionCore {
     session: Session,
     handles: Handles,
+    /// The log lines of the sealed batch, until JavaScript takes them (`takeLines`,
+    /// `takeLinesInto`) or the batch is persisted or failed.
+    lines: Option<String>,
+    /// Whether a staged batch's reply carries its entries (`withEntries`; else only the
+    /// inputs' messages, when the lines carry the entries).
+    with_entries: bool,
 }
 
 /// The one core of a [`NativeSession`].
@@ -73,26 +82,38 @@ enum Command {
 #[napi]
 impl NativeSession {
     /// The hot path: an object of functions bound to this session's core (see
-    /// [`NativeMachine::hot_path`] for why): `stageTape(commands, firstSeq, withEntries)`,
-    /// `stageDeliver(preset, message, firstSeq, withEntries)`,
-    /// `stageWord(word, turn, step, firstSeq, withEntries)`, `stageEnter(turn, step, handles,
-    /// firstSeq, withEntries)` and `persistedTape(batch, nowMs)`, which reply with tapes (the
-    /// module `tape`, decoded by `tape.js`). `stageTape` is [`stage`](NativeSession::stage)
-    /// of `commands` (their JSON text); `stageDeliver` of the one command `{"feed":
-    /// {"followup": message}}` (`preset` 0; a steer 1, an inject 2) with `message` its JSON
-    /// text; `stageWord` of one answer that is a word, by code (as the machine's `answer`), to
-    /// the request of turn `turn`, step `step`; `stageEnter` of the pre-step answer `enter` of
-    /// the messages behind the tape's `handles`. Each replies: the swept handles; the staged
-    /// results (`0` and a ticket, `1` for nothing staged, `2` and a refusal's or a timeout's
-    /// JSON text); then `0` (nothing staged), or `1`, the batch number, the entry count,
-    /// whether the entries follow (`withEntries`, default `true`), the entries or the inputs'
-    /// messages bound to their handles, whether a `turn/end` is among them, and `1` and their
-    /// log lines (with `firstSeq`, numbered from it) or `0`; last, whether the machine is
-    /// quiescent. `persistedTape` is [`persisted`](NativeSession::persisted): the swept
-    /// handles, the count, then each release (`0` and an effect; `1`, a ticket and whether it
-    /// was found; `2`, a ticket and its refusal's JSON text; `3` and the abort grace's
-    /// deadline, in milliseconds, as text); last, whether the machine is quiescent; it throws
-    /// when `batch` is not the sealed batch (nothing changed).
+    /// [`NativeMachine::hot_path`] for why): `withEntries(flag)`, `stageTape(commands,
+    /// firstSeq)`, `stageDeliver(preset, message, firstSeq)`, `stageFields0`/`1`/`2`(id, kind,
+    /// content, firstSeq), `stageWord(word, turn, step, firstSeq)`, `stageEnter(turn, step,
+    /// handles, firstSeq)`, `stageEnterOne(turn, step, handle, firstSeq)`,
+    /// `persistedTape(batch, nowMs)`, `takeLines()` and `takeLinesInto(buffer, offset)`; the
+    /// stage functions and `persistedTape` reply with tapes (the module `tape`, decoded by
+    /// `tape.js`). `withEntries` sets whether the stage functions' replies carry the entries
+    /// (from then on; `true` at first). `stageTape` is [`stage`](NativeSession::stage) of
+    /// `commands` (their JSON text); `stageDeliver` of the one command `{"feed": {"followup":
+    /// message}}` (`preset` 0; a steer 1, an inject 2) with `message` its JSON text;
+    /// `stageFields` and its preset's code of that command with the message `{id, source:
+    /// {kind}, content}` given as its three strings (as the machine's `fields0`…);
+    /// `stageWord` of one answer that is a word, by code (as the machine's `answer`), to the
+    /// request of turn `turn`, step `step`; `stageEnter` of the pre-step answer `enter` of the
+    /// messages behind the tape's `handles` (`stageEnterOne`: of one, by its handle, as the
+    /// machine's `enterOne`). Each replies: the swept handles; the staged results (`0` and a
+    /// ticket, `1` for nothing staged, `2` and a refusal's or a timeout's JSON text); then `0`
+    /// (nothing staged), or `1`, the batch number, the entry count, whether the entries follow
+    /// (`withEntries`), the entries or the inputs' messages bound to their handles, whether a
+    /// `turn/end` is among them, and `1` and the UTF-8 length of their log lines (with
+    /// `firstSeq`, numbered from it) or `0`; last, whether the machine is quiescent. The
+    /// session holds those lines until the batch is persisted or failed, for one of:
+    /// `takeLines()`, which hands them out as their own string (one byte a character when they
+    /// are ASCII; no tape is kept alive by a slice of it; `undefined` when none are held), or
+    /// `takeLinesInto(buffer, offset)`, which copies their bytes into a Node `Buffer` at
+    /// `offset` (a log that keeps its bytes, as `MemoryLog` does: no string is made) and
+    /// replies their length, or `-1` when none are held or they do not fit (nothing taken).
+    /// `persistedTape` is [`persisted`](NativeSession::persisted): the swept handles, the
+    /// count, then each release (`0` and an effect; `1`, a ticket and whether it was found;
+    /// `2`, a ticket and its refusal's JSON text; `3` and the abort grace's deadline, in
+    /// milliseconds, as text); last, whether the machine is quiescent; it throws when `batch`
+    /// is not the sealed batch (nothing changed).
     ///
     /// # Errors
     ///
@@ -100,30 +121,63 @@ impl NativeSession {
     #[napi]
     pub fn hot_path<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         let mut path = Bound::new(env, &self.core)?;
+        path.bind("withEntries", |core, call| {
+            core.with_entries = call.get::<bool>(0)?;
+            Ok(())
+        })?;
         path.bind("stageTape", |core, call| {
             let commands = call.get::<String>(0)?;
-            let (first, with) = (call.get::<Option<i64>>(1)?, call.get::<Option<bool>>(2)?);
-            Ok(core.stage_tape(commands, first, with))
+            Ok(core.stage_tape(commands, call.get::<Option<i64>>(1)?))
         })?;
         path.bind("stageDeliver", |core, call| {
             let (preset, message) = (call.get::<u32>(0)?, call.get::<String>(1)?);
-            let (first, with) = (call.get::<Option<i64>>(2)?, call.get::<Option<bool>>(3)?);
-            Ok(core.stage_deliver(preset, &message, first, with))
+            Ok(core.stage_deliver(delivered(preset, &message), call.get::<Option<i64>>(2)?))
         })?;
+        // One function a preset (its code in the name): four arguments at most keep napi-rs's
+        // call on its fast path (no second `napi_get_cb_info`, no argument vector to grow).
+        for (name, preset) in [
+            ("stageFields0", 0),
+            ("stageFields1", 1),
+            ("stageFields2", 2),
+        ] {
+            path.bind(name, move |core, call| {
+                let id = call.get::<String>(0)?;
+                let (kind, content) = (call.get::<String>(1)?, call.get::<String>(2)?);
+                let input = preset_input(preset, plain_message(id, kind, content));
+                Ok(core.stage_deliver(input, call.get::<Option<i64>>(3)?))
+            })?;
+        }
         path.bind("stageWord", |core, call| {
             let (word, turn, step) = (
                 call.get::<u32>(0)?,
                 call.get::<i64>(1)?,
                 call.get::<i64>(2)?,
             );
-            let (first, with) = (call.get::<Option<i64>>(3)?, call.get::<Option<bool>>(4)?);
-            Ok(core.stage_word(word, turn, step, first, with))
+            Ok(core.stage_word(word, turn, step, call.get::<Option<i64>>(3)?))
         })?;
         path.bind("stageEnter", |core, call| {
             let (turn, step) = (call.get::<i64>(0)?, call.get::<i64>(1)?);
             let handles = call.get::<Vec<i64>>(2)?;
-            let (first, with) = (call.get::<Option<i64>>(3)?, call.get::<Option<bool>>(4)?);
-            Ok(core.stage_enter(turn, step, handles, first, with))
+            Ok(core.stage_enter(turn, step, handles, call.get::<Option<i64>>(3)?))
+        })?;
+        path.bind("stageEnterOne", |core, call| {
+            let (turn, step) = (call.get::<i64>(0)?, call.get::<i64>(1)?);
+            let handle = handle_number(call.get::<f64>(2)?);
+            Ok(core.stage_enter(turn, step, vec![handle], call.get::<Option<i64>>(3)?))
+        })?;
+        path.bind("takeLines", |core, _| {
+            Ok(core.lines.take().map(|lines| {
+                if lines.is_ascii() {
+                    Either::A(Latin1String::from(lines))
+                } else {
+                    Either::B(lines)
+                }
+            }))
+        })?;
+        path.bind("takeLinesInto", |core, call| {
+            let mut buffer = call.get::<BufferSlice<'_>>(0)?;
+            let offset = usize::try_from(call.get::<i64>(1)?).unwrap_or(usize::MAX);
+            Ok(core.take_lines_into(&mut buffer, offset))
         })?;
         path.bind("persistedTape", |core, call| {
             let (batch, now_ms) = (call.get::<i64>(0)?, call.get::<f64>(1)?);
@@ -162,7 +216,12 @@ impl NativeSession {
         let (machine, handles) = machine.take();
         let session = Session::new(machine, options);
         NativeSession {
-            core: Rc::new(RefCell::new(SessionCore { session, handles })),
+            core: Rc::new(RefCell::new(SessionCore {
+                session,
+                handles,
+                lines: None,
+                with_entries: true,
+            })),
         }
     }
 
@@ -302,6 +361,7 @@ impl NativeSession {
             .session
             .persisted(batch_no(batch), millis(now_ms))
             .map_err(mismatch)?;
+        this.lines = None;
         let mut released: Vec<ReleaseJson> = released.into_iter().map(ReleaseJson::from).collect();
         released.extend(
             this.poll_timeout()
@@ -327,6 +387,7 @@ impl NativeSession {
             .session
             .failed(batch_no(batch), millis(now_ms))
             .map_err(mismatch)?;
+        this.lines = None;
         let tickets = |tickets: &[Ticket]| tickets.iter().map(|t| index(*t)).collect::<Vec<_>>();
         Ok(wire::text(&json!({
             "members": tickets(&failed.members),
@@ -396,6 +457,22 @@ impl NativeSession {
 }
 
 impl SessionCore {
+    /// Copies the held log lines into `buffer` at `offset` and lets go of them: their length,
+    /// or `-1` when none are held or they do not fit there (nothing taken).
+    fn take_lines_into(&mut self, buffer: &mut [u8], offset: usize) -> i64 {
+        let Some(lines) = &self.lines else {
+            return -1;
+        };
+        let end = offset.checked_add(lines.len());
+        let Some(room) = end.and_then(|end| buffer.get_mut(offset..end)) else {
+            return -1;
+        };
+        room.copy_from_slice(lines.as_bytes());
+        let written = i64::try_from(lines.len()).unwrap_or(i64::MAX);
+        self.lines = None;
+        written
+    }
+
     /// When to call `handle_timeout` next, in milliseconds of the host's clock.
     fn poll_timeout(&self) -> Option<f64> {
         self.session
@@ -407,17 +484,13 @@ impl SessionCore {
     /// `tape.js`) instead of JSON text: the swept handles; the staged results (`0` and a
     /// ticket, `1` for nothing staged, `2` and a refusal's or a timeout's JSON text); then `0`
     /// (nothing staged), or `1`, the batch number, the entry count, whether the entries follow
-    /// (`with_entries`, default `true`: each `0` and a machine event, or `1`, its type and its
-    /// data's JSON text; else the inputs' messages, bound to their handles), whether a `turn/end`
-    /// is among them, and `1` and their log lines (with `first_seq`, numbered from it) or `0`; last,
-    /// whether the machine is quiescent. A message of a staged input is named by the handle of
-    /// the caller's object (the input's `k`-th, in `messagesOf` order over the commands).
-    pub(crate) fn stage_tape(
-        &mut self,
-        commands: String,
-        first_seq: Option<i64>,
-        with_entries: Option<bool>,
-    ) -> Utf16String {
+    /// (`withEntries`: each `0` and a machine event, or `1`, its type and its data's JSON text;
+    /// else the inputs' messages, bound to their handles), whether a `turn/end` is among them,
+    /// and `1` and the UTF-8 length of their log lines (with `first_seq`, numbered from it;
+    /// held for `takeLines`) or `0`; last, whether the machine is quiescent. A message of a
+    /// staged input is named by the handle of the caller's object (the input's `k`-th, in
+    /// `messagesOf` order over the commands).
+    pub(crate) fn stage_tape(&mut self, commands: String, first_seq: Option<i64>) -> Utf16String {
         let (staged, given): (Vec<Value>, Given) =
             match serde_json::from_str::<Vec<Command>>(&commands) {
                 Ok(commands) => {
@@ -445,28 +518,27 @@ impl SessionCore {
                     ),
                 },
             };
-        self.sealed_tape(&staged, given, first_seq, with_entries.unwrap_or(true))
+        self.sealed_tape(&staged, given, first_seq)
     }
 
     /// [`stage_tape`](SessionCore::stage_tape) of the one command `{"feed": {"followup":
-    /// message}}` (`preset` 0; a steer 1, an inject 2: [`delivered`]) with `message` its
-    /// JSON text: no wrapper to parse. A message of unknown shape is refused
-    /// (`invalid-input`) and stages nothing.
+    /// message}}` (a steer's, an inject's), made into its `input` without a wrapper to parse
+    /// ([`delivered`] from the message's JSON text, or [`plain_message`] from its three
+    /// strings). A message of unknown shape (`Err`: why) is refused (`invalid-input`) and
+    /// stages nothing.
     pub(crate) fn stage_deliver(
         &mut self,
-        preset: u32,
-        message: &str,
+        input: Result<Input, String>,
         first_seq: Option<i64>,
-        with_entries: Option<bool>,
     ) -> Utf16String {
-        let (staged, given) = match delivered(preset, message) {
+        let (staged, given) = match input {
             Ok(input) => {
                 let given = tape::messages_of(&input);
                 (self.command(Command::Feed(input)), given)
             }
             Err(why) => (refusal_value("invalid-input", &why), Given::new()),
         };
-        self.sealed_tape(&[staged], given, first_seq, with_entries.unwrap_or(true))
+        self.sealed_tape(&[staged], given, first_seq)
     }
 
     /// [`stage_tape`](SessionCore::stage_tape) of one answer that is a word, by the code of
@@ -479,7 +551,6 @@ impl SessionCore {
         turn: i64,
         step: i64,
         first_seq: Option<i64>,
-        with_entries: Option<bool>,
     ) -> Utf16String {
         let result = match answer_word(word) {
             Some((call, input)) => self.answer_parsed(call, turn, step, Ok(input)),
@@ -488,7 +559,7 @@ impl SessionCore {
                 &format!("no answer word {word}"),
             )),
         };
-        self.sealed_one(result, first_seq, with_entries)
+        self.sealed_one(result, first_seq)
     }
 
     /// [`stage_tape`](SessionCore::stage_tape) of the pre-step answer `enter` of the messages
@@ -501,7 +572,6 @@ impl SessionCore {
         step: i64,
         handles: Vec<i64>,
         first_seq: Option<i64>,
-        with_entries: Option<bool>,
     ) -> Utf16String {
         let mut batch = Vec::with_capacity(handles.len());
         let mut unknown = None;
@@ -529,7 +599,7 @@ impl SessionCore {
                 })
             }
         };
-        self.sealed_one(result, first_seq, with_entries)
+        self.sealed_one(result, first_seq)
     }
 
     /// [`persisted`](NativeSession::persisted), replying with a tape: the swept handles, the
@@ -545,6 +615,7 @@ impl SessionCore {
             .session
             .persisted(batch_no(batch), millis(now_ms))
             .map_err(mismatch)?;
+        self.lines = None;
         let deadline = self.poll_timeout();
         let mut tape = Tape::new(&mut self.handles, Given::new());
         tape.num(released.len() as u64 + u64::from(deadline.is_some()));
@@ -575,15 +646,9 @@ impl SessionCore {
     }
 
     /// [`sealed_tape`](Self::sealed_tape) of one command's result (no input message to bind).
-    fn sealed_one(
-        &mut self,
-        result: Result<Ticket, Value>,
-        first_seq: Option<i64>,
-        with_entries: Option<bool>,
-    ) -> Utf16String {
+    fn sealed_one(&mut self, result: Result<Ticket, Value>, first_seq: Option<i64>) -> Utf16String {
         let staged = [result.map_or_else(|refusal| refusal, |t| Value::from(index(t)))];
-        let with_entries = with_entries.unwrap_or(true);
-        self.sealed_tape(&staged, Given::new(), first_seq, with_entries)
+        self.sealed_tape(&staged, Given::new(), first_seq)
     }
 
     /// Seals the staged batch and writes the reply tape of `stage_tape` for `staged`.
@@ -592,7 +657,6 @@ impl SessionCore {
         staged: &[Value],
         given: Given,
         first_seq: Option<i64>,
-        with_entries: bool,
     ) -> Utf16String {
         let sealed = self.session.seal();
         let mut tape = Tape::new(&mut self.handles, given);
@@ -618,8 +682,7 @@ impl SessionCore {
         let first = first_seq.and_then(|seq| u64::try_from(seq).ok());
         let lines = first.and_then(|first| lines(first, append.entries));
         // Entries that cannot be encoded cross as values even when not asked for.
-        let with_entries = with_entries || lines.is_none();
-        tape.reserve(lines.as_ref().map_or(0, String::len));
+        let with_entries = self.with_entries || lines.is_none();
         tape.num(1);
         tape.num(append.batch.0);
         tape.num(append.entries.len() as u64);
@@ -649,10 +712,11 @@ impl SessionCore {
         match &lines {
             Some(lines) => {
                 tape.num(1);
-                tape.str(lines);
+                tape.num(lines.len() as u64);
             }
             None => tape.num(0),
         }
+        self.lines = lines;
         tape.flag(self.session.machine().is_quiescent());
         tape.finish().into()
     }

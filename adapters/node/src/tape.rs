@@ -127,11 +127,6 @@ impl<'h> Tape<'h> {
         self.units
     }
 
-    /// Room for `units` more units (a long string about to be written).
-    pub(crate) fn reserve(&mut self, units: usize) {
-        self.units.reserve(units + 64);
-    }
-
     /// A non-negative number.
     #[inline]
     pub(crate) fn num(&mut self, n: u64) {
