@@ -17,6 +17,7 @@ from coxswain.asyncio import (
     Ended,
     Host,
     LogError,
+    MemoryLog,
     Notified,
     PreStepContext,
     Recorded,
@@ -647,10 +648,14 @@ def test_a_maintenance_end_whose_append_failed_is_committed_after_the_retry_paus
         {"turn": 1, "reason": {"kind": "completed"}}, {"turn": 2, "reason": {"kind": "completed"}}]
 
 
-def test_an_aborted_call_that_outlives_the_abort_grace_is_abandoned(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["file", "memory"])
+def test_an_aborted_call_that_outlives_the_abort_grace_is_abandoned(tmp_path: Path,
+                                                                      kind: str) -> None:
     """S38–S40: a step that swallows its cancellation; after the abort grace the session answers
-    it ``fail`` (``host-abandoned``) and the turn ends aborted; its late answer is dropped."""
+    it ``fail`` (``host-abandoned``) and the turn ends aborted; its late answer is dropped. On a
+    file the driver task commits; on a ``MemoryLog`` the grace's timer commits in line."""
     log = tmp_path / "s.jsonl"
+    memory = MemoryLog()
     release, started = asyncio.Event(), asyncio.Event()
 
     class Stubborn(Host):
@@ -664,7 +669,8 @@ def test_an_aborted_call_that_outlives_the_abort_grace_is_abandoned(tmp_path: Pa
             return "completed"
 
     async def main() -> None:
-        agent, _ = await Agent.open(Stubborn(), log, abort_grace=0.05)
+        agent, _ = await Agent.open(Stubborn(), log if kind == "file" else memory,
+                                    abort_grace=0.05)
         await agent.followup(A)
         await started.wait()
         await agent.cancel()
@@ -675,6 +681,8 @@ def test_an_aborted_call_that_outlives_the_abort_grace_is_abandoned(tmp_path: Pa
         await agent.dispose()
 
     run(main)
+    if kind == "memory":
+        log.write_bytes(memory.bytes())
     end = [r["data"] for r in records(log) if r["type"] == "turn/end"]
     assert end == [{"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}]
 
