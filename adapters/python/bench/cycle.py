@@ -10,7 +10,9 @@ agent.followup(message)`` then ``await agent.when_idle()``, a host whose step co
 (the same 15 outputs, the driver task, its Futures and the host call's task besides); it runs
 N/10 cycles a round. ``asyncio floor`` is that turn's asyncio alone, nothing of coxswain: the
 caller's delivery done in line (a ``MemoryLog`` has no IO to wait for), one task for the step, which
-sets the idle Event the caller awaits.
+sets the idle Event the caller awaits. ``session alone`` is that turn's native work alone, no
+driver: its four batches staged, sealed, appended to a ``MemoryLog`` and released, in a loop. The
+floor and the session alone are what a turn through the ``Agent`` cannot do without.
 
     python bench/cycle.py [--cycles N] [--repeat R]
 
@@ -25,7 +27,7 @@ import asyncio
 import statistics
 import time
 from collections import deque
-from typing import Callable
+from typing import Any, Callable
 
 from coxswain import Enter, Machine, Message, PreStepRequest, StepAnswer, _native
 from coxswain.asyncio import Agent, Host, MemoryLog, StepContext
@@ -57,6 +59,30 @@ def native_cycle(machine: _native.Machine, message: dict[str, object]) -> int:
     for answer in ({"preStep": {"enter": batch}}, {"step": "completed"}, {"turnStopping": "done"}):
         count += len(machine.handle(answer)[1])
     return count + 1  # the `Begin` effect, which has no wire form
+
+
+def session_turn(session: _native.Session, log: MemoryLog, message: Message) -> int:
+    """The native work of the agent's turn and nothing else: the four batches staged through
+    the typed entry points, sealed and encoded, appended to the ``MemoryLog`` and released,
+    with no driver around them (no effect carried out, no host call). Returns the releases."""
+
+    def commit() -> list[Any]:
+        sealed = session.seal_encoded(log.next_seq)
+        assert sealed is not None
+        batch, data, count = sealed
+        log.append_encoded(data, count)
+        return session.persisted(batch, 0.0)
+
+    session.deliver("followup", message)
+    released = commit()
+    request = released[-2]  # the pre-step request, before the follow-up's acknowledgement
+    turn = request.turn
+    session.answer_enter(("preStep", turn, 1), request.messages)
+    count = len(released) + len(commit())
+    session.answer_word(("step", turn, 1), "completed")
+    count += len(commit())
+    session.answer_word(("turnStopping", turn, 0), "done")
+    return count + len(commit())
 
 
 def baseline_cycle(queue: deque[tuple[int, int]]) -> int:
@@ -159,15 +185,19 @@ def main() -> None:
     assert agent.last_turn == warm and agent.status == "idle"  # every cycle a whole turn
     floor = Floor(loop)
     floor_timed(loop, floor, warm)
+    log = MemoryLog()
+    session = _native.Session(log.resume(0, None, 0).machine)
+    assert session_turn(session, log, message) == 12  # 8 effects, 4 acknowledgements
 
     cycles = args.cycles
-    base, typed, nat, driven, bare = medians(
+    base, typed, nat, driven, bare, alone = medians(
         [
             lambda: timed(lambda: baseline_cycle(queue), cycles),
             lambda: timed(lambda: typed_cycle(machine, message), cycles),
             lambda: timed(lambda: native_cycle(native, raw), cycles),
             lambda: agent_timed(loop, agent, message, agent_cycles),
             lambda: floor_timed(loop, floor, agent_cycles),
+            lambda: timed(lambda: session_turn(session, log, message), agent_cycles),
         ],
         args.repeat,
     )
@@ -181,6 +211,8 @@ def main() -> None:
           f"  (MemoryLog, {agent_cycles} cycles a round)")
     print(f"asyncio floor     {bare * 1e6:8.2f} us/cycle  ratio {bare / base:6.1f}x baseline"
           "  (the same turn's asyncio alone)")
+    print(f"session alone     {alone * 1e6:8.2f} us/cycle  ratio {alone / base:6.1f}x baseline"
+          "  (the same turn's native work, no driver)")
 
 
 if __name__ == "__main__":
