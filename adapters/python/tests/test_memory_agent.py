@@ -311,9 +311,16 @@ def test_a_memory_log_is_committed_in_line_and_hands_back_the_callers_message() 
         agent, _ = await Agent.open(StepOnly(), log)
         assert agent._task is None
         await agent.followup(A)
-        assert [r["type"] for r in lines(log)] == [
-            "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start",
-            "user/message"]
+        message = {"id": "a", "content": "hi", "source": {"kind": "user"}}
+        assert lines(log) == [
+            {"seq": 1, "type": "agent/inbox/spliced", "data": {
+                "target": "next-turn", "start": 0, "inserted": [message], "wakeup": True}},
+            {"seq": 2, "type": "turn/start", "data": {"turn": 1}},
+            {"seq": 3, "type": "agent/inbox/spliced", "data": {
+                "target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}},
+            {"seq": 4, "type": "step/start", "data": {"turn": 1, "step": 1}},
+            {"seq": 5, "type": "user/message", "data": message},
+        ]
         assert agent.status == "running" and agent.last_turn == 1
         await agent.when_idle()
         assert log.next_seq == 8

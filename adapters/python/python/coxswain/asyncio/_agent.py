@@ -90,7 +90,6 @@ class Agent(Calls, Reports):
         self._busy = False  # a commit runs (it takes what waits when it is done)
         self._wake: asyncio.Future[None] | None = None  # the driver task waits for a command
         self._timer: asyncio.TimerHandle | None = None  # on the session's next deadline
-        self._deadline: float | None = None
         self._scope, self._subscribers = Scope(), []
         self._members: list[Command | None] = []  # the staged batch's by place (None: the driver's)
         self._held: dict[tuple[int, int], Command | None] = {}  # answers the session holds, by member
@@ -338,15 +337,15 @@ class Agent(Calls, Reports):
             deadline = None
         else:
             deadline = self._session.poll_timeout()
-        if deadline != self._deadline:
+        armed = None if self._timer is None else self._timer.when()
+        if deadline != armed:
             if self._timer is not None:
                 self._timer.cancel()
-            self._deadline = deadline
             self._timer = None if deadline is None else self._loop.call_at(deadline,
                                                                             self._timed_out)
 
     def _timed_out(self) -> None:
-        self._timer = self._deadline = None
+        self._timer = None
         if self._ending is None:
             self._queue.append(Command("timeout", None, None))
             self._kick()
