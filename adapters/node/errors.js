@@ -88,9 +88,19 @@ class DisposedError extends RejectedError {
 class UndrainedError extends RejectedError {
   constructor(message) { super('undrained', message); }
 }
-/** A message nests deeper than a log record can hold; refused before the core saw it. */
+/**
+ * A value nests deeper than a log record can hold it (`coxswain_log::TooDeep`): a message
+ * delivered to an agent, a host event's `data`, a record to encode. Nothing changed and nothing
+ * was written; the message is the Rust `TooDeep`'s text, as every layer says it.
+ */
 class TooDeepError extends RejectedError {
-  constructor(message) { super('too-deep', message); }
+  constructor(message, details = {}) {
+    super('too-deep', message);
+    /** How deep the value nests (arrays and objects, its own included). @type {number | undefined} */
+    this.depth = details.depth;
+    /** The most it may nest where it is written. @type {number | undefined} */
+    this.max = details.max;
+  }
 }
 /** A message id is longer than the agent's `maxIdBytes` (the session layer's admission). */
 class IdTooLongError extends RejectedError {
@@ -135,9 +145,38 @@ class CorruptLogError extends CoxswainError {
   }
 }
 
+/**
+ * A line of a log file is longer than the longest record a session writes (`MAX_LINE_BYTES`,
+ * the Rust logs' limit): the read stopped there, holding no more of the line than the limit and
+ * one chunk. Nothing was restored or written.
+ */
+class LineTooLongError extends CorruptLogError {
+  constructor(filePath, line, max) {
+    super(`${filePath}: line ${line} is longer than ${max} bytes (the longest record a session writes)`, line);
+    this.kind = 'line-too-long';
+    /** @type {string} */
+    this.path = filePath;
+    /** The limit. @type {number} */
+    this.max = max;
+  }
+}
+
 /** Reading, writing or syncing the log failed. From an append: the batch is not in the log. */
 class LogIoError extends CoxswainError {
   constructor(message, options, kind = 'log-io') { super(kind, message, options); }
+}
+/**
+ * The log's path names something that is not a regular file (a FIFO, a directory, a socket, a
+ * device): refused at open, before anything is read or written (a FIFO would block a reader).
+ */
+class NotRegularFileError extends LogIoError {
+  constructor(filePath, fileType) {
+    super(`${filePath}: not a regular file (${fileType})`, undefined, 'not-regular-file');
+    /** @type {string} */
+    this.path = filePath;
+    /** What it is, in the Rust logs' words: `a FIFO`, `a directory`, `a socket`, `a character device`, `a block device`, `not a file`. @type {string} */
+    this.fileType = fileType;
+  }
 }
 /**
  * The file at the log's path is no longer the one this log writes: it was removed, renamed or
@@ -328,7 +367,9 @@ module.exports = {
   InvalidInputError,
   InvalidLogError,
   CorruptLogError,
+  LineTooLongError,
   LogIoError,
+  NotRegularFileError,
   LogReplacedError,
   LogTruncatedError,
   LogTamperedError,

@@ -169,16 +169,26 @@ export class DisposedError extends RejectedError { readonly kind: 'disposed'; }
 export class UndrainedError extends RejectedError { readonly kind: 'undrained'; }
 /** A batch call that does not fit the machine's state; nothing changed. */
 export class BatchError extends CoxswainError { readonly kind: 'already-open' | 'not-open' | 'undrained'; }
-export class TooDeepError extends RejectedError { readonly kind: 'too-deep'; }
+/**
+ * A value nests deeper than a log record can hold it (`coxswain_log::TooDeep`: a message delivered
+ * to an agent, a host event's `data`, a record to encode); nothing changed, nothing was written.
+ * Its message is the Rust `TooDeep`'s text: `the value nests 125 levels deep; at most 124 fit in a
+ * log record`.
+ */
+export class TooDeepError extends RejectedError { readonly kind: 'too-deep'; readonly depth?: number; readonly max?: number; readonly wasDelivered: false; }
 /** A message id is longer than `maxIdBytes` (the session layer's admission); nothing changed. */
 export class IdTooLongError extends RejectedError { readonly kind: 'id-too-long'; readonly bytes?: number; readonly max?: number; readonly wasDelivered: false; }
 /** A message's JSON encoding is larger than `maxMessageBytes` (the session layer's admission); nothing changed. */
 export class MessageTooLargeError extends RejectedError { readonly kind: 'message-too-large'; readonly bytes?: number; readonly max?: number; readonly wasDelivered: false; }
 export class InvalidInputError extends CoxswainError { readonly kind: 'invalid-input'; }
 export class InvalidLogError extends CoxswainError { readonly kind: 'invalid-log'; readonly line?: number; }
-export class CorruptLogError extends CoxswainError { readonly kind: 'corrupt-log'; readonly line: number; }
+export class CorruptLogError extends CoxswainError { readonly kind: 'corrupt-log' | 'line-too-long'; readonly line: number; }
+/** A line of the log file is longer than the longest record a session writes (`{path}: line {line} is longer than {max} bytes (the longest record a session writes)`): the read stopped there. */
+export class LineTooLongError extends CorruptLogError { readonly kind: 'line-too-long'; readonly path: string; /** The limit: the Rust logs' `MAX_LINE_BYTES` (2 MiB). */ readonly max: number; }
 /** Reading, writing or syncing the log failed; from an append, the batch is not in the log. */
-export class LogIoError extends CoxswainError { readonly kind: 'log-io' | 'log-replaced' | 'log-truncated' | 'log-tampered'; }
+export class LogIoError extends CoxswainError { readonly kind: 'log-io' | 'log-replaced' | 'log-truncated' | 'log-tampered' | 'not-regular-file'; }
+/** The log's path names a FIFO, a directory, a socket or a device (`{path}: not a regular file (a FIFO)`): refused at open, nothing read or written. */
+export class NotRegularFileError extends LogIoError { readonly kind: 'not-regular-file'; readonly path: string; readonly fileType: string; }
 /** The file at the log's path was removed, renamed or replaced; nothing more is acknowledged. */
 export class LogReplacedError extends LogIoError { readonly kind: 'log-replaced'; readonly path: string; }
 /** The log's file is shorter than what this log wrote (cut in place: `copytruncate`, `: > file`); nothing more is acknowledged. */
@@ -315,7 +325,7 @@ export class MemoryLog implements DurableLog {
   sync(): Promise<void>;
   close(): Promise<void>;
 }
-/** Encodes entries as log lines numbered from `firstSeq` (throws `EncodeError`). */
+/** Encodes entries as log lines numbered from `firstSeq` (throws `EncodeError`, `TooDeepError`). */
 export function encodeRecords(firstSeq: number, entries: Entry[]): string;
 /** Reads a log's bytes (throws `CorruptLogError`). */
 export function parseLog(bytes: Uint8Array): ParsedLog;

@@ -18,12 +18,28 @@
 // indeterminate one (the cut-back failed too) it refuses every append (`LogFailedError`).
 
 const fs = require('node:fs/promises');
+const { constants: fsConstants } = require('node:fs');
 const path = require('node:path');
 const native = require('./native');
 const errors = require('./errors');
 const { encode, parse } = require('./json');
 
 const POLICIES = ['every-append', 'per-turn', 'never'];
+/** The longest line (without its `\n`) a reader takes: the Rust logs' `MAX_LINE_BYTES`. */
+const MAX_LINE_BYTES = native.maxLineBytes();
+/** How much of the file one read takes: at most the line limit, so only the line a chunk ends inside can pass it. */
+const READ_CHUNK = Math.min(1 << 20, MAX_LINE_BYTES);
+
+/** What a file of `stat` is, if not a regular file (in the words of `coxswain_log::NotRegularFile`). */
+function notRegular(stat) {
+  if (stat.isFile()) return undefined;
+  if (stat.isDirectory()) return 'a directory';
+  if (stat.isFIFO()) return 'a FIFO';
+  if (stat.isSocket()) return 'a socket';
+  if (stat.isCharacterDevice()) return 'a character device';
+  if (stat.isBlockDevice()) return 'a block device';
+  return 'not a file';
+}
 /** How many of the last bytes it wrote the log compares with the file's own. */
 const TAIL = 32;
 
@@ -64,6 +80,8 @@ function encodeRecords(firstSeq, entries) {
   try {
     return native.encodeRecords(firstSeq, encode(entries));
   } catch (error) {
+    const deep = /^too-deep:(\d+):(\d+):(.*)$/s.exec(error.message);
+    if (deep) throw new errors.TooDeepError(deep[3], { depth: Number(deep[1]), max: Number(deep[2]) });
     throw new errors.EncodeError(error.message);
   }
 }
@@ -119,13 +137,26 @@ class FileLog {
       throw new errors.InvalidOptionsError(`sync ${policy} is not one of ${POLICIES.join(', ')}`);
     }
     const absolute = path.resolve(filePath);
+    // Only a regular file is a log: what the path names is looked at before it is opened (a
+    // FIFO is never opened, which could block), and the file opened is checked again.
+    const there = await fs.stat(absolute).catch((error) => {
+      if (error.code === 'ENOENT') return undefined; // created below
+      throw new errors.LogIoError(`cannot open the log ${absolute}: ${error.message}`, { cause: error });
+    });
+    const kind = there && notRegular(there);
+    if (kind) throw new errors.NotRegularFileError(absolute, kind);
     let file;
     let lock;
     let id;
     try {
-      file = await fs.open(absolute, 'a+');
-      lock = lockFile(absolute);
+      // O_NONBLOCK: a FIFO put there since the check does not block the open either (a regular
+      // file ignores it).
+      const { O_RDWR, O_CREAT, O_APPEND, O_NONBLOCK } = fsConstants;
+      file = await fs.open(absolute, O_RDWR | O_CREAT | O_APPEND | O_NONBLOCK, 0o666);
       const stat = await file.stat({ bigint: true });
+      const opened = notRegular(stat);
+      if (opened) throw new errors.NotRegularFileError(absolute, opened);
+      lock = lockFile(absolute);
       id = [stat.dev, stat.ino];
       const dir = await fs.open(path.dirname(absolute), 'r');
       try {
@@ -136,29 +167,51 @@ class FileLog {
     } catch (error) {
       if (lock) lock.release();
       if (file) await file.close().catch(() => {});
-      if (error instanceof errors.LockedError) throw error;
+      if (error instanceof errors.LockedError || error instanceof errors.NotRegularFileError) throw error;
       throw new errors.LogIoError(`cannot open the log ${absolute}: ${error.message}`, { cause: error });
     }
     return new FileLog(file, lock, absolute, policy, id);
   }
 
-  /** Every byte of the file, read through this log's handle. Changes nothing. */
+  /**
+   * Every byte of the file, read through this log's handle. Changes nothing. Read in chunks of
+   * at most the line limit (`MAX_LINE_BYTES`, the Rust logs' own): a line longer than that
+   * throws `LineTooLongError` as soon as the read passes the limit, having held no more of it
+   * than the limit and one chunk.
+   */
   async readAll() {
-    try {
-      const { size } = await this._file.stat();
-      const bytes = Buffer.alloc(size);
-      let filled = 0;
-      while (filled < size) {
-        const { bytesRead } = await this._file.read(bytes, filled, size - filled, filled);
-        if (bytesRead === 0) break;
-        filled += bytesRead;
+    const chunks = [];
+    let filled = 0;
+    // The length of the line being read.
+    let current = 0;
+    for (;;) {
+      let bytesRead;
+      const chunk = Buffer.allocUnsafe(READ_CHUNK);
+      try {
+        ({ bytesRead } = await this._file.read(chunk, 0, READ_CHUNK, filled));
+      } catch (error) {
+        throw new errors.LogIoError(`cannot read the log: ${error.message}`, { cause: error });
       }
-      this._len = filled;
-      this._tail = null;
-      return bytes.subarray(0, filled);
-    } catch (error) {
-      throw new errors.LogIoError(`cannot read the log: ${error.message}`, { cause: error });
+      if (bytesRead === 0) break;
+      const read = chunk.subarray(0, bytesRead);
+      const first = read.indexOf(10);
+      // A chunk is no longer than the limit: only the line it ends inside (or continues,
+      // without a `\n`) can pass it.
+      if (current + (first < 0 ? bytesRead : first) > MAX_LINE_BYTES) {
+        // The line's number: one past the lines complete before it (counted only now).
+        let lines = 0;
+        for (const before of chunks) {
+          for (let at = before.indexOf(10); at >= 0; at = before.indexOf(10, at + 1)) lines += 1;
+        }
+        throw new errors.LineTooLongError(this.path, lines + 1, MAX_LINE_BYTES);
+      }
+      current = first < 0 ? current + bytesRead : bytesRead - read.lastIndexOf(10) - 1;
+      chunks.push(read);
+      filled += bytesRead;
     }
+    this._len = filled;
+    this._tail = null;
+    return Buffer.concat(chunks, filled);
   }
 
   /**
@@ -428,4 +481,6 @@ function appendTo(log, entries) {
   return Promise.resolve(log.append(entries));
 }
 
-module.exports = { FileLog, MemoryLog, encodeRecords, parseLog, resume, writesEncoded, appendTo, ENCODED };
+module.exports = {
+  FileLog, MemoryLog, encodeRecords, parseLog, resume, writesEncoded, appendTo, ENCODED, MAX_LINE_BYTES,
+};

@@ -44,6 +44,7 @@ fuzz_target!(|bytes: &[u8]| {
                 seed_length,
                 memory,
                 max_pending,
+                ..
             } => given = Some((log.clone(), *seed_length, *memory, *max_pending)),
             Line::In(input) => inputs.push(input.clone()),
             _ => {}

@@ -7,10 +7,14 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use coxswain_conformance::{replay, Trace, TraceError};
 use coxswain_core::{
-    CancelCause, Completion, Input, InvalidLog, LogViolation, Machine, Message, Outstanding,
-    PreStepAnswer, Rejected, RequestKind, StepAnswer, Target, Transition, TurnStoppingAnswer,
+    CancelCause, Completion, Input, InvalidLog, LogViolation, Machine, Message, MessageId,
+    Outstanding, PreStepAnswer, Rejected, RequestKind, ShownId, StepAnswer, Target, Transition,
+    TurnStoppingAnswer,
 };
-use coxswain_log::{parse, repair, Auditor, CorruptLine, Problem, RepairError, Rule, TornTail};
+use coxswain_log::{
+    parse, repair, Auditor, CorruptLine, EncodeError, Problem, RepairError, Rule, TooDeep,
+    TornTail, MAX_LINE_BYTES,
+};
 use serde_json::error::Category;
 use serde_json::{json, Value};
 
@@ -857,6 +861,42 @@ fn records() -> Vec<Case> {
                 torn: None,
             },
         ),
+        (
+            "records: a line longer than any record a session writes (issue 49)",
+            Box::new(|| {
+                let mut bytes = b"{\"type\":\"a\"}\n".to_vec();
+                bytes.resize(bytes.len() + MAX_LINE_BYTES + 1, b' ');
+                bytes.extend_from_slice(b"{\"type\":\"a\"}\n");
+                read(&bytes)
+            }),
+            Outcome::Corrupt(CorruptLine {
+                line: 2,
+                problem: Problem::TooLong(MAX_LINE_BYTES),
+            }),
+        ),
+        (
+            "records: a torn tail longer than any record is refused, not cut (issue 49)",
+            Box::new(|| {
+                let mut bytes = b"{\"type\":\"a\"}\n".to_vec();
+                bytes.resize(bytes.len() + MAX_LINE_BYTES + 1, b'{');
+                read(&bytes)
+            }),
+            Outcome::Corrupt(CorruptLine {
+                line: 2,
+                problem: Problem::TooLong(MAX_LINE_BYTES),
+            }),
+        ),
+        (
+            "records: a line nesting deeper than a record may (one TooDeep text)",
+            Box::new(|| read(format!("{}{}\n", "[".repeat(128), "]".repeat(128)).as_bytes())),
+            Outcome::Corrupt(CorruptLine {
+                line: 1,
+                problem: Problem::TooDeep(TooDeep {
+                    depth: 128,
+                    max: 127,
+                }),
+            }),
+        ),
     ]
 }
 
@@ -1038,10 +1078,87 @@ fn input_lines_as_json() -> Vec<Case> {
     ]
 }
 
+/// Issue 49: an id is shown elided in every error text that shows one (the first 64 characters,
+/// `…` and its length), its control characters escaped; a line past the limit and a value too
+/// deep read the same from every layer.
+#[test]
+fn long_ids_are_elided_and_the_limits_read_one_way() {
+    let long: MessageId = "a".repeat(1 << 20).into();
+    let shown = format!("`{}…` (1048576 bytes)", "a".repeat(64));
+    assert_eq!(
+        Rejected::AlreadyPending(long.clone()).to_string(),
+        format!("message {shown} is already pending")
+    );
+    assert_eq!(
+        Rejected::AlreadyDelivered(long.clone()).to_string(),
+        format!("message {shown} was already delivered")
+    );
+    assert_eq!(
+        Rejected::Conflict(long.clone()).to_string(),
+        format!("message id {shown} is already used by a different message")
+    );
+    assert_eq!(
+        LogViolation::AlreadyPending(long).to_string(),
+        format!("splice makes {shown} pending twice (S13, S46)")
+    );
+    // 64 characters are shown whole; a 65th is elided (characters, not bytes).
+    let at_limit = "é".repeat(64);
+    assert_eq!(ShownId::new(&at_limit).to_string(), format!("`{at_limit}`"));
+    assert_eq!(
+        ShownId::new(&"é".repeat(65)).to_string(),
+        format!("`{at_limit}…` (130 bytes)")
+    );
+    assert_eq!(
+        Rejected::AlreadyPending("a\nb\u{1b}".into()).to_string(),
+        "message `a\\nb\\u{1b}` is already pending"
+    );
+    // The restore names the long id elided too.
+    let id = "b".repeat(100);
+    let error = Machine::restore(
+        &[
+            insert("next-turn", 0, &[&id]),
+            insert("next-step", 0, &[&id]),
+        ],
+        0,
+    )
+    .err()
+    .map(|e| e.to_string());
+    assert_eq!(
+        error,
+        Some(format!(
+            "invalid log: event 1: splice makes `{}…` (100 bytes) pending twice (S13, S46)",
+            "b".repeat(64)
+        ))
+    );
+    assert_eq!(
+        CorruptLine {
+            line: 2,
+            problem: Problem::TooLong(MAX_LINE_BYTES)
+        }
+        .to_string(),
+        "line 2: the line is longer than 2097152 bytes (the longest record a session writes)"
+    );
+    // One TooDeep text: the reader's and the writer's are the same error.
+    let deep = TooDeep {
+        depth: 128,
+        max: 127,
+    };
+    assert_eq!(
+        deep.to_string(),
+        "the value nests 128 levels deep; at most 127 fit in a log record"
+    );
+    assert_eq!(
+        Problem::TooDeep(deep).to_string(),
+        EncodeError::TooDeep(deep)
+            .to_string()
+            .trim_start_matches("cannot encode a record: ")
+    );
+}
+
 #[test]
 fn s5_s47_every_bad_input_gets_its_typed_error_and_none_panics() {
     let cases = catalogue();
-    assert_eq!(cases.len(), 75, "the catalogue changed size");
+    assert_eq!(cases.len(), 78, "the catalogue changed size");
     let mut failures = Vec::new();
     for (name, run, expected) in &cases {
         match catch_unwind(AssertUnwindSafe(run)) {

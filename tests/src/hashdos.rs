@@ -97,6 +97,7 @@ fn s1_every_corpus_trace_records_the_same_under_every_seed() {
                     seed_length,
                     memory: w,
                     max_pending,
+                    ..
                 } => {
                     given = Some((log.clone(), *seed_length));
                     memory = *w;

@@ -182,6 +182,7 @@ fn no_crate_depends_on_a_layer_above_its_own() {
                 "coxswain-driver-sim",
                 "coxswain-driver-tests",
                 "coxswain-postgres-tests",
+                "coxswain-test-harness",
                 "coxswain-tests",
             ],
         ),

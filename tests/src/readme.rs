@@ -17,6 +17,18 @@ fn the_readme_shows_the_compiled_core_example_verbatim() {
     );
 }
 
+/// The README's TypeScript example is `adapters/node/examples/hello.mts`, which docs/node.md
+/// compiles and runs and `adapters/node/test/example_ts.test.js` runs as the doc says.
+#[test]
+fn the_readme_shows_the_compiled_typescript_example_verbatim() {
+    let readme = read("README.md");
+    let example = read("adapters/node/examples/hello.mts");
+    assert!(
+        readme.contains(&format!("```ts\n{example}```\n")),
+        "README.md's ```ts block must be adapters/node/examples/hello.mts verbatim (copy the file into it)"
+    );
+}
+
 #[test]
 fn the_readme_names_the_pinned_model_state_count() {
     let readme = read("README.md");

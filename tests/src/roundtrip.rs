@@ -157,6 +157,7 @@ fn event() -> impl Strategy<Value = Event> {
                     inserted: inserted.into_iter().collect(),
                     outcome: canceled.then_some(SpliceOutcome::Canceled),
                     wakeup,
+                    redelivery: None,
                 })
             },
         );

@@ -164,7 +164,7 @@ fn print_report(report: &CheckReport) -> ExitCode {
             println!("  {detail}");
         }
         println!("  actions: {:?}", counterexample.actions);
-        println!("  trace (replay with `coxswain conform FILE`):");
+        println!("  trace (replay with `cargo run -p coxswain -- conform FILE`):");
         print!("{}", counterexample.trace);
         if let Some(side_by_side) = &counterexample.side_by_side {
             println!("  the last input on the core and on the spec (coxswain-spec), side by side:");

@@ -10,7 +10,12 @@ use coxswain_conformance::{replay_file, replay_on, Replayed, Trace, TraceError};
 use crate::exec::Exec;
 
 pub(crate) fn run(files: &[PathBuf]) -> ExitCode {
-    report(files, |file| Ok(replay_file(file)))
+    report(files, |file| {
+        // A FIFO would block the read for ever: refused before it is opened.
+        Ok(crate::logfile::check_regular(file)
+            .map_err(|e| TraceError::Io(e.to_string()))
+            .and_then(|()| replay_file(file)))
+    })
 }
 
 /// `coxswain conform --exec CMD FILE...`: the same report, on the port. A protocol mismatch
@@ -48,6 +53,7 @@ pub(crate) fn run_exec(command: &str, timeout: Duration, files: &[PathBuf]) -> E
 /// One trace on the port: `begin`, every input, then `end` (only after a pass; a failed trace's
 /// machine is discarded by the next `begin`).
 fn replay_exec(exec: &mut Exec, file: &Path) -> Result<Replayed, TraceError> {
+    crate::logfile::check_regular(file).map_err(|e| TraceError::Io(e.to_string()))?;
     let text = std::fs::read_to_string(file).map_err(|e| TraceError::Io(e.to_string()))?;
     let trace = Trace::parse(&text)?;
     let name = file.file_name().map_or_else(

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
+use coxswain_load::failover::{serve_worker, Failover, FailoverReport, WorkerConfig};
 use coxswain_load::{run, Length, Load, LoadReport, Progress, Target, Turns, Workload};
 use coxswain_tokio::{Options, SyncPolicy};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -83,6 +84,49 @@ pub(crate) struct LoadArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Measure a fail-over instead (a `postgres://…` database, `--workers` of at least 2): the
+    /// workers run as processes of their own, every session gets a follow-up, worker 0 is
+    /// killed with SIGKILL, and each of its sessions gets a follow-up that a surviving worker
+    /// must acknowledge once it took the session over; prints p50/p99/max of that time and the
+    /// acknowledged deliveries lost (exit status 1 unless 0 lost and every session served).
+    #[arg(long, conflicts_with_all = [
+        "senders", "seconds", "messages", "workload", "steer_every", "cancel_every",
+        "max_batch", "sync", "shared",
+    ])]
+    failover: bool,
+    /// With `--failover`: the workers' lease, in milliseconds.
+    #[arg(long, requires = "failover", default_value_t = DEFAULT_FAILOVER_LEASE_MS)]
+    lease_ms: u64,
+}
+
+/// The workers' lease of a fail-over run without `--lease-ms`.
+const DEFAULT_FAILOVER_LEASE_MS: u64 = 1_500;
+
+/// The longest `--lease-ms` (an hour).
+const MAX_LEASE_MS: u64 = 3_600_000;
+
+/// The arguments of the hidden `coxswain load-worker`: one worker process of
+/// `coxswain load --failover`, which starts it (`coxswain_load::failover`).
+#[derive(Args, Debug)]
+pub(crate) struct WorkerArgs {
+    /// The database.
+    #[arg(long)]
+    log: String,
+    /// The run's session prefix: the only sessions this worker claims.
+    #[arg(long)]
+    run: String,
+    /// This worker's owner id.
+    #[arg(long)]
+    owner: String,
+    /// The lease, in milliseconds.
+    #[arg(long)]
+    lease_ms: u64,
+    /// The most sessions claimed per tick.
+    #[arg(long)]
+    claim: usize,
+    /// How long each step of the scripted host takes, in milliseconds.
+    #[arg(long)]
+    step_ms: u64,
 }
 
 /// `SyncPolicy` on the command line.
@@ -103,6 +147,8 @@ enum WorkloadArg {
 /// Why the arguments cannot run.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Refused {
+    Failover,
+    LeaseMs,
     Postgres,
     Workers,
     Zero,
@@ -114,6 +160,14 @@ pub(crate) enum Refused {
 impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Refused::Failover => write!(
+                f,
+                "--failover needs a postgres:// database, --workers of at least 2 (one is \
+                 killed, the others take its sessions over) and --sessions from --workers to \
+                 {}",
+                coxswain_load::failover::MAX_SESSIONS
+            ),
+            Refused::LeaseMs => write!(f, "--lease-ms must be within 1..={MAX_LEASE_MS}"),
             Refused::Postgres => write!(
                 f,
                 "--shared and --sync are for log files; a postgres:// database's sessions are \
@@ -246,7 +300,169 @@ async fn tick(bar: ProgressBar, load: Load, progress: Arc<Progress>) {
     }
 }
 
+impl LoadArgs {
+    /// The fail-over to measure, whose workers are `worker` (a program and its first
+    /// arguments).
+    pub(crate) fn failover(
+        &self,
+        worker: (PathBuf, Vec<String>),
+    ) -> Result<coxswain_load::failover::Failover, Refused> {
+        let postgres = self.log.starts_with("postgres://") || self.log.starts_with("postgresql://");
+        if !postgres
+            || self.workers < 2
+            || self.agents < self.workers
+            || self.agents > coxswain_load::failover::MAX_SESSIONS
+        {
+            return Err(Refused::Failover);
+        }
+        if !(1..=MAX_LEASE_MS).contains(&self.lease_ms) {
+            return Err(Refused::LeaseMs);
+        }
+        Ok(coxswain_load::failover::Failover {
+            url: self.log.clone(),
+            workers: self.workers,
+            sessions: self.agents,
+            lease: Duration::from_millis(self.lease_ms),
+            step: Duration::from_millis(self.step_ms),
+            command: worker,
+        })
+    }
+}
+
+/// A runtime for a run, or the exit status of its failure.
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| {
+            eprintln!("coxswain load: cannot start a runtime: {error}");
+            ExitCode::FAILURE
+        })
+}
+
+/// `coxswain load --failover`.
+fn run_failover(args: &LoadArgs) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(error) => {
+            eprintln!("coxswain load: cannot find this program to start its workers: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let failover = match args.failover((exe, vec!["load-worker".to_owned()])) {
+        Ok(failover) => failover,
+        Err(refused) => {
+            eprintln!("coxswain load: {refused}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let result = runtime.block_on(coxswain_load::failover::failover(&failover, |step| {
+        if terminal {
+            eprintln!("  {step}");
+        }
+    }));
+    match result {
+        Ok(report) => {
+            if args.json {
+                println!("{}", failover_json(&failover, &report));
+            } else {
+                print_failover(&failover, &report);
+            }
+            if report.lost == 0 && report.doubled == 0 && report.unserved == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(error) => {
+            eprintln!("coxswain load: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub(crate) fn failover_json(failover: &Failover, report: &FailoverReport) -> serde_json::Value {
+    json!({
+        "sessions": failover.sessions,
+        "workers": failover.workers,
+        "lease_ms": failover.lease.as_millis() as u64,
+        "warm_s": report.warm.as_secs_f64(),
+        "killed_sessions": report.killed_sessions,
+        "served_again": report.served_again.len(),
+        "unserved": report.unserved,
+        "p50_ms": ms(report.p50),
+        "p99_ms": ms(report.p99),
+        "max_ms": ms(report.max),
+        "acknowledged": report.acknowledged,
+        "lost": report.lost,
+        "doubled": report.doubled,
+        "takeovers": report.takeovers,
+        "run": report.prefix,
+    })
+}
+
+fn print_failover(failover: &Failover, report: &FailoverReport) {
+    println!(
+        "fail-over: {} sessions on {} worker processes, lease {} ms; opened and warm in {:.2} s",
+        failover.sessions,
+        failover.workers,
+        failover.lease.as_millis(),
+        report.warm.as_secs_f64()
+    );
+    println!(
+        "  kill -9 of worker 0 serving {} sessions: {} served again by the survivors, {} not",
+        report.killed_sessions,
+        report.served_again.len(),
+        report.unserved
+    );
+    println!(
+        "  served again after p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms from the kill \
+         (lease + 2 s = {} ms)",
+        ms(report.p50),
+        ms(report.p99),
+        ms(report.max),
+        failover.lease.as_millis() + 2_000
+    );
+    println!(
+        "  {} deliveries acknowledged: {} lost, {} doubled; {} takeovers",
+        report.acknowledged, report.lost, report.doubled, report.takeovers
+    );
+}
+
+/// `coxswain load-worker`: one worker process of `coxswain load --failover`, on stdin and
+/// stdout.
+pub(crate) fn run_worker(args: &WorkerArgs) -> ExitCode {
+    let config = WorkerConfig {
+        url: args.log.clone(),
+        prefix: args.run.clone(),
+        owner: args.owner.clone(),
+        lease: Duration::from_millis(args.lease_ms),
+        claim: args.claim,
+        step: Duration::from_millis(args.step_ms),
+    };
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    let stdin = std::io::BufReader::new(std::io::stdin());
+    match runtime.block_on(serve_worker(&config, stdin, std::io::stdout())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("coxswain load-worker {}: {error}", args.owner);
+            ExitCode::FAILURE
+        }
+    }
+}
+
 pub(crate) fn run_load(args: &LoadArgs) -> ExitCode {
+    if args.failover {
+        return run_failover(args);
+    }
     let load = match args.load() {
         Ok(load) => load,
         Err(refused) => {
@@ -254,15 +470,9 @@ pub(crate) fn run_load(args: &LoadArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("coxswain load: cannot start a runtime: {error}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let bar = progress_bar(&load);
     let progress = Arc::new(Progress::default());
@@ -453,6 +663,17 @@ mod tests {
         assert_eq!(args.load().unwrap_err(), Refused::Workers);
         let args = parse(&["--log", "postgres://localhost/db", "--workers", "0"]);
         assert_eq!(args.load().unwrap_err(), Refused::Workers);
+        // --lease-ms is --failover's alone; --failover takes none of the senders' flags.
+        assert!(Cli::try_parse_from(["load", "--log", "x", "--lease-ms", "9"]).is_err());
+        for extra in [
+            "--seconds=1",
+            "--messages=1",
+            "--senders=1",
+            "--workload=turns",
+        ] {
+            let both = Cli::try_parse_from(["load", "--log", "x", "--failover", extra]);
+            assert!(both.is_err(), "{extra}");
+        }
         let load = parse(&["--log", "/tmp/x", "--workload", "turns", "--step-ms", "7"])
             .load()
             .unwrap();
@@ -463,6 +684,88 @@ mod tests {
                 steer_every: 4,
                 cancel_every: 50
             })
+        );
+    }
+
+    #[test]
+    fn a_failover_needs_postgres_two_workers_a_session_each_and_a_lease() {
+        let worker = || (PathBuf::from("coxswain"), vec!["load-worker".to_owned()]);
+        let failover = parse(&[
+            "--log",
+            "postgres://localhost/db",
+            "--failover",
+            "--workers",
+            "3",
+            "--sessions",
+            "30",
+        ])
+        .failover(worker())
+        .unwrap();
+        assert_eq!(
+            (
+                failover.workers,
+                failover.sessions,
+                failover.lease,
+                failover.step
+            ),
+            (
+                3,
+                30,
+                Duration::from_millis(1_500),
+                Duration::from_millis(5)
+            )
+        );
+        for args in [
+            &["--log", "/tmp/x", "--workers", "2", "--sessions", "2"][..],
+            &[
+                "--log",
+                "postgres://h/db",
+                "--workers",
+                "1",
+                "--sessions",
+                "2",
+            ][..],
+            &[
+                "--log",
+                "postgres://h/db",
+                "--workers",
+                "3",
+                "--sessions",
+                "2",
+            ][..],
+            &[
+                "--log",
+                "postgres://h/db",
+                "--workers",
+                "3",
+                "--sessions",
+                "1000001",
+            ][..],
+        ] {
+            let mut all = args.to_vec();
+            all.push("--failover");
+            assert_eq!(
+                parse(&all).failover(worker()).unwrap_err(),
+                Refused::Failover,
+                "{args:?}"
+            );
+        }
+        let args = parse(&[
+            "--log",
+            "postgres://h/db",
+            "--failover",
+            "--workers",
+            "2",
+            "--sessions",
+            "2",
+            "--lease-ms",
+            "0",
+        ]);
+        assert_eq!(args.failover(worker()).unwrap_err(), Refused::LeaseMs);
+        assert_eq!(
+            Refused::Failover.to_string(),
+            "--failover needs a postgres:// database, --workers of at least 2 (one is killed, the \
+             others take its sessions over) and --sessions from --workers to 1000000"
         );
     }
 

@@ -11,6 +11,7 @@ mod conform;
 mod exec;
 mod fuzz;
 mod load;
+mod logfile;
 mod pg;
 mod port;
 mod run;
@@ -54,7 +55,8 @@ enum Command {
     Run {
         /// The session script (JSON; see examples/ and the top of adapters/cli/src/run/mod.rs).
         script: PathBuf,
-        /// Where to write the JSON-lines log (default: a new temp dir); an existing log is resumed.
+        /// Where to write the JSON-lines log (default: a new temp dir, removed when the run
+        /// ends); an existing log is resumed (the run says so first).
         /// A `postgres://…` URL writes to PostgreSQL (with `--session`).
         #[arg(long)]
         log: Option<PathBuf>,
@@ -65,6 +67,9 @@ enum Command {
     /// Load-test the durable path on your disk: deliveries/s, p50/p99 acknowledgement latency,
     /// and the fsync floor measured in the same run.
     Load(load::LoadArgs),
+    /// One worker process of `coxswain load --failover` (started by it).
+    #[command(hide = true, name = "load-worker")]
+    LoadWorker(load::WorkerArgs),
     /// List the sessions of a PostgreSQL log: owner, epoch, lease, length.
     Sessions {
         /// The database: `postgres://…`.
@@ -134,6 +139,7 @@ fn main() -> ExitCode {
         }
         Command::Check(args) => check::run(&args),
         Command::Load(args) => load::run_load(&args),
+        Command::LoadWorker(args) => load::run_worker(&args),
         Command::View(args) => view::run(&args),
     }
 }

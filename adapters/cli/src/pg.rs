@@ -59,9 +59,11 @@ impl Target {
     pub(crate) async fn records(&self) -> Result<Vec<Record>, String> {
         match self {
             Target::File(path) => {
-                let bytes = tokio::fs::read(path)
+                let owned = path.clone();
+                let bytes = tokio::task::spawn_blocking(move || crate::logfile::read(&owned))
                     .await
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())?;
                 let parsed = coxswain_log::parse(&bytes)
                     .map_err(|e| format!("{}: not a record: {e}", path.display()))?;
                 Ok(parsed.records)
@@ -75,6 +77,16 @@ impl Target {
                 read_all(&mut log).await.map_err(|e| e.to_string())
             }
         }
+    }
+}
+
+/// Why a file log could not be opened: an error that names the path already is shown alone.
+pub(crate) fn cannot_open(path: &Path, error: &LogError) -> String {
+    match error {
+        LogError::NotRegular(_) | LogError::LineTooLong { .. } | LogError::Locked { .. } => {
+            error.to_string()
+        }
+        _ => format!("cannot open {}: {error}", path.display()),
     }
 }
 
@@ -305,7 +317,7 @@ async fn copy_async(from: &Path, to: &Path, session: Option<&str>) -> Result<Str
         Target::File(path) => {
             let mut log = FileLog::open(path)
                 .await
-                .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+                .map_err(|e| cannot_open(path, &e))?;
             fill(&mut log, &entries, &sink.describe()).await?;
         }
         Target::Postgres { url, session } => {

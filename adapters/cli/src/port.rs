@@ -117,6 +117,7 @@ fn begin(given: Option<&Value>) -> Result<(CoreSubject, Result<(), String>), Str
                 seed_length,
                 memory,
                 max_pending,
+                repair,
             } = Line::from_value(&json!({ "given": given }))?
             else {
                 return Err("`given` is not a given line".into());
@@ -126,6 +127,7 @@ fn begin(given: Option<&Value>) -> Result<(CoreSubject, Result<(), String>), Str
                 seed_length,
                 memory,
                 max_pending,
+                repair,
             }))
         }
     };

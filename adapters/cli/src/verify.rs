@@ -3,7 +3,10 @@
 //!
 //! Prints `ok (N events, T turns)`, or the first violation as `line L: <rule>: <detail>`.
 //! Exit status: 0 ok; 1 a violation or a corrupt line (or the file cannot be read); 2 the log is
-//! sound but needs crash repair first (a torn final line, or a turn left open; S50).
+//! sound but needs crash repair first (a torn final line, or a turn left open; S50). A path that
+//! is not a regular file (`PATH: not a regular file (a FIFO)`), or a line longer than any record
+//! a session writes (`PATH: line L is longer than 2097152 bytes (…)`), is refused on stderr
+//! before anything is audited ([`crate::logfile`]).
 //!
 //! A shared segment log (its lines name their `session`) is audited per session:
 //! `--session ID` audits one session (line numbers are the file's); without it every session
@@ -130,10 +133,10 @@ pub(crate) fn report(prefix: &str, verdict: &Verdict) -> u8 {
 }
 
 pub(crate) fn run(path: &Path, session: Option<&str>) -> ExitCode {
-    let bytes = match std::fs::read(path) {
+    let bytes = match crate::logfile::read(path) {
         Ok(bytes) => bytes,
         Err(error) => {
-            eprintln!("cannot read {}: {error}", path.display());
+            eprintln!("{error}");
             return ExitCode::FAILURE;
         }
     };

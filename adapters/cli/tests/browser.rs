@@ -1,7 +1,7 @@
 //! The pages in a real browser: headless Chromium (Debian's `chromium`), driven over the
 //! DevTools protocol (tests/support/cdp.rs). Each test keeps a screenshot under
-//! `$CARGO_TARGET_TMPDIR/browser/`. Without chromium a test prints one loud SKIPPED line and
-//! passes, unless `CI=true`, where it fails.
+//! `$CARGO_TARGET_TMPDIR/browser/`. Without chromium the tests are reported ignored (through
+//! `coxswain-test-harness`), unless `CI=true`, where they fail.
 //!
 //! * `coxswain view`: a page made from a real log (`coxswain run` on an example script): the
 //!   auditor's verdict, a message found by id and its life followed to the turn that claimed it
@@ -18,8 +18,31 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cdp::{browser_or_skip, Browser};
+use cdp::{browser, Browser};
+use coxswain_test_harness::Test;
 use serde_json::{json, Value};
+
+/// The tests of this binary, through the harness: ignored without Chromium (failed with
+/// `CI=true`).
+fn main() -> std::process::ExitCode {
+    coxswain_test_harness::run(
+        &cdp::needs(),
+        &[
+            Test::new(
+                "view_finds_a_message_and_opens_host_events",
+                view_finds_a_message_and_opens_host_events,
+            ),
+            Test::new(
+                "explorer_shows_compact_states_and_named_transitions",
+                explorer_shows_compact_states_and_named_transitions,
+            ),
+            Test::ignored(
+                "a_million_records_stay_usable",
+                a_million_records_stay_usable,
+            ),
+        ],
+    )
+}
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -89,11 +112,8 @@ fn page_of_example(dir: &Path, script: &str) -> PathBuf {
 /// `coxswain view` on the cancel-and-resume example: the verdict at the top, `s1` found by id
 /// (delivered during turn 1, which a cancel aborted; claimed by turn 3, S28, S39), the claim
 /// followed to its row, and step 1.1's folded host event opened.
-#[test]
 fn view_finds_a_message_and_opens_host_events() {
-    let Some(mut browser) = browser_or_skip("view_finds_a_message_and_opens_host_events") else {
-        return;
-    };
+    let mut browser = browser("view_finds_a_message_and_opens_host_events");
     let dir = tempfile::tempdir().unwrap();
     let page = page_of_example(dir.path(), "cancel-and-resume.json");
     browser
@@ -244,12 +264,8 @@ fn follow(browser: &mut Browser, name: &str) {
 /// The Explorer names each transition by its input and shows the compact state; following
 /// `followup m1` opens turn 1 at once (S24), claiming m1 (S28); entering the batch starts the
 /// step (S30).
-#[test]
 fn explorer_shows_compact_states_and_named_transitions() {
-    let Some(mut browser) = browser_or_skip("explorer_shows_compact_states_and_named_transitions")
-    else {
-        return;
-    };
+    let mut browser = browser("explorer_shows_compact_states_and_named_transitions");
     let port = free_port();
     let child = coxswain()
         .args(["check", "--explore", &format!("127.0.0.1:{port}")])
@@ -443,8 +459,7 @@ fn long_session(records: u64) -> Vec<u8> {
 /// render in Chromium, and a search and a jump to the log's end. Not run by default (or in CI):
 /// `cargo test -p coxswain --test browser -- --ignored --nocapture` (with
 /// `COXSWAIN_VIEW_BIN=$CARGO_TARGET_DIR/release/coxswain` to time a release build of the view).
-#[test]
-#[ignore = "measurement: writes a 1M-record log (about 200 MB with its page)"]
+// Ignored (a measurement: writes a 1M-record log, about 200 MB with its page).
 fn a_million_records_stay_usable() {
     let records: u64 = std::env::var("COXSWAIN_VIEW_RECORDS")
         .ok()
@@ -485,9 +500,7 @@ fn a_million_records_stay_usable() {
         String::from_utf8_lossy(&view.stdout).trim()
     );
     let page_bytes = std::fs::metadata(&page).unwrap().len();
-    let Some(mut browser) = browser_or_skip("a_million_records_stay_usable") else {
-        return;
-    };
+    let mut browser = browser("a_million_records_stay_usable");
     let started = Instant::now();
     browser
         .navigate(&format!("file://{}", page.display()))

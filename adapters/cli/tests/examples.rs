@@ -191,13 +191,17 @@ fn a_resumed_run_prints_every_record_the_log_got() {
     let lines = run(&quickstart, &log);
     let seqs = record_seqs(&lines);
     assert_eq!(seqs, (11..=log_lines(&log)).collect::<Vec<_>>());
+    // The run says first that it resumes a log (issue 49: a fixed path is resumed, not replaced).
     let expected = [
+        "log: LOG",
+        "resuming LOG: 10 records already there (S46)",
+        "",
         "      resumed from the log: 10 records, last turn 1; turn 1 closed `interrupted` \
          (2 closers); parked: 1 next-turn, 2 next-step",
         "#11     step 1.1 ends",
         "#12   turn 1 ends: interrupted (crash repair)",
     ];
-    assert_eq!(lines[3..6], expected);
+    assert_eq!(lines[1..7], expected);
     let skipped: Vec<&String> = lines
         .iter()
         .filter(|l| l.starts_with("      > skipped"))

@@ -275,7 +275,7 @@ fn the_cores_port_answers_each_request_with_one_line() {
             r#"{"ready":{}}"#.into(),
             r#"{"outputs":[{"event":{"data":{"inserted":[{"content":"hi","id":"q","source":{"kind":"user"}}],"start":0,"target":"next-turn"},"type":"agent/inbox/spliced"}},{"notify":{"message":{"content":"hi","id":"q","source":{"kind":"user"}},"type":"agent/inbox/inserted"}}]}"#.into(),
             r#"{"rejected":"already-pending"}"#.into(),
-            r#"{"error":"unknown input {\"bogus\":1}: unknown variant `bogus`, expected one of `send`, `followup`, `steer`, `inject`, `remove`, `replace`, `prepend`, `clear`, `cancel`, `maintenance`, `dispose`, `preStep`, `step`, `turnStopping`"}"#.into(),
+            r#"{"error":"unknown input {\"bogus\":1}: unknown variant `bogus`, expected one of `send`, `followup`, `steer`, `inject`, `remove`, `replace`, `prepend`, `clear`, `cancel`, `maintenance`, `dispose`, `resume`, `preStep`, `step`, `turnStopping`"}"#.into(),
             r#"{"ended":{}}"#.into(),
             before.into(),
             r#"{"rejected":"invalid-log"}"#.into(),

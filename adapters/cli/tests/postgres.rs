@@ -5,6 +5,25 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use coxswain_postgres_tests::TempCluster;
+use coxswain_test_harness::Test;
+
+/// The tests of this binary, through the harness: ignored without PostgreSQL's server binaries
+/// (failed with `CI=true`).
+fn main() -> std::process::ExitCode {
+    coxswain_test_harness::run(
+        &coxswain_postgres_tests::needs(),
+        &[
+            Test::new(
+                "the_cli_runs_verifies_lists_and_copies_postgres_logs",
+                the_cli_runs_verifies_lists_and_copies_postgres_logs,
+            ),
+            Test::new(
+                "load_runs_turns_on_postgres_workers",
+                load_runs_turns_on_postgres_workers,
+            ),
+        ],
+    )
+}
 
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
@@ -29,7 +48,6 @@ fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-#[test]
 fn the_cli_runs_verifies_lists_and_copies_postgres_logs() {
     let Some(cluster) = cluster() else { return };
     let url = cluster.url();
@@ -170,7 +188,6 @@ fn the_cli_runs_verifies_lists_and_copies_postgres_logs() {
 /// `coxswain load` on PostgreSQL: sessions over workers, turns run, every figure reported, the
 /// statements the workers sent counted, the raw-`INSERT` floor beside it; and the text report's
 /// PostgreSQL lines.
-#[test]
 fn load_runs_turns_on_postgres_workers() {
     let Some(cluster) = cluster() else { return };
     let url = cluster.url();

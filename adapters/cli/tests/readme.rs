@@ -8,11 +8,18 @@
 //! [`NO_RUN`] pins the exact list of those commands, so adding one is a visible decision.
 //!
 //! Each command (a line, or lines joined by a trailing `\`) runs through `sh -c` from the
-//! repository root, `cargo` being the one running this test, with two kinds of change only:
+//! repository root with a `PATH` of the directory of the `cargo` running this test and the
+//! system's `/usr/local/bin:/usr/bin:/bin` only, on which no `coxswain` may be found: the docs
+//! run the CLI as `cargo run -p coxswain -- …`, and a bare `coxswain …` (which a reader has only
+//! after `cargo install`) fails here, in a runnable block, and in any block at all through
+//! [`no_command_of_the_docs_starts_with_a_bare_coxswain`]. Two kinds of change only:
 //! `/tmp/` becomes a fresh temporary directory (so the test neither reads nor clobbers a reader's
 //! files, and parallel runs do not share a log), and the commands in [`SMALLER`], which run for
 //! minutes as written, get smaller counts. The commands run in order, file by file (README.md,
 //! then `docs/*.md` by name), so `verify` and `view` read the log the `run` before them wrote.
+//! The ignored test [`exhaustive_the_docs_long_commands_run_as_written`] runs each command of
+//! [`SMALLER`] as written instead, with the full checks (`cargo test --workspace --tests --
+//! --ignored exhaustive`, which `.ci/run` runs, runs it).
 //!
 //! Output: a command whose comment says `# prints: TEXT` must end its output with the line
 //! `TEXT` (after the same `/tmp/` change), and [`check_output`] holds the checks of what the
@@ -21,19 +28,54 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Commands that run for minutes as written, and what runs instead: the same command with a
-/// smaller count. Each must be a runnable command of the docs (else the docs changed and this
-/// must too).
+/// Commands that run for minutes as written, or build in release (a cold release build of the
+/// CLI is minutes on 2 cores), and what runs instead: the same command on the dev profile (the
+/// core, the checker and the spec are optimised there too), with a smaller count where it runs
+/// long. Each must be a runnable command of the docs (else the docs changed and this must too).
+/// The ignored [`exhaustive_the_docs_long_commands_run_as_written`] runs them as written.
 const SMALLER: &[(&str, &str)] = &[
+    // The CI bound (607,722 states) takes minutes: the same checker on 3 ids and 4 operations
+    // (75,873 states, every property holds and every situation is reached, exhaustive; the
+    // stated count is the ignored test's). At 2 operations some situations are never reached.
+    (
+        "cargo run --release -p coxswain -- check",
+        "cargo run -p coxswain -- check --messages 3 --operations 4",
+    ),
+    // 5 s of load and 5 s of its floor: the same on the dev profile (the output's shape is what
+    // the test checks; the figures are the release build's, docs/performance.md).
+    (
+        "cargo run --release -p coxswain -- load --log /tmp/load --agents 1 --senders 64",
+        "cargo run -p coxswain -- load --log /tmp/load --agents 1 --senders 64",
+    ),
+    // The CI bound with a delivery memory (799,444 states): 3 ids and 4 operations (243,838
+    // states; with 2 ids no id is forgotten, with 3 operations none comes back).
+    (
+        "cargo run --release -p coxswain -- check --memory 2",
+        "cargo run -p coxswain -- check --memory 2 --messages 3 --operations 4",
+    ),
     // ~3 min at the deep bound (longer on a loaded machine): the deep bound with shorter paths.
     (
         "cargo run --release -p coxswain -- check --deep",
-        "cargo run --release -p coxswain -- check --deep --messages 3 --operations 3",
+        "cargo run -p coxswain -- check --deep --messages 3 --operations 3",
     ),
     // All 31 mutants take minutes (`.ci/run` runs them all right after the tests): one, by name.
     (
         "cargo run -p coxswain-mutants",
         "cargo run -p coxswain-mutants -- ClaimForgetsStep",
+    ),
+    // The CI's 5,000 and 1,000 seeds (`.ci/run` runs them too): 300 and 200, as the sim's own
+    // tests; one seed on the dev profile.
+    (
+        "cargo run --release -p coxswain-driver-sim -- --seeds 0-4999",
+        "cargo run -p coxswain-driver-sim -- --seeds 0-299",
+    ),
+    (
+        "cargo run --release -p coxswain-driver-sim -- --seeds 1234 --verbose",
+        "cargo run -p coxswain-driver-sim -- --seeds 1234 --verbose",
+    ),
+    (
+        "cargo run --release -p coxswain-driver-sim -- --threads --seeds 0-999",
+        "cargo run -p coxswain-driver-sim -- --threads --seeds 0-199",
     ),
     // 300 sessions under a 90 s nemesis (97 s and more): 20 sessions under a 5 s one.
     (
@@ -50,10 +92,15 @@ const SMALLER: &[(&str, &str)] = &[
 /// The commands of the ```` ```sh no-run ```` blocks, by file (each block's text says why).
 const NO_RUN: &[(&str, &str)] = &[
     ("README.md", "cargo test --workspace"),
+    ("README.md", "cargo install --path adapters/cli --locked"),
     ("README.md", "cargo bench -p coxswain-benches --bench postgres"),
     (
         "README.md",
-        "coxswain load --log postgres://user@host/db --workers 4 --sessions 10000 --senders 1 --seconds 20",
+        "cargo run --release -p coxswain -- load --log postgres://user@host/db --workers 4 --sessions 10000 --senders 1 --seconds 20",
+    ),
+    (
+        "README.md",
+        "cargo run --release -p coxswain -- load --log postgres://user@host/db --failover --workers 4 --sessions 10000",
     ),
     (
         "docs/MUTANTS.md",
@@ -69,7 +116,15 @@ const NO_RUN: &[(&str, &str)] = &[
     ),
     (
         "docs/node.md",
-        "coxswain conform --exec \"node adapters/node/port.js\" tests/conformance/*.jsonl",
+        "cargo run -p coxswain -- conform --exec \"node adapters/node/port.js\" tests/conformance/*.jsonl",
+    ),
+    (
+        "docs/node.md",
+        "node adapters/node/node_modules/typescript/bin/tsc -p adapters/node/examples",
+    ),
+    (
+        "docs/node.md",
+        "LOG=/tmp/session-ts.jsonl node adapters/node/examples/out/hello.mjs",
     ),
     (
         "docs/performance.md",
@@ -97,22 +152,27 @@ const NO_RUN: &[(&str, &str)] = &[
     ),
     (
         "docs/performance.md",
-        "coxswain load --log postgres://user@host/db --workers 4 --sessions 10000 --senders 1 --seconds 20",
+        "cargo run --release -p coxswain -- load --log postgres://user@host/db --workers 4 --sessions 10000 --senders 1 --seconds 20",
+    ),
+    (
+        "docs/performance.md",
+        "cargo run --release -p coxswain -- load --log postgres://user@host/db --failover --workers 4 --sessions 10000",
     ),
     (
         "docs/postgres.md",
-        "coxswain run examples/quickstart.json --log postgres://user@host/db --session s1",
+        "cargo run -p coxswain -- run examples/quickstart.json --log postgres://user@host/db --session s1",
     ),
     (
         "docs/postgres.md",
-        "coxswain verify postgres://user@host/db [--session s1]",
+        "cargo run -p coxswain -- verify postgres://user@host/db [--session s1]",
     ),
-    ("docs/postgres.md", "coxswain sessions postgres://user@host/db"),
+    ("docs/postgres.md", "cargo run -p coxswain -- sessions postgres://user@host/db"),
     (
         "docs/postgres.md",
-        "coxswain log copy session.jsonl postgres://user@host/db --session s1",
+        "cargo run -p coxswain -- log copy session.jsonl postgres://user@host/db --session s1",
     ),
-    ("docs/python.md", "pip install ./adapters/python"),
+    ("docs/python.md", "python3 -m venv .venv"),
+    ("docs/python.md", ".venv/bin/pip install ./adapters/python"),
     ("docs/reliability.md", "cargo install --locked cargo-mutants"),
     (
         "docs/reliability.md",
@@ -130,6 +190,11 @@ const NO_RUN: &[(&str, &str)] = &[
     (
         "docs/reliability.md",
         "cargo +nightly fuzz run -s none trace   $F/corpus/trace $F/../tests/conformance -- -runs=10000000 -dict=$F/json.dict -max_len=16384 -print_final_stats=1",
+    ),
+    ("docs/testing.md", "cargo test --workspace"),
+    (
+        "docs/testing.md",
+        "cargo test --workspace --tests -- --ignored exhaustive",
     ),
     (
         "docs/testing.md",
@@ -157,6 +222,7 @@ const NO_RUN: &[(&str, &str)] = &[
 /// cannot go quietly dead when the docs drop its command.
 const CHECKS: &[&str] = &[
     "run cancel-and-resume",
+    "run resumes an existing log",
     "run retry-after-crash",
     "verify",
     "conform",
@@ -302,7 +368,7 @@ fn corpus_size() -> usize {
 }
 
 /// What a command's output must show, beyond exit status 0 and its `# prints:` line; the kind
-/// of check it got (one of [`CHECKS`]), if any. (stderr counts only for a harness's `SKIPPED`.)
+/// of check it got (one of [`CHECKS`]), if any. (stderr counts only for the test harness's `ignored:` line.)
 fn check_output(command: &str, stdout: &str, stderr: &str, tmp: &str) -> Option<&'static str> {
     let lines: Vec<&str> = stdout.lines().collect();
     let package = command
@@ -363,14 +429,41 @@ fn check_output(command: &str, stdout: &str, stderr: &str, tmp: &str) -> Option<
     }
 }
 
-/// The states the docs state for a bound: the README's plain CI bound and the delivery memory's
-/// in docs/verification.md (both also pinned in tests/src/model_check.rs).
+/// The log file a `coxswain run --log FILE` writes (not a PostgreSQL URL), if the script is one.
+fn run_log(script: &str) -> Option<&str> {
+    if subcommand(command(script)) != "run" {
+        return None;
+    }
+    let (_, rest) = command(script).split_once(" --log ")?;
+    let log = rest.split_whitespace().next()?;
+    (!log.contains("://")).then_some(log)
+}
+
+/// `run --log FILE` on a file that exists resumes that session and says so first (S46); on a new
+/// file it says nothing of the kind. The check it got when it resumed.
+fn check_resumed(script: &str, stdout: &str, log: &str, existed: bool) -> Option<&'static str> {
+    let line = format!("resuming {log}: ");
+    let said = stdout
+        .lines()
+        .find(|said| said.starts_with(&line) && said.ends_with(" records already there (S46)"));
+    assert_eq!(
+        said.is_some(),
+        existed,
+        "`{script}`: {log} existed: {existed}, but the output says:\n{stdout}"
+    );
+    existed.then_some("run resumes an existing log")
+}
+
+/// The states the docs state for a bound: the README's plain CI bound and, in
+/// docs/verification.md, the delivery memory's and the deep bound's (the first two also pinned
+/// in tests/src/model_check.rs). Only the commands as written state them: the ignored test's.
 const STATED_STATES: &[(&str, usize)] = &[
     ("cargo run --release -p coxswain -- check", 607_722),
     (
         "cargo run --release -p coxswain -- check --memory 2",
         799_444,
     ),
+    ("cargo run --release -p coxswain -- check --deep", 1_473_484),
 ];
 
 /// `coxswain check`: every property passed, the search was exhaustive, and where the docs state
@@ -417,7 +510,8 @@ fn check_simulation(command: &str, stdout: &str) -> &'static str {
 }
 
 /// The Jepsen-style test's report: the sessions asked for, no violation. Without the PostgreSQL
-/// server binaries the harness prints one `SKIPPED` line instead, which only counts outside CI
+/// server binaries the harness (`tests/harness`) reports the test ignored, with one `ignored:` line
+/// naming what is missing, which only counts outside CI
 /// (with `CI=true` the harness fails, as `.ci/run` installs them).
 fn check_jepsen(command: &str, stdout: &str) -> &'static str {
     // The two process tests' reports: their size variable, its default, and how each begins.
@@ -447,7 +541,8 @@ fn check_jepsen(command: &str, stdout: &str) -> &'static str {
             assert!(report.ends_with("; 0 violations"), "{command}: {report}");
         }
         None => assert!(
-            stdout.contains("SKIPPED") && std::env::var("CI").as_deref() != Ok("true"),
+            stdout.contains("ignored: these tests need PostgreSQL's server binaries")
+                && std::env::var("CI").as_deref() != Ok("true"),
             "{command}: no report:\n{stdout}"
         ),
     }
@@ -485,35 +580,73 @@ fn check_load(command: &str, lines: &[&str], tmp: &str) {
     assert_eq!(log.iter().filter(|&&b| b == b'\n').count(), deliveries);
 }
 
-/// `PATH` with the directory of the `cargo` running this test first.
-fn path_with_this_cargo() -> std::ffi::OsString {
+/// The system's own directories of programs, after the directory of the `cargo` running this
+/// test: what a reader who has not run `cargo install` has.
+const SYSTEM_PATH: &[&str] = &["/usr/local/bin", "/usr/bin", "/bin"];
+
+/// The `PATH` the commands run with: the directory of the `cargo` running this test, then
+/// [`SYSTEM_PATH`] (nothing else of the caller's `PATH`, so a `coxswain` installed there
+/// cannot make a bare `coxswain` command pass).
+fn docs_path() -> std::ffi::OsString {
     let cargo = PathBuf::from(env!("CARGO"));
-    let mut path = cargo
+    let dirs = cargo
         .parent()
         .map(PathBuf::from)
         .into_iter()
-        .collect::<Vec<_>>();
-    path.extend(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    ));
-    std::env::join_paths(path).unwrap()
+        .chain(SYSTEM_PATH.iter().map(PathBuf::from));
+    std::env::join_paths(dirs).unwrap()
 }
 
-/// Runs one command as written (or its [`SMALLER`] stand-in) from the repository root; its
-/// stdout, its stderr, and what ran.
-fn run(shown: &Shown, tmp: &str, path: &std::ffi::OsStr) -> (String, String, String) {
-    let script = match SMALLER
+/// The first file called `name` in a directory of `path`, as a shell's lookup would find it.
+fn found_on(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Whether a command runs a bare `coxswain` (the installed binary, not `cargo run -p coxswain
+/// -- …`) anywhere a command word stands: at its start, after `VAR=value` assignments, or after
+/// `&&`, `||`, `;` or `|`.
+fn runs_bare_coxswain(command: &str) -> bool {
+    command.split([';', '&', '|']).any(|part| {
+        part.split_whitespace()
+            // The first word that is not a `VAR=value` assignment.
+            .find(|word| !word.contains('=') || word.starts_with('='))
+            == Some("coxswain")
+    })
+}
+
+/// Every ```` ```sh ```` command of README.md and `docs/*.md`, in order.
+fn shown_commands() -> Vec<Shown> {
+    markdown_files()
         .iter()
-        .find(|(original, _)| *original == command(&shown.line))
-    {
-        Some((_, smaller)) => smaller.to_string(),
+        .flat_map(|file| {
+            let text = std::fs::read_to_string(root().join(file))
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            commands(file, &text)
+        })
+        .collect()
+}
+
+/// The script that runs for a command: its [`SMALLER`] stand-in if `smaller` and it has one,
+/// else the command as written; `/tmp/` becomes `tmp`.
+fn script(shown: &Shown, smaller: bool, tmp: &str) -> String {
+    let stand_in = SMALLER
+        .iter()
+        .find(|(original, _)| smaller && *original == command(&shown.line));
+    let script = match stand_in {
+        Some((_, stand_in)) => stand_in.to_string(),
         None => shown.line.clone(),
     };
-    let script = script.replace("/tmp/", &format!("{tmp}/"));
+    script.replace("/tmp/", &format!("{tmp}/"))
+}
+
+/// Runs a script from the repository root on `path`; its stdout and stderr.
+fn run(file: &str, script: &str, path: &std::ffi::OsStr) -> (String, String) {
     let start = std::time::Instant::now();
     let output = Command::new("sh")
         .arg("-c")
-        .arg(&script)
+        .arg(script)
         .current_dir(root())
         .env("PATH", path)
         .output()
@@ -521,25 +654,140 @@ fn run(shown: &Shown, tmp: &str, path: &std::ffi::OsStr) -> (String, String, Str
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
-        "{}: `{script}` failed ({}):\n{stdout}\n{}",
-        shown.file,
+        "{file}: `{script}` failed ({}):\n{stdout}\n{}",
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
     eprintln!("{:7.1} s  {script}", start.elapsed().as_secs_f64());
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    (stdout, stderr, script)
+    (stdout, stderr)
+}
+
+/// Runs the runnable commands `which` picks (with their [`SMALLER`] stand-ins if `smaller`), in
+/// order, each checked: exit status 0, its `# prints:` line, [`check_output`]. The checks they
+/// got, and what ran, by file.
+fn run_commands(
+    which: impl Fn(&str) -> bool,
+    smaller: bool,
+) -> (Vec<&'static str>, Vec<(String, String)>) {
+    let path = docs_path();
+    if let Some(found) = found_on("coxswain", &path) {
+        panic!(
+            "{} is on the commands' PATH ({}): a bare `coxswain` command of the docs would pass",
+            found.display(),
+            path.to_string_lossy()
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().to_str().unwrap().to_owned();
+    let mut checked = Vec::new();
+    let mut ran: Vec<(String, String)> = Vec::new();
+    let shown = shown_commands();
+    for shown in shown
+        .iter()
+        .filter(|shown| !shown.no_run && which(command(&shown.line)))
+    {
+        let script = script(shown, smaller, &tmp);
+        let log = run_log(&script).map(str::to_owned);
+        let existed = log.as_deref().is_some_and(|log| Path::new(log).exists());
+        let (stdout, stderr) = run(&shown.file, &script, &path);
+        if let Some(log) = log {
+            checked.extend(check_resumed(&script, &stdout, &log, existed));
+        }
+        if let Some(text) = printed(&shown.line) {
+            let text = text.replace("/tmp/", &format!("{tmp}/"));
+            assert_eq!(
+                stdout.lines().last(),
+                Some(text.as_str()),
+                "{}: `{script}` must end by printing `{text}`:\n{stdout}",
+                shown.file
+            );
+        }
+        checked.extend(check_output(command(&script), &stdout, &stderr, &tmp));
+        ran.push((shown.file.clone(), script.replace(&tmp, "/tmp")));
+    }
+    (checked, ran)
+}
+
+/// Prints what ran, by file.
+fn report(ran: &[(String, String)], total: std::time::Instant) {
+    let mut file = "";
+    println!(
+        "ran {} commands in {:.0} s:",
+        ran.len(),
+        total.elapsed().as_secs_f64()
+    );
+    for (in_file, script) in ran {
+        if in_file != file {
+            println!("{in_file}:");
+            file = in_file;
+        }
+        println!("  {script}");
+    }
 }
 
 #[test]
 fn every_shell_command_of_the_readme_and_the_docs_runs_as_written() {
-    let shown: Vec<Shown> = markdown_files()
+    let total = std::time::Instant::now();
+    let (checked, ran) = run_commands(|_| true, true);
+    for check in CHECKS {
+        assert!(
+            checked.contains(check),
+            "no command of the docs got the `{check}` check: a command it checked is gone"
+        );
+    }
+    report(&ran, total);
+}
+
+/// The commands that [`SMALLER`] stands in for, as written: the bounds' stated state counts,
+/// all 31 mutants, the Jepsen-style test and the fail-over at their sizes. Each is
+/// self-contained; one the docs show twice runs once.
+#[test]
+#[ignore = "exhaustive: the docs' long commands as written; .ci/run runs it with --ignored"]
+fn exhaustive_the_docs_long_commands_run_as_written() {
+    let total = std::time::Instant::now();
+    let seen = std::cell::RefCell::new(Vec::<String>::new());
+    let (checked, ran) = run_commands(
+        |command| {
+            let long = SMALLER.iter().any(|(original, _)| *original == command);
+            let first = !seen.borrow().iter().any(|done| done == command);
+            if long && first {
+                seen.borrow_mut().push(command.to_owned());
+            }
+            long && first
+        },
+        false,
+    );
+    assert_eq!(
+        ran.len(),
+        SMALLER.len(),
+        "every command of SMALLER runs as written once"
+    );
+    for check in ["check", "coxswain-mutants", "jepsen", "failover"] {
+        assert!(checked.contains(&check), "no `{check}` check ran");
+    }
+    let stated = ran
         .iter()
-        .flat_map(|file| {
-            let text = std::fs::read_to_string(root().join(file)).unwrap();
-            commands(file, &text)
+        .filter(|(_, script)| {
+            STATED_STATES
+                .iter()
+                .any(|(stated, _)| *stated == command(script))
         })
-        .collect();
+        .count();
+    assert_eq!(
+        stated,
+        STATED_STATES.len(),
+        "every stated state count was checked"
+    );
+    report(&ran, total);
+}
+
+/// The parts of the commands test that need no command to run: every [`SMALLER`] command is
+/// one of the docs, the no-run list is [`NO_RUN`], and no command of any block runs a bare
+/// `coxswain`.
+#[test]
+fn the_no_run_list_and_the_stand_ins_are_the_docs() {
+    let shown = shown_commands();
     let runnable: Vec<&str> = shown
         .iter()
         .filter(|shown| !shown.no_run)
@@ -560,45 +808,103 @@ fn every_shell_command_of_the_readme_and_the_docs_runs_as_written() {
         no_run, NO_RUN,
         "the no-run commands changed: a command the test cannot run is a decision (update NO_RUN)"
     );
-    let dir = tempfile::tempdir().unwrap();
-    let tmp = dir.path().to_str().unwrap().to_owned();
-    let path = path_with_this_cargo();
-    let mut checked = Vec::new();
-    let mut ran: Vec<(String, String)> = Vec::new();
-    let total = std::time::Instant::now();
-    for shown in shown.iter().filter(|shown| !shown.no_run) {
-        let (stdout, stderr, script) = run(shown, &tmp, &path);
-        if let Some(text) = printed(&shown.line) {
-            let text = text.replace("/tmp/", &format!("{tmp}/"));
-            assert_eq!(
-                stdout.lines().last(),
-                Some(text.as_str()),
-                "{}: `{script}` must end by printing `{text}`:\n{stdout}",
-                shown.file
-            );
-        }
-        checked.extend(check_output(command(&script), &stdout, &stderr, &tmp));
-        ran.push((shown.file.clone(), script.replace(&tmp, "/tmp")));
-    }
-    for check in CHECKS {
-        assert!(
-            checked.contains(check),
-            "no command of the docs got the `{check}` check: a command it checked is gone"
-        );
-    }
-    let mut file = "";
-    println!(
-        "ran {} commands in {:.0} s:",
-        ran.len(),
-        total.elapsed().as_secs_f64()
+}
+
+#[test]
+fn no_command_of_the_docs_starts_with_a_bare_coxswain() {
+    let bare: Vec<String> = shown_commands()
+        .iter()
+        .filter(|shown| runs_bare_coxswain(command(&shown.line)))
+        .map(|shown| format!("{}: {}", shown.file, shown.line))
+        .collect();
+    assert!(
+        bare.is_empty(),
+        "a bare `coxswain` is not on a reader's PATH (`cargo run -p coxswain -- …`, or `--release` where speed matters):\n{}",
+        bare.join("\n")
     );
-    for (in_file, script) in &ran {
-        if in_file != file {
-            println!("{in_file}:");
-            file = in_file;
-        }
-        println!("  {script}");
+}
+
+#[test]
+fn a_bare_coxswain_is_found_wherever_a_command_starts() {
+    for bare in [
+        "coxswain verify /tmp/session.jsonl",
+        "  coxswain run x.json",
+        "RUST_LOG=debug coxswain check",
+        "cargo build -p coxswain && coxswain conform x.jsonl",
+        "cargo build; coxswain port",
+        "false || coxswain sessions URL",
+        "echo x | coxswain port",
+    ] {
+        assert!(runs_bare_coxswain(bare), "{bare}");
     }
+    for fine in [
+        "cargo run -p coxswain -- verify /tmp/session.jsonl",
+        "cargo run --release -p coxswain -- load --log postgres://user@host/db",
+        "COXSWAIN_FAILOVER_SESSIONS=400 cargo test -p coxswain-postgres-tests --test failover",
+        "cargo install --path adapters/cli --locked",
+        "target/release/coxswain check",
+        "cargo run -q -p coxswain -- conform --exec \"cargo run -q -p coxswain -- port\" x.jsonl",
+    ] {
+        assert!(!runs_bare_coxswain(fine), "{fine}");
+    }
+}
+
+#[test]
+fn the_log_of_a_run_is_its_file_not_a_url() {
+    assert_eq!(
+        run_log("cargo run -p coxswain -- run examples/x.json --log /t/s.jsonl  # a comment"),
+        Some("/t/s.jsonl")
+    );
+    assert_eq!(
+        run_log("cargo run -p coxswain -- run x.json --log postgres://u@h/db --session s1"),
+        None
+    );
+    assert_eq!(
+        run_log("cargo run -p coxswain -- view /t/s.jsonl -o /t/s.html"),
+        None
+    );
+    assert_eq!(
+        run_log("cargo run -p coxswain -- run examples/x.json"),
+        None
+    );
+}
+
+#[test]
+fn a_run_says_it_resumes_a_log_exactly_when_the_log_existed() {
+    let said = "log: /t/s.jsonl\nresuming /t/s.jsonl: 46 records already there (S46)\n";
+    assert_eq!(
+        check_resumed("run", said, "/t/s.jsonl", true),
+        Some("run resumes an existing log")
+    );
+    assert_eq!(
+        check_resumed("run", "log: /t/s.jsonl\n", "/t/s.jsonl", false),
+        None
+    );
+    for (stdout, existed) in [(said, false), ("log: /t/s.jsonl\n", true)] {
+        let caught =
+            std::panic::catch_unwind(|| check_resumed("run", stdout, "/t/s.jsonl", existed));
+        assert!(caught.is_err(), "{existed}: {stdout}");
+    }
+}
+
+#[test]
+fn the_commands_path_holds_no_coxswain_and_a_coxswain_on_a_path_is_found() {
+    let path = docs_path();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    assert_eq!(dirs.len(), 1 + SYSTEM_PATH.len(), "{dirs:?}");
+    assert_eq!(
+        dirs[1..],
+        SYSTEM_PATH.iter().map(PathBuf::from).collect::<Vec<_>>()
+    );
+    assert_eq!(found_on("coxswain", &path), None);
+    assert!(found_on("sh", &path).is_some(), "no sh on {path:?}");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("coxswain"), "#!/bin/sh\n").unwrap();
+    let with = std::env::join_paths(dirs.iter().chain([&dir.path().to_path_buf()])).unwrap();
+    assert_eq!(
+        found_on("coxswain", &with),
+        Some(dir.path().join("coxswain"))
+    );
 }
 
 #[test]

@@ -22,6 +22,11 @@
 //!   by the senders, however long the run; a delivery a full list refuses (S55) is sent again
 //!   a moment later.
 //!
+//! [`failover`] measures a fail-over across processes instead: worker processes serve fresh
+//! sessions, one is killed with SIGKILL, and the time until each of its sessions is served
+//! again by a survivor is reported, with the acknowledged deliveries lost (`coxswain load
+//! --failover`).
+//!
 //! A run lasts a [`Length`]: a number of calls per sender, or a duration. The floor is the same
 //! rows with no agent at all. On files: the same bytes written and synced to one file, one
 //! `write` and one `fdatasync` per group of `min(agents × senders, max_batch)` records (the
@@ -35,6 +40,7 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod failover;
 mod files;
 mod postgres;
 mod workload;
@@ -299,6 +305,9 @@ pub enum LoadError {
     /// The database refused or failed.
     #[error("PostgreSQL: {0}")]
     Postgres(#[from] PgError),
+    /// The floor's table could not be made, written or cleaned up.
+    #[error("measuring the floor (table coxswain_load.raw): {0}")]
+    Floor(PgError),
     /// A worker could not take or serve a session.
     #[error("a worker: {0}")]
     Worker(#[from] WorkerError),
@@ -308,6 +317,39 @@ pub enum LoadError {
     /// A sender's previous message was no longer pending, so it could not be replaced.
     #[error("message `{0}` was no longer pending: nothing else may take it from the list")]
     NotPending(String),
+    /// A worker process of a fail-over run could not be started.
+    #[error("cannot start the worker process {program}: {error}")]
+    Spawn {
+        /// The program.
+        program: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A worker process of a fail-over run failed (its last lines of stderr, if any, after).
+    #[error("worker process {slot}: {what}{}", if stderr.is_empty() { String::new() } else { format!("; its stderr: {stderr}") })]
+    WorkerProcess {
+        /// Its slot (worker `i` serves sessions `i`, `i + W`, …).
+        slot: usize,
+        /// What went wrong.
+        what: String,
+        /// The last lines it wrote to stderr, joined with ` | `.
+        stderr: String,
+    },
+    /// A fail-over run's workers did not get somewhere in time.
+    #[error("the fail-over run timed out: {what}")]
+    FailoverTimeout {
+        /// What was still missing.
+        what: String,
+    },
+    /// A fail-over needs two workers or more (one is killed), a session for each (at most
+    /// [`failover::MAX_SESSIONS`]), and a lease.
+    #[error("a fail-over needs at least 2 workers (one is killed), from one session per worker to {} sessions, and a lease above 0: {workers} workers, {sessions} sessions", failover::MAX_SESSIONS)]
+    FailoverShape {
+        /// The workers asked for.
+        workers: usize,
+        /// The sessions asked for.
+        sessions: usize,
+    },
     /// A sender task was lost.
     #[error("a sender task was lost: {0}")]
     Task(String),
@@ -384,6 +426,7 @@ pub async fn run(load: &Load, progress: Arc<Progress>) -> Result<LoadReport, Loa
             let latencies = workload::send(&served.agents, load.senders, run(start)).await?;
             let elapsed = start.elapsed();
             let after = served.stats();
+            let prefix = served.prefix.clone();
             let (records, bytes) = served.close().await?;
             progress.floor.store(true, Ordering::Relaxed);
             let mut report = measured(latencies, elapsed, &tally);
@@ -402,8 +445,13 @@ pub async fn run(load: &Load, progress: Arc<Progress>) -> Result<LoadReport, Loa
                 .agents
                 .saturating_mul(load.senders)
                 .min(FLOOR_MAX_CONNECTIONS);
-            let (written, took) =
-                postgres::floor(url, (records as usize, record, connections), elapsed).await?;
+            let (written, took) = postgres::floor(
+                url,
+                &prefix,
+                (records as usize, record, connections),
+                elapsed,
+            )
+            .await?;
             report.floor_group = 1;
             report.floor_groups = written;
             report.floor_concurrency = connections;
@@ -675,6 +723,11 @@ mod tests {
         assert!(outputs >= 1 && outputs <= report.steps, "{outputs}");
         assert_eq!(report.floor_concurrency, 8);
         assert!(report.floor_groups >= FLOOR_MIN_ROWS && report.floor_per_s > 0.0);
+        // The floor's rows were the run's own, and are gone.
+        let raw = cluster
+            .psql("SELECT count(*) FROM coxswain_load.raw")
+            .unwrap();
+        assert_eq!(raw, "0");
         // Every session was released by its worker's shutdown.
         let held = cluster
             .psql("SELECT count(*) FROM coxswain.sessions WHERE owner IS NOT NULL")

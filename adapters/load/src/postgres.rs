@@ -31,19 +31,29 @@ pub(crate) struct Workers {
     pub(crate) prefix: String,
 }
 
+/// A run's id, fresh per run: the clock's nanoseconds and this process's id (in hex), so that
+/// runs on one database, in one process or in several started at once, never share a key.
+pub(crate) fn run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |now| now.as_nanos());
+    format!("{nanos:x}{:x}", std::process::id())
+}
+
+/// Serialises the floor's `CREATE … IF NOT EXISTS` across concurrent runs (two of them at once
+/// would race in the catalog: `pg_type_typname_nsp_index`); "coxload" in ASCII.
+const FLOOR_LOCK: i64 = 0x0063_6f78_6c6f_6164;
+
 /// Connects `workers` stores to `url` and opens `load.agents` fresh sessions across them (each
-/// worker opening its share, the workers at once), named `load-<run>-<i>` for a run id taken
-/// from the clock so that runs on one database never meet.
+/// worker opening its share, the workers at once), named `load-<run>-<i>` for a fresh
+/// [`run_id`] so that runs on one database never meet.
 pub(crate) async fn open(
     load: &Load,
     (url, workers): (&str, usize),
     tally: &Arc<Tally>,
     progress: &Arc<Progress>,
 ) -> Result<Workers, LoadError> {
-    let run = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |now| now.as_nanos());
-    let prefix = format!("load-{run:x}-");
+    let prefix = format!("load-{}-", run_id());
     let mut opening = tokio::task::JoinSet::new();
     for w in 0..workers {
         let mut options = StoreOptions::owned_by(format!("{prefix}w{w}"));
@@ -137,28 +147,65 @@ impl Workers {
 }
 
 /// The raw-`INSERT` floor: `rows` rows shaped as `coxswain.records` (a table created `LIKE` it,
-/// `coxswain_load.raw`, emptied first), each `record` bytes of `data`, each its own
+/// `coxswain_load.raw`, if it is not there), each `record` bytes of `data`, each its own
 /// transaction, on `connections` connections at once; stops early once `budget` has passed
-/// and at least [`FLOOR_MIN_ROWS`] were written. The rows written and the time they took.
+/// and at least [`FLOOR_MIN_ROWS`] were written. The rows are the run's own
+/// (`floor-<run>-<connection>`, `prefix` = `load-<run>-`), so that runs at once never meet,
+/// and are deleted at the end. The rows written and the time they took.
 pub(crate) async fn floor(
     url: &str,
+    prefix: &str,
     (rows, record, connections): (usize, usize, usize),
     budget: Duration,
 ) -> Result<(usize, Duration), LoadError> {
+    let floor_error = |error: PgError| LoadError::Floor(error);
     let connections = connections.clamp(1, FLOOR_MAX_CONNECTIONS);
-    let mut options = StoreOptions::owned_by("coxswain-load-floor");
+    let mut options = StoreOptions::owned_by(format!("{prefix}floor"));
     options.pool_size = connections;
-    let store = Store::connect(url, options).await?;
-    let setup = store.client_for_tools().await?;
-    setup
-        .batch_execute(
-            "CREATE SCHEMA IF NOT EXISTS coxswain_load;
-             CREATE TABLE IF NOT EXISTS coxswain_load.raw (LIKE coxswain.records INCLUDING ALL);
-             TRUNCATE coxswain_load.raw;",
-        )
+    let store = Store::connect(url, options).await.map_err(floor_error)?;
+    let mut setup = store.client_for_tools().await.map_err(floor_error)?;
+    let tx = setup
+        .transaction()
         .await
-        .map_err(PgError::from)?;
+        .map_err(|error| floor_error(error.into()))?;
+    tx.batch_execute(&format!(
+        "SELECT pg_advisory_xact_lock({FLOOR_LOCK});
+         CREATE SCHEMA IF NOT EXISTS coxswain_load;
+         CREATE TABLE IF NOT EXISTS coxswain_load.raw (LIKE coxswain.records INCLUDING ALL);"
+    ))
+    .await
+    .map_err(|error| floor_error(error.into()))?;
+    tx.commit()
+        .await
+        .map_err(|error| floor_error(error.into()))?;
     drop(setup);
+    let floor_prefix = format!("floor-{}", prefix.trim_start_matches("load-"));
+    let written = insert_rows(&store, &floor_prefix, (rows, record, connections), budget).await;
+    // The run's rows go, whether or not the floor got through.
+    let deleted = match store.client_for_tools().await {
+        Ok(client) => client
+            .execute(
+                "DELETE FROM coxswain_load.raw WHERE starts_with(session, $1)",
+                &[&floor_prefix],
+            )
+            .await
+            .map(drop)
+            .map_err(PgError::from),
+        Err(error) => Err(error),
+    };
+    let written = written?;
+    deleted.map_err(floor_error)?;
+    Ok(written)
+}
+
+/// The floor's inserts, on `connections` connections at once, session `{session}{c}` on
+/// connection `c`.
+async fn insert_rows(
+    store: &Store,
+    session: &str,
+    (rows, record, connections): (usize, usize, usize),
+    budget: Duration,
+) -> Result<(usize, Duration), LoadError> {
     // A JSON string of `record` bytes in all (its quotes included).
     let data = serde_json::Value::String("x".repeat(record.saturating_sub(2).max(1))).to_string();
     let rows = rows.max(FLOOR_MIN_ROWS);
@@ -167,22 +214,23 @@ pub(crate) async fn floor(
     for c in 0..connections {
         let store = store.clone();
         let data = data.clone();
+        let session = session.to_owned();
         tasks.spawn(async move {
-            let client = store.client_for_tools().await?;
+            let client = store.client_for_tools().await.map_err(LoadError::Floor)?;
             let statement = client
                 .prepare_cached(
                     "INSERT INTO coxswain_load.raw (session, seq, epoch, type, data)
                      VALUES ($1, $2, 1, 'agent/inbox/spliced', $3::text::jsonb)",
                 )
                 .await
-                .map_err(PgError::from)?;
-            let session = format!("floor-{c}");
+                .map_err(|error| LoadError::Floor(error.into()))?;
+            let session = format!("{session}{c}");
             let mut written = 0usize;
             for seq in (c..rows).step_by(connections) {
                 client
                     .execute(&statement, &[&session, &(seq as i64 + 1), &data])
                     .await
-                    .map_err(PgError::from)?;
+                    .map_err(|error| LoadError::Floor(error.into()))?;
                 written += 1;
                 if seq >= FLOOR_MIN_ROWS && start.elapsed() >= budget {
                     break;

@@ -43,6 +43,6 @@ mod tape;
 mod wire;
 
 pub use lock::FileLock;
-pub use log::{encode_records, host_failure, parse_log};
+pub use log::{encode_records, host_failure, max_line_bytes, parse_log};
 pub use machine::{Core, NativeMachine, Shared};
 pub use session::{NativeSession, SessionCore, SessionShared};

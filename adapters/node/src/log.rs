@@ -2,7 +2,7 @@
 //! same encoder and reader as the tokio adapter's `FileLog` and `coxswain verify`.
 
 use coxswain_core::Event;
-use coxswain_log::{encode, parse, Entry, HostEvent};
+use coxswain_log::{encode, parse, EncodeError, Entry, HostEvent};
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 use serde::Deserialize;
@@ -14,19 +14,33 @@ use crate::wire;
 /// `first_seq`, each ending in `\n`: the bytes to append. An entry whose `type` is one of the
 /// machine's own must be a valid machine event; any other is a host event. Fails, encoding
 /// nothing, for an entry that is not `{type: string, data}`, a record deeper than a log line may
-/// nest, or a `seq` that would reach `u64::MAX`.
+/// nest (the message `too-deep:DEPTH:MAX:TEXT`, `TEXT` the `TooDeep`'s), or a `seq` that would
+/// reach `u64::MAX`.
 #[napi]
 pub fn encode_records(first_seq: i64, entries: String) -> napi::Result<String> {
     let fail = |message: String| napi::Error::new(napi::Status::InvalidArg, message);
     let first = u64::try_from(first_seq).map_err(|_| fail(format!("seq {first_seq} < 0")))?;
     let entries: Vec<Value> =
-        serde_json::from_str(&entries).map_err(|e| fail(format!("entries: {e}")))?;
+        crate::wire::from_text(&entries).map_err(|e| fail(format!("entries: {e}")))?;
     let mut out = Vec::new();
     for (seq, value) in (first..).zip(entries) {
         let entry = entry(value).map_err(fail)?;
-        encode(seq, &entry, &mut out).map_err(|e| fail(format!("record {seq}: {e}")))?;
+        encode(seq, &entry, &mut out).map_err(|e| match e {
+            // `log.js` throws `TooDeepError` with the Rust `TooDeep`'s own text.
+            EncodeError::TooDeep(deep) => {
+                fail(format!("too-deep:{}:{}:{deep}", deep.depth, deep.max))
+            }
+            e => fail(format!("record {seq}: {e}")),
+        })?;
     }
     String::from_utf8(out).map_err(|e| fail(e.to_string()))
+}
+
+/// The longest log line (without its `\n`) a reader takes and a writer writes
+/// (`coxswain_log::MAX_LINE_BYTES`): `log.js` stops a longer line as it reads, as the Rust logs do.
+#[napi]
+pub fn max_line_bytes() -> u32 {
+    u32::try_from(coxswain_log::MAX_LINE_BYTES).unwrap_or(u32::MAX)
 }
 
 /// One record's entry: the machine's event when its type is the machine's, else the host's.

@@ -214,7 +214,7 @@ impl NativeMachine {
     #[napi]
     pub fn wire(&mut self, input: String) -> String {
         let mut core = self.core.borrow_mut();
-        let input: Input = match serde_json::from_str(&input) {
+        let input: Input = match crate::wire::from_text(&input) {
             Ok(input) => input,
             Err(error) => {
                 return wire::text(&json!({ "error": format!("unknown input: {error}") }))
@@ -338,7 +338,7 @@ impl Core {
         if ack {
             self.ack();
         }
-        match serde_json::from_str::<Input>(&input) {
+        match crate::wire::from_text::<Input>(&input) {
             Ok(input) => self.apply_taped(input, true),
             Err(error) => self.refusal(2, &format!("unknown input: {error}")),
         }
@@ -442,8 +442,7 @@ impl Core {
     /// Applies an input and writes the tape of its transition (see [`feed`](Core::feed)).
     fn apply_taped(&mut self, input: Input, check: bool) -> Utf16String {
         if let Err(deep) = if check { check_depth(&input) } else { Ok(()) } {
-            let reply = json!({ "rejected": "too-deep", "message": deep.to_string() });
-            return self.refusal(1, &wire::text(&reply));
+            return self.refusal(1, &wire::text(&crate::session::too_deep(&deep)));
         }
         let inputs = tape::messages_of(&input);
         let applied = match input {
@@ -485,7 +484,7 @@ impl Core {
 /// The input a follow-up (`preset` 0), a steer (1) or an inject (2) of `message` (its JSON
 /// text) is, or why there is none (`unknown input: …`, the text of an input of unknown shape).
 pub(crate) fn delivered(preset: u32, message: &str) -> Result<Input, String> {
-    let message = serde_json::from_str::<Message>(message)
+    let message = crate::wire::from_text::<Message>(message)
         .map(SharedMessage::new)
         .map_err(|error| format!("unknown input: {error}"))?;
     preset_input(preset, message)
@@ -579,7 +578,9 @@ pub(crate) fn rejection_value(rejected: &Rejected) -> Value {
     reply
 }
 
-/// Every message an input carries must fit in the log records it can be written to.
+/// Every message an input carries must fit in the log records it can be written to: the log's
+/// own depth rule (`coxswain_log::check_message`, the bound the agent's admission holds too),
+/// never serde_json's recursion limit, decides what is too deep.
 fn check_depth(input: &Input) -> Result<(), TooDeep> {
     input
         .messages()
@@ -590,7 +591,8 @@ fn check_depth(input: &Input) -> Result<(), TooDeep> {
 /// `maxPending` a positive integer, absent or `null` for unbounded, S55).
 #[allow(clippy::type_complexity)]
 fn parse_given(text: &str) -> Result<(Vec<Value>, usize, usize, Option<NonZeroUsize>), String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| format!("given is not JSON: {e}"))?;
+    let value: Value =
+        crate::wire::from_text(text).map_err(|e| format!("given is not JSON: {e}"))?;
     if value.is_null() {
         return Ok((Vec::new(), 0, 0, None));
     }

@@ -16,7 +16,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use coxswain_core::{Event, Input, Outstanding, PreStepAnswer};
-use coxswain_log::{Entry, HostEvent};
+use coxswain_log::{Entry, HostEvent, TooDeep};
 use coxswain_session::{
     Ack, BatchNo, HostFailure, Limits, Options, Refused, Release, Session, Ticket, Timeout,
 };
@@ -237,13 +237,13 @@ impl NativeSession {
     #[napi]
     pub fn stage(&mut self, commands: String, first_seq: Option<i64>) -> Vec<String> {
         let this = &mut *self.core.borrow_mut();
-        let staged: Vec<Value> = match serde_json::from_str::<Vec<Command>>(&commands) {
+        let staged: Vec<Value> = match crate::wire::from_text::<Vec<Command>>(&commands) {
             Ok(commands) => commands
                 .into_iter()
                 .map(|command| this.command(command))
                 .collect(),
             // Some command is of unknown shape: each on its own (the slow path).
-            Err(_) => match serde_json::from_str::<Vec<Value>>(&commands) {
+            Err(_) => match crate::wire::from_text::<Vec<Value>>(&commands) {
                 Ok(values) => values.into_iter().map(|value| this.value(value)).collect(),
                 Err(error) => vec![refusal_value("invalid-input", &error.to_string())],
             },
@@ -282,7 +282,7 @@ impl NativeSession {
     #[napi]
     pub fn feed(&mut self, input: String) -> Staged {
         let this = &mut *self.core.borrow_mut();
-        match serde_json::from_str(&input) {
+        match crate::wire::from_text(&input) {
             Ok(input) => staged(this.session.feed(input)),
             Err(error) => Either::B(wire::text(&invalid_input(&error))),
         }
@@ -295,7 +295,7 @@ impl NativeSession {
     #[napi]
     pub fn answer(&mut self, call: String, turn: i64, step: i64, input: String) -> Staged {
         let this = &mut *self.core.borrow_mut();
-        either(this.answer_parsed(&call, turn, step, serde_json::from_str(&input)))
+        either(this.answer_parsed(&call, turn, step, crate::wire::from_text(&input)))
     }
 
     /// Answers the request of the host call `call` (turn `turn`, step `step`) `fail` on the
@@ -321,7 +321,7 @@ impl NativeSession {
     #[napi]
     pub fn record(&mut self, turn: i64, step: i64, events: String) -> Staged {
         let this = &mut *self.core.borrow_mut();
-        match serde_json::from_str::<Vec<Value>>(&events) {
+        match crate::wire::from_text::<Vec<Value>>(&events) {
             Ok(events) => either(this.record_values(turn, step, events)),
             Err(error) => Either::B(refusal_text(
                 "invalid-input",
@@ -492,7 +492,7 @@ impl SessionCore {
     /// `messagesOf` order over the commands).
     pub(crate) fn stage_tape(&mut self, commands: String, first_seq: Option<i64>) -> Utf16String {
         let (staged, given): (Vec<Value>, Given) =
-            match serde_json::from_str::<Vec<Command>>(&commands) {
+            match crate::wire::from_text::<Vec<Command>>(&commands) {
                 Ok(commands) => {
                     let mut given = Given::new();
                     for command in &commands {
@@ -507,7 +507,7 @@ impl SessionCore {
                     (staged, given)
                 }
                 // Some command is of unknown shape: each on its own, no message bound.
-                Err(_) => match serde_json::from_str::<Vec<Value>>(&commands) {
+                Err(_) => match crate::wire::from_text::<Vec<Value>>(&commands) {
                     Ok(values) => (
                         values.into_iter().map(|value| self.value(value)).collect(),
                         Given::new(),
@@ -803,10 +803,9 @@ impl SessionCore {
     fn record_values(&mut self, turn: i64, step: i64, events: Vec<Value>) -> Result<Ticket, Value> {
         let events = host_events(events)?;
         let number = |n: i64| u64::try_from(n).unwrap_or(u64::MAX);
-        match self.session.record(number(turn), number(step), events) {
-            Err(Refused::TooDeep(deep)) => Err(refusal_value("encode", &deep.to_string())),
-            other => other.map_err(|r| refused_value(&r)),
-        }
+        self.session
+            .record(number(turn), number(step), events)
+            .map_err(|r| refused_value(&r))
     }
 }
 
@@ -995,7 +994,7 @@ fn refused_value(refused: &Refused) -> Value {
         Refused::MessageTooLarge { bytes, max, .. } => json!({
             "rejected": "message-too-large", "message": message, "bytes": bytes, "max": max,
         }),
-        Refused::TooDeep(_) => refusal_value("too-deep", &message),
+        Refused::TooDeep(deep) => too_deep(deep),
         Refused::StepClosed { turn, step } => json!({
             "rejected": "step-closed", "message": message, "turn": turn, "step": step,
         }),
@@ -1003,6 +1002,13 @@ fn refused_value(refused: &Refused) -> Value {
         Refused::Stale { .. } => refusal_value("stale", &message),
         _ => refusal_value("refused", &message),
     }
+}
+
+/// `too-deep` with the Rust `TooDeep`'s own text and its `depth` and `max` (`TooDeepError`).
+pub(crate) fn too_deep(deep: &TooDeep) -> Value {
+    json!({
+        "rejected": "too-deep", "message": deep.to_string(), "depth": deep.depth, "max": deep.max,
+    })
 }
 
 fn refusal_value(kind: &str, message: &str) -> Value {

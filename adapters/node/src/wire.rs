@@ -3,8 +3,59 @@
 //! begins an activity, the outstanding request, the pending lists).
 
 use coxswain_core::{Activity, Effect, Machine, Output, Outstanding, Pending, Target};
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
+
+/// The deepest JSON text the binding parses (arrays and objects): past a value `json.js` sends
+/// (it refuses one nesting deeper than 256 levels) and the few levels of an input's or a
+/// command's wrapping. The depth the log holds is coxswain's own rule, checked on the value
+/// (`coxswain_log::TooDeep`), never serde_json's recursion limit.
+pub(crate) const MAX_TEXT_DEPTH: usize = 512;
+
+/// `T` parsed from JSON text, serde_json's recursion limit lifted (so it never decides what is
+/// too deep) behind a depth check of its own: a text nesting deeper than [`MAX_TEXT_DEPTH`] is
+/// refused before it is parsed.
+pub(crate) fn from_text<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
+    // Nesting `d` deep takes `d` opening brackets: a shorter text needs no scan.
+    if text.len() > MAX_TEXT_DEPTH && depth(text.as_bytes()) > MAX_TEXT_DEPTH {
+        return Err(serde::de::Error::custom(format!(
+            "a value nests deeper than {MAX_TEXT_DEPTH} levels"
+        )));
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    deserializer.disable_recursion_limit();
+    let value = T::deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(value)
+}
+
+/// How many arrays and objects a JSON text nests (brackets inside strings do not count); linear,
+/// no recursion. A text that is not JSON is measured all the same (its parse then fails).
+fn depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &byte in bytes {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
 
 /// An effect as JSON: its wire output (`{"notify": …}`, `{"request": …}` — `abort` included —,
 /// `{"disposed": {}}`), or `{"begin": {"turn": n}}` / `{"begin": {"maintenance": {}}}` for the

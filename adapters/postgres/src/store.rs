@@ -242,7 +242,7 @@ impl Store {
     /// by the database's clock: its own or its worker's), each under a new epoch and a lease of
     /// its own that its [`PgLog`] renews. Sessions locked by an append in flight are skipped.
     pub async fn claim_expired(&self, max: usize) -> Result<Vec<PgLog>, PgError> {
-        let claimed = self.claim(max, Holder::Own).await?;
+        let claimed = self.claim(max, "", Holder::Own).await?;
         Ok(claimed
             .into_iter()
             .map(|(session, epoch)| PgLog::new(self.clone(), &session, Mode::Writer(epoch)))
@@ -285,12 +285,14 @@ impl Store {
     /// worker this store's owner names, in one statement that also starts or renews the
     /// worker's lease: each session gets a new epoch, `worker` = the owner, and no lease of its
     /// own. The [`Worker`](crate::Worker) renews the one lease ([`renew_worker`](Store::renew_worker)).
+    /// Only sessions whose id starts with `prefix` are taken (`""`: any).
     pub(crate) async fn claim_for_worker(
         &self,
         max: usize,
+        prefix: &str,
         committer: &Committer,
     ) -> Result<Vec<PgLog>, PgError> {
-        let claimed = self.claim(max, Holder::Worker).await?;
+        let claimed = self.claim(max, prefix, Holder::Worker).await?;
         Ok(claimed
             .into_iter()
             .map(|(session, epoch)| {
@@ -360,10 +362,15 @@ impl Store {
         Ok(())
     }
 
-    /// Takes up to `max` free sessions ([`free`]) under a new epoch each, held by `holder`: the
-    /// sessions and their epochs. One statement; sessions locked by an append in flight are
-    /// skipped.
-    async fn claim(&self, max: usize, holder: Holder) -> Result<Vec<(String, i64)>, PgError> {
+    /// Takes up to `max` free sessions ([`free`]) whose id starts with `prefix` (`""`: any)
+    /// under a new epoch each, held by `holder`: the sessions and their epochs. One statement;
+    /// sessions locked by an append in flight are skipped.
+    async fn claim(
+        &self,
+        max: usize,
+        prefix: &str,
+        holder: Holder,
+    ) -> Result<Vec<(String, i64)>, PgError> {
         let (with, hold, from) = match holder {
             Holder::Own => (
                 String::new(),
@@ -378,7 +385,8 @@ impl Store {
         };
         let sql = format!(
             "{with}UPDATE coxswain.sessions AS s SET epoch = s.epoch + 1, {hold}
-             FROM {from}(SELECT c.session FROM coxswain.sessions AS c WHERE {}
+             FROM {from}(SELECT c.session FROM coxswain.sessions AS c
+                   WHERE starts_with(c.session, $4) AND {}
                    ORDER BY c.session LIMIT $3 FOR UPDATE SKIP LOCKED) AS free
              WHERE s.session = free.session
              RETURNING s.session, s.epoch",
@@ -388,7 +396,7 @@ impl Store {
         self.sent(Sent::Other);
         let max = i64::try_from(max).unwrap_or(i64::MAX);
         let rows = client
-            .query(&sql, &[&self.owner(), &self.lease_secs(), &max])
+            .query(&sql, &[&self.owner(), &self.lease_secs(), &max, &prefix])
             .await?;
         Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }

@@ -98,8 +98,19 @@ impl<H: Host> Worker<H> {
         &mut self,
         max: usize,
     ) -> Result<Vec<(String, Result<Recovery, WorkerError>)>, WorkerError> {
+        self.claim_expired_under("", max).await
+    }
+
+    /// [`claim_expired`](Worker::claim_expired) among the sessions whose id starts with
+    /// `prefix` only (`""`: any), for workers that share a database with other sessions
+    /// they must leave alone (e.g. one `coxswain load` run's workers beside another's).
+    pub async fn claim_expired_under(
+        &mut self,
+        prefix: &str,
+        max: usize,
+    ) -> Result<Vec<(String, Result<Recovery, WorkerError>)>, WorkerError> {
         let committer = self.committer();
-        let logs = self.store.claim_for_worker(max, &committer).await?;
+        let logs = self.store.claim_for_worker(max, prefix, &committer).await?;
         self.renew_in_background();
         let mut taken: BTreeMap<String, i64> = logs
             .iter()

@@ -2,6 +2,7 @@
 //! attributes and `mypy` sees them as ordinary classes).
 
 use coxswain_core::{BatchError, Expect, InvalidLog, Rejected};
+use coxswain_log::{EncodeError, TooDeep};
 use pyo3::prelude::*;
 
 /// An instance of `coxswain._errors.<class>` built from `args`, as a Python error.
@@ -75,4 +76,19 @@ pub(crate) fn batch(py: Python<'_>, error: BatchError) -> PyErr {
         _ => "undrained",
     };
     raise(py, "BatchError", (error.to_string(), kind))
+}
+
+/// `TooDeep` (an `EncodeError`): a value nests deeper than a log record holds it, with the Rust
+/// `TooDeep`'s own text and its `depth` and `max` (nothing changed, nothing written).
+pub(crate) fn too_deep(py: Python<'_>, deep: &TooDeep) -> PyErr {
+    raise(py, "TooDeep", (deep.to_string(), deep.depth, deep.max))
+}
+
+/// The exception of a record that cannot be encoded: `TooDeep` for one nesting too deep, else
+/// `EncodeError` (nothing written).
+pub(crate) fn encode(py: Python<'_>, error: &EncodeError) -> PyErr {
+    match error {
+        EncodeError::TooDeep(deep) => too_deep(py, deep),
+        other => raise(py, "EncodeError", (other.to_string(),)),
+    }
 }

@@ -19,6 +19,46 @@ fn unrepresentable(object: &Bound<'_, PyAny>, why: impl Into<String>) -> PyErr {
     crate::errors::raise(object.py(), "UnrepresentableValue", (why.into(),))
 }
 
+/// The UTF-8 text of a Python `str`: one holding a lone surrogate (`"\\udc80"`, which
+/// `surrogateescape` makes of undecodable bytes) is no UTF-8 text, and JSON and the log carry
+/// none: `UnrepresentableValue` naming the code point and where it is, never Python's own
+/// `UnicodeEncodeError`.
+pub(crate) fn text<'a>(string: &'a Bound<'_, PyString>) -> PyResult<&'a str> {
+    string.to_str().map_err(|error| {
+        let py = string.py();
+        // `UnicodeEncodeError.start`: the index of the first character UTF-8 cannot encode.
+        let found = error
+            .value(py)
+            .getattr("start")
+            .and_then(|start| start.extract::<usize>())
+            .ok()
+            .and_then(|start| {
+                let char = string.as_any().get_item(start).ok()?;
+                let code = py
+                    .import("builtins")
+                    .ok()?
+                    .getattr("ord")
+                    .ok()?
+                    .call1((char,))
+                    .ok()?;
+                Some((code.extract::<u32>().ok()?, start))
+            });
+        let why = match found {
+            Some((code, at)) => format!(
+                "a str holding a lone surrogate (U+{code:04X} at index {at}) is not UTF-8 text"
+            ),
+            None => "a str that is not UTF-8 text (a lone surrogate)".to_owned(),
+        };
+        unrepresentable(string.as_any(), why)
+    })
+}
+
+/// A Python `str` argument's UTF-8 text (see [`text`]); not a `str`: `TypeError`.
+pub(crate) fn text_arg(object: &Bound<'_, PyAny>) -> PyResult<String> {
+    let string = object.cast::<PyString>()?;
+    text(string).map(str::to_owned)
+}
+
 /// A Python value as JSON.
 pub(crate) fn to_value(object: &Bound<'_, PyAny>) -> PyResult<Value> {
     convert(object, 0)
@@ -38,7 +78,7 @@ fn convert(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
         return Ok(Value::Bool(boolean.is_true()));
     }
     if let Ok(string) = object.cast::<PyString>() {
-        return Ok(Value::String(string.to_str()?.to_owned()));
+        return Ok(Value::String(text(string)?.to_owned()));
     }
     if let Ok(int) = object.cast::<PyInt>() {
         if let Ok(n) = int.extract::<i64>() {
@@ -67,7 +107,7 @@ fn convert(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
             let Ok(key) = key.cast::<PyString>() else {
                 return Err(unrepresentable(object, "a JSON object's keys are strings"));
             };
-            map.insert(key.to_str()?.to_owned(), convert(&value, depth + 1)?);
+            map.insert(text(key)?.to_owned(), convert(&value, depth + 1)?);
         }
         return Ok(Value::Object(map));
     }

@@ -40,5 +40,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(log::check_message_json, module)?)?;
     module.add_function(wrap_pyfunction!(failure::host_failure, module)?)?;
     module.add("VERSION", env!("CARGO_PKG_VERSION"))?;
+    // The longest log line a reader takes (`coxswain_log::MAX_LINE_BYTES`): `FileLog` stops a
+    // longer one as it reads, as the Rust logs do.
+    module.add("MAX_LINE_BYTES", coxswain_log::MAX_LINE_BYTES)?;
     Ok(())
 }

@@ -54,8 +54,7 @@ pub(crate) fn encode_records<'py>(
     let mut seq = first_seq;
     for record in records.try_iter()? {
         let entry = entry(py, &to_value(&record?)?)?;
-        encode(seq, &entry, &mut out)
-            .map_err(|e| errors::raise(py, "EncodeError", (e.to_string(),)))?;
+        encode(seq, &entry, &mut out).map_err(|e| errors::encode(py, &e))?;
         seq = seq.saturating_add(1);
     }
     Ok(PyBytes::new(py, &out))
@@ -207,5 +206,5 @@ pub(crate) fn check_message_json(py: Python<'_>, message: &Bound<'_, PyAny>) -> 
             ("a message is an object with a string `id`".to_owned(),),
         ));
     };
-    check_message(&message).map_err(|e| errors::raise(py, "EncodeError", (e.to_string(),)))
+    check_message(&message).map_err(|deep| errors::too_deep(py, &deep))
 }

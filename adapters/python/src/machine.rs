@@ -18,7 +18,7 @@ use pyo3::types::{PyList, PyTuple};
 use serde_json::{json, Value};
 
 use crate::errors;
-use crate::json::{to_py, to_value};
+use crate::json::{text_arg, to_py, to_value};
 use crate::transition;
 use crate::typed::{message_from, Builder, Messages};
 
@@ -96,6 +96,16 @@ pub(crate) fn outstanding(request: Outstanding) -> (&'static str, u64, u64) {
         Outstanding::Step { turn, step } => ("step", turn, step),
         Outstanding::TurnStopping { turn } => ("turnStopping", turn, 0),
     }
+}
+
+/// Every message an input carries must fit in the log records it can be written to (the log's
+/// own depth rule, `coxswain_log::check_message`, the bound the agent's admission holds too):
+/// `TooDeep` before anything changed, as the Node binding's machine refuses it.
+fn check_depth(py: Python<'_>, input: &Input) -> PyResult<()> {
+    input
+        .messages()
+        .try_for_each(|message| coxswain_log::check_message(message))
+        .map_err(|deep| errors::too_deep(py, &deep))
 }
 
 /// Applies one input; `None` only for a `remove`/`replace` of an id not pending (S15), which
@@ -328,6 +338,7 @@ impl NativeMachine {
         let value = to_value(input)?;
         let input: Input = serde_json::from_value(value)
             .map_err(|e| errors::invalid_input(py, format!("not an input: {e}")))?;
+        check_depth(py, &input)?;
         let objects: Vec<Bound<'py, PyAny>> = given.map(|g| g.iter().collect()).unwrap_or_default();
         NativeMachine::typed(slf, input, &objects)
     }
@@ -340,11 +351,13 @@ impl NativeMachine {
         slf: &Bound<'py, Self>,
         kind: &str,
         message: &Bound<'py, PyAny>,
-        target: Option<&str>,
+        target: Option<&Bound<'py, PyAny>>,
         wakeup: bool,
         expect: Option<(String, u64)>,
     ) -> PyResult<Bound<'py, transition::Transition>> {
-        let input = delivery(kind, message, target, wakeup, expect)?;
+        let target = target.map(text_arg).transpose()?;
+        let input = delivery(kind, message, target.as_deref(), wakeup, expect)?;
+        check_depth(slf.py(), &input)?;
         NativeMachine::typed(slf, input, std::slice::from_ref(message))
     }
 
@@ -365,8 +378,9 @@ impl NativeMachine {
     fn answer_word<'py>(
         slf: &Bound<'py, Self>,
         kind: &str,
-        answer: &str,
+        answer: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, transition::Transition>> {
+        let answer = &text_arg(answer)?;
         let input = match word_answer(kind, answer) {
             Some(input) => input,
             None => serde_json::from_value(json!({ kind: answer }))
@@ -492,8 +506,8 @@ impl NativeMachine {
     }
 
     /// Whether `id` is pending in either list.
-    fn is_pending(&self, id: &str) -> bool {
-        self.machine.is_pending(&MessageId::new(id))
+    fn is_pending(&self, id: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.machine.is_pending(&MessageId::new(text_arg(id)?)))
     }
 
     /// The ids the delivery memory holds, oldest first (S51).
@@ -505,8 +519,8 @@ impl NativeMachine {
     }
 
     /// Whether the delivery memory holds `id` (S52).
-    fn remembers(&self, id: &str) -> bool {
-        self.machine.remembers(&MessageId::new(id))
+    fn remembers(&self, id: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.machine.remembers(&MessageId::new(text_arg(id)?)))
     }
 
     /// The outstanding request (S4): `("preStep", turn, step)`, `("step", turn, step)`,

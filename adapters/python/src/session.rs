@@ -22,7 +22,7 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 use serde_json::Value;
 
 use crate::errors;
-use crate::json::{to_py, to_value};
+use crate::json::{text_arg, to_py, to_value};
 use crate::machine::{
     delivery, entered, outstanding, pending, status_name, word_answer, NativeMachine,
 };
@@ -60,7 +60,7 @@ fn refused(py: Python<'_>, refused: &Refused) -> PyErr {
         Refused::MessageTooLarge { bytes, max, .. } => {
             errors::raise_from(py, AGENT_ERRORS, "MessageTooLarge", (message, *bytes, *max))
         }
-        Refused::TooDeep(_) => errors::raise(py, "EncodeError", (message,)),
+        Refused::TooDeep(deep) => errors::too_deep(py, deep),
         Refused::StepClosed { .. } => {
             errors::raise_from(py, AGENT_ERRORS, "StepClosed", (message,))
         }
@@ -142,11 +142,12 @@ impl NativeSession {
         py: Python<'_>,
         kind: &str,
         message: &Bound<'_, PyAny>,
-        target: Option<&str>,
+        target: Option<&Bound<'_, PyAny>>,
         wakeup: bool,
         expect: Option<(String, u64)>,
     ) -> PyResult<usize> {
-        let input = delivery(kind, message, target, wakeup, expect)?;
+        let target = target.map(text_arg).transpose()?;
+        let input = delivery(kind, message, target.as_deref(), wakeup, expect)?;
         let carried = input.messages().next().cloned();
         let ticket = self.session.feed(input).map_err(|e| refused(py, &e))?;
         if let Some(carried) = carried {
@@ -185,16 +186,20 @@ impl NativeSession {
         &mut self,
         py: Python<'_>,
         request: (String, u64, u64),
-        word: &str,
+        word: &Bound<'_, PyAny>,
     ) -> PyResult<Option<usize>> {
         let Some(outstanding) = self.named(&request) else {
             return Ok(None);
         };
-        let parsed = match word_answer(&request.0, word) {
-            Some(input) => Ok(input),
-            None => serde_json::from_value::<Input>(serde_json::json!({ request.0: word }))
-                .map_err(|e| format!("not an answer: {e}")),
-        };
+        // A word that is no UTF-8 text (a lone surrogate) is no answer: the call fails
+        // (`host-invalid-answer`), as for any other, else the request would stay outstanding.
+        let parsed = text_arg(word).map_err(|e| e.to_string()).and_then(|word| {
+            match word_answer(&request.0, &word) {
+                Some(input) => Ok(input),
+                None => serde_json::from_value::<Input>(serde_json::json!({ request.0: word }))
+                    .map_err(|e| format!("not an answer: {e}")),
+            }
+        });
         self.answered(py, outstanding, parsed)
     }
 
@@ -289,7 +294,7 @@ impl NativeSession {
         };
         let mut seq = first_seq;
         for entry in append.entries {
-            encode(seq, entry, &mut self.buffer).map_err(|e| encode_error(py, e.to_string()))?;
+            encode(seq, entry, &mut self.buffer).map_err(|e| errors::encode(py, &e))?;
             seq = seq.saturating_add(1);
         }
         Ok((PyBytes::new(py, &self.buffer), append.entries.len()))

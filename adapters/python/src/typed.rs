@@ -223,7 +223,7 @@ pub(crate) fn message_from(object: &Bound<'_, PyAny>) -> PyResult<Option<Message
         to_value(&object.getattr(pyo3::intern!(py, "content"))?)?,
     );
     Ok(Some(Message::from_fields(
-        MessageId::new(id.to_str()?),
+        MessageId::new(crate::json::text(id)?),
         fields,
     )))
 }

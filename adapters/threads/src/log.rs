@@ -2,12 +2,12 @@
 //! back to where it began before the error is returned, so the batch is not in the log.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use coxswain_core::Config;
-use coxswain_log::{encode, Entry};
+use coxswain_log::{encode, read_log, Entry, NotRegularFile, ReadLogError, MAX_LINE_BYTES};
 use coxswain_session::{ResumeError, ResumePlan};
 
 /// Why the log failed.
@@ -32,6 +32,20 @@ pub enum LogError {
     /// The stored log cannot be resumed (nothing was changed).
     #[error("the log cannot be resumed: {0}")]
     Resume(#[from] ResumeError),
+    /// The log's path names something that is not a regular file (a FIFO, a directory, a
+    /// socket, a device): refused before it was opened.
+    #[error(transparent)]
+    NotRegular(#[from] NotRegularFile),
+    /// A line of the log is longer than any record a session writes
+    /// ([`MAX_LINE_BYTES`](coxswain_log::MAX_LINE_BYTES)): the read stopped there, having held no
+    /// more than the limit of it. Nothing was changed.
+    #[error("{}: {error}", path.display())]
+    LineTooLong {
+        /// The file.
+        path: PathBuf,
+        /// The line and the limit.
+        error: coxswain_log::LineTooLong,
+    },
     /// The path no longer names the log's file (removed, renamed or replaced): nothing was
     /// written, and every append fails so until the log is looked at.
     #[error("the log file was removed or replaced; nothing was written")]
@@ -67,13 +81,27 @@ impl FileLog {
     ///
     /// [`LogError::Resume`] for a log the core does not accept (left as it was); I/O errors.
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<(FileLog, ResumePlan), LogError> {
+        let path = path.as_ref();
+        // Never open a FIFO (it would block): look first, and check the opened file again.
+        match std::fs::metadata(path) {
+            Ok(meta) => NotRegularFile::check(path, meta.file_type())?,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(error.into()),
+        }
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)
             .create(true)
-            .open(path.as_ref())?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)?;
+            .open(path)?;
+        NotRegularFile::check(path, file.metadata()?.file_type())?;
+        let bytes = read_log(&mut file, MAX_LINE_BYTES).map_err(|error| match error {
+            ReadLogError::TooLong(error) => LogError::LineTooLong {
+                path: path.to_owned(),
+                error,
+            },
+            ReadLogError::Io(error) => LogError::Io(error),
+            other => LogError::Io(std::io::Error::other(other)),
+        })?;
         let plan = ResumePlan::from_bytes(&bytes, config)?;
         // The session layer's repair, carried out: cut the torn tail, then append (S50).
         let repair = plan.byte_repair()?;
@@ -86,7 +114,7 @@ impl FileLog {
         file.sync_data()?;
         let log = FileLog {
             file,
-            path: path.as_ref().to_path_buf(),
+            path: path.to_path_buf(),
             len: len + repair.append.len() as u64,
             next_seq: repair.next_seq,
             buffer: Vec::new(),

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use coxswain_core::{Expect, MessageId, Rejected, Target};
-use coxswain_log::{CorruptLine, EncodeError, RepairError, ReservedType, TooDeep};
+use coxswain_log::{
+    CorruptLine, EncodeError, LineTooLong, NotRegularFile, RepairError, ReservedType, TooDeep,
+};
 use coxswain_session::Refused;
 
 use crate::options::InvalidOptions;
@@ -25,12 +27,12 @@ pub enum AgentError {
     /// lists (claimed or removed), so this is a retry and it is not delivered again (S52).
     /// Nothing changed. Treat it as success, like `Rejected(AlreadyPending(..))`
     /// ([`was_delivered`](AgentError::was_delivered)).
-    #[error("message `{0}` was already delivered")]
+    #[error("message {} was already delivered", .0.shown())]
     AlreadyDelivered(MessageId),
     /// The id is pending, or held by the delivery memory, for a *different* message (S56): the
     /// caller reused an id. Nothing changed, and the new message was not delivered: this is a
     /// caller bug, never success ([`was_delivered`](AgentError::was_delivered) is false).
-    #[error("rejected: message id `{0}` is already used by a different message")]
+    #[error("rejected: message id {} is already used by a different message", .0.shown())]
     Conflict(MessageId),
     /// A guarded send's expected-turn guard does not hold (S54): the turn it named has ended or
     /// was stopped ([`Agent::steer_expecting`]), or a turn started since the caller looked
@@ -87,7 +89,7 @@ pub enum AgentError {
     JobPanicked,
     /// The message's JSON encoding is larger than [`Options::max_message_bytes`]; nothing
     /// changed.
-    #[error("rejected: message `{id}` is {bytes} bytes encoded, above the limit of {max}")]
+    #[error("rejected: message {} is {bytes} bytes encoded, above the limit of {max}", id.shown())]
     MessageTooLarge {
         /// The message.
         id: MessageId,
@@ -214,6 +216,22 @@ pub enum LogError {
     /// A record before the end of the log is not a valid record.
     #[error("corrupt log: {0}")]
     Corrupt(#[from] CorruptLine),
+    /// The log's path names something that is not a regular file (a FIFO, a directory, a
+    /// socket, a device): refused at open, before anything was read or written.
+    #[error(transparent)]
+    NotRegular(#[from] NotRegularFile),
+    /// A line of the log is longer than any record a session writes
+    /// ([`MAX_LINE_BYTES`](coxswain_log::MAX_LINE_BYTES)): the read stopped there, having
+    /// buffered no more than the limit of it. Nothing was changed.
+    #[error("{}: {}", path.display(), LineTooLong { line: *line, max: *max })]
+    LineTooLong {
+        /// The file.
+        path: PathBuf,
+        /// The line's 1-based number.
+        line: usize,
+        /// The limit.
+        max: usize,
+    },
     /// A record could not be encoded (nothing was written).
     #[error("cannot encode a record: {0}")]
     Encode(String),
@@ -327,6 +345,31 @@ fn tampered(expected: u64, found: u64) -> String {
 impl From<io::Error> for LogError {
     fn from(error: io::Error) -> Self {
         LogError::Io(Arc::new(error))
+    }
+}
+
+/// A reader's [`LineTooLong`], before the log names its path (the log fills it in).
+impl From<LineTooLong> for LogError {
+    fn from(long: LineTooLong) -> Self {
+        LogError::LineTooLong {
+            path: PathBuf::new(),
+            line: long.line,
+            max: long.max,
+        }
+    }
+}
+
+impl LogError {
+    /// Names the log's file in a [`LogError::LineTooLong`].
+    pub(crate) fn at(self, file: &std::path::Path) -> Self {
+        match self {
+            LogError::LineTooLong { line, max, .. } => LogError::LineTooLong {
+                path: file.to_owned(),
+                line,
+                max,
+            },
+            other => other,
+        }
     }
 }
 

@@ -5,11 +5,12 @@
 use std::fmt;
 use std::fs::{File, Metadata};
 use std::io::{self, Write};
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::fs::{flock, FlockOperation};
+use coxswain_log::NotRegularFile;
+use rustix::fs::{fcntl_getfl, fcntl_setfl, flock, FlockOperation, OFlags};
 
 use crate::error::LogError;
 
@@ -110,12 +111,28 @@ const TAIL: usize = 32;
 /// Opens (or creates) the log file for appending, takes its exclusive lock for the file's whole
 /// life (`LogError::Locked` for a second writer) and syncs its directory entry (also when an
 /// earlier run created the file and crashed before syncing it).
+///
+/// A path that names anything but a regular file (a FIFO, a directory, a socket, a device) is
+/// refused with [`LogError::NotRegular`] before it is opened, and the opened file is checked
+/// again (`fstat`): it is opened non-blocking, so a FIFO put in its place in between does not
+/// block the open either.
 pub(crate) fn open_locked(path: &Path) -> Result<(File, Metadata), LogError> {
+    match std::fs::metadata(path) {
+        Ok(meta) => NotRegularFile::check(path, meta.file_type())?,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+        Err(error) => return Err(error.into()),
+    }
     let file = std::fs::OpenOptions::new()
         .read(true)
         .append(true)
         .create(true)
+        .custom_flags(OFlags::NONBLOCK.bits() as i32)
         .open(path)?;
+    NotRegularFile::check(path, file.metadata()?.file_type())?;
+    // A regular file ignores O_NONBLOCK; it is cleared all the same.
+    fcntl_getfl(&file)
+        .and_then(|flags| fcntl_setfl(&file, flags - OFlags::NONBLOCK))
+        .map_err(io::Error::from)?;
     if let Err(error) = flock(&file, FlockOperation::NonBlockingLockExclusive) {
         return Err(if error == rustix::io::Errno::WOULDBLOCK {
             LogError::Locked {

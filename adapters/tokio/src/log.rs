@@ -131,9 +131,12 @@ const READ_CHUNK: usize = 1 << 20;
 ///
 /// * [`open`](FileLog::open) creates the file if needed, takes an exclusive advisory lock
 ///   (`flock`) on it for the log's whole life (a second writer gets [`LogError::Locked`]), and
-///   syncs its directory (a relative path's too). It reads nothing.
+///   syncs its directory (a relative path's too). It reads nothing. A path that names a FIFO, a
+///   directory, a socket or a device is refused before it is opened ([`LogError::NotRegular`]).
 /// * [`read_back`](DurableLog::read_back) streams the file through the log's own handle, one
-///   record at a time (memory does not grow with the file), and changes nothing;
+///   record at a time (memory does not grow with the file, nor with a line: a line longer than
+///   [`MAX_LINE_BYTES`](coxswain_log::MAX_LINE_BYTES) stops the read,
+///   [`LogError::LineTooLong`]), and changes nothing;
 ///   [`repair_tail`](DurableLog::repair_tail) then drops a torn tail (S50).
 /// * Every append and sync checks that the path still names the file this log writes
 ///   ([`LogError::Replaced`]) and that the file still has the length and the last bytes this log
@@ -322,7 +325,9 @@ impl<F: LogFile> DurableLog for FileLog<F> {
                 break;
             }
             offset += chunk.len() as u64;
-            let flow = lines.feed(&chunk, |line| Ok::<_, LogError>(visit(reader.line(line)?)))?;
+            let flow = lines
+                .feed(&chunk, |line| Ok::<_, LogError>(visit(reader.line(line)?)))
+                .map_err(|error| error.at(&self.path))?;
             if flow.is_break() {
                 self.read = ReadState::Unread;
                 return Ok(ReadBack::new(reader.records(), None));

@@ -419,7 +419,7 @@ impl<F: LogFile> Committer<F> {
     ) -> Result<(Committer<F>, Index), LogError> {
         let (file, meta) = open_locked(&path)?;
         let file = wrap(file);
-        let (index, len, read_len, lines, fix) = scan(&file)?;
+        let (index, len, read_len, lines, fix) = scan(&file).map_err(|error| error.at(&path))?;
         Ok((
             Committer {
                 file: Arc::new(file),

@@ -17,8 +17,8 @@
 use std::fmt;
 
 use coxswain_core::{
-    Config, Event, InvalidLog, LogPosition, LogViolation, Machine, OpenTurn, Restorer, Splice,
-    SpliceKind, Target,
+    Config, Event, InvalidLog, LogPosition, LogViolation, Machine, OpenTurn, Restorer, ShownId,
+    Splice, SpliceKind, Target,
 };
 use serde_json::Value;
 
@@ -181,8 +181,12 @@ impl Auditor {
             if !Event::TYPES.contains(&kind) {
                 return Ok(()); // the host's
             }
-            let parsed: Event = serde_json::from_value(event.clone())
-                .map_err(|e| violation(Rule::I5, format!("malformed `{kind}` event: {e}")))?;
+            let parsed: Event = serde_json::from_value(event.clone()).map_err(|e| {
+                violation(
+                    Rule::I5,
+                    format!("malformed {} event: {e}", ShownId::new(kind)),
+                )
+            })?;
             this.check_enclosure(&parsed, position)
         })
     }
@@ -258,7 +262,10 @@ impl Auditor {
         }
         match &shape.outcome {
             Outcome::Other(outcome) => {
-                return Err(violation(Rule::S10, format!("unknown outcome `{outcome}`")))
+                return Err(violation(
+                    Rule::S10,
+                    format!("unknown outcome {}", ShownId::new(outcome)),
+                ))
             }
             Outcome::Canceled if shape.removed == 0 => {
                 return Err(violation(

@@ -29,7 +29,7 @@ use std::ops::ControlFlow;
 
 use coxswain_core::{Event, Message};
 
-use crate::lines::LineBuffer;
+use crate::lines::{LineBuffer, LineTooLong, MAX_LINE_BYTES};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -44,7 +44,18 @@ pub const MAX_MESSAGE_DEPTH: usize = MAX_DEPTH - 3;
 /// The most levels a host event's `data` may nest: a record holds it 1 level down.
 pub const MAX_DATA_DEPTH: usize = MAX_DEPTH - 1;
 
-/// A value nests deeper than a log record can hold ([`MAX_DEPTH`]).
+/// A value nests deeper than a log record can hold ([`MAX_DEPTH`]): the one error, and the one
+/// text, of every layer that refuses too-deep data (the writer's [`EncodeError::TooDeep`], the
+/// reader's [`Problem::TooDeep`], the session's admission).
+///
+/// ```
+/// use coxswain_log::TooDeep;
+///
+/// assert_eq!(
+///     TooDeep { depth: 128, max: 124 }.to_string(),
+///     "the value nests 128 levels deep; at most 124 fit in a log record"
+/// );
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("the value nests {depth} levels deep; at most {max} fit in a log record")]
 pub struct TooDeep {
@@ -263,10 +274,18 @@ pub enum EncodeError {
     /// `seq` `u64::MAX` leaves no `seq` for a next record.
     #[error("cannot encode a record: `seq` {0} leaves no room for a next record")]
     SeqExhausted(u64),
+    /// Its line is longer than [`MAX_LINE_BYTES`]: the reader would refuse it.
+    #[error("cannot encode a record: its line is {bytes} bytes; at most {max} are read back")]
+    TooLong {
+        /// The line's length, without its `\n`.
+        bytes: usize,
+        /// The limit ([`MAX_LINE_BYTES`]).
+        max: usize,
+    },
 }
 
 /// Appends the line of record `seq` (its JSON and the final `\n`) to `out`. A record deeper than
-/// [`MAX_DEPTH`] or numbered `u64::MAX` is refused. On error `out` is left as it was.
+/// [`MAX_DEPTH`], longer than [`MAX_LINE_BYTES`] or numbered `u64::MAX` is refused. On error `out` is left as it was.
 pub fn encode(seq: u64, entry: &Entry, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     encode_line(seq, None, entry, out)
 }
@@ -307,6 +326,14 @@ fn encode_line(
     // Nesting `d` deep takes `d` opening and `d` closing brackets: a line shorter than
     // `2 * (MAX_DEPTH + 1)` bytes cannot be too deep, and most lines are (no scan for them).
     let line = &out[start..];
+    if line.len() > MAX_LINE_BYTES {
+        let bytes = line.len();
+        out.truncate(start);
+        return Err(EncodeError::TooLong {
+            bytes,
+            max: MAX_LINE_BYTES,
+        });
+    }
     let depth = if line.len() < 2 * (MAX_DEPTH + 1) {
         0
     } else {
@@ -375,6 +402,15 @@ pub struct CorruptLine {
     pub problem: Problem,
 }
 
+impl From<LineTooLong> for CorruptLine {
+    fn from(long: LineTooLong) -> Self {
+        CorruptLine {
+            line: long.line,
+            problem: Problem::TooLong(long.max),
+        }
+    }
+}
+
 /// What is wrong with a corrupt line.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -400,8 +436,11 @@ pub enum Problem {
     #[error("`seq` reaches u64::MAX: no record could follow it")]
     SeqExhausted,
     /// The line nests deeper than [`MAX_DEPTH`].
-    #[error("the record nests {0} levels deep; at most {max} are read", max = MAX_DEPTH)]
-    TooDeep(usize),
+    #[error(transparent)]
+    TooDeep(TooDeep),
+    /// The line is longer than [`MAX_LINE_BYTES`] (the limit is in the variant).
+    #[error("the line is longer than {0} bytes (the longest record a session writes)")]
+    TooLong(usize),
     /// A line of a shared segment log lacks the `session` string naming its session.
     #[error("no `session` string naming the record's session")]
     NoSession,
@@ -488,9 +527,15 @@ impl Reader {
     fn record(&self, bytes: &[u8]) -> Result<Record, CorruptLine> {
         let line = self.line + 1;
         let corrupt = |problem| CorruptLine { line, problem };
+        if bytes.len() > MAX_LINE_BYTES {
+            return Err(corrupt(Problem::TooLong(MAX_LINE_BYTES)));
+        }
         let depth = json_depth(bytes);
         if depth > MAX_DEPTH {
-            return Err(corrupt(Problem::TooDeep(depth)));
+            return Err(corrupt(Problem::TooDeep(TooDeep {
+                depth,
+                max: MAX_DEPTH,
+            })));
         }
         let event: Value = serde_json::from_slice(bytes)
             .map_err(|error| corrupt(Problem::NotJson(error.to_string())))?;
@@ -568,7 +613,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, CorruptLine> {
     let mut lines = LineBuffer::new();
     let _: ControlFlow<()> = lines.feed(bytes, |line| {
         records.push(reader.line(line)?);
-        Ok(ControlFlow::Continue(()))
+        Ok::<_, CorruptLine>(ControlFlow::Continue(()))
     })?;
     if !lines.rest().is_empty() {
         match reader.last(lines.rest()) {
@@ -613,6 +658,7 @@ mod tests {
                 inserted: [message].into_iter().collect(),
                 outcome: None,
                 wakeup: true,
+                redelivery: None,
             })),
             Entry::Machine(Event::TurnStart { turn: 1 }),
             Entry::Host(HostEvent::new("model/output", json!({"text": "x"})).unwrap()),
@@ -775,6 +821,7 @@ mod tests {
             inserted: [Arc::new(message)].into_iter().collect(),
             outcome: None,
             wakeup: false,
+            redelivery: None,
         }))
     }
 
@@ -868,12 +915,64 @@ mod tests {
             parse(line.as_bytes()).unwrap_err(),
             CorruptLine {
                 line: 1,
-                problem: Problem::TooDeep(MAX_DEPTH + 1)
+                problem: Problem::TooDeep(TooDeep {
+                    depth: MAX_DEPTH + 1,
+                    max: MAX_DEPTH
+                })
             }
         );
     }
 
     /// Item 10: `seq` u64::MAX cannot be followed: the reader rejects it, the writer refuses it.
+    #[test]
+    fn the_line_limit_is_the_same_for_writer_and_reader() {
+        // The longest line the writer takes reads back; one byte more is refused by both.
+        let envelope = r#"{"seq":1,"type":"model/output","data":""}"#.len();
+        let fits = HostEvent::new("model/output", json!("a".repeat(MAX_LINE_BYTES - envelope)));
+        let mut out = Vec::new();
+        assert_eq!(encode(1, &Entry::Host(fits.unwrap()), &mut out), Ok(()));
+        assert_eq!(out.len(), MAX_LINE_BYTES + 1);
+        assert_eq!(parse(&out).map(|parsed| parsed.records.len()), Ok(1));
+        let long = HostEvent::new(
+            "model/output",
+            json!("a".repeat(MAX_LINE_BYTES + 1 - envelope)),
+        );
+        let mut out = b"kept".to_vec();
+        let error = encode(1, &Entry::Host(long.unwrap()), &mut out);
+        assert_eq!(
+            error,
+            Err(EncodeError::TooLong {
+                bytes: MAX_LINE_BYTES + 1,
+                max: MAX_LINE_BYTES
+            })
+        );
+        assert_eq!(out, b"kept");
+        assert_eq!(
+            error.err().map(|e| e.to_string()),
+            Some(
+                "cannot encode a record: its line is 2097153 bytes; at most 2097152 are read back"
+                    .into()
+            )
+        );
+        let mut line = br#"{"seq":1,"type":"model/output","data":""#.to_vec();
+        line.resize(MAX_LINE_BYTES - 2, b'a');
+        line.extend_from_slice(b"\"}");
+        assert_eq!(line.len(), MAX_LINE_BYTES);
+        assert!(Reader::new().line(&line).is_ok());
+        line.insert(line.len() - 2, b'a');
+        let corrupt = CorruptLine {
+            line: 1,
+            problem: Problem::TooLong(MAX_LINE_BYTES),
+        };
+        assert_eq!(Reader::new().line(&line), Err(corrupt.clone()));
+        line.push(b'\n');
+        assert_eq!(parse(&line), Err(corrupt.clone()));
+        assert_eq!(
+            corrupt.to_string(),
+            "line 1: the line is longer than 2097152 bytes (the longest record a session writes)"
+        );
+    }
+
     #[test]
     fn seq_u64_max_is_rejected_by_reader_and_writer() {
         let line = format!("{{\"seq\":{},\"type\":\"x\"}}\n", u64::MAX);

@@ -27,8 +27,8 @@ pub use jsonl::{
     EncodeError, Entry, HostEvent, Measure, Parsed, Problem, Reader, Record, ReservedType, Tail,
     TooDeep, TornTail, MAX_DATA_DEPTH, MAX_DEPTH, MAX_MESSAGE_DEPTH,
 };
-pub use lines::LineBuffer;
-pub use repair::{repair, repair_with, RepairError, Repaired, Repairer};
+pub use lines::{read_log, LineBuffer, LineTooLong, NotRegularFile, ReadLogError, MAX_LINE_BYTES};
+pub use repair::{repair, repair_redelivering, repair_with, RepairError, Repaired, Repairer};
 pub use segment::{
     is_segment, split_segment, SegmentParsed, SegmentReader, SegmentRecord, SegmentTail,
     SESSION_KEY,

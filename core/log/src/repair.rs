@@ -19,8 +19,14 @@ use crate::jsonl::Record;
 pub struct Repaired {
     /// The machine restored from the log and its closers: idle, items parked (S48).
     pub machine: Machine,
-    /// What the stored log needs appended to be balanced (empty if it was).
+    /// What the stored log needs appended to be balanced (empty if it was), as one batch: the
+    /// closers (S50), then the last [`redelivered`](Repaired::redelivered) events are the
+    /// redelivery splices (S59, with a [`with_redelivery`](Repairer::with_redelivery)
+    /// allowance).
     pub closers: Vec<Event>,
+    /// How many of the `closers` (the last ones) are redelivery splices (S59): 0 without an
+    /// allowance.
+    pub redelivered: usize,
     /// The turn the crash interrupted, if the log ended inside one.
     pub interrupted: Option<u64>,
     /// The number of records read.
@@ -52,7 +58,18 @@ pub fn repair(records: &[Record]) -> Result<Repaired, RepairError> {
 /// [`repair`] into a machine with the host's `config` (its delivery memory, admission bound and
 /// hash seed; S51, S53, S55).
 pub fn repair_with(records: &[Record], config: Config) -> Result<Repaired, RepairError> {
-    let mut repairer = Repairer::new(config);
+    repair_redelivering(records, config, 0)
+}
+
+/// [`repair_with`] with the redelivery allowance `allowance` (S59; 0 is [`repair_with`]):
+/// after the closers, what the interrupted turn claimed after its last `step/start` is
+/// re-inserted, each message at most `allowance` times over the log's life.
+pub fn repair_redelivering(
+    records: &[Record],
+    config: Config,
+    allowance: u64,
+) -> Result<Repaired, RepairError> {
+    let mut repairer = Repairer::new(config).with_redelivery(allowance);
     records
         .iter()
         .try_for_each(|record| repairer.push(record))?;
@@ -67,6 +84,8 @@ pub struct Repairer {
     records: usize,
     /// The line of the last record pushed (0 before the first).
     last_line: usize,
+    /// The redelivery allowance `A` (S59): 0, S50 unchanged.
+    allowance: u64,
 }
 
 impl Repairer {
@@ -76,7 +95,16 @@ impl Repairer {
             restorer: Restorer::with_config(config, 0),
             records: 0,
             last_line: 0,
+            allowance: 0,
         }
+    }
+
+    /// This repair with the redelivery allowance `allowance` (S59): the host's choice, not in
+    /// the log, like the memory's capacity. 0 (the default) is S50 unchanged; `A ≥ 1` chooses
+    /// at-least-once for input no model saw. The type holds no negative; every `u64` is
+    /// accepted (a count above what a log can hold means "always redeliver").
+    pub fn with_redelivery(self, allowance: u64) -> Self {
+        Repairer { allowance, ..self }
     }
 
     /// Restores the next record.
@@ -96,7 +124,8 @@ impl Repairer {
         Ok(())
     }
 
-    /// Closes an open final turn (S50) and finishes the restore.
+    /// Closes an open final turn (S50), redelivers what it claimed unseen (S59, within the
+    /// allowance) and finishes the restore.
     ///
     /// # Errors
     ///
@@ -106,7 +135,11 @@ impl Repairer {
         let line = self.last_line + 1;
         let fail = |error: InvalidLog| RepairError { line, error };
         let interrupted = self.restorer.position().open_turn();
-        let closers = self.restorer.position().closers();
+        let closers = self.restorer.repair(self.allowance);
+        let redelivered = closers
+            .iter()
+            .filter(|event| matches!(event, Event::Spliced(_)))
+            .count();
         for closer in &closers {
             self.restorer.push_event(closer).map_err(fail)?;
         }
@@ -114,6 +147,7 @@ impl Repairer {
         Ok(Repaired {
             machine,
             closers,
+            redelivered,
             interrupted,
             records: self.records,
         })
@@ -173,6 +207,85 @@ mod tests {
         assert_eq!(repaired.machine.last_turn(), 2);
         assert_eq!(repaired.machine.pending(Target::NextTurn).len(), 0);
         assert!(repaired.machine.is_quiescent());
+    }
+
+    /// S59: what the interrupted turn claimed after its last `step/start` comes back after
+    /// the closers, within the allowance; what a step saw does not.
+    #[test]
+    fn s59_repair_redelivers_the_unseen_claims_within_the_allowance() {
+        use coxswain_core::{Fate, MessageId, TurnEndKind};
+        let parsed = parse(&session_log()).unwrap();
+        // Cut after turn 2 claimed b, before its first step/start.
+        let unseen = &parsed.records[..12];
+        let config = Config::new().with_delivery_memory(4);
+        let turn_end = Event::TurnEnd {
+            turn: 2,
+            reason: TurnEndReason::Interrupted,
+        };
+        let b = MessageId::new("b");
+        let dropped = repair_redelivering(unseen, config, 0).unwrap();
+        assert_eq!(
+            (dropped.closers.clone(), dropped.redelivered),
+            (vec![turn_end.clone()], 0)
+        );
+        assert_eq!(
+            dropped.machine.fate(&b),
+            Fate::Claimed {
+                turn: 2,
+                step: None,
+                end: Some(TurnEndKind::Interrupted)
+            }
+        );
+        let repaired = repair_redelivering(unseen, config, 1).unwrap();
+        assert_eq!(repaired.redelivered, 1);
+        let Some(Event::Spliced(splice)) = repaired.closers.get(1) else {
+            panic!(
+                "a redelivery splice after the closer: {:?}",
+                repaired.closers
+            );
+        };
+        assert_eq!(repaired.closers[0], turn_end);
+        assert_eq!(
+            (
+                splice.target,
+                splice.start,
+                splice.removed_count,
+                splice.wakeup,
+                splice.redelivery
+            ),
+            (Target::NextTurn, 0, 0, true, Some(1))
+        );
+        assert_eq!(
+            splice
+                .inserted
+                .iter()
+                .map(|m| m.id().as_str())
+                .collect::<Vec<_>>(),
+            ["b"]
+        );
+        assert_eq!(
+            repaired.machine.fate(&b),
+            Fate::Pending {
+                target: Target::NextTurn
+            }
+        );
+        // The splice goes to storage with its count (S59), and reads back as written.
+        let mut line = Vec::new();
+        encode(13, &Entry::Machine(repaired.closers[1].clone()), &mut line).unwrap();
+        let text = String::from_utf8(line).unwrap();
+        assert!(text.contains(r#""redelivery":1"#), "{text}");
+        // The repaired log audits clean (I3: the claim ended, the message is pending again).
+        let mut auditor = crate::Auditor::with_config(config);
+        for record in unseen {
+            auditor.push_json(&record.event).unwrap();
+        }
+        for event in &repaired.closers {
+            auditor.push_event(event).unwrap();
+        }
+        // The whole log: b entered step 1 of turn 2, so a model saw it: nothing comes back.
+        let whole = repair_redelivering(&parsed.records, config, 5).unwrap();
+        assert_eq!(whole.redelivered, 0);
+        assert_eq!(whole.closers.len(), 2);
     }
 
     #[test]

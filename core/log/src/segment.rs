@@ -127,9 +127,15 @@ impl SegmentReader {
 
     /// The line parsed, its `session` taken out; `seq` is required.
     fn session_of(&self, bytes: &[u8]) -> Result<(String, Value), Problem> {
+        if bytes.len() > crate::MAX_LINE_BYTES {
+            return Err(Problem::TooLong(crate::MAX_LINE_BYTES));
+        }
         let depth = json_depth(bytes);
         if depth > MAX_DEPTH {
-            return Err(Problem::TooDeep(depth));
+            return Err(Problem::TooDeep(crate::TooDeep {
+                depth,
+                max: MAX_DEPTH,
+            }));
         }
         let mut event: Value =
             serde_json::from_slice(bytes).map_err(|error| Problem::NotJson(error.to_string()))?;

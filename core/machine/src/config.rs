@@ -20,6 +20,8 @@ pub struct Config {
     /// The capacity `W` of the delivery memory (S51): how many of the ids that last left the
     /// pending lists a delivery may not reuse (`already-delivered`, S52). 0, the default, is
     /// plain S9: a claimed or removed id may be delivered again at once.
+    /// [`Config::UNBOUNDED_DELIVERY_MEMORY`] (`usize::MAX`) is S58's `unbounded`: no id is ever
+    /// forgotten (the memory grows by one record per message that left a list).
     pub delivery_memory: usize,
     /// The seed of the keys that hash message ids in the machine's indexes. Ids are chosen by
     /// callers; with keys an attacker knows they can craft ids that collide, so every delivery
@@ -34,6 +36,10 @@ pub struct Config {
 }
 
 impl Config {
+    /// The delivery memory's capacity `unbounded` (S58): `usize::MAX`, no id is ever forgotten.
+    /// [`with_unbounded_delivery_memory`](Config::with_unbounded_delivery_memory) sets it.
+    pub const UNBOUNDED_DELIVERY_MEMORY: usize = usize::MAX;
+
     /// The defaults: no delivery memory, the fixed hash seed.
     pub const fn new() -> Self {
         Config {
@@ -49,6 +55,34 @@ impl Config {
             delivery_memory: capacity,
             ..self
         }
+    }
+
+    /// This config with a delivery memory that never forgets an id (S58's `unbounded`), for a
+    /// host that promises idempotency for as long as a session lives: the memory then grows by
+    /// one record per message that left a list.
+    ///
+    /// ```
+    /// use coxswain_core::{Config, Machine};
+    ///
+    /// let config = Config::new().with_unbounded_delivery_memory();
+    /// assert_eq!(config.delivery_memory, Config::UNBOUNDED_DELIVERY_MEMORY);
+    /// assert!(config.is_delivery_memory_unbounded());
+    /// assert_eq!(Machine::with_config(config).config(), config);
+    /// ```
+    pub const fn with_unbounded_delivery_memory(self) -> Self {
+        self.with_delivery_memory(Config::UNBOUNDED_DELIVERY_MEMORY)
+    }
+
+    /// Whether the delivery memory is `unbounded` (S58).
+    ///
+    /// ```
+    /// use coxswain_core::Config;
+    ///
+    /// assert!(!Config::new().with_delivery_memory(1024).is_delivery_memory_unbounded());
+    /// assert!(Config::new().with_unbounded_delivery_memory().is_delivery_memory_unbounded());
+    /// ```
+    pub const fn is_delivery_memory_unbounded(&self) -> bool {
+        self.delivery_memory == Config::UNBOUNDED_DELIVERY_MEMORY
     }
 
     /// This config with the hash keys derived from `seed` (see [`Config::hash_seed`]).

@@ -30,16 +30,16 @@ use crate::output::{Outstanding, RequestKind};
 #[non_exhaustive]
 pub enum Rejected {
     /// The id is already pending in NT or NS (S9, S13).
-    #[error("message `{0}` is already pending")]
+    #[error("message {} is already pending", .0.shown())]
     AlreadyPending(MessageId),
     /// The delivery memory holds the id: it left the lists lately, so this is a retry of a
     /// delivery already made (S51, S52).
-    #[error("message `{0}` was already delivered")]
+    #[error("message {} was already delivered", .0.shown())]
     AlreadyDelivered(MessageId),
     /// The id is pending, or held by the delivery memory, for a *different* message (S56): a
     /// caller reused an id. Unlike the two rejections above this is not a retry, and never
     /// success.
-    #[error("message id `{0}` is already used by a different message")]
+    #[error("message id {} is already used by a different message", .0.shown())]
     Conflict(MessageId),
     /// The send's expected-turn guard does not hold (S54).
     #[error("the send expected {0}, which does not hold")]
@@ -204,7 +204,7 @@ pub enum LogViolation {
     #[error("splice `wakeup` present but not `true` (S10, S46)")]
     SpliceWakeup,
     /// A replayed splice would make an id pending twice.
-    #[error("splice makes `{0}` pending twice (S13, S46)")]
+    #[error("splice makes {} pending twice (S13, S46)", .0.shown())]
     AlreadyPending(MessageId),
     /// The log ends inside the turn this event opened: run crash repair first (S50).
     #[error("the log ends inside the turn this event opened; run crash repair first (S46, S50)")]

@@ -42,6 +42,17 @@ mod tag {
 }
 
 impl Fingerprint {
+    /// The digest as two words (aligned to 8, not 16: the delivery memory's held entry packs
+    /// it next to a 24-byte record, S58).
+    pub(crate) fn halves(self) -> [u64; 2] {
+        [(self.0 >> 64) as u64, self.0 as u64]
+    }
+
+    /// The digest [`halves`](Fingerprint::halves) split.
+    pub(crate) fn from_halves([high, low]: [u64; 2]) -> Self {
+        Fingerprint((u128::from(high) << 64) | u128::from(low))
+    }
+
     /// The fingerprint of a message whose `source` and `content` are these (absent: `None`).
     pub(crate) fn of(source: Option<&Value>, content: Option<&Value>) -> Self {
         let mut hasher = new_hasher();

@@ -13,13 +13,16 @@ use std::collections::{HashMap, VecDeque};
 
 use smallvec::SmallVec;
 
+use crate::fate::TurnEndKind;
 use crate::fingerprint::Fingerprint;
 use crate::hasher::IdHasher;
 use crate::input::Target;
-use crate::memory::{DeliveryMemory, Forgotten};
+use crate::memory::{DeliveryMemory, Ended, Forgotten, Left};
 use crate::message::{Batch, MessageId, SharedMessage};
 use crate::output::{Event, Notification, Splice, SpliceOutcome};
 use crate::transition::Queue;
+
+mod equality;
 
 /// One pending message and whether it was delivered waking (S19)
 /// ([example](crate::Machine#the-pending-lists)).
@@ -146,132 +149,10 @@ enum Undo {
         items: Vec<(Pending, Forgotten)>,
         keys: (i64, i64),
     },
-}
-
-/// Structural: both lists item by item (message, waking flag and key) with their next keys, the
-/// id index, the waking count, the delivery memory and the open batch's journal (a closed
-/// journal's kept buffer is no part of the value, as a `Vec`'s capacity is not). The index's
-/// hasher is the machine's [`Config`](crate::Config), compared there. What the model checker
-/// compares is [`Behaviour`](crate::Behaviour).
-impl PartialEq for Inbox {
-    fn eq(&self, other: &Self) -> bool {
-        let Inbox {
-            next_turn,
-            next_step,
-            index,
-            waking,
-            memory,
-            undo,
-        } = self;
-        next_turn.same(&other.next_turn)
-            && next_step.same(&other.next_step)
-            && *index == other.index
-            && *waking == other.waking
-            && *memory == other.memory
-            && match (open_changes(undo), open_changes(&other.undo)) {
-                (Some(one), Some(two)) => {
-                    one.len() == two.len() && one.iter().zip(two).all(|(x, y)| x.same(y))
-                }
-                (one, two) => one.is_none() && two.is_none(),
-            }
-    }
-}
-
-impl Eq for Inbox {}
-
-/// The changes journaled by the open batch, if a batch is open.
-fn open_changes(undo: &Option<Box<Journal>>) -> Option<&[Undo]> {
-    undo.as_deref()
-        .filter(|journal| journal.open)
-        .map(|journal| journal.changes.as_slice())
-}
-
-impl Pending {
-    /// The same message, flag and key.
-    fn same(&self, other: &Pending) -> bool {
-        self.message == other.message && self.waking == other.waking && self.key == other.key
-    }
-}
-
-impl List {
-    /// The same items in the same order, under the same keys, with the same next keys.
-    fn same(&self, other: &List) -> bool {
-        self.front_key == other.front_key
-            && self.back_key == other.back_key
-            && self.items.len() == other.items.len()
-            && self.items.iter().zip(&other.items).all(|(x, y)| x.same(y))
-    }
-}
-
-impl Undo {
-    /// The same change, taken back the same way.
-    fn same(&self, other: &Undo) -> bool {
-        match (self, other) {
-            (
-                Undo::Inserted {
-                    target,
-                    front,
-                    keys,
-                },
-                Undo::Inserted {
-                    target: target2,
-                    front: front2,
-                    keys: keys2,
-                },
-            ) => (target, front, keys) == (target2, front2, keys2),
-            (
-                Undo::Removed {
-                    target,
-                    position,
-                    item,
-                    forgotten,
-                },
-                Undo::Removed {
-                    target: target2,
-                    position: position2,
-                    item: item2,
-                    forgotten: forgotten2,
-                },
-            ) => {
-                (target, position, forgotten) == (target2, position2, forgotten2)
-                    && item.same(item2)
-            }
-            (
-                Undo::Replaced {
-                    target,
-                    position,
-                    old,
-                    forgotten,
-                },
-                Undo::Replaced {
-                    target: target2,
-                    position: position2,
-                    old: old2,
-                    forgotten: forgotten2,
-                },
-            ) => (target, position, old, forgotten) == (target2, position2, old2, forgotten2),
-            (
-                Undo::Cleared {
-                    target,
-                    items,
-                    keys,
-                },
-                Undo::Cleared {
-                    target: target2,
-                    items: items2,
-                    keys: keys2,
-                },
-            ) => {
-                (target, keys) == (target2, keys2)
-                    && items.len() == items2.len()
-                    && items
-                        .iter()
-                        .zip(items2)
-                        .all(|((x, f), (y, g))| x.same(y) && f == g)
-            }
-            _ => false,
-        }
-    }
+    /// The record of `id` got its `step` (S58).
+    Stepped { id: MessageId },
+    /// A `turn/end` gave records their `end` (S58).
+    Ended(Ended),
 }
 
 impl Inbox {
@@ -378,6 +259,7 @@ impl Inbox {
             inserted: SmallVec::from_buf([message.clone()]),
             outcome: None,
             wakeup: waking,
+            redelivery: None,
         }));
         let list = self.list_mut(target);
         let keys = (list.front_key, list.back_key);
@@ -419,8 +301,9 @@ impl Inbox {
             inserted: SmallVec::new(),
             outcome: Some(SpliceOutcome::Canceled),
             wakeup: false,
+            redelivery: None,
         }));
-        let forgotten = self.left(&item);
+        let forgotten = self.left(&item, Left::Discarded);
         let message = match self.open_journal() {
             Some(journal) => {
                 let message = item.message.clone();
@@ -460,12 +343,13 @@ impl Inbox {
             inserted: SmallVec::from_buf([message.clone()]),
             outcome: Some(SpliceOutcome::Canceled),
             wakeup: waking,
+            redelivery: None,
         }));
         self.index.remove(old.id());
         self.index
             .insert(message.id().clone(), Slot { target, key });
         // S51: a replace that keeps the id leaves it pending.
-        let forgotten = (old.id() != message.id()).then(|| self.memory.left(&old));
+        let forgotten = (old.id() != message.id()).then(|| self.memory.left(&old, Left::Discarded));
         self.journal(|| Undo::Replaced {
             target,
             position,
@@ -496,11 +380,12 @@ impl Inbox {
             inserted: SmallVec::new(),
             outcome: Some(SpliceOutcome::Canceled),
             wakeup: false,
+            redelivery: None,
         }));
         let mut items = std::mem::take(&mut self.list_mut(target).items);
         let mut journal = self.is_journaling().then(Vec::new);
         for item in items.drain(..) {
-            let forgotten = self.left(&item);
+            let forgotten = self.left(&item, Left::Discarded);
             let message = match &mut journal {
                 Some(journal) => {
                     let message = item.message.clone();
@@ -538,7 +423,7 @@ impl Inbox {
 
     /// Claims (S28) as pure deletions: all of NS, then at a turn boundary the first NT item. Emits
     /// the splices; the caller emits `claimed` for the returned batch, which is in claim order.
-    pub(crate) fn claim(&mut self, turn_boundary: bool, out: &mut Queue) -> Batch {
+    pub(crate) fn claim(&mut self, turn: u64, turn_boundary: bool, out: &mut Queue) -> Batch {
         let mut batch = Batch::new();
         let ns = self.len(Target::NextStep);
         if ns > 0 {
@@ -546,7 +431,7 @@ impl Inbox {
             let mut items = std::mem::take(&mut self.next_step.items);
             let mut journal = self.is_journaling().then(Vec::new);
             for item in items.drain(..) {
-                let forgotten = self.left(&item);
+                let forgotten = self.left(&item, Left::Claimed(turn));
                 match &mut journal {
                     Some(journal) => {
                         batch.push(item.message.clone());
@@ -560,7 +445,7 @@ impl Inbox {
         if turn_boundary {
             if let Some(item) = self.next_turn.items.pop_front() {
                 out.event(claim_splice(Target::NextTurn, 1));
-                let forgotten = self.left(&item);
+                let forgotten = self.left(&item, Left::Claimed(turn));
                 match self.open_journal() {
                     Some(journal) => {
                         batch.push(item.message.clone());
@@ -580,10 +465,37 @@ impl Inbox {
 
     /// An item left its list (and no splice puts its id back): out of the index and the waking
     /// count, into the delivery memory (S51).
-    fn left(&mut self, item: &Pending) -> Forgotten {
+    fn left(&mut self, item: &Pending, how: Left) -> Forgotten {
         self.index.remove(item.message.id());
         self.waking -= usize::from(item.waking);
-        self.memory.left(&item.message)
+        self.memory.left(&item.message, how)
+    }
+
+    /// S58: the messages `entered` step `step` of turn `turn` (its `user/message` events): each
+    /// id held as claimed by that turn gets `step` if its record has none.
+    pub(crate) fn entered<'a>(
+        &mut self,
+        turn: u64,
+        step: u64,
+        entered: impl IntoIterator<Item = &'a MessageId>,
+    ) {
+        if self.memory.capacity() == 0 {
+            return;
+        }
+        for id in entered {
+            if self.memory.entered(turn, step, id) {
+                self.journal(|| Undo::Stepped { id: id.clone() });
+            }
+        }
+    }
+
+    /// S58: turn `turn` ended with a reason of `kind`: that turn's claims get their `end`.
+    pub(crate) fn turn_ended(&mut self, turn: u64, kind: Option<TurnEndKind>) {
+        if self.memory.capacity() == 0 {
+            return;
+        }
+        let ended = self.memory.turn_ended(turn, kind);
+        self.journal(|| Undo::Ended(ended));
     }
 
     /// While a batch is open, remembers how to take back the change just made.
@@ -700,6 +612,8 @@ impl Inbox {
                 list.items = restored;
                 (list.front_key, list.back_key) = keys;
             }
+            Undo::Stepped { id } => self.memory.unenter(&id),
+            Undo::Ended(ended) => self.memory.unend(ended),
         }
     }
 
@@ -734,7 +648,8 @@ impl Inbox {
         removed: usize,
         inserted: impl IntoIterator<Item = SharedMessage>,
         waking: bool,
-    ) -> Result<(), MessageId> {
+        how: Left,
+    ) -> Result<SmallVec<[Pending; 1]>, MessageId> {
         let gone: SmallVec<[Pending; 1]> = self
             .list_mut(target)
             .items
@@ -780,10 +695,11 @@ impl Inbox {
         // S53: the removed ids not pending after the splice enter the memory, in list order.
         for gone in &gone {
             if !self.index.contains_key(gone.message.id()) {
-                self.memory.left(&gone.message);
+                self.memory.left(&gone.message, how);
             }
         }
-        Ok(())
+        self.memory.compact_claims();
+        Ok(gone)
     }
 
     /// Gives the items of `target` the keys `0, 1, …` again (after a restored splice inserted
@@ -812,6 +728,7 @@ fn claim_splice(target: Target, removed_count: usize) -> Event {
         inserted: SmallVec::new(),
         outcome: None,
         wakeup: false,
+        redelivery: None,
     })
 }
 
@@ -882,10 +799,10 @@ mod tests {
         assert!(inbox.has_waking_work());
         inbox.replace_at(Target::NextTurn, 0, user("f2"), &mut out);
         assert!(inbox.items(Target::NextTurn)[0].is_waking());
-        let batch = inbox.claim(false, &mut out);
+        let batch = inbox.claim(1, false, &mut out);
         assert_eq!(batch.len(), 1);
         assert!(inbox.has_waking_work(), "f2 is still pending");
-        let batch = inbox.claim(true, &mut out);
+        let batch = inbox.claim(1, true, &mut out);
         assert_eq!(batch.len(), 1);
         assert!(!inbox.has_waking_work(), "only the quiet q is left");
         inbox.clear(&mut out);
@@ -930,7 +847,16 @@ mod tests {
         let mut inbox = Inbox::with_memory(4, IdHasher::default());
         let nt = Target::NextTurn;
         let splice = |inbox: &mut Inbox, start, removed, ids: &[&str]| {
-            inbox.restore_splice(nt, start, removed, ids.iter().map(|id| user(id)), true)
+            inbox
+                .restore_splice(
+                    nt,
+                    start,
+                    removed,
+                    ids.iter().map(|id| user(id)),
+                    true,
+                    Left::Discarded,
+                )
+                .map(|_| ())
         };
         splice(&mut inbox, 0, 0, &["a", "b"]).unwrap();
         splice(&mut inbox, 1, 0, &["x"]).unwrap(); // between adjacent keys: renumbered

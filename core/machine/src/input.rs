@@ -149,7 +149,7 @@ impl FromStr for Preset {
 /// A name that is not in a closed vocabulary (a target or a preset)
 /// ([example](Target#examples)).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {what} `{found}`")]
+#[error("unknown {what} {}", crate::ShownId::new(found))]
 pub struct UnknownName {
     what: &'static str,
     found: String,
@@ -474,6 +474,8 @@ pub enum Input {
     Maintenance(MaintenanceInput),
     /// Dispose the machine (S45).
     Dispose {},
+    /// Start parked waking work (S57).
+    Resume {},
     /// Answer the outstanding `preStep` request.
     PreStep(PreStepAnswer),
     /// Answer the outstanding `step` request.
@@ -656,6 +658,7 @@ mod tests {
             json!({"maintenance": "begin"}),
         );
         round_trip(Input::Dispose {}, json!({"dispose": {}}));
+        round_trip(Input::Resume {}, json!({"resume": {}}));
         round_trip(
             Input::PreStep(PreStepAnswer::Enter([m.clone()].into_iter().collect())),
             json!({"preStep": {"enter": [mj]}}),

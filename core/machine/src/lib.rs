@@ -15,7 +15,7 @@
 //! written from those events restores the machine ([`Machine::restore`], [`Restorer`]); a
 //! [`Config`] chooses the delivery memory that makes retried deliveries harmless.
 //!
-//! Rule numbers (S1–S56, I1–I14) refer to the project's `SPEC.md`.
+//! Rule numbers (S1–S59, I1–I16) refer to the project's `SPEC.md`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -24,6 +24,7 @@
 
 mod config;
 mod error;
+mod fate;
 mod fingerprint;
 mod hasher;
 mod inbox;
@@ -38,13 +39,14 @@ mod transition;
 
 pub use config::Config;
 pub use error::{BatchError, Completion, InvalidLog, LogViolation, Rejected};
+pub use fate::{Fate, TurnEndKind};
 pub use inbox::Pending;
 pub use input::{
     CancelCause, Details, ErrorInfo, Expect, Input, MaintenanceInput, PreStepAnswer, Preset,
     StepAnswer, Target, TurnStoppingAnswer, UnknownName,
 };
 pub use machine::{Behaviour, Machine, RestorerBehaviour};
-pub use message::{Batch, Message, MessageId, SharedMessage, BATCH_INLINE};
+pub use message::{Batch, Message, MessageId, SharedMessage, ShownId, BATCH_INLINE};
 pub use output::{
     Abort, Activity, Effect, Event, Notification, Output, Outstanding, Request, RequestKind,
     Splice, SpliceKind, SpliceOutcome, Status, TurnEndReason,

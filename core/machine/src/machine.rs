@@ -26,6 +26,8 @@ mod batch;
 mod behaviour;
 mod inputs;
 mod queries;
+#[cfg(test)]
+mod s13_tests;
 pub use behaviour::{Behaviour, RestorerBehaviour};
 
 /// The sans-IO delivery state machine of one agent session.
@@ -437,6 +439,14 @@ impl Machine {
         Ok(true)
     }
 
+    /// S57: at idle with waking work, wake exactly as a waking send would; otherwise nothing
+    /// (no latch, no list change).
+    fn on_resume(&mut self) {
+        if matches!(self.phase, Phase::Idle) && self.inbox.has_waking_work() {
+            self.start_driver();
+        }
+    }
+
     fn on_dispose(&mut self) {
         self.apply_cancel(CancelCause::Disposed, false);
         match self.activity_mut() {
@@ -487,6 +497,9 @@ impl Machine {
         let step = run.step;
         let turn = self.last_turn;
         self.queue.event(Event::StepStart { turn, step });
+        // S58: the entered messages the open turn claimed get this step, if they have none.
+        self.inbox
+            .entered(turn, step, messages.iter().map(|message| message.id()));
         for message in messages {
             self.queue.event(Event::UserMessage(message));
         }
@@ -704,7 +717,7 @@ impl Machine {
     /// each, then request the pre-step decision.
     fn claim_and_request_pre_step(&mut self, turn_boundary: bool, after_terminal: bool) {
         let turn = self.last_turn;
-        let messages = self.inbox.claim(turn_boundary, &mut self.queue);
+        let messages = self.inbox.claim(turn, turn_boundary, &mut self.queue);
         for message in &messages {
             self.queue.notify(Notification::Claimed {
                 message: message.clone(),
@@ -753,6 +766,9 @@ impl Machine {
             reason,
             TurnEndReason::Completed | TurnEndReason::MaxTokens | TurnEndReason::Blocked
         ) && self.inbox.has_waking_work();
+        // S58: this turn's claims get its reason's kind as their `end`.
+        self.inbox
+            .turn_ended(self.last_turn, Some(reason.end_kind()));
         self.queue.event(Event::TurnEnd {
             turn: self.last_turn,
             reason,

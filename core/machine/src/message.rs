@@ -53,6 +53,82 @@ impl MessageId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The id as an error message shows it ([`ShownId`]): in backticks, a long one elided.
+    pub fn shown(&self) -> ShownId<'_> {
+        ShownId::new(&self.0)
+    }
+}
+
+/// An id as every error message shows it: in backticks, its control characters escaped, and an
+/// id longer than [`ShownId::MAX_CHARS`] characters cut there, followed by `…` and its full
+/// length in bytes, so that a hostile 1 MiB id costs an error message 64 characters, not 1 MiB.
+///
+/// ```
+/// use coxswain_core::{MessageId, ShownId};
+///
+/// assert_eq!(MessageId::new("m1").shown().to_string(), "`m1`");
+/// assert_eq!(ShownId::new("a\nb").to_string(), "`a\\nb`");
+/// let long = "a".repeat(1 << 20);
+/// assert_eq!(
+///     ShownId::new(&long).to_string(),
+///     format!("`{}…` (1048576 bytes)", "a".repeat(64))
+/// );
+///
+/// // Bare, for a line that shows ids unquoted (a timeline):
+/// assert_eq!(ShownId::bare("m1").to_string(), "m1");
+/// assert_eq!(
+///     ShownId::bare(&long).to_string(),
+///     format!("{}… (1048576 bytes)", "a".repeat(64))
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShownId<'a> {
+    id: &'a str,
+    quoted: bool,
+}
+
+impl<'a> ShownId<'a> {
+    /// The most characters of an id an error message shows.
+    ///
+    /// ```
+    /// use coxswain_core::ShownId;
+    ///
+    /// let id = "x".repeat(ShownId::MAX_CHARS);
+    /// assert_eq!(ShownId::bare(&id).to_string(), id); // at the limit: whole
+    /// ```
+    pub const MAX_CHARS: usize = 64;
+
+    /// Shows `id` in backticks.
+    pub fn new(id: &'a str) -> Self {
+        ShownId { id, quoted: true }
+    }
+
+    /// Shows `id` without backticks (elided and escaped all the same).
+    pub fn bare(id: &'a str) -> Self {
+        ShownId { id, quoted: false }
+    }
+}
+
+impl fmt::Display for ShownId<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use fmt::Write;
+        let quote = if self.quoted { "`" } else { "" };
+        f.write_str(quote)?;
+        let mut chars = self.id.chars();
+        for c in chars.by_ref().take(ShownId::MAX_CHARS) {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                f.write_char(c)?;
+            }
+        }
+        if chars.next().is_some() {
+            write!(f, "…{quote} ({} bytes)", self.id.len())
+        } else {
+            f.write_str(quote)
+        }
+    }
 }
 
 impl fmt::Debug for MessageId {

@@ -259,6 +259,12 @@ pub struct Splice {
     /// The inserted item is waking (S10, S19); omitted on the wire when false.
     #[serde(default, skip_serializing_if = "is_false")]
     pub wakeup: bool,
+    /// `r` on a splice crash repair appends to redeliver a message (S59): the number of such
+    /// splices at or after the seed boundary that insert this id, this one included. The
+    /// machine never emits one (`None`, omitted on the wire); restore reads it as an extra key
+    /// (S46).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redelivery: Option<u64>,
 }
 
 impl Splice {
@@ -705,6 +711,7 @@ mod tests {
             inserted: inserted.iter().cloned().collect(),
             outcome,
             wakeup: false,
+            redelivery: None,
         };
         let canceled = Some(SpliceOutcome::Canceled);
         assert_eq!(
@@ -727,6 +734,7 @@ mod tests {
                 inserted: SmallVec::from_elem(m.clone(), 1),
                 outcome: None,
                 wakeup: false,
+                redelivery: None,
             }),
             Event::TurnStart { turn: 1 },
             Event::StepStart { turn: 1, step: 1 },
@@ -755,6 +763,7 @@ mod tests {
                 inserted: SmallVec::from_elem(m.clone(), 1),
                 outcome: None,
                 wakeup: true,
+                redelivery: None,
             })),
             json!({"event": {"type": "agent/inbox/spliced", "data": {"target": "next-turn", "start": 0, "inserted": [mj], "wakeup": true}}}),
         );
@@ -766,6 +775,7 @@ mod tests {
                 inserted: SmallVec::new(),
                 outcome: Some(SpliceOutcome::Canceled),
                 wakeup: false,
+                redelivery: None,
             })),
             json!({"event": {"type": "agent/inbox/spliced", "data": {"target": "next-step", "start": 1, "removedCount": 2, "inserted": [], "outcome": "canceled"}}}),
         );

@@ -8,6 +8,7 @@
 //! ever partially restored (S47). The restored machine is idle and emits nothing; its items park
 //! until the next wake (S48).
 
+use std::collections::HashMap;
 use std::num::NonZeroUsize;
 
 use serde_json::Value;
@@ -15,11 +16,13 @@ use smallvec::SmallVec;
 
 use crate::config::Config;
 use crate::error::{InvalidLog, LogViolation};
+use crate::fate::TurnEndKind;
 use crate::hasher::IdHasher;
 use crate::inbox::Inbox;
 use crate::input::Target;
 use crate::machine::{Machine, RestorerBehaviour};
-use crate::message::{Message, SharedMessage};
+use crate::memory::Left;
+use crate::message::{Message, MessageId, SharedMessage};
 use crate::output::{Event, Splice};
 use crate::position::LogPosition;
 
@@ -88,6 +91,12 @@ pub struct Restorer {
     turn_started_at: usize,
     /// The first error: a restorer that failed keeps failing.
     failed: Option<InvalidLog>,
+    /// S59: what the open turn claimed since its last `step/start` (since its `turn/start` if
+    /// none), in claim order, each with the list it was claimed from: what crash repair may
+    /// redeliver.
+    unseen: Vec<(Target, SharedMessage, bool)>,
+    /// S59: per id, the replayed splices that carry `redelivery` and insert it.
+    redeliveries: HashMap<MessageId, u64, IdHasher>,
 }
 
 impl Restorer {
@@ -126,6 +135,10 @@ struct RawSplice<'a> {
     removed_count: Option<u64>,
     inserted: Inserted<'a>,
     wakeup: bool,
+    /// It carries `outcome` (an ordinary removal); without it, removals are claims (S58).
+    outcome: bool,
+    /// It carries `redelivery` (crash repair's, S59), whatever its value.
+    redelivery: bool,
 }
 
 enum Inserted<'a> {
@@ -161,14 +174,17 @@ impl Restorer {
     /// A restorer for a machine with the host's [`Config`]: the replayed splices rebuild its
     /// delivery memory by the live rule (S53).
     pub fn with_config(config: Config, seed_length: usize) -> Self {
+        let hasher = IdHasher::new(config.hash_seed);
         Restorer {
             seed_length,
             index: 0,
-            inbox: Inbox::with_memory(config.delivery_memory, IdHasher::new(config.hash_seed)),
+            inbox: Inbox::with_memory(config.delivery_memory, hasher.clone()),
             max_pending: config.max_pending,
             position: LogPosition::new(),
             turn_started_at: 0,
             failed: None,
+            unseen: Vec::new(),
+            redeliveries: HashMap::with_hasher(hasher),
         }
     }
 
@@ -194,7 +210,18 @@ impl Restorer {
                     this.turn_started(turn)
                 }
                 Event::TURN_END => {
-                    this.position.turn_ended();
+                    let kind = data
+                        .get("reason")
+                        .and_then(|reason| reason.get("kind"))
+                        .and_then(Value::as_str)
+                        .and_then(|kind| kind.parse().ok());
+                    this.turn_ended(kind);
+                    Ok(())
+                }
+                Event::USER_MESSAGE => {
+                    if let Some(id) = data.get("id").and_then(Value::as_str) {
+                        this.entered(&MessageId::new(id));
+                    }
                     Ok(())
                 }
                 Event::STEP_START => {
@@ -202,6 +229,7 @@ impl Restorer {
                         Some(step) => this.position.step_started(step),
                         None => this.position.step_ended(),
                     }
+                    this.step_started();
                     Ok(())
                 }
                 Event::STEP_END => {
@@ -223,6 +251,19 @@ impl Restorer {
         self.guard(|this| match event {
             Event::Spliced(splice) if this.replays() => this.apply(typed_splice(splice)),
             Event::TurnStart { turn } => this.turn_started(*turn),
+            Event::TurnEnd { reason, .. } => {
+                this.turn_ended(Some(reason.end_kind()));
+                Ok(())
+            }
+            Event::UserMessage(message) => {
+                this.entered(message.id());
+                Ok(())
+            }
+            Event::StepStart { step, .. } => {
+                this.position.step_started(*step);
+                this.step_started();
+                Ok(())
+            }
             other => {
                 this.position.advance(other);
                 Ok(())
@@ -315,9 +356,108 @@ impl Restorer {
             return Err(LogViolation::TurnWithoutNumber);
         }
         self.position.turn_started(turn);
+        self.unseen.clear();
         // `index` was already advanced past the current event.
         self.turn_started_at = self.index - 1;
         Ok(())
+    }
+
+    /// S59: a `step/start` inside the open turn: the claims before it were seen by a model call.
+    fn step_started(&mut self) {
+        if self.position.open().is_some() {
+            self.unseen.clear();
+        }
+    }
+
+    /// Crash repair (S50 with S59's redelivery, allowance `allowance`): the events to append to
+    /// the log read so far, in order. Empty when the log does not end inside an open turn.
+    /// Otherwise the closers ([`LogPosition::closers`]: `step/end` if a step is open, then
+    /// `turn/end {kind: "interrupted"}`), then one redelivery splice
+    /// `{target, start: k, inserted: [m], wakeup: true?, redelivery: r}` for each message the
+    /// open turn claimed after its last `step/start` (all its claims if it has none), in claim
+    /// order, `k` counting this repair's earlier re-insertions into the same list, `r` one more
+    /// than the replayed splices carrying `redelivery` that insert the id. A message is skipped
+    /// when `r > allowance` or when its id is pending at the end of the log (or re-inserted
+    /// already by this repair): repair never makes an id pending twice (S13). Allowance 0 is
+    /// S50 unchanged. Push the events back into this restorer (or append them to the log and
+    /// restore) to get the repaired machine.
+    ///
+    /// ```
+    /// use coxswain_core::{Event, Machine, Message, MessageId, Restorer, Target};
+    ///
+    /// let mut live = Machine::new();
+    /// let mut log: Vec<Event> = Vec::new();
+    /// live.followup(Message::user("m1", "hi"))?.persist_into(&mut log).for_each(drop);
+    /// let mut restorer = Restorer::new(0);
+    /// for event in &log {
+    ///     restorer.push_event(event)?;
+    /// }
+    /// assert_eq!(restorer.repair(0).len(), 1); // turn/end {interrupted}: m1 is gone (S50)
+    /// let repair = restorer.repair(1);
+    /// assert_eq!(repair.len(), 2);
+    /// let Event::Spliced(splice) = &repair[1] else { unreachable!() };
+    /// assert_eq!((splice.target, splice.start, splice.wakeup, splice.redelivery), (Target::NextTurn, 0, true, Some(1)));
+    /// for event in &repair {
+    ///     restorer.push_event(event)?;
+    /// }
+    /// let machine = restorer.finish()?;
+    /// assert!(machine.is_pending(&MessageId::new("m1"))); // parked until a wake (S48, S57)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn repair(&self, allowance: u64) -> Vec<Event> {
+        let mut events = self.position.closers();
+        if events.is_empty() || allowance == 0 {
+            return events;
+        }
+        let mut again: Vec<&MessageId> = Vec::new();
+        let (mut next_turn, mut next_step) = (0, 0);
+        for (target, message, waking) in &self.unseen {
+            let id = message.id();
+            if self.inbox.contains(id) || again.contains(&id) {
+                continue;
+            }
+            let r = self
+                .redeliveries
+                .get(id)
+                .copied()
+                .unwrap_or(0)
+                .saturating_add(1);
+            if r > allowance {
+                continue;
+            }
+            let k = match target {
+                Target::NextTurn => &mut next_turn,
+                Target::NextStep => &mut next_step,
+            };
+            events.push(Event::Spliced(Splice {
+                target: *target,
+                start: *k,
+                removed_count: 0,
+                inserted: SmallVec::from_buf([message.clone()]),
+                outcome: None,
+                wakeup: *waking,
+                redelivery: Some(r),
+            }));
+            *k += 1;
+            again.push(id);
+        }
+        events
+    }
+
+    /// S58: a `turn/end` gives the claims of the turn of the last `turn/start` (0 if none)
+    /// their `end`: its reason's kind (`None`: not one of the six kinds, no `end` is set).
+    fn turn_ended(&mut self, kind: Option<TurnEndKind>) {
+        self.inbox.turn_ended(self.position.last_turn(), kind);
+        self.position.turn_ended();
+        self.unseen.clear();
+    }
+
+    /// S58: a `user/message` inside the open step of the open turn: a record held as claimed
+    /// by that turn gets the step, if it has none.
+    fn entered(&mut self, id: &MessageId) {
+        if let (Some(turn), Some(step)) = (self.position.open_turn(), self.position.open_step()) {
+            self.inbox.entered(turn, step, [id]);
+        }
     }
 
     /// Applies one splice after checking its coordinates (S11) and ids (S13).
@@ -343,9 +483,30 @@ impl Restorer {
                 .collect::<Option<_>>()
                 .ok_or(LogViolation::SpliceInserted)?,
         };
-        self.inbox
-            .restore_splice(splice.target, start, removed, inserted, splice.wakeup)
-            .map_err(LogViolation::AlreadyPending)
+        // S58: a removal with `outcome` is ordinary; without, a claim by the last turn.
+        let how = if splice.outcome {
+            Left::Discarded
+        } else {
+            Left::Claimed(self.position.last_turn())
+        };
+        if splice.redelivery {
+            for message in &inserted {
+                let count = self.redeliveries.entry(message.id().clone()).or_insert(0);
+                *count = count.saturating_add(1);
+            }
+        }
+        let gone = self
+            .inbox
+            .restore_splice(splice.target, start, removed, inserted, splice.wakeup, how)
+            .map_err(LogViolation::AlreadyPending)?;
+        // S59: a claim inside the open turn, in claim order.
+        if !splice.outcome && self.position.open().is_some() {
+            self.unseen.extend(
+                gone.into_iter()
+                    .map(|item| (splice.target, item.message().clone(), item.is_waking())),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -427,6 +588,8 @@ fn parse_splice(data: &Value) -> Result<RawSplice<'_>, LogViolation> {
         removed_count,
         inserted: Inserted::Json(inserted),
         wakeup,
+        outcome: data.get("outcome").is_some(),
+        redelivery: data.get("redelivery").is_some(),
     })
 }
 
@@ -437,6 +600,8 @@ fn typed_splice(splice: &Splice) -> RawSplice<'_> {
         removed_count: u64::try_from(splice.removed_count).ok(),
         inserted: Inserted::Typed(&splice.inserted),
         wakeup: splice.wakeup,
+        outcome: splice.outcome.is_some(),
+        redelivery: splice.redelivery.is_some(),
     }
 }
 
@@ -554,6 +719,7 @@ mod tests {
                 .collect(),
             outcome: None,
             wakeup: true,
+            redelivery: None,
         });
         let restore = |seed_length| {
             let mut restorer = Restorer::new(seed_length);

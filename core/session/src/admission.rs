@@ -46,7 +46,7 @@ pub enum Refused {
         max: usize,
     },
     /// A message's JSON encoding is larger than [`Limits::max_message_bytes`].
-    #[error("message `{id}` is {bytes} bytes as JSON; at most {max} are admitted")]
+    #[error("message {} is {bytes} bytes as JSON; at most {max} are admitted", id.shown())]
     MessageTooLarge {
         /// The message.
         id: MessageId,

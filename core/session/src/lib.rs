@@ -33,5 +33,5 @@ mod session;
 pub use admission::{Limits, Refused};
 pub use batch::{Ack, Append, BatchMismatch, BatchNo, Failed, Release, Ticket, Timeout};
 pub use failure::HostFailure;
-pub use resume::{ByteRepair, ResumeError, ResumePlan, Resuming};
+pub use resume::{ByteRepair, ResumeError, ResumeOptions, ResumePlan, Resuming};
 pub use session::{Options, Session};

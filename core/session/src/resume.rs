@@ -26,8 +26,12 @@ pub struct ResumePlan {
     /// The last record is whole but lacks its `\n`: write one before the next record.
     pub terminate: bool,
     /// Append these first, as one batch, before any new record (S50: `step/end` if a step was
-    /// open, then `turn/end {kind: "interrupted"}`). Empty when the log was balanced.
+    /// open, then `turn/end {kind: "interrupted"}`; then S59's redelivery splices, the last
+    /// [`redelivered`](ResumePlan::redelivered) ones). Empty when the log was balanced.
     pub closers: Vec<Event>,
+    /// How many of the `closers` (the last ones) are redelivery splices (S59): 0 with the
+    /// default allowance.
+    pub redelivered: usize,
     /// The turn the crash interrupted, if the log ended inside one.
     pub interrupted: Option<u64>,
     /// The number of complete records read.
@@ -51,6 +55,49 @@ pub struct ByteRepair {
     pub next_seq: u64,
 }
 
+/// What a resume takes from the host besides the log: the machine's [`Config`] and crash
+/// repair's redelivery allowance `A` (S59). Neither is in the log. A bare [`Config`] converts
+/// into options with `A = 0` (S50 unchanged), so `ResumePlan::from_bytes(bytes, config)` keeps
+/// its meaning.
+///
+/// ```
+/// use coxswain_core::Config;
+/// use coxswain_session::ResumeOptions;
+///
+/// let options = ResumeOptions::from(Config::new()).with_redelivery(1);
+/// assert_eq!((options.config, options.redelivery), (Config::new(), 1));
+/// assert_eq!(ResumeOptions::default().redelivery, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResumeOptions {
+    /// The restored machine's configuration (delivery memory, bound, hash seed).
+    pub config: Config,
+    /// The redelivery allowance `A ≥ 0` (S59): how many times crash repair may re-insert one
+    /// id, over the log's life; 0 (the default) never. Unsigned: a negative allowance cannot be
+    /// expressed (a host reading one from its user refuses it before it gets here).
+    pub redelivery: u64,
+}
+
+impl ResumeOptions {
+    /// These options with the redelivery allowance `allowance` (S59).
+    pub const fn with_redelivery(self, allowance: u64) -> Self {
+        ResumeOptions {
+            redelivery: allowance,
+            ..self
+        }
+    }
+}
+
+impl From<Config> for ResumeOptions {
+    fn from(config: Config) -> Self {
+        ResumeOptions {
+            config,
+            redelivery: 0,
+        }
+    }
+}
+
 /// A log that cannot be resumed: a complete line is not a record, or the records are not a
 /// log the core accepts (S46, S47). Nothing was changed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -65,7 +112,8 @@ pub enum ResumeError {
 }
 
 impl ResumePlan {
-    /// The plan for a JSON-lines log's bytes, restored into a machine with `config`.
+    /// The plan for a JSON-lines log's bytes, restored into a machine with `options`' config
+    /// (a [`Config`] alone: no redelivery), repaired with its redelivery allowance (S59).
     ///
     /// # Errors
     ///
@@ -99,9 +147,12 @@ impl ResumePlan {
     /// assert_eq!(repair.next_seq, 5);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn from_bytes(bytes: &[u8], config: Config) -> Result<ResumePlan, ResumeError> {
+    pub fn from_bytes(
+        bytes: &[u8],
+        options: impl Into<ResumeOptions>,
+    ) -> Result<ResumePlan, ResumeError> {
         let parsed = parse(bytes)?;
-        let mut plan = ResumePlan::from_records(&parsed.records, parsed.next_seq, config)?;
+        let mut plan = ResumePlan::from_records(&parsed.records, parsed.next_seq, options)?;
         plan.cut_to = parsed.torn.map(|_| parsed.complete_len as u64);
         plan.torn = parsed.torn;
         plan.terminate = parsed.unterminated;
@@ -117,9 +168,9 @@ impl ResumePlan {
     pub fn from_records(
         records: &[Record],
         next_seq: u64,
-        config: Config,
+        options: impl Into<ResumeOptions>,
     ) -> Result<ResumePlan, ResumeError> {
-        let mut resuming = Resuming::new(config);
+        let mut resuming = Resuming::with_options(options.into());
         records
             .iter()
             .try_for_each(|record| resuming.push(record))?;
@@ -165,6 +216,12 @@ impl Resuming {
         Resuming(Repairer::new(config))
     }
 
+    /// A plan restoring into a machine with `options.config`, whose repair redelivers with
+    /// `options.redelivery` (S59).
+    pub fn with_options(options: ResumeOptions) -> Self {
+        Resuming(Repairer::new(options.config).with_redelivery(options.redelivery))
+    }
+
     /// Restores the next record read back.
     ///
     /// # Errors
@@ -188,6 +245,7 @@ impl Resuming {
             torn: None,
             terminate: false,
             closers: repaired.closers,
+            redelivered: repaired.redelivered,
             interrupted: repaired.interrupted,
             records: repaired.records,
             next_seq,
@@ -242,5 +300,52 @@ mod tests {
                 next_seq: 5
             }
         );
+    }
+
+    /// S59: the allowance rides in `ResumeOptions`; the redelivery splices follow the closers
+    /// into the bytes, each record numbered on, and a log resumed again after them is
+    /// balanced: nothing more to append (the redelivered item is pending, not claimed).
+    #[test]
+    fn s59_a_resume_with_an_allowance_appends_the_redelivery_after_the_closers() {
+        let mut machine = Machine::new();
+        let mut bytes = Vec::new();
+        let Ok(transition) = machine.followup(Message::user("m1", "hi")) else {
+            panic!("a fresh machine takes a follow-up");
+        };
+        for (seq, event) in (1..).zip(transition.events().to_vec()) {
+            assert!(encode(seq, &Entry::Machine(event), &mut bytes).is_ok());
+        }
+        let options = ResumeOptions::from(Config::new()).with_redelivery(1);
+        let Ok(plan) = ResumePlan::from_bytes(&bytes, options) else {
+            panic!("the log resumes");
+        };
+        assert_eq!((plan.closers.len(), plan.redelivered), (2, 1));
+        assert!(plan.machine.is_pending(&"m1".into()));
+        let Ok(repair) = plan.byte_repair() else {
+            panic!("the closers encode");
+        };
+        assert_eq!(repair.next_seq, 6);
+        let text = String::from_utf8_lossy(&repair.append).into_owned();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert!(
+            lines[0].starts_with(r#"{"seq":4,"type":"turn/end""#),
+            "{text}"
+        );
+        assert_eq!(
+            lines[1],
+            r#"{"seq":5,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"inserted":[{"id":"m1","content":"hi","source":{"kind":"user"}}],"wakeup":true,"redelivery":1}}"#
+        );
+        let repaired = [bytes.clone(), repair.append].concat();
+        let Ok(again) = ResumePlan::from_bytes(&repaired, options) else {
+            panic!("the repaired log resumes");
+        };
+        assert_eq!((again.closers.len(), again.redelivered), (0, 0));
+        // A bare Config is A = 0: S50 unchanged.
+        let Ok(plain) = ResumePlan::from_bytes(&bytes, Config::new()) else {
+            panic!("the log resumes");
+        };
+        assert_eq!((plain.closers.len(), plain.redelivered), (1, 0));
+        assert!(!plain.machine.is_pending(&"m1".into()));
     }
 }

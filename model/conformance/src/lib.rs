@@ -76,17 +76,21 @@ pub struct Replayed {
 pub enum Line {
     /// `{"note": …}`: ignored.
     Note(String),
-    /// `{"given": {"log": […], "seedLength": n, "memory": w, "maxPending": p}}`: restore from
-    /// this log first.
+    /// `{"given": {"log": […], "seedLength": n, "memory": w, "maxPending": p, "repair":
+    /// {"redeliver": a}}}`: restore from this log first (after crash repair, with `repair`).
     Given {
         /// The durable log (empty when omitted).
         log: Vec<Value>,
         /// The seed boundary (S46).
         seed_length: usize,
-        /// The delivery memory's capacity (S51–S53), 0 when omitted.
+        /// The delivery memory's capacity (S51–S53), 0 when omitted;
+        /// [`Config::UNBOUNDED_DELIVERY_MEMORY`] for `"unbounded"` (S58).
         memory: usize,
         /// The admission bound `P ≥ 1` (S55), `None` (unbounded) when omitted.
         max_pending: Option<NonZeroUsize>,
+        /// `repair: {redeliver: A}`: run crash repair (S50) with redelivery allowance `A`
+        /// (S59) on `log` before restoring; `None` when omitted (the log must restore as it is).
+        repair: Option<u64>,
     },
     /// `{"in": …}`: one input.
     In(Input),
@@ -94,6 +98,14 @@ pub enum Line {
     Out(Value),
     /// `{"rejected": kind}`: the preceding input (or the given log) must be rejected.
     Rejected(String),
+    /// `{"fate": {"id": "a", "is": F}}`: the query `fate(id)` (S58) must answer `F` (FORMAT.md's
+    /// shape, compared as JSON) here.
+    Fate {
+        /// The id asked about.
+        id: String,
+        /// The expected answer.
+        is: Value,
+    },
 }
 
 impl Line {
@@ -135,11 +147,35 @@ impl Line {
                             })?,
                     ),
                 };
+                // S58: the capacity may be `"unbounded"`.
+                let memory = match body.get("memory") {
+                    Some(Value::String(word)) if word == "unbounded" => {
+                        Config::UNBOUNDED_DELIVERY_MEMORY
+                    }
+                    _ => count("memory")?,
+                };
+                // S59: `repair: {redeliver: A}`, `A ≥ 0`.
+                let repair = match body.get("repair") {
+                    None => None,
+                    Some(repair) => Some(
+                        repair
+                            .as_object()
+                            .filter(|repair| repair.len() == 1)
+                            .and_then(|repair| repair.get("redeliver"))
+                            .and_then(Value::as_u64)
+                            .ok_or_else(|| {
+                                String::from(
+                                    "`repair` is not {\"redeliver\": A} with an integer A >= 0",
+                                )
+                            })?,
+                    ),
+                };
                 Line::Given {
                     log,
                     seed_length: count("seedLength")?,
-                    memory: count("memory")?,
+                    memory,
                     max_pending,
+                    repair,
                 }
             }
             "in" => Line::In(
@@ -147,6 +183,22 @@ impl Line {
                     .map_err(|e| format!("unknown input {body}: {e}"))?,
             ),
             "out" => Line::Out(body.clone()),
+            "fate" => {
+                let id = body
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| String::from("`fate` lacks a string `id`"))?;
+                let is = body
+                    .get("is")
+                    .ok_or_else(|| String::from("`fate` lacks `is`"))?;
+                if body.as_object().is_some_and(|body| body.len() != 2) {
+                    return Err("`fate` takes exactly `id` and `is`".into());
+                }
+                Line::Fate {
+                    id: id.to_owned(),
+                    is: is.clone(),
+                }
+            }
             "rejected" => Line::Rejected(
                 body.as_str()
                     .ok_or_else(|| String::from("`rejected` takes a string"))?
@@ -224,6 +276,29 @@ pub fn replay_on<S: Subject + ?Sized>(
     while let Some((number, line)) = lines.next() {
         let input = match line {
             Line::In(input) => input,
+            Line::Fate { id, is } => {
+                // S58: a query; it emits nothing, so what follows it is the next input.
+                let actual = subject.fate(id).map_err(failed(*number))?;
+                if actual != *is {
+                    return Err(TraceError::Mismatch {
+                        line: *number,
+                        expected: format!("fate of {id:?} {is}"),
+                        actual: format!("fate of {id:?} {actual}"),
+                    });
+                }
+                match lines.peek() {
+                    Some((line, other @ (Line::Out(_) | Line::Rejected(_)))) => {
+                        return Err(TraceError::Malformed {
+                            line: *line,
+                            message: format!(
+                                "{} after a fate line (a query emits nothing)",
+                                describe_line(other)
+                            ),
+                        })
+                    }
+                    _ => continue,
+                }
+            }
             Line::Given { .. } => {
                 return Err(TraceError::Malformed {
                     line: *number,
@@ -289,6 +364,7 @@ fn begin<'t, S: Subject + ?Sized>(
             seed_length,
             memory,
             max_pending,
+            repair,
         },
     )) = lines.peek()
     else {
@@ -308,6 +384,7 @@ fn begin<'t, S: Subject + ?Sized>(
         seed_length: *seed_length,
         memory: *memory,
         max_pending: *max_pending,
+        repair: *repair,
     };
     let restored = subject.begin(Some(&given)).map_err(failed(number))?;
     lines.next();
@@ -332,7 +409,14 @@ fn begin<'t, S: Subject + ?Sized>(
             expected: format!("rejected {kind}"),
             actual: "the log restored".into(),
         }),
-        (Ok(()), _) => Ok(ControlFlow::Continue(())),
+        (Ok(()), _) => {
+            // S50, S59: the `out` lines right after `given` are the events repair appended.
+            if given.repair.is_some() {
+                let appended = subject.repaired().map_err(failed(number))?;
+                match_outputs(appended, number, lines, summary)?;
+            }
+            Ok(ControlFlow::Continue(()))
+        }
     }
 }
 
@@ -396,6 +480,7 @@ fn describe_line(line: &Line) -> String {
         Line::In(input) => format!("in {}", input_json(input)),
         Line::Out(value) => format!("out {value}"),
         Line::Rejected(kind) => format!("rejected {kind}"),
+        Line::Fate { id, is } => format!("fate of {id:?} {is}"),
     }
 }
 
@@ -432,7 +517,14 @@ impl Recorder {
         let mut recorder = Recorder::from_machine(note, Machine::with_config(config));
         let mut given = serde_json::Map::new();
         if config.delivery_memory > 0 {
-            given.insert("memory".into(), json!(config.delivery_memory));
+            given.insert(
+                "memory".into(),
+                if config.is_delivery_memory_unbounded() {
+                    json!("unbounded")
+                } else {
+                    json!(config.delivery_memory)
+                },
+            );
         }
         if let Some(limit) = config.max_pending {
             given.insert("maxPending".into(), json!(limit.get()));
@@ -457,6 +549,7 @@ impl Recorder {
             seed_length,
             memory: config.delivery_memory,
             max_pending: config.max_pending,
+            repair: None,
         };
         recorder.push_line(&json!({ "given": given.to_json() }));
         recorder.log = log.to_vec();
@@ -802,6 +895,7 @@ mod tests {
             seed_length: 0,
             memory: 2,
             max_pending: None,
+            repair: None,
         };
         assert_eq!(
             given.to_json(),
@@ -834,5 +928,259 @@ mod tests {
         let replayed = replay(&Trace::parse(&text).unwrap()).unwrap();
         assert_eq!(replayed.inputs, 4);
         assert_eq!(replayed.rejections, 1);
+    }
+
+    /// §13 in the kit: `{"resume": {}}`, the `fate` line (S58), `memory: "unbounded"` and
+    /// `given.repair` (S50, S59), each checked exactly.
+    mod s13 {
+        use super::*;
+
+        const A: &str = r#"{"id":"a","source":{"kind":"user"},"content":"a"}"#;
+
+        fn run(text: &str) -> Result<Replayed, TraceError> {
+            replay(&Trace::parse(text)?)
+        }
+
+        /// Turn 1 claimed `a` (waking, NT) and crashed before a step: the stored log.
+        fn crashed() -> String {
+            format!(
+                r#"[{{"type":"agent/inbox/spliced","data":{{"target":"next-turn","start":0,"inserted":[{A}],"wakeup":true}}}},{{"type":"turn/start","data":{{"turn":1}}}},{{"type":"agent/inbox/spliced","data":{{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}}}}]"#
+            )
+        }
+
+        fn turn_end() -> String {
+            r#"{"out":{"event":{"type":"turn/end","data":{"turn":1,"reason":{"kind":"interrupted"}}}}}"#.into()
+        }
+
+        fn redelivered() -> String {
+            format!(
+                r#"{{"out":{{"event":{{"type":"agent/inbox/spliced","data":{{"target":"next-turn","start":0,"inserted":[{A}],"wakeup":true,"redelivery":1}}}}}}}}"#
+            )
+        }
+
+        #[test]
+        fn s58_a_fate_line_is_compared_where_it_stands() {
+            let given = r#"{"given":{"memory":"unbounded"}}"#;
+            let send = format!(
+                r#"{{"in":{{"send":{{"message":{A},"target":"next-turn","wakeup":false}}}}}}"#
+            );
+            let pending = r#"{"fate":{"id":"a","is":{"pending":"next-turn"}}}"#;
+            let removed = r#"{"in":{"remove":"a"}}"#;
+            let ok = format!("{given}\n{send}\n{pending}\n{removed}\n{{\"fate\":{{\"id\":\"a\",\"is\":\"discarded\"}}}}\n");
+            // The fate line ends the send's outputs: the trace lists none, so none may come.
+            assert!(matches!(
+                run(&ok),
+                Err(TraceError::Mismatch { line: 3, ref expected, .. })
+                    if expected == "no further output of the input at line 2"
+            ));
+            let mut recorder =
+                Recorder::with_config("S58", Config::new().with_unbounded_delivery_memory());
+            let sent = recorder
+                .input(
+                    serde_json::from_str(&format!(
+                        r#"{{"send":{{"message":{A},"target":"next-turn","wakeup":false}}}}"#
+                    ))
+                    .unwrap(),
+                )
+                .unwrap();
+            assert_eq!(sent.len(), 2);
+            let recorded = recorder.finish();
+            assert!(recorded.lines().nth(1) == Some(given), "{recorded}");
+            let with_fates = format!(
+                "{recorded}{pending}\n{removed}\n{}\n{}\n{{\"fate\":{{\"id\":\"a\",\"is\":\"discarded\"}}}}\n{{\"fate\":{{\"id\":\"b\",\"is\":\"unknown\"}}}}\n",
+                r#"{"out":{"event":{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"removedCount":1,"inserted":[],"outcome":"canceled"}}}}"#,
+                format_args!(r#"{{"out":{{"notify":{{"type":"agent/inbox/discarded","message":{A}}}}}}}"#),
+            );
+            assert_eq!(
+                run(&with_fates),
+                Ok(Replayed {
+                    inputs: 2,
+                    outputs: 4,
+                    rejections: 0
+                })
+            );
+            let wrong = with_fates.replace(r#""is":"discarded""#, r#""is":"unknown""#);
+            assert_eq!(
+                run(&wrong),
+                Err(TraceError::Mismatch {
+                    line: 10,
+                    expected: "fate of \"a\" \"unknown\"".into(),
+                    actual: "fate of \"a\" \"discarded\"".into(),
+                })
+            );
+            // A query emits nothing: an `out` line after it is malformed.
+            let out_after = format!("{pending}\n{}\n", r#"{"out":{"disposed":{}}}"#);
+            assert_eq!(
+                run(&format!("{recorded}{out_after}")),
+                Err(TraceError::Malformed {
+                    line: 7,
+                    message: "out {\"disposed\":{}} after a fate line (a query emits nothing)"
+                        .into(),
+                })
+            );
+            for (bad, message) in [
+                (r#"{"fate":{"is":"unknown"}}"#, "`fate` lacks a string `id`"),
+                (r#"{"fate":{"id":"a"}}"#, "`fate` lacks `is`"),
+                (
+                    r#"{"fate":{"id":"a","is":"unknown","at":1}}"#,
+                    "`fate` takes exactly `id` and `is`",
+                ),
+            ] {
+                assert_eq!(
+                    Trace::parse(bad),
+                    Err(TraceError::Malformed {
+                        line: 1,
+                        message: message.into()
+                    }),
+                    "{bad}"
+                );
+            }
+        }
+
+        #[test]
+        fn s59_the_out_lines_after_a_repair_given_are_what_repair_appended() {
+            let given = |a: u64| {
+                format!(
+                    r#"{{"given":{{"log":{},"memory":1,"repair":{{"redeliver":{a}}}}}}}"#,
+                    crashed()
+                )
+            };
+            let resume = r#"{"in":{"resume":{}}}"#;
+            let a1 = format!(
+                "{}\n{}\n{}\n{{\"fate\":{{\"id\":\"a\",\"is\":{{\"pending\":\"next-turn\"}}}}}}\n",
+                given(1),
+                turn_end(),
+                redelivered()
+            );
+            assert_eq!(
+                run(&a1),
+                Ok(Replayed {
+                    inputs: 0,
+                    outputs: 2,
+                    rejections: 0
+                })
+            );
+            // A = 0: the closer alone; the claim keeps `end: interrupted` (S58).
+            let a0 = format!(
+                "{}\n{}\n{}\n{resume}\n",
+                given(0),
+                turn_end(),
+                r#"{"fate":{"id":"a","is":{"claimed":{"turn":1,"end":"interrupted"}}}}"#
+            );
+            assert_eq!(
+                run(&a0),
+                Ok(Replayed {
+                    inputs: 1,
+                    outputs: 1,
+                    rejections: 0
+                })
+            );
+            // A missing appended event fails at the line after the given's outs.
+            let missing = format!("{}\n{}\n{resume}\n", given(1), turn_end());
+            assert!(matches!(
+                run(&missing),
+                Err(TraceError::Mismatch { line: 3, ref actual, .. }) if actual.contains("redelivery")
+            ));
+            // Without `repair`, the open turn does not restore (S46).
+            let plain = format!(r#"{{"given":{{"log":{}}}}}"#, crashed());
+            assert_eq!(
+                run(&format!("{plain}\n{{\"rejected\":\"invalid-log\"}}\n")).map(|r| r.rejections),
+                Ok(1)
+            );
+            for (bad, message) in [
+                (
+                    r#"{"given":{"repair":{"redeliver":-1}}}"#,
+                    "`repair` is not {\"redeliver\": A} with an integer A >= 0",
+                ),
+                (
+                    r#"{"given":{"repair":{}}}"#,
+                    "`repair` is not {\"redeliver\": A} with an integer A >= 0",
+                ),
+                (
+                    r#"{"given":{"memory":"all"}}"#,
+                    "`memory` is not an integer",
+                ),
+            ] {
+                assert_eq!(
+                    Trace::parse(bad),
+                    Err(TraceError::Malformed {
+                        line: 1,
+                        message: message.into()
+                    }),
+                    "{bad}"
+                );
+            }
+        }
+
+        #[test]
+        fn s58_s59_the_given_line_round_trips_unbounded_and_repair() {
+            let log = [json!({"type": "x"})];
+            let given = Given {
+                log: &log,
+                seed_length: 1,
+                memory: Config::UNBOUNDED_DELIVERY_MEMORY,
+                max_pending: None,
+                repair: Some(2),
+            };
+            let value = given.to_json();
+            assert_eq!(
+                value,
+                json!({"log": [{"type": "x"}], "seedLength": 1, "memory": "unbounded", "repair": {"redeliver": 2}})
+            );
+            assert_eq!(
+                Line::from_value(&json!({ "given": value })),
+                Ok(Line::Given {
+                    log: log.to_vec(),
+                    seed_length: 1,
+                    memory: Config::UNBOUNDED_DELIVERY_MEMORY,
+                    max_pending: None,
+                    repair: Some(2),
+                })
+            );
+        }
+
+        /// A subject that cannot be asked (a port without the query) fails the trace at the
+        /// fate line, and one that cannot repair fails it at the given line.
+        #[test]
+        fn a_subject_without_fate_or_repair_fails_the_trace_there() {
+            struct Plain(CoreSubject);
+            impl Subject for Plain {
+                fn begin(
+                    &mut self,
+                    given: Option<&Given<'_>>,
+                ) -> Result<Result<(), Rejection>, Failure> {
+                    self.0.begin(given)
+                }
+                fn input(
+                    &mut self,
+                    input: &Input,
+                ) -> Result<Result<Vec<Value>, Rejection>, Failure> {
+                    self.0.input(input)
+                }
+            }
+            let fate = "{\"note\":\"S58\"}\n{\"fate\":{\"id\":\"a\",\"is\":\"unknown\"}}\n";
+            assert_eq!(
+                replay_on(
+                    &Trace::parse(fate).unwrap(),
+                    &mut Plain(CoreSubject::default())
+                ),
+                Err(TraceError::Failed {
+                    line: 2,
+                    failure: "this subject cannot answer the query fate(\"a\") (S58)".into(),
+                    tail: String::new(),
+                })
+            );
+            let repair = format!(
+                r#"{{"given":{{"log":{},"repair":{{"redeliver":0}}}}}}"#,
+                crashed()
+            );
+            assert!(matches!(
+                replay_on(
+                    &Trace::parse(&repair).unwrap(),
+                    &mut Plain(CoreSubject::default())
+                ),
+                Err(TraceError::Failed { line: 1, .. })
+            ));
+        }
     }
 }

@@ -72,10 +72,10 @@ pub const MUTANTS: [Mutant; 31] = [
         wrong: "a claim of two or more NS items leaves the last one out of the batch",
         file: "core/machine/src/inbox.rs",
         from: "            for item in items.drain(..) {
-                let forgotten = self.left(&item);
+                let forgotten = self.left(&item, Left::Claimed(turn));
                 match &mut journal {",
         to: "            for (i, item) in items.drain(..).enumerate() {
-                let forgotten = self.left(&item);
+                let forgotten = self.left(&item, Left::Claimed(turn));
                 if ns >= 2 && i + 1 == ns {
                     continue;
                 }
@@ -297,8 +297,8 @@ pub const MUTANTS: [Mutant; 31] = [
         rule: "S53",
         wrong: "restore rebuilds the lists but not the delivery memory",
         file: "core/machine/src/inbox.rs",
-        from: "self.memory.left(&gone.message);",
-        to: "let _ = &gone.message;",
+        from: "self.memory.left(&gone.message, how);",
+        to: "let _ = (&gone.message, how);",
         killer: Property::Always(Invariant::I11Once),
         shows_in_outputs: false,
         proptest: None,

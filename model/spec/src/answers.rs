@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::turns::Awaiting;
-use super::wire::{event, request, Out, PreStepAnswer, StepAnswer, TurnStoppingAnswer};
+use super::wire::{event, msg_id, request, Out, PreStepAnswer, StepAnswer, TurnStoppingAnswer};
 use super::Spec;
 
 impl Spec {
@@ -64,6 +64,8 @@ impl Spec {
         let (turn, step) = (t.turn, t.step);
         out.push(event("step/start", json!({ "turn": turn, "step": step })));
         for m in msgs {
+            // S58: the first step whose `user/message` carries an id this turn claimed.
+            self.memory.entered(turn, step, msg_id(&m));
             out.push(event("user/message", m));
         }
         out.push(request("step", json!({ "turn": turn, "step": step })));

@@ -1,6 +1,6 @@
 //! # coxswain-spec
 //!
-//! The executable spec of coxswain: `docs/SPEC.md` (S1–S56, §10–§12) as a plain reference
+//! The executable spec of coxswain: `docs/SPEC.md` (S1–S59, §10–§13) as a plain reference
 //! model, written from the spec alone and sharing no code with `coxswain-core`. The model checker
 //! (`coxswain-checker`) runs it beside the real machine on every action and requires identical
 //! outputs, rejections and observable state; the differential property tests and the fuzz targets
@@ -36,11 +36,39 @@
 //!
 //! The rules live one module per SPEC section: `wire` (the FORMAT.md values), `lists`
 //! (S10–S14), `delivery` (S13, S15–S21), `latch` (S24–S26), `turns` (S27–S38), `answers`
-//! (S29–S34), `cancel` (S39–S45), `restore` (S46–S48), `memory` (S51–S53), `guard` (S54),
-//! `admission` (S55) and `conflict` (S56); `view` answers the queries ([`Spec::view`]).
+//! (S29–S34), `cancel` (S39–S45), `restore` (S46–S48), `memory` (S51–S53, and S58's fate
+//! records), `guard` (S54), `admission` (S55), `conflict` (S56), `resume` (S57, and the query
+//! [`Spec::fate`] of S58) and `repair` (S50, S59: crash repair with redelivery, the persistence
+//! layer's, [`repair`]); `view` answers the queries ([`Spec::view`]).
 //!
-//! The host's choices that are not in the log, the delivery memory's capacity `W` (S51) and
-//! the admission bound `maxPending` (S55), are a [`Config`]:
+//! §13 in one example: a steer claimed by a turn that crashed before any step is redelivered by
+//! crash repair with allowance `A = 1` (S59), restored parked (S48), and started by `resume`
+//! (S57); `fate` follows it throughout (S58).
+//!
+//! ```
+//! use coxswain_spec::{Config, Spec};
+//! use serde_json::{json, Value};
+//!
+//! let unbounded = Config { memory: Config::UNBOUNDED_MEMORY, max_pending: None };
+//! let mut spec = Spec::with_config(unbounded);
+//! let m = json!({ "id": "s", "source": { "kind": "user" }, "content": "stop here" });
+//! let outputs = spec.apply(&json!({ "steer": m }))?;
+//! assert_eq!(spec.fate("s"), json!({ "claimed": { "turn": 1 } }));
+//! // The process dies with the pre-step outstanding: the log so far ends inside turn 1.
+//! let log: Vec<Value> = outputs.iter().filter_map(|o| o.get("event").cloned()).collect();
+//! let (mut back, appended) = Spec::restore_repaired(&log, 0, unbounded, 1).map_err(|_| "log")?;
+//! assert_eq!(appended[1]["data"], json!({ "target": "next-step", "start": 0, "inserted": [m],
+//!                                         "wakeup": true, "redelivery": 1 }));
+//! assert_eq!(back.fate("s"), json!({ "pending": "next-step" }));
+//! let resumed = back.apply(&json!({ "resume": {} }))?;
+//! assert_eq!(resumed[0], json!({ "notify": { "type": "agent/status", "status": "running" } }));
+//! assert_eq!(back.fate("s"), json!({ "claimed": { "turn": 2 } }));
+//! # Ok::<(), &'static str>(())
+//! ```
+//!
+//! The host's choices that are not in the log, the delivery memory's capacity `W` (S51, or
+//! `unbounded`, S58) and the admission bound `maxPending` (S55), are a [`Config`]; crash
+//! repair's redelivery allowance `A` (S59) is an argument of [`repair`]:
 //!
 //! ```
 //! use coxswain_spec::{Config, Spec};
@@ -87,11 +115,11 @@ mod answers;
 /// Cancellation, maintenance and disposal (S39–S45).
 mod cancel;
 
-/// Restoring from a durable log (S46–S48, S53, S55).
+/// Restoring from a durable log (S46–S48, S53, S55, S58, S59).
 mod restore;
 
-/// The delivery memory, each held id with its message, and `already-delivered` (S51–S53, S56,
-/// I11).
+/// The delivery memory, each held id with its message and its fate record, and
+/// `already-delivered` (S51–S53, S56, S58, I11, I15).
 mod memory;
 
 /// The expected-turn guard of a `send` and `turn-mismatch` (S54, I12).
@@ -102,6 +130,13 @@ mod admission;
 
 /// Conflicting reuse of an id: S56's message equality and `conflict` (I14).
 mod conflict;
+
+/// Resume (S57) and the fate query (S58).
+mod resume;
+
+/// Crash repair with redelivery (S50, S59): the events appended to a log that ends inside an
+/// open turn.
+mod repair;
 
 /// The observable state: the queries the differential property compares with the core's.
 mod view;
@@ -114,10 +149,15 @@ mod random_walks;
 #[cfg(test)]
 mod tests;
 
+/// §13 (S57–S59): what no trace can express.
+#[cfg(test)]
+mod tests_s13;
+
 use std::num::NonZeroUsize;
 
 use serde_json::Value;
 
+pub use repair::repair;
 pub use view::{Outstanding, Pending, Status, View};
 pub use wire::MALFORMED;
 
@@ -141,15 +181,32 @@ enum Phase {
 /// `given.memory` and `given.maxPending`. The default is the core's: no memory, unbounded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Config {
-    /// The delivery memory's capacity `W ≥ 0` (S51); 0 is plain S9.
+    /// The delivery memory's capacity `W ≥ 0` (S51); 0 is plain S9;
+    /// [`Config::UNBOUNDED_MEMORY`] is S58's `unbounded` (FORMAT.md's `"memory": "unbounded"`).
     pub memory: usize,
     /// The admission bound `maxPending = P ≥ 1` (S55); `None`: unbounded.
     pub max_pending: Option<NonZeroUsize>,
 }
 
+impl Config {
+    /// S58: the capacity `unbounded`, a memory that never forgets an id (`usize::MAX`: no memory
+    /// can hold more ids than that, so the S51 rule never forgets one).
+    pub const UNBOUNDED_MEMORY: usize = usize::MAX;
+
+    /// FORMAT.md's `given.memory`: absent is 0, a non-negative integer is `W` (S51), the string
+    /// `"unbounded"` is [`Config::UNBOUNDED_MEMORY`] (S58); anything else is `None`.
+    pub fn memory_from_json(memory: Option<&Value>) -> Option<usize> {
+        match memory {
+            None => Some(0),
+            Some(Value::String(s)) if s == "unbounded" => Some(Config::UNBOUNDED_MEMORY),
+            Some(v) => v.as_u64().and_then(|w| usize::try_from(w).ok()),
+        }
+    }
+}
+
 /// The executable spec of one agent session: the state SPEC.md describes, changed only by
 /// [`Spec::apply`] (and created by [`Spec::new`], [`Spec::with_memory`], [`Spec::with_config`],
-/// [`Spec::restore`] or [`Spec::restore_with_config`]).
+/// [`Spec::restore`], [`Spec::restore_with_config`] or [`Spec::restore_repaired`]).
 ///
 /// `Eq` and `Hash` compare the whole state except what no later input can read (the outcome of
 /// the step before the one the host is running, see `turns::Turn`), so a model checker may keep
@@ -263,6 +320,7 @@ impl Spec {
             Input::BeginMaintenance => self.on_begin_maintenance()?,
             Input::EndMaintenance => self.on_end_maintenance(out)?,
             Input::Dispose => self.on_dispose(out),
+            Input::Resume => self.on_resume(out),
             Input::PreStep(answer) => self.on_pre_step(out, answer)?,
             Input::Step(answer) => self.on_step(out, answer)?,
             Input::TurnStopping(answer) => self.on_turn_stopping(out, answer)?,

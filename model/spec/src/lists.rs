@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use super::memory::Left;
 use super::wire::{event, msg_id, notify, Out, Target};
 use super::Spec;
 
@@ -91,8 +92,15 @@ impl Spec {
             .list_mut(target)
             .splice(start..start + removed_count, inserted)
             .collect();
-        // S51: the ids that left the lists enter the delivery memory.
-        self.memory_after_splice(&removed);
+        // S51: the ids that left the lists enter the delivery memory; S58: an ordinary removal
+        // records `discarded`, a claim (a pure deletion, only while a turn is open, S28)
+        // `claimed` by the open turn.
+        let left = if canceled {
+            Left::Discarded
+        } else {
+            Left::Claimed(self.last_turn)
+        };
+        self.memory_after_splice(&removed, left);
         // S14: then `discarded` per removed message (ordinary removals only, S12).
         if canceled {
             for item in &removed {

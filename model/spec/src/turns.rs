@@ -181,6 +181,8 @@ impl Spec {
         let turn = self.turn().turn;
         out.push(event("turn/end", json!({ "turn": turn, "reason": reason })));
         let kind = reason["kind"].as_str().expect("reason kind");
+        // S58: the records this turn claimed get its end.
+        self.memory.turn_ended(turn, Some(kind));
         let may_continue = matches!(kind, "completed" | "max-tokens" | "blocked");
         if may_continue && self.has_waking_work() {
             // S35: next turn at once, same running interval, no status change.

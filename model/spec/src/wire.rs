@@ -133,6 +133,8 @@ pub(super) enum Input {
     EndMaintenance,
     /// S45 `dispose()`.
     Dispose,
+    /// S57 `resume`.
+    Resume,
     /// The answer to the outstanding `preStep` request.
     PreStep(PreStepAnswer),
     /// The answer to the outstanding `step` request.
@@ -190,6 +192,7 @@ impl Input {
                 _ => return Err(MALFORMED),
             },
             "dispose" => Input::Dispose,
+            "resume" => Input::Resume,
             "preStep" => Input::PreStep(if arg.as_str() == Some("reject") {
                 PreStepAnswer::Reject
             } else if let Some(msgs) = arg.get("enter") {

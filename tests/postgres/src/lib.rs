@@ -63,6 +63,17 @@ pub struct TempCluster {
     as_nobody: bool,
 }
 
+/// What the PostgreSQL tests need, and whether this machine has it ([`find_bin`]): their
+/// binaries run through [`coxswain_test_harness::run`], which reports them ignored without it
+/// (failed with `CI=true`).
+pub fn needs() -> coxswain_test_harness::Needs {
+    coxswain_test_harness::Needs {
+        what: "PostgreSQL's server binaries",
+        install: "apt-get install postgresql",
+        present: find_bin().is_some(),
+    }
+}
+
 /// The newest `/usr/lib/postgresql/*/bin` holding `initdb` and `pg_ctl`.
 pub fn find_bin() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("COXSWAIN_PG_BIN") {

@@ -12,6 +12,7 @@
 
 mod support;
 
+use coxswain_test_harness::Test;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -60,7 +61,18 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank - 1]
 }
 
-#[test]
+/// The tests of this binary, through the harness: ignored without PostgreSQL's server binaries
+/// (failed with `CI=true`).
+fn main() -> std::process::ExitCode {
+    coxswain_test_harness::run(
+        &coxswain_postgres_tests::needs(),
+        &[Test::new(
+            "a_killed_worker_s_sessions_are_served_again_within_the_lease",
+            a_killed_worker_s_sessions_are_served_again_within_the_lease,
+        )],
+    )
+}
+
 fn a_killed_worker_s_sessions_are_served_again_within_the_lease() {
     let Some(cluster) = cluster() else { return };
     let sessions: usize = std::env::var("COXSWAIN_FAILOVER_SESSIONS")

@@ -22,6 +22,7 @@
 
 mod support;
 
+use coxswain_test_harness::Test;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -87,7 +88,24 @@ async fn not_run(store: &Store, sessions: usize) -> Vec<String> {
     waiting
 }
 
-#[test]
+/// The tests of this binary, through the harness: ignored without PostgreSQL's server binaries
+/// (failed with `CI=true`).
+fn main() -> std::process::ExitCode {
+    coxswain_test_harness::run(
+        &coxswain_postgres_tests::needs(),
+        &[
+            Test::new(
+                "jepsen_workers_clients_and_a_nemesis",
+                jepsen_workers_clients_and_a_nemesis,
+            ),
+            Test::new(
+                "jepsen_with_the_primary_killed_and_the_standby_promoted",
+                jepsen_with_the_primary_killed_and_the_standby_promoted,
+            ),
+        ],
+    )
+}
+
 fn jepsen_workers_clients_and_a_nemesis() {
     let Some(cluster) = (match TempCluster::for_tests() {
         Ok(cluster) => cluster,
@@ -98,7 +116,6 @@ fn jepsen_workers_clients_and_a_nemesis() {
     run(Database::Single(cluster));
 }
 
-#[test]
 fn jepsen_with_the_primary_killed_and_the_standby_promoted() {
     let Some(pair) = (match ReplicatedPair::for_tests() {
         Ok(pair) => pair,

@@ -3,6 +3,7 @@
 
 mod support;
 
+use coxswain_test_harness::Test;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,9 +17,17 @@ use coxswain_tokio::{
 };
 use support::{batch, cluster, opts, read_all, runtime, Echo, Hang};
 
+/// The tests of this binary, through the harness: ignored without PostgreSQL's server binaries
+/// (failed with `CI=true`).
+fn main() -> std::process::ExitCode {
+    coxswain_test_harness::run(
+        &coxswain_postgres_tests::needs(),
+        &[Test::new("postgres_log", postgres_log)],
+    )
+}
+
 /// Every case shares one cluster (starting one takes seconds); each uses its own sessions or
 /// database.
-#[test]
 fn postgres_log() {
     let Some(cluster) = cluster() else { return };
     let rt = runtime();

@@ -5,6 +5,7 @@
 
 mod support;
 
+use coxswain_test_harness::Test;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -44,7 +45,18 @@ async fn deliver(worker: &mut Worker<Hang>, session: &str, id: &str, within: Dur
     false
 }
 
-#[test]
+/// The tests of this binary, through the harness: ignored without PostgreSQL's server binaries
+/// (failed with `CI=true`).
+fn main() -> std::process::ExitCode {
+    coxswain_test_harness::run(
+        &coxswain_postgres_tests::needs(),
+        &[Test::new(
+            "the_primary_dies_and_the_promoted_standby_keeps_every_acknowledged_delivery",
+            the_primary_dies_and_the_promoted_standby_keeps_every_acknowledged_delivery,
+        )],
+    )
+}
+
 fn the_primary_dies_and_the_promoted_standby_keeps_every_acknowledged_delivery() {
     let pair = match ReplicatedPair::for_tests() {
         Ok(Some(pair)) => pair,

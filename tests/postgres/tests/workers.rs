@@ -5,6 +5,7 @@
 
 mod support;
 
+use coxswain_test_harness::Test;
 use std::time::{Duration, Instant};
 
 use coxswain_core::Message;
@@ -13,7 +14,15 @@ use coxswain_postgres_tests::TempCluster;
 use coxswain_tokio::{Ending, LogError, Options};
 use support::{cluster, opts, runtime, Echo, Hang};
 
-#[test]
+/// The tests of this binary, through the harness: ignored without PostgreSQL's server binaries
+/// (failed with `CI=true`).
+fn main() -> std::process::ExitCode {
+    coxswain_test_harness::run(
+        &coxswain_postgres_tests::needs(),
+        &[Test::new("worker_leases", worker_leases)],
+    )
+}
+
 fn worker_leases() {
     let Some(cluster) = cluster() else { return };
     let rt = runtime();
@@ -23,6 +32,7 @@ fn worker_leases() {
         a_version_1_database_moves_forward(&cluster).await;
         one_transaction_writes_many_sessions_and_a_fenced_one_fails_alone(&cluster).await;
         a_failed_transaction_fails_every_batch_in_it_and_the_agents_go_on(&cluster).await;
+        a_claim_under_a_prefix_leaves_every_other_session_alone(&cluster).await;
     });
 }
 
@@ -339,4 +349,58 @@ async fn a_failed_transaction_fails_every_batch_in_it_and_the_agents_go_on(clust
         "10 10"
     );
     worker.shutdown().await;
+}
+
+/// `Worker::claim_expired_under` takes free sessions whose id starts with the prefix and no
+/// other (a `coxswain load` run's workers beside other runs' released sessions and a user's);
+/// `claim_expired` still takes any.
+async fn a_claim_under_a_prefix_leaves_every_other_session_alone(cluster: &TempCluster) {
+    let url = cluster.database("prefix").unwrap();
+    let store = Store::connect(&url, opts("wp", 1_500)).await.unwrap();
+    for session in [
+        "load-a-0",
+        "load-a-1",
+        "load-ab-0",
+        "load-b-0",
+        "user",
+        "load-a",
+    ] {
+        store.register(session).await.unwrap();
+    }
+    let mut worker = Worker::new(store.clone(), Options::default(), |_| Echo);
+    let claimed: Vec<String> = worker
+        .claim_expired_under("load-a-", 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(session, recovery)| {
+            assert!(recovery.is_ok(), "{session}: {recovery:?}");
+            session
+        })
+        .collect();
+    assert_eq!(claimed, ["load-a-0", "load-a-1"]);
+    // Held now: the same claim takes nothing more; the others are still free.
+    assert!(worker
+        .claim_expired_under("load-a-", 100)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        cluster
+            .psql_in(
+                "prefix",
+                "SELECT string_agg(session, ',' ORDER BY session) FROM coxswain.sessions WHERE owner IS NULL"
+            )
+            .unwrap(),
+        "load-a,load-ab-0,load-b-0,user"
+    );
+    let rest: Vec<String> = worker
+        .claim_expired(100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(session, _)| session)
+        .collect();
+    assert_eq!(rest, ["load-a", "load-ab-0", "load-b-0", "user"]);
+    assert_eq!(worker.shutdown().await, 6);
 }

@@ -263,6 +263,7 @@ impl Session {
                     seed_length: 0,
                     memory: settings.memory,
                     max_pending: settings.max_pending,
+                    repair: None,
                 })
                 .as_ref(),
         );

@@ -1,5 +1,6 @@
 //! One delivery, edit, cancel or host event: a single call on the agent, and its lines.
 
+use coxswain_core::ShownId;
 use coxswain_tokio::{Agent, AgentError, StepContext};
 
 use super::script::Action;
@@ -36,13 +37,17 @@ pub(crate) async fn perform(
             (label, done(result))
         }
         Action::Remove(id) => {
-            let label = format!("remove {id}");
+            let label = format!("remove {}", ShownId::bare(id.as_str()));
             timeline.say(format!("{who}{label}")).await;
             let result = agent.remove(id.as_str()).await;
             (label, not_pending(result))
         }
         Action::Replace { id, message } => {
-            let label = format!("replace {id} with {}", describe_message(message));
+            let label = format!(
+                "replace {} with {}",
+                ShownId::bare(id.as_str()),
+                describe_message(message)
+            );
             timeline.say(format!("{who}{label}")).await;
             let result = agent.replace(id.as_str(), message.clone()).await;
             (label, not_pending(result))
@@ -84,9 +89,7 @@ pub(crate) async fn perform(
         Ok(Some(note)) => timeline.say(format!("{who}{label}: {note}")).await,
         Err(error) => {
             timeline.stats().rejected += 1;
-            timeline
-                .say(format!("{who}{label}: rejected: {error}"))
-                .await;
+            timeline.say(refusal(who, &label, &error)).await;
         }
     }
 }
@@ -112,4 +115,10 @@ fn not_pending(result: Result<bool, AgentError>) -> Result<Option<&'static str>,
         Ok(false) => Ok(Some("not pending, nothing to do")),
         Err(error) => Err(error.to_string()),
     }
+}
+
+/// The line of a refused action: `rejected:` once, whether or not the agent's error says it.
+pub(crate) fn refusal(who: &str, label: &str, error: &str) -> String {
+    let error = error.strip_prefix("rejected: ").unwrap_or(error);
+    format!("{who}{label}: rejected: {error}")
 }

@@ -1,7 +1,9 @@
 //! `coxswain run SCRIPT [--log PATH]`: a real agent session on the tokio adapter, with a scripted
 //! host instead of a model service. It writes the session's JSON-lines log (to `PATH`, or to a
-//! new temp dir; an existing log is resumed), prints a timeline of turns, steps, host events and
-//! inbox changes as they happen, checks the log with `verify`, and ends with a summary.
+//! new temp dir removed when the run ends; an existing log is resumed, and the run says so
+//! first: `resuming PATH: N records already there (S46)`), prints a timeline of turns, steps,
+//! host events and inbox changes as they happen, checks the log with `verify`, and ends with a
+//! summary.
 //!
 //! # Session script (JSON)
 //!
@@ -72,14 +74,32 @@ mod tests;
 
 use crate::verify::Verdict;
 
-/// The log goes to a new directory under the system temp dir, kept after the run.
-fn temp_log() -> Result<PathBuf, String> {
+/// Without `--log` the log goes to a new directory under the system temp dir, removed when the
+/// run ends (when the returned guard is dropped): only a log the user asked for is kept.
+fn temp_log() -> Result<(tempfile::TempDir, PathBuf), String> {
     let dir = tempfile::Builder::new()
         .prefix("coxswain-run-")
         .tempdir()
-        .map_err(|e| format!("cannot make a temp dir: {e}"))?
-        .keep();
-    Ok(dir.join("session.jsonl"))
+        .map_err(|e| format!("cannot make a temp dir: {e}"))?;
+    let path = dir.path().join("session.jsonl");
+    Ok((dir, path))
+}
+
+/// How many records an existing log at `path` already holds (`None`: no log there yet, or an
+/// empty one; a log that cannot be parsed is left to the open to report). A path that is not a
+/// regular file, or a line longer than any record, is refused here, before the run starts.
+fn already_there(path: &Path) -> Result<Option<usize>, String> {
+    match std::fs::metadata(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        _ => {}
+    }
+    let bytes = crate::logfile::read(path).map_err(|e| e.to_string())?;
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    Ok(coxswain_log::parse(&bytes)
+        .ok()
+        .map(|parsed| parsed.records.len()))
 }
 
 /// `coxswain run`: parses the script, runs it against the log, prints the summary and verdict.
@@ -94,16 +114,18 @@ pub(crate) fn run(script_path: &Path, log: Option<&Path>, session: Option<&str>)
             return ExitCode::FAILURE;
         }
     };
-    let path = match log {
-        Some(path) => path.to_owned(),
+    // `_temp` removes the temp dir (and the log in it) when the run ends, however it ends.
+    let (_temp, path) = match log {
+        Some(path) => (None, path.to_owned()),
         None => match temp_log() {
-            Ok(path) => path,
+            Ok((dir, path)) => (Some(dir), path),
             Err(error) => {
                 eprintln!("{error}");
                 return ExitCode::FAILURE;
             }
         },
     };
+    let kept = _temp.is_none();
     let target = match crate::pg::Target::new(&path, session) {
         Ok(target) => target,
         Err(error) => {
@@ -116,6 +138,19 @@ pub(crate) fn run(script_path: &Path, log: Option<&Path>, session: Option<&str>)
         println!("{note}");
     }
     println!("log: {shown}");
+    if let crate::pg::Target::File(path) = &target {
+        match already_there(path) {
+            Ok(Some(records)) => println!(
+                "resuming {}: {records} records already there (S46)",
+                path.display()
+            ),
+            Ok(None) => {}
+            Err(error) => {
+                eprintln!("{error}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     println!();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -150,14 +185,20 @@ pub(crate) fn run(script_path: &Path, log: Option<&Path>, session: Option<&str>)
                 println!("     a later open will repair it: {}", repair.join("; "));
             }
             match &target {
+                crate::pg::Target::File(_) if !kept => {
+                    println!("     removed with its temp dir (pass --log PATH to keep it)")
+                }
                 crate::pg::Target::File(path) => {
                     println!(
-                        "     check it again with: coxswain verify {}",
+                        "     check it again with: cargo run -p coxswain -- verify {}",
                         path.display()
                     )
                 }
                 crate::pg::Target::Postgres { session, .. } => {
-                    println!("     check it again with: coxswain verify URL --session {session}")
+                    println!(
+                        "     check it again with: cargo run -p coxswain -- verify URL --session \
+                         {session}"
+                    )
                 }
             }
             ExitCode::SUCCESS

@@ -79,7 +79,7 @@ async fn open_agent(
         Target::File(path) => {
             let log = FileLog::open(path)
                 .await
-                .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+                .map_err(|e| crate::pg::cannot_open(path, &e))?;
             Agent::open_with(options, host, log).await
         }
         Target::Postgres { url, session } => {
@@ -281,9 +281,11 @@ pub(crate) async fn session(
     current.close().await;
     let verdict = match target {
         Target::File(path) => {
-            let bytes = tokio::fs::read(path)
+            let owned = path.clone();
+            let bytes = tokio::task::spawn_blocking(move || crate::logfile::read(&owned))
                 .await
-                .map_err(|e| format!("cannot read back {}: {e}", path.display()))?;
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("cannot read back the log: {e}"))?;
             verify_bytes(&bytes)
         }
         Target::Postgres { .. } => verify_records(&target.records().await?, None),

@@ -27,10 +27,15 @@ pub(crate) fn summary(stats: &Stats) -> String {
         .iter()
         .map(|(kind, n)| format!("{n} {kind}"))
         .collect();
+    // `0 turns`, not `0 turns ()`.
+    let turns = if reasons.is_empty() {
+        format!("{turns} turns")
+    } else {
+        format!("{turns} turns ({})", reasons.join(", "))
+    };
     format!(
-        "{turns} turns ({}), {} steps, {} host events; messages: {} delivered, {} claimed, \
+        "{turns}, {} steps, {} host events; messages: {} delivered, {} claimed, \
          {} discarded, {} pending; actions: {} rejected, {} skipped",
-        reasons.join(", "),
         stats.steps,
         stats.host_events,
         stats.delivered,
@@ -40,4 +45,22 @@ pub(crate) fn summary(stats: &Stats) -> String {
         stats.rejected,
         stats.skipped
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_turns_show_no_empty_parentheses() {
+        let mut stats = Stats::default();
+        assert_eq!(
+            summary(&stats),
+            "0 turns, 0 steps, 0 host events; messages: 0 delivered, 0 claimed, 0 discarded, \
+             0 pending; actions: 0 rejected, 0 skipped"
+        );
+        stats.turns.insert("completed", 2);
+        stats.turns.insert("aborted", 1);
+        assert!(summary(&stats).starts_with("3 turns (1 aborted, 2 completed), 0 steps"));
+    }
 }

@@ -7,7 +7,9 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use coxswain_core::{CancelCause, Event, Message, Notification, SpliceKind, Status, TurnEndReason};
+use coxswain_core::{
+    CancelCause, Event, Message, Notification, ShownId, SpliceKind, Status, TurnEndReason,
+};
 use coxswain_log::Entry;
 use coxswain_tokio::{Ending, Update};
 use serde_json::Value;
@@ -224,11 +226,20 @@ impl Timeline {
             Notification::Inserted { .. } => self.stats().delivered += 1,
             Notification::Discarded { message } => {
                 self.stats().discarded += 1;
-                self.line(None, format!("discarded {}", message.id()));
+                self.line(
+                    None,
+                    format!("discarded {}", ShownId::bare(message.id().as_str())),
+                );
             }
             Notification::Claimed { message, turn } => {
                 self.stats().claimed += 1;
-                self.line(None, format!("claimed {} by turn {turn}", message.id()));
+                self.line(
+                    None,
+                    format!(
+                        "claimed {} by turn {turn}",
+                        ShownId::bare(message.id().as_str())
+                    ),
+                );
                 self.happened(Cue::Claimed(message.id().as_str().to_owned()));
             }
             Notification::Status { status } => self.line(
@@ -290,7 +301,7 @@ fn preview(value: &Value) -> String {
 pub(crate) fn describe_message(message: &Message) -> String {
     format!(
         "{} {}",
-        message.id(),
+        ShownId::bare(message.id().as_str()),
         message.content().map(preview).unwrap_or_default()
     )
 }

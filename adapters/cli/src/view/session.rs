@@ -51,8 +51,7 @@ impl Session {
 
     /// The session of a JSON-lines file: a session's log, or `session` of a segment log.
     pub(crate) fn from_file(path: &Path, session: Option<&str>) -> Result<Self, SessionError> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| SessionError::Read(format!("cannot read {}: {e}", path.display())))?;
+        let bytes = crate::logfile::read(path).map_err(|e| SessionError::Read(e.to_string()))?;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

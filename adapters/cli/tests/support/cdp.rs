@@ -8,7 +8,6 @@
 //! dependency tree (and a fetcher for browser builds this project must never use); these tests
 //! need six CDP methods, which this file implements in about two hundred lines.
 
-use std::io::Write as _;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -44,23 +43,24 @@ pub(crate) fn find_chromium() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// The browser for a test, or `None` when there is none: outside CI the test prints one loud
-/// SKIPPED line and passes; with `CI=true` a missing browser fails the test.
-pub(crate) fn browser_or_skip(test: &str) -> Option<Browser> {
+/// What the browser tests need, and whether this machine has it ([`find_chromium`]): they run
+/// through `coxswain_test_harness::run`, which reports them ignored without it (failed with
+/// `CI=true`).
+pub(crate) fn needs() -> coxswain_test_harness::Needs {
+    coxswain_test_harness::Needs {
+        what: "Chromium",
+        install: "apt-get install chromium, or set COXSWAIN_CHROMIUM",
+        present: find_chromium().is_some(),
+    }
+}
+
+/// The browser for a test; a missing one fails it (the harness ran it: `CI=true`).
+pub(crate) fn browser(test: &str) -> Browser {
     match find_chromium() {
-        Some(binary) => Some(Browser::launch(&binary).unwrap_or_else(|e| panic!("{e}"))),
-        None if std::env::var("CI").is_ok_and(|ci| ci == "true") => {
-            panic!("{test}: no chromium on PATH (CI=true: the browser tests must run; `.ci/run` installs it)")
-        }
-        None => {
-            // Straight to the process's stderr: the test harness captures `eprintln!`.
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n!!!!!!!! SKIPPED {test}: no chromium on PATH (apt-get install -y chromium, \
-                 or set COXSWAIN_CHROMIUM) !!!!!!!!\n"
-            );
-            None
-        }
+        Some(binary) => Browser::launch(&binary).unwrap_or_else(|e| panic!("{test}: {e}")),
+        None => panic!(
+            "{test}: no chromium on PATH (CI=true: the browser tests must run; `.ci/run` installs it)"
+        ),
     }
 }
 

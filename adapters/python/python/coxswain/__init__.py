@@ -19,12 +19,15 @@ from ._errors import (
     Full,
     InvalidInput,
     InvalidLog,
+    LineTooLong,
     Rejected,
+    TooDeep,
     TurnMismatch,
     Undrained,
     UnexpectedCompletion,
     UnrepresentableValue,
 )
+from ._filelog import NotRegularFile
 from ._machine import Machine, Outstanding, Pending, Phase, Transition
 from ._native import VERSION as __version__
 from ._types import (
@@ -64,11 +67,12 @@ __all__ = [
     "Abort", "AfterDisposal", "AlreadyDelivered", "AlreadyPending", "BatchError", "Begin", "Busy",
     "CancelCause", "Claimed", "Conflict", "CorruptLog", "CoxswainError", "Discarded", "Disposed",
     "DisposedOutput", "Effect", "EncodeError", "Enter", "ErrorInfo", "Event", "Expect", "Fail",
-    "Full", "Inserted", "InvalidInput", "InvalidLog", "JSON", "Machine", "Message",
-    "Notification", "Outstanding", "Output", "Pending", "Phase", "PreStepAnswer",
-    "PreStepRequest", "Reject", "Rejected", "Request", "Status", "StatusChanged", "StepAnswer",
-    "StepRequest", "Target", "Transition", "TurnFailed", "TurnMismatch", "TurnStoppingAnswer",
-    "TurnStoppingRequest", "Undrained", "UnexpectedCompletion", "UnrepresentableValue",
+    "Full", "Inserted", "InvalidInput", "InvalidLog", "JSON", "LineTooLong", "Machine", "Message",
+    "NotRegularFile", "Notification", "Outstanding", "Output", "Pending", "Phase",
+    "PreStepAnswer", "PreStepRequest", "Reject", "Rejected", "Request", "Status",
+    "StatusChanged", "StepAnswer", "StepRequest", "Target", "TooDeep", "Transition",
+    "TurnFailed", "TurnMismatch", "TurnStoppingAnswer", "TurnStoppingRequest", "Undrained",
+    "UnexpectedCompletion", "UnrepresentableValue",
     "__version__",
     "output_from_json",
 ]

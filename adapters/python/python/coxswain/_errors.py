@@ -29,8 +29,10 @@ __all__ = [
     "InvalidLog",
     "InvalidInput",
     "CorruptLog",
+    "LineTooLong",
     "BatchError",
     "EncodeError",
+    "TooDeep",
 ]
 
 
@@ -181,5 +183,36 @@ class CorruptLog(CoxswainError):
         self.line = line
 
 
+class LineTooLong(CorruptLog):
+    """A line of a log file is longer than the longest record a session writes
+    (``MAX_LINE_BYTES``, the Rust logs' limit): the read stopped there, holding no more of the
+    line than the limit and one chunk. Nothing was restored or written."""
+
+    def __init__(self, path: str, line: int, max: int) -> None:
+        super().__init__(
+            f"{path}: line {line} is longer than {max} bytes (the longest record a session "
+            "writes)",
+            line,
+        )
+        #: The log file's path.
+        self.path = path
+        #: The limit.
+        self.max = max
+
+
 class EncodeError(CoxswainError, ValueError):
     """A record the log reader would refuse (too deep, a reserved type…); nothing was written."""
+
+
+class TooDeep(EncodeError):
+    """A value nests deeper than a log record can hold it (``coxswain_log::TooDeep``): a message
+    delivered to an agent, a host event's ``data``, a record to encode. Nothing changed and
+    nothing was written. Its text is the Rust ``TooDeep``'s, as every layer says it; it is an
+    :class:`EncodeError` (so a ``ValueError``), as it was before it had a name of its own."""
+
+    def __init__(self, message: str, depth: int, max: int) -> None:
+        super().__init__(message)
+        #: How deep the value nests (arrays and objects, its own included).
+        self.depth = depth
+        #: The most it may nest where it is written.
+        self.max = max

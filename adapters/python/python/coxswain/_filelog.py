@@ -23,18 +23,24 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat as _stat
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from . import _native
-from ._errors import CoxswainError
+from ._errors import CoxswainError, LineTooLong
 
 __all__ = [
-    "FileLog", "LogError", "LogReplaced", "LogTampered", "LogTruncated", "ReadBack", "Resumed",
+    "FileLog", "LogError", "LogReplaced", "LogTampered", "LogTruncated", "NotRegularFile",
+    "ReadBack", "Resumed",
 ]
 
 #: How many of the last bytes it wrote the log compares with the file's own.
 _TAIL = 32
+
+#: How much of the file one read takes; at most the line limit, so only the line a chunk ends
+#: inside can pass it.
+_CHUNK = min(1 << 20, _native.MAX_LINE_BYTES)
 
 
 class LogError(CoxswainError):
@@ -49,6 +55,36 @@ class LogError(CoxswainError):
         super().__init__(message)
         self.indeterminate = indeterminate
         self.undo = undo
+
+
+class NotRegularFile(LogError):
+    """The log's path names something that is not a regular file (a FIFO, a directory, a
+    socket, a device): refused at open, before anything is read or written (a FIFO is never
+    opened: that could block for ever). ``kind`` says what it is, in the Rust logs' words."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(f"{path}: not a regular file ({kind})")
+        self.path = path
+        #: ``a FIFO``, ``a directory``, ``a socket``, ``a character device``, ``a block
+        #: device`` or ``not a file``.
+        self.kind = kind
+
+
+def _kind(mode: int) -> str | None:
+    """What a file of ``mode`` is, if not a regular file (``coxswain_log::NotRegularFile``)."""
+    if _stat.S_ISREG(mode):
+        return None
+    if _stat.S_ISDIR(mode):
+        return "a directory"
+    if _stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if _stat.S_ISSOCK(mode):
+        return "a socket"
+    if _stat.S_ISCHR(mode):
+        return "a character device"
+    if _stat.S_ISBLK(mode):
+        return "a block device"
+    return "not a file"
 
 
 class LogReplaced(LogError):
@@ -162,13 +198,35 @@ class FileLog(RecordLog):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         self._absolute = os.path.abspath(self.path)
-        # O_APPEND: a write lands at the file's end, so a file cut meanwhile shows in its length.
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        # Only a regular file is a log: what the path names is looked at before it is opened (a
+        # FIFO is never opened, which could block), and the file opened is checked again.
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            kind = _kind(os.stat(self.path).st_mode)
+        except FileNotFoundError:
+            kind = None  # created below
         except OSError as error:
+            raise LogError(f"{self.path}: {error.strerror or error}") from error
+        if kind is not None:
+            raise NotRegularFile(self.path, kind)
+        # O_APPEND: a write lands at the file's end, so a file cut meanwhile shows in its length.
+        # O_NONBLOCK: a FIFO put there since the check does not block the open either.
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK
+        try:
+            fd = os.open(self.path, flags, 0o644)
+        except OSError as error:
+            raise LogError(f"{self.path}: {error.strerror or error}") from error
+        try:
+            kind = _kind(os.fstat(fd).st_mode)
+            if kind is not None:
+                raise NotRegularFile(self.path, kind)
+            os.set_blocking(fd, True)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as error:
+                raise LogError(f"{self.path} is locked by another writer: {error}") from error
+        except BaseException:
             os.close(fd)
-            raise LogError(f"{self.path} is locked by another writer: {error}") from error
+            raise
         self._fd: int | None = fd
         stat = os.fstat(fd)
         self._id = (stat.st_dev, stat.st_ino)
@@ -222,14 +280,30 @@ class FileLog(RecordLog):
         return self._fd
 
     def _read_all(self) -> bytes:
-        """Every byte of the file (changes nothing); the log's size as read."""
+        """Every byte of the file (changes nothing); the log's size as read. Read in chunks of
+        at most the line limit (``MAX_LINE_BYTES``, the Rust logs' own): a line longer than
+        that raises :class:`~coxswain.LineTooLong` as soon as the read passes the limit, having
+        held no more of it than the limit and one chunk."""
         fd = self._file()
+        limit = _native.MAX_LINE_BYTES
         chunks = []
         offset = 0
+        # The length of the line being read, and how many lines were complete before it.
+        current = lines = 0
         while True:
-            chunk = os.pread(fd, 1 << 20, offset)
+            chunk = os.pread(fd, _CHUNK, offset)
             if not chunk:
                 break
+            first = chunk.find(b"\n")
+            # A chunk is no longer than the limit: only the line it ends inside (or continues,
+            # without a `\n`) can pass it.
+            if current + (len(chunk) if first < 0 else first) > limit:
+                raise LineTooLong(self.path, lines + 1, limit)
+            if first < 0:
+                current += len(chunk)
+            else:
+                lines += chunk.count(b"\n")
+                current = len(chunk) - chunk.rfind(b"\n") - 1
             chunks.append(chunk)
             offset += len(chunk)
         data = b"".join(chunks)

@@ -5,6 +5,8 @@ from typing import Any, Iterable, Literal, overload
 from ._types import JSON, CancelCause, Effect, ErrorInfo, Message, Output, Status
 
 VERSION: str
+#: The longest log line (without its ``\n``) a reader takes: ``coxswain_log::MAX_LINE_BYTES``.
+MAX_LINE_BYTES: int
 
 # The output classes (frozen; see ``coxswain._types``).
 

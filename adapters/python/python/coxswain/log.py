@@ -12,14 +12,17 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from . import _native
-from ._filelog import FileLog, LogError, LogReplaced, LogTampered, LogTruncated, ReadBack
+from ._errors import LineTooLong
+from ._filelog import (
+    FileLog, LogError, LogReplaced, LogTampered, LogTruncated, NotRegularFile, ReadBack,
+)
 from ._machine import Machine
 from ._memorylog import MemoryLog
 from ._types import JSON, Event
 
 __all__ = [
-    "encode", "parse", "restore", "Restored", "FileLog", "LogError", "LogReplaced", "LogTampered",
-    "LogTruncated", "MemoryLog", "ReadBack",
+    "encode", "parse", "restore", "Restored", "FileLog", "LineTooLong", "LogError", "LogReplaced",
+    "LogTampered", "LogTruncated", "MemoryLog", "NotRegularFile", "ReadBack",
 ]
 
 

@@ -12,6 +12,7 @@ mod dispose;
 mod durability;
 mod group;
 mod guards;
+mod hostile;
 mod hung;
 mod limits;
 mod maintenance;

@@ -214,7 +214,8 @@ impl Hash for InboxBehaviour<'_> {
 }
 
 /// A memory with a capacity (`None`: `W = 0`, it holds nothing): the capacity and the held ids
-/// oldest first, each with its message's fingerprint. The index's layout does not count.
+/// oldest first, each with its message's fingerprint (not its fate record, S58: see
+/// [`MemoryBehaviour::held`]). The index's layout does not count.
 struct MemoryBehaviour<'a>(&'a DeliveryMemory);
 
 impl<'a> MemoryBehaviour<'a> {
@@ -222,7 +223,10 @@ impl<'a> MemoryBehaviour<'a> {
         (memory.capacity() > 0).then_some(MemoryBehaviour(memory))
     }
 
-    /// The held ids, oldest first, each with its message's fingerprint.
+    /// The held ids, oldest first, each with its message's fingerprint. The fate records
+    /// (S58) are left out: no output depends on them (`fate` is a query, not an input), and
+    /// the checkers' state counts stay what they were. A checker that proves I15 on the core
+    /// adds them here and re-pins its state counts.
     fn held(&self) -> impl Iterator<Item = (&'a MessageId, Option<Fingerprint>)> + 'a {
         let memory = self.0;
         memory.ids().map(move |id| (id, memory.held(id)))
@@ -251,6 +255,7 @@ mod tests {
 
     use super::*;
     use crate::memory::tests::{filled, left};
+    use crate::memory::Left;
     use crate::message::{Message, SharedMessage};
     use crate::transition::Queue;
 
@@ -320,9 +325,12 @@ mod tests {
         }
         // S56: another message under a held id is another memory.
         let mut memory = filled(2, &["a"]);
-        memory.left(&SharedMessage::new(Message::user("b", "the second")));
+        memory.left(
+            &SharedMessage::new(Message::user("b", "the second")),
+            Left::Discarded,
+        );
         let mut other = filled(2, &["a"]);
-        other.left(&left("b"));
+        other.left(&left("b"), Left::Discarded);
         assert!(!same(&memory, &other));
         assert_ne!(of(&memory), of(&other));
     }

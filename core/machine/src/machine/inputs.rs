@@ -33,6 +33,7 @@ impl Machine {
             Input::Maintenance(MaintenanceInput::Begin) => self.begin_maintenance(),
             Input::Maintenance(MaintenanceInput::End) => self.end_maintenance(),
             Input::Dispose {} => self.dispose(),
+            Input::Resume {} => self.resume(),
             Input::PreStep(answer) => self.answer_pre_step(answer),
             Input::Step(answer) => self.answer_step(answer),
             Input::TurnStopping(answer) => self.answer_turn_stopping(answer),
@@ -239,6 +240,45 @@ impl Machine {
     pub fn dispose(&mut self) -> Result<Transition<'_>, Rejected> {
         self.apply(|machine| {
             machine.on_dispose();
+            Ok(())
+        })
+    }
+
+    /// `resume()` (S57): start parked waking work. When the machine is idle and waking work is
+    /// pending (S19), it wakes exactly as a waking send would (S24: `status running`,
+    /// `turn/start`, the claim, the pre-step request, in one transition). Otherwise it emits
+    /// nothing and changes nothing: it never sets the wake latch and never touches the lists.
+    /// A host sends it after restoring a log (S48), after taking a session over, or after a
+    /// `keepInbox` cancel.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::AfterDisposal`] once the machine is disposed (S45), [`Rejected::Undrained`]
+    /// while a dropped transition's outputs wait for [`drain`](Machine::drain).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use coxswain_core::{Event, Machine, Message, Status};
+    ///
+    /// let mut live = Machine::new();
+    /// let mut log: Vec<Event> = Vec::new();
+    /// live.begin_maintenance()?.persisted().for_each(drop);
+    /// live.followup(Message::user("m1", "hi"))?.persist_into(&mut log).for_each(drop);
+    /// let mut restored = Machine::restore_events(&log, 0).expect("a valid log");
+    /// assert_eq!(restored.status(), Status::Idle); // parked (S48)
+    /// let resumed = restored.resume()?;
+    /// let turn: Vec<String> = resumed.events().iter().map(|e| e.kind().to_owned()).collect();
+    /// assert_eq!(turn, ["turn/start", "agent/inbox/spliced"]);
+    /// resumed.persisted().for_each(drop);
+    /// assert_eq!(restored.status(), Status::Running);
+    /// assert!(restored.resume()?.is_empty()); // running: nothing, and no latch
+    /// assert!(!restored.is_wake_latched());
+    /// # Ok::<(), coxswain_core::Rejected>(())
+    /// ```
+    pub fn resume(&mut self) -> Result<Transition<'_>, Rejected> {
+        self.apply(|machine| {
+            machine.on_resume();
             Ok(())
         })
     }

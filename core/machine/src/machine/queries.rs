@@ -1,6 +1,7 @@
 //! Queries: what a host reads of the machine (pending lists, status, the outstanding request, counters).
 
 use super::*;
+use crate::fate::Fate;
 
 impl Machine {
     /// The public status (S23): `running` while a driver runs, otherwise `idle`.
@@ -71,6 +72,21 @@ impl Machine {
     /// Whether the delivery memory holds `id` (S51).
     pub fn remembers(&self, id: &MessageId) -> bool {
         self.inbox.memory().holds(id)
+    }
+
+    /// The query `fate(id)` (S58): [`Fate::Pending`] while `id` is pending (S9), else the record
+    /// the delivery memory holds for it ([`Fate::Discarded`] or [`Fate::Claimed`]), else
+    /// [`Fate::Unknown`] (a machine without a memory answers only pending or unknown). A query:
+    /// it changes nothing, emits nothing, and is answered in every phase, also once disposed
+    /// ([example](Fate)).
+    pub fn fate(&self, id: &MessageId) -> Fate {
+        if let Some((target, _)) = self.inbox.locate(id) {
+            return Fate::Pending { target };
+        }
+        match self.inbox.memory().record(id) {
+            Some(record) => record.fate(),
+            None => Fate::Unknown,
+        }
     }
 
     /// The request the machine waits on, if any (S4).

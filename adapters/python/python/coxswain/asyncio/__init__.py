@@ -2,7 +2,10 @@
 log file (the format of ``adapters/tokio``'s FileLog; ``coxswain verify`` reads it), or on a
 :class:`MemoryLog` of the same bytes (nothing durable: tests and benches)."""
 
-from .._filelog import FileLog, LogError, LogReplaced, LogTampered, LogTruncated, ReadBack
+from .._errors import LineTooLong
+from .._filelog import (
+    FileLog, LogError, LogReplaced, LogTampered, LogTruncated, NotRegularFile, ReadBack,
+)
 from .._memorylog import MemoryLog
 from ._agent import (
     Agent,
@@ -25,8 +28,8 @@ from ._host import Host, PreStepContext, StepContext, TurnStoppingContext
 
 __all__ = [
     "Agent", "AgentError", "Closed", "Ended", "Ending", "FileLog", "Host", "IdTooLong", "Lagged",
-    "LogError", "LogReplaced", "LogTampered", "LogTruncated", "MemoryLog", "MessageTooLarge",
-    "Notified",
+    "LineTooLong", "LogError", "LogReplaced", "LogTampered", "LogTruncated", "MemoryLog",
+    "MessageTooLarge", "NotRegularFile", "Notified",
     "PersistenceError",
     "PreStepContext", "ReadBack", "Recorded", "Recovery", "StepClosed", "StepContext", "Stopped",
     "TurnStoppingContext", "Update",
