@@ -18,8 +18,8 @@
 //! minutes as written, get smaller counts. The commands run in order, file by file (README.md,
 //! then `docs/*.md` by name), so `verify` and `view` read the log the `run` before them wrote.
 //! The ignored test [`exhaustive_the_docs_long_commands_run_as_written`] runs each command of
-//! [`SMALLER`] as written instead, with the full checks (`cargo test --workspace --tests --
-//! --ignored exhaustive`, which `.ci/run` runs, runs it).
+//! [`SMALLER`] but the [`LONG`] ones as written instead, with the full checks (`cargo test
+//! --workspace --tests -- --ignored exhaustive`, which `.ci/run` runs, runs it).
 //!
 //! Output: a command whose comment says `# prints: TEXT` must end its output with the line
 //! `TEXT` (after the same `/tmp/` change), and [`check_output`] holds the checks of what the
@@ -32,7 +32,8 @@ use std::process::Command;
 /// CLI is minutes on 2 cores), and what runs instead: the same command on the dev profile (the
 /// core, the checker and the spec are optimised there too), with a smaller count where it runs
 /// long. Each must be a runnable command of the docs (else the docs changed and this must too).
-/// The ignored [`exhaustive_the_docs_long_commands_run_as_written`] runs them as written.
+/// The ignored [`exhaustive_the_docs_long_commands_run_as_written`] runs them as written, but for
+/// the [`LONG`] ones, which no test runs as written (CI never did: they take minutes each).
 const SMALLER: &[(&str, &str)] = &[
     // The CI bound (607,722 states) takes minutes: the same checker on 3 ids and 4 operations
     // (75,873 states, every property holds and every situation is reached, exhaustive; the
@@ -87,6 +88,16 @@ const SMALLER: &[(&str, &str)] = &[
         "COXSWAIN_FAILOVER_SESSIONS=10000 cargo test --release -p coxswain-postgres-tests --test failover -- --nocapture",
         "COXSWAIN_FAILOVER_SESSIONS=400 cargo test -p coxswain-postgres-tests --test failover -- --nocapture",
     ),
+];
+
+/// The commands of [`SMALLER`] that run as their stand-in in the exhaustive test too: the deep
+/// bound (~3 min), all 31 mutants (`.ci/run` runs them right after the tests), the Jepsen-style
+/// test's 300 sessions under a 90 s nemesis, and the fail-over of 10,000 sessions in release.
+const LONG: &[&str] = &[
+    "cargo run --release -p coxswain -- check --deep",
+    "cargo run -p coxswain-mutants",
+    "COXSWAIN_JEPSEN_SESSIONS=300 COXSWAIN_JEPSEN_SECONDS=90 cargo test -p coxswain-postgres-tests --test jepsen -- --nocapture",
+    "COXSWAIN_FAILOVER_SESSIONS=10000 cargo test --release -p coxswain-postgres-tests --test failover -- --nocapture",
 ];
 
 /// The commands of the ```` ```sh no-run ```` blocks, by file (each block's text says why).
@@ -463,7 +474,6 @@ const STATED_STATES: &[(&str, usize)] = &[
         "cargo run --release -p coxswain -- check --memory 2",
         799_444,
     ),
-    ("cargo run --release -p coxswain -- check --deep", 1_473_484),
 ];
 
 /// `coxswain check`: every property passed, the search was exhaustive, and where the docs state
@@ -628,12 +638,13 @@ fn shown_commands() -> Vec<Shown> {
         .collect()
 }
 
-/// The script that runs for a command: its [`SMALLER`] stand-in if `smaller` and it has one,
-/// else the command as written; `/tmp/` becomes `tmp`.
+/// The script that runs for a command: its [`SMALLER`] stand-in if `smaller` (or it is one of
+/// the [`LONG`] ones) and it has one, else the command as written; `/tmp/` becomes `tmp`.
 fn script(shown: &Shown, smaller: bool, tmp: &str) -> String {
+    let original = command(&shown.line);
     let stand_in = SMALLER
         .iter()
-        .find(|(original, _)| smaller && *original == command(&shown.line));
+        .find(|(long, _)| *long == original && (smaller || LONG.contains(&original)));
     let script = match stand_in {
         Some((_, stand_in)) => stand_in.to_string(),
         None => shown.line.clone(),
@@ -739,9 +750,10 @@ fn every_shell_command_of_the_readme_and_the_docs_runs_as_written() {
     report(&ran, total);
 }
 
-/// The commands that [`SMALLER`] stands in for, as written: the bounds' stated state counts,
-/// all 31 mutants, the Jepsen-style test and the fail-over at their sizes. Each is
-/// self-contained; one the docs show twice runs once.
+/// The commands that [`SMALLER`] stands in for in the README's test command, as written (the
+/// [`LONG`] ones as their stand-ins still): the CI bound and the memory's with their stated
+/// state counts, `load` and the simulator's seeds in release. Each is self-contained; one the
+/// docs show twice runs once.
 #[test]
 #[ignore = "exhaustive: the docs' long commands as written; .ci/run runs it with --ignored"]
 fn exhaustive_the_docs_long_commands_run_as_written() {
@@ -749,7 +761,8 @@ fn exhaustive_the_docs_long_commands_run_as_written() {
     let seen = std::cell::RefCell::new(Vec::<String>::new());
     let (checked, ran) = run_commands(
         |command| {
-            let long = SMALLER.iter().any(|(original, _)| *original == command);
+            let long = SMALLER.iter().any(|(original, _)| *original == command)
+                && !LONG.contains(&command);
             let first = !seen.borrow().iter().any(|done| done == command);
             if long && first {
                 seen.borrow_mut().push(command.to_owned());
@@ -760,10 +773,10 @@ fn exhaustive_the_docs_long_commands_run_as_written() {
     );
     assert_eq!(
         ran.len(),
-        SMALLER.len(),
-        "every command of SMALLER runs as written once"
+        SMALLER.len() - LONG.len(),
+        "every command of SMALLER but the LONG ones runs as written once"
     );
-    for check in ["check", "coxswain-mutants", "jepsen", "failover"] {
+    for check in ["check", "load", "driver-sim"] {
         assert!(checked.contains(&check), "no `{check}` check ran");
     }
     let stated = ran
@@ -797,6 +810,12 @@ fn the_no_run_list_and_the_stand_ins_are_the_docs() {
         assert!(
             runnable.contains(original),
             "`{original}` is no longer a runnable command of the docs: update SMALLER in tests/readme.rs"
+        );
+    }
+    for long in LONG {
+        assert!(
+            SMALLER.iter().any(|(original, _)| original == long),
+            "`{long}` has no stand-in in SMALLER"
         );
     }
     let no_run: Vec<(&str, &str)> = shown
