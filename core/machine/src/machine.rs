@@ -27,6 +27,7 @@ mod behaviour;
 mod inputs;
 mod queries;
 #[cfg(test)]
+#[path = "machine/tests/s13.rs"]
 mod s13_tests;
 pub use behaviour::{Behaviour, RestorerBehaviour};
 
