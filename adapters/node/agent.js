@@ -8,9 +8,8 @@
 // and the abort grace (S38, S39). Hooks run one at a time (S4) with their activity's signal (S42).
 
 const crypto = require('node:crypto');
-const native = require('./native');
 const errors = require('./errors');
-const { INPUTS, FOUND } = require('./machine');
+const { INPUTS, FOUND, nativeMachine } = require('./machine');
 const { Session, agentOptions } = require('./session');
 const { resume, writesEncoded, appendTo } = require('./log');
 
@@ -30,19 +29,37 @@ class Agent {
     ({ status: this._status, lastTurn: this._lastTurn } = session.state());
   }
 
-  /** Opens an agent on `log`, empty or holding a session to resume (the session layer's plan, S46–S50). */
+  /**
+   * Opens an agent on `log`, empty or holding a session to resume (the session layer's plan,
+   * S46–S50, with crash repair's redelivery allowance `redelivery`, S59). With `resumeOnOpen`,
+   * `resume` (S57) is the agent's first input, durable before `open` resolves: parked waking
+   * work (restored, or redelivered) starts without waiting for a new delivery.
+   */
   static async open(host, log, options = {}) {
     const o = agentOptions(options);
+    let agent;
+    let recovery;
     try {
       // Ids come from callers: key the core's id indexes with a random seed (HashDoS).
-      const machine = new native.NativeMachine(o.memory, o.maxPending, crypto.randomBytes(8).toString('hex'));
-      const { recovery, nextSeq } = await resume(log, machine);
+      const machine = nativeMachine(o.memory, o.maxPending, crypto.randomBytes(8).toString('hex'));
+      let nextSeq;
+      ({ recovery, nextSeq } = await resume(log, machine, o.redelivery));
       const session = new Session(machine, o);
-      return { agent: new Agent(host, log, session, o.maxBatch, nextSeq), recovery };
+      agent = new Agent(host, log, session, o.maxBatch, nextSeq);
     } catch (error) {
       await log.close();
       throw error;
     }
+    // A disposed session takes no input (S45): there is nothing to resume.
+    if (o.resumeOnOpen && !agent._s.disposed) {
+      try {
+        await agent.resume();
+      } catch (error) {
+        await agent.close().catch(drop);
+        throw error;
+      }
+    }
+    return { agent, recovery };
   }
 
   runMaintenance(job) {
@@ -62,6 +79,12 @@ class Agent {
     return () => this._listeners.delete(listener);
   }
   pending() { return this._command('barrier', () => this._s.pending()); }
+  fate(id) {
+    // Once ended (disposed too), the session's records still answer (S58); an id that is no
+    // string is refused at the call (`InvalidInputError`), never in the loop.
+    if (this._ending || typeof id !== 'string') return new Promise((resolve) => resolve(this._s.fate(id)));
+    return this._command('barrier', () => this._s.fate(id));
+  }
   async dispose() {
     await this._input({ dispose: {} });
     if ((await this._released()).kind !== 'disposed') throw this._endedError();

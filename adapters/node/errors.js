@@ -311,6 +311,17 @@ class FinalSyncError extends CoxswainError {
 class InvalidOptionsError extends CoxswainError {
   constructor(message) { super('invalid-options', message); }
 }
+/**
+ * A redelivery allowance (S59, the option `redelivery`) that is not an integer within
+ * 0..=1000: refused when the log is opened, before anything is read or written.
+ */
+class InvalidRedeliveryError extends InvalidOptionsError {
+  constructor(value, message) {
+    super(message);
+    /** The refused value, as given. */
+    this.value = value;
+  }
+}
 
 const REJECTIONS = {
   'already-pending': AlreadyPendingError,
@@ -385,6 +396,7 @@ module.exports = {
   ReservedTypeError,
   FinalSyncError,
   InvalidOptionsError,
+  InvalidRedeliveryError,
   rejection,
   refusal,
 };

@@ -60,6 +60,7 @@ export type Input =
   | { cancel: { cause: CancelCause; keepInbox?: boolean } }
   | { maintenance: 'begin' | 'end' }
   | { dispose: Record<string, never> }
+  | { resume: Record<string, never> }
   | { preStep: PreStepAnswer }
   | { step: StepAnswer }
   | { turnStopping: TurnStoppingAnswer };
@@ -73,6 +74,8 @@ export interface SpliceData {
   inserted: Message[];
   outcome?: 'canceled';
   wakeup?: true;
+  /** On a splice crash repair appended to redeliver a message (S59): how many times its id has been redelivered, this time included. */
+  redelivery?: number;
 }
 /** A durable event of the machine: `{type, data}`, as appended to the log. */
 export type MachineEvent =
@@ -210,6 +213,33 @@ export class StepClosedError extends CoxswainError { readonly kind: 'step-closed
 export class ReservedTypeError extends CoxswainError { readonly kind: 'reserved-type'; }
 export class FinalSyncError extends CoxswainError { readonly kind: 'final-sync'; }
 export class InvalidOptionsError extends CoxswainError { readonly kind: 'invalid-options'; }
+/**
+ * A redelivery allowance (`redelivery`, S59) that is not an integer within 0..=1000, refused
+ * when the log is opened, before anything is read or written: `redelivery -1 is not an integer
+ * within 0..=1000 (S59)`, `the redelivery allowance 1001 is above 1000 (S59)`.
+ */
+export class InvalidRedeliveryError extends InvalidOptionsError { readonly value: unknown; }
+
+// ---- fate (S58) -----------------------------------------------------------------------------
+
+/** How a turn ended: the `kind` of its `turn/end` reason. */
+export type TurnEndKind = 'completed' | 'max-tokens' | 'blocked' | 'aborted' | 'error' | 'interrupted';
+/**
+ * What became of a message id (S58), as FORMAT.md spells it (the core's `Fate::to_json`):
+ * pending in a list; `'discarded'` by an ordinary removal (remove, replace with another id,
+ * clear, cancel, dispose); `claimed` by turn `turn`, with `step` the first step whose
+ * `user/message` carried it (absent while none has) and `end` its turn's end (absent while the
+ * turn is open); `'unknown'`: never seen, or forgotten (the memory's capacity, S51).
+ */
+export type Fate =
+  | { pending: Target }
+  | 'discarded'
+  | { claimed: { turn: number; step?: number; end?: TurnEndKind } }
+  | 'unknown';
+/** An event of a durable log as `Machine.restore` and `Machine.repair` read it: the machine's own (`appended` included) or any `{type, data}` (other keys, such as `seq`, ignored). */
+export type LogEvent = MachineEvent | { type: string; data?: Json; [key: string]: Json | undefined };
+/** The delivery memory's capacity (S51): a count of ids, or `'unbounded'` (S58: no id is ever forgotten). */
+export type Memory = number | 'unbounded';
 
 // ---- the machine ----------------------------------------------------------------------------
 
@@ -233,10 +263,19 @@ export class Transition {
 
 /** The core's delivery state machine. Every method that takes an input throws a `RejectedError` subclass on rejection. */
 export class Machine {
-  /** `memory`: the delivery memory's capacity (S51, default 0); `maxPending`: the admission bound (S55, default `null`: unbounded). */
-  constructor(options?: { memory?: number; maxPending?: number | null });
-  /** Restores from a durable log (S46–S48); throws `InvalidLogError` (S47). A restored list longer than `maxPending` is kept (S55). */
-  static restore(log: Array<{ type: string; data?: Json; [key: string]: Json | undefined }>, options?: { seedLength?: number; memory?: number; maxPending?: number | null }): Machine;
+  /** `memory`: the delivery memory's capacity (S51, default 0; `'unbounded'`, S58); `maxPending`: the admission bound (S55, default `null`: unbounded). */
+  constructor(options?: { memory?: Memory; maxPending?: number | null });
+  /** Restores from a durable log (S46–S48), the memory's records too (S58); throws `InvalidLogError` (S47). A restored list longer than `maxPending` is kept (S55). */
+  static restore(log: LogEvent[], options?: { seedLength?: number; memory?: Memory; maxPending?: number | null }): Machine;
+  /**
+   * Crash repair (S50, S59) of a log that may end inside an open turn, then restore: the
+   * events repair appended (`appended`: the closers, then with `redelivery` ≥ 1 one redelivery
+   * splice per message the interrupted turn claimed after its last `step/start`; append them to
+   * the stored log first) and the restored machine (items parked, S48, until a wake or
+   * `resume()`, S57). `redelivery`: default 0 (S50 unchanged), an integer within 0..=1000, else
+   * `InvalidRedeliveryError`; `InvalidLogError` (S47).
+   */
+  static repair(log: LogEvent[], options?: { redelivery?: number; seedLength?: number; memory?: Memory; maxPending?: number | null }): { machine: Machine; appended: MachineEvent[] };
   handle(input: Input): Transition;
   /** The last input's transition again, when it was not drained. */
   drain(): Transition;
@@ -257,6 +296,10 @@ export class Machine {
   beginMaintenance(): Transition;
   endMaintenance(): Transition;
   dispose(): Transition;
+  /** Starts parked waking work while idle, as a waking send would (S57); else emits nothing. Rejected only once disposed. */
+  resume(): Transition;
+  /** What became of the id (S58): a query, answered in every phase, also once disposed. */
+  fate(id: string): Fate;
   answerPreStep(answer: PreStepAnswer): Transition;
   answerStep(answer: StepAnswer): Transition;
   answerTurnStopping(answer: TurnStoppingAnswer): Transition;
@@ -375,8 +418,16 @@ export interface SessionOptions {
   retryAfterMs?: number | null;
 }
 export interface AgentOptions extends SessionOptions {
-  /** The delivery memory's capacity (S51); default 256. Pass the same at every open. */
-  memory?: number;
+  /** The delivery memory's capacity (S51); default 256, at most 2^20, or `'unbounded'` (S58). Pass the same at every open. */
+  memory?: Memory;
+  /**
+   * Crash repair's redelivery allowance (S59): how many times a message an interrupted turn
+   * claimed before any model call saw it is put back, over the log's life. Default 0 (S50: it
+   * is dropped); an integer within 0..=1000, else `InvalidRedeliveryError` before the log is read.
+   */
+  redelivery?: number;
+  /** Send `resume` (S57) once open, durable before `open` resolves: restored or redelivered waking work runs without a new delivery. Default `false` (S48: it parks). */
+  resumeOnOpen?: boolean;
   /** Group commit: the most inputs one append takes; default 64. */
   maxBatch?: number;
   /** The core's admission bound (S55): a delivery into a list holding this many items rejects with `FullError`; default 10,000, `null` for unbounded. Pass the same at every open. */
@@ -386,7 +437,10 @@ export interface Recovery {
   records: number;
   tornTail: { line: number; bytes: number } | null;
   interruptedTurn: number | null;
+  /** The events repair appended: the closers (S50) and the redelivery splices (S59). */
   closers: number;
+  /** How many of `closers` (the last ones) are redelivery splices (S59). */
+  redelivered: number;
   lastTurn: number;
   pendingNextTurn: number;
   pendingNextStep: number;
@@ -425,6 +479,10 @@ export class Agent {
   whenIdle(): Promise<void>;
   subscribe(listener: (update: Update) => void): () => void;
   pending(): Promise<PendingLists>;
+  /** Starts parked waking work (S57); resolves once durable. Rejected only once disposed. */
+  resume(): Promise<void>;
+  /** What became of the id (S58), after the inputs sent before it; answered also once the agent ended (disposed or closed). */
+  fate(id: string): Promise<Fate>;
   dispose(): Promise<void>;
   close(): Promise<void>;
   finished(): Promise<Ending>;
@@ -491,6 +549,8 @@ export class Session {
   /** The machine's state, with the staged inputs applied. */
   state(): MachineState;
   pending(): PendingLists;
+  /** What became of the id (S58), with the staged inputs applied; answered also once disposed. */
+  fate(id: string): Fate;
   readonly quiescent: boolean;
   readonly disposed: boolean;
   readonly outstanding: Outstanding | null;

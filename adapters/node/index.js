@@ -58,4 +58,5 @@ module.exports = {
   ReservedTypeError: errors.ReservedTypeError,
   FinalSyncError: errors.FinalSyncError,
   InvalidOptionsError: errors.InvalidOptionsError,
+  InvalidRedeliveryError: errors.InvalidRedeliveryError,
 };

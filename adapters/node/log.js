@@ -23,6 +23,7 @@ const path = require('node:path');
 const native = require('./native');
 const errors = require('./errors');
 const { encode, parse } = require('./json');
+const { redelivery } = require('./machine');
 
 const POLICIES = ['every-append', 'per-turn', 'never'];
 /** The longest line (without its `\n`) a reader takes: the Rust logs' `MAX_LINE_BYTES`. */
@@ -375,11 +376,17 @@ class FileLog {
  * Carries out the session layer's resume plan for `log` (`NativeMachine.resume`: the Rust
  * `ResumePlan`, which restores `machine`, S46–S48): a log it rejects is left as it was
  * (`CorruptLogError`, `InvalidLogError`); else its torn tail is dropped or its last record ended,
- * and the closers of an interrupted turn appended, then synced (S50). Resolves with what it did
- * and found (`Agent.open`'s `Recovery`) and the `seq` the next record takes.
+ * and the closers of an interrupted turn appended, with the redelivery splices of what that
+ * turn claimed unseen within the allowance `redelivery` (S59, default 0), then synced (S50).
+ * An allowance that is not an integer within 0..=1000 throws `InvalidRedeliveryError` before
+ * anything is read. Resolves with what it did and found (`Agent.open`'s `Recovery`) and the
+ * `seq` the next record takes.
  */
-async function resume(log, machine) {
-  const { ok: plan, corrupt, invalidLog: invalid } = JSON.parse(machine.resume(await log.readAll()));
+async function resume(log, machine, allowance = 0) {
+  const redeliver = redelivery(allowance);
+  const reply = JSON.parse(machine.resume(await log.readAll(), redeliver));
+  const { ok: plan, corrupt, invalidLog: invalid } = reply;
+  if (reply.redelivery !== undefined) throw new errors.InvalidRedeliveryError(redeliver, reply.redelivery);
   if (corrupt) throw new errors.CorruptLogError(`corrupt log: ${corrupt.message}`, corrupt.line);
   if (invalid) throw new errors.InvalidLogError(`the log cannot be repaired: ${invalid.message}`, invalid.line);
   await log.repairTail(plan);
@@ -391,6 +398,7 @@ async function resume(log, machine) {
     tornTail: plan.torn,
     interruptedTurn: plan.interrupted,
     closers: plan.closers.length,
+    redelivered: plan.redelivered,
     lastTurn,
     pendingNextTurn: nextTurn.length,
     pendingNextStep: nextStep.length,

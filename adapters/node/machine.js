@@ -57,11 +57,12 @@ class Transition {
 /** The delivery state machine (the Rust core behind N-API). */
 class Machine {
   /**
-   * @param {{memory?: number, maxPending?: number | null}} [options] the delivery memory's
-   *   capacity (S51, default 0) and the admission bound (S55, default `null`: unbounded)
+   * @param {{memory?: number | 'unbounded', maxPending?: number | null}} [options] the delivery
+   *   memory's capacity (S51, default 0; `'unbounded'`: no id is ever forgotten, S58) and the
+   *   admission bound (S55, default `null`: unbounded)
    */
   constructor(options = {}) {
-    this._inner = new native.NativeMachine(capacity(options.memory ?? 0), bound(options.maxPending));
+    this._inner = nativeMachine(capacity(options.memory ?? 0), bound(options.maxPending));
     /** The hot path: functions bound to the native machine's core (a fifth of a method call's cost). */
     this._hot = this._inner.hotPath();
     /** The hot path's delivery of a message's three strings, by preset code (`PRESETS`). */
@@ -76,9 +77,10 @@ class Machine {
 
   /**
    * A machine restored from a durable log (S46–S48): `log` is a list of `{type, data}` events
-   * (other keys, such as `seq`, ignored). Throws `InvalidLogError` (S47). `memory` and
-   * `maxPending` are not in the log (S51, S55): pass the same at every restore; a restored list
-   * longer than `maxPending` is kept.
+   * (other keys, such as `seq`, ignored). Throws `InvalidLogError` (S47). `memory` (a count or
+   * `'unbounded'`, S58) and `maxPending` are not in the log (S51, S55): pass the same at every
+   * restore; a restored list longer than `maxPending` is kept. The delivery memory's records
+   * are rebuilt from the log, so `fate` answers as the live machine did (S58, I15).
    */
   static restore(log, options = {}) {
     const memory = capacity(options.memory ?? 0);
@@ -87,6 +89,29 @@ class Machine {
     const given = { log, seedLength: options.seedLength ?? 0, memory, maxPending };
     const reply = JSON.parse(machine._inner.restoreGiven(encode(given)));
     if (reply.ready) return machine;
+    if (reply.invalidLog !== undefined) throw new errors.InvalidLogError(reply.invalidLog);
+    throw new TypeError(reply.error);
+  }
+
+  /**
+   * Crash repair (S50, S59) of a durable log that may end inside an open turn, then restore
+   * (S46–S48): the closers (`step/end` if a step is open, then `turn/end {kind:
+   * "interrupted"}`), then, with the allowance `redelivery` (S59, default 0: S50 unchanged),
+   * one redelivery splice for each message the interrupted turn claimed after its last
+   * `step/start`, each id at most `redelivery` times over the log's life. `{machine,
+   * appended}`: the restored machine (its items parked: S48, until a wake or `resume()`, S57)
+   * and the events repair appended, in order (append them to the stored log before anything
+   * else; none when the log was balanced). Throws `InvalidRedeliveryError` for an allowance
+   * that is not an integer within 0..=1000 (checked first), `InvalidLogError` (S47).
+   */
+  static repair(log, options = {}) {
+    const redeliver = redelivery(options.redelivery);
+    const memory = capacity(options.memory ?? 0);
+    const maxPending = bound(options.maxPending);
+    const machine = new Machine({ memory, maxPending });
+    const given = { log, seedLength: options.seedLength ?? 0, memory, maxPending, repair: { redeliver } };
+    const reply = parse(machine._inner.restoreGiven(encode(given)));
+    if (reply.ready) return { machine, appended: reply.ready.repaired.map((output) => output.event) };
     if (reply.invalidLog !== undefined) throw new errors.InvalidLogError(reply.invalidLog);
     throw new TypeError(reply.error);
   }
@@ -183,6 +208,18 @@ class Machine {
   endMaintenance() { return this.handle({ maintenance: 'end' }); }
   /** Disposes the machine (S45). */
   dispose() { return this.handle({ dispose: {} }); }
+  /**
+   * Starts parked waking work (S57): while idle with waking work pending, it wakes as a waking
+   * send would (`agent/status running`, `turn/start`, the claim, the pre-step request); else it
+   * emits nothing and changes nothing. Rejected only once disposed (`DisposedError`).
+   */
+  resume() { return this.handle({ resume: {} }); }
+  /**
+   * What became of the message id `id` (S58), as FORMAT.md spells it: `{pending: target}`,
+   * `'discarded'`, `{claimed: {turn, step?, end?}}` or `'unknown'`. A query: it changes and
+   * emits nothing, and is answered in every phase, also once disposed.
+   */
+  fate(id) { return fateOf(this._inner, id); }
   /**
    * Answers the outstanding `preStep` request (S29). An `enter` of the messages the request
    * handed out goes back by handle: they do not cross again.
@@ -334,12 +371,70 @@ function bound(maxPending) {
   return maxPending;
 }
 
-/** A delivery memory capacity: a non-negative integer below 2^32. */
+/** A delivery memory capacity: a non-negative integer below 2^32, or `'unbounded'` (S58). */
 function capacity(memory) {
+  if (memory === UNBOUNDED) return memory;
   if (!Number.isInteger(memory) || memory < 0 || memory > 0xffffffff) {
-    throw new errors.InvalidOptionsError(`memory ${memory} is not an integer within 0..=2^32-1`);
+    throw new errors.InvalidOptionsError(`memory ${memory} is not an integer within 0..=2^32-1 or 'unbounded'`);
   }
   return memory;
+}
+
+/** The delivery memory's capacity that never forgets an id (S58). */
+const UNBOUNDED = 'unbounded';
+
+/** A native machine with the capacity `memory` (`capacity`'s), the bound and the hash seed. */
+function nativeMachine(memory, maxPending, hashSeed = undefined) {
+  const unbounded = memory === UNBOUNDED;
+  return new native.NativeMachine(unbounded ? 0 : memory, maxPending, hashSeed, unbounded);
+}
+
+/** The largest redelivery allowance (S59), the session layer's `MAX_REDELIVERY`. */
+const MAX_REDELIVERY = native.maxRedelivery();
+
+/**
+ * A redelivery allowance (S59): absent (`undefined` or `null`) is 0, else an integer within
+ * 0..=1000, checked by the session layer's one owner of the bound (`ResumeOptions::
+ * try_with_redelivery`, its words); anything else throws `InvalidRedeliveryError` naming it.
+ */
+function redelivery(value) {
+  if (value === undefined || value === null) return 0;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    const message = `redelivery ${shown(value)} is not an integer within 0..=${MAX_REDELIVERY} (S59)`;
+    throw new errors.InvalidRedeliveryError(value, message);
+  }
+  const refused = native.redeliveryRefusal(value);
+  if (refused) throw new errors.InvalidRedeliveryError(value, refused);
+  return value;
+}
+
+/** A value as an error message names it (never calling the value's own `toString`). */
+function shown(value) {
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'bigint':
+      return `${value}n`;
+    case 'number':
+    case 'boolean':
+    case 'undefined':
+      return String(value);
+    case 'symbol':
+      return value.toString();
+    case 'function':
+      return 'a function';
+    default:
+      if (value === null) return 'null';
+      return Array.isArray(value) ? 'an array' : 'an object';
+  }
+}
+
+/** The query `fate(id)` (S58) on a native machine or session: FORMAT.md's `F` as a value. */
+function fateOf(inner, id) {
+  if (typeof id !== 'string') {
+    throw new errors.InvalidInputError(`fate takes a message id (a string), not ${shown(id)}`);
+  }
+  return JSON.parse(inner.fate(id));
 }
 
 /**
@@ -358,8 +453,12 @@ const INPUTS = {
   prepend: (target, message) => ({ prepend: { target, message } }),
   clear: () => ({ clear: {} }),
   cancel: (cause, options = {}) => ({ cancel: { cause, keepInbox: options.keepInbox ?? false } }),
+  resume: () => ({ resume: {} }),
 };
 /** The input methods that resolve with `found` (S15: whether the id was pending); the others with nothing. */
 const FOUND = new Set(['remove', 'replace']);
 
-module.exports = { Machine, Transition, capacity, bound, sendInput, plainFields, INPUTS, FOUND, WORDS, PRESETS };
+module.exports = {
+  Machine, Transition, capacity, bound, nativeMachine, redelivery, fateOf, sendInput, plainFields,
+  INPUTS, FOUND, WORDS, PRESETS, UNBOUNDED,
+};

@@ -50,11 +50,15 @@ function serve(line) {
       if (body === null || typeof body !== 'object' || !('given' in body)) {
         return { error: '`begin` takes {trace, given}' };
       }
+      // `given.memory` may be "unbounded" (S58); with `given.repair`, crash repair (S50, S59)
+      // runs on `log` first and the reply lists what it appended (`{ready: {repaired: […]}}`,
+      // as the core wrote it: numbers as written).
       const fresh = new native.NativeMachine(0);
-      const restored = JSON.parse(fresh.restoreGiven(JSON.stringify(body.given)));
+      const text = fresh.restoreGiven(JSON.stringify(body.given));
+      const restored = JSON.parse(text);
       if (restored.ready) {
         machine = fresh;
-        return { ready: {} };
+        return text;
       }
       if (restored.invalidLog !== undefined) return { rejected: 'invalid-log' };
       return { error: restored.error };
@@ -62,6 +66,14 @@ function serve(line) {
     case 'in':
       if (machine === null) return { error: '`in` before `begin` or after `end`' };
       return machine.wire(rawBody(line, 'in') ?? JSON.stringify(body));
+    case 'fate': {
+      // The query fate(id) (S58): `{"fate": F}`, F as the core spells it (`Fate::to_json`).
+      if (machine === null) return { error: '`fate` before `begin` or after `end`' };
+      if (body === null || typeof body !== 'object' || typeof body.id !== 'string' || Object.keys(body).length !== 1) {
+        return { error: '`fate` takes {id: string}' };
+      }
+      return `{"fate":${machine.fate(body.id)}}`;
+    }
     case 'end':
       machine = null;
       return { ended: {} };

@@ -13,7 +13,7 @@ const native = require('./native');
 const errors = require('./errors');
 const { encode, parse } = require('./json');
 const tape = require('./tape');
-const { Machine, capacity, bound, plainFields, WORDS, PRESETS } = require('./machine');
+const { Machine, capacity, bound, redelivery, fateOf, plainFields, WORDS, PRESETS, UNBOUNDED } = require('./machine');
 const { ENCODED } = require('./log');
 
 const MAX_CAPACITY = 1 << 20;
@@ -319,18 +319,35 @@ class Session {
   get outstanding() { return JSON.parse(this._inner.outstanding()); }
   /** The seed of the id indexes' hasher, as 16 hex digits. */
   get hashSeed() { return this._inner.hashSeed(); }
+  /**
+   * What became of the message id `id` (S58), as `Machine.fate` answers (with the staged inputs
+   * applied): a query, answered in every phase, also once disposed.
+   */
+  fate(id) { return fateOf(this._inner, id); }
 }
 
-/** `Agent.open`'s options, checked (`InvalidOptionsError`), with their defaults. */
+/**
+ * `Agent.open`'s options, checked (`InvalidOptionsError`; `InvalidRedeliveryError` for the
+ * allowance, checked first), with their defaults. `redelivery` (S59, default 0) is crash
+ * repair's allowance; `resumeOnOpen` (default false: S48 unchanged) sends `resume` (S57) once
+ * the agent is open.
+ */
 function agentOptions(options) {
+  const redeliver = redelivery(options.redelivery);
+  const resumeOnOpen = options.resumeOnOpen ?? false;
+  if (typeof resumeOnOpen !== 'boolean') {
+    throw new errors.InvalidOptionsError(`resumeOnOpen ${String(resumeOnOpen)} is not a boolean`);
+  }
   const memory = capacity(options.memory ?? 256);
   const maxBatch = options.maxBatch ?? 64;
   const maxPending = bound(options.maxPending === undefined ? DEFAULT_MAX_PENDING : options.maxPending);
-  if (memory > MAX_CAPACITY) throw new errors.InvalidOptionsError(`memory ${memory} is above ${MAX_CAPACITY}`);
+  if (memory !== UNBOUNDED && memory > MAX_CAPACITY) {
+    throw new errors.InvalidOptionsError(`memory ${memory} is above ${MAX_CAPACITY}`);
+  }
   if (!Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > MAX_CAPACITY) {
     throw new errors.InvalidOptionsError(`maxBatch ${maxBatch} is not within 1..=${MAX_CAPACITY}`);
   }
-  return { memory, maxBatch, maxPending, ...sessionOptions(options) };
+  return { memory, maxBatch, maxPending, redelivery: redeliver, resumeOnOpen, ...sessionOptions(options) };
 }
 
 /** A refusal as its typed error; a timeout's `{retried}` with its refusals typed. */

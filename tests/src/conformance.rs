@@ -87,14 +87,10 @@ fn traces_in(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The whole corpus: `tests/conformance/*.jsonl`, which every port replays, then SPEC §13's
-/// traces in `tests/conformance/s13/` (`resume`, the `fate` line, `given.repair`), which the
-/// core and the spec replay here and the ports kit does not carry yet (issue 50).
+/// The whole corpus: `tests/conformance/*.jsonl`, which every port replays (SPEC §13's 64
+/// traces among them: `resume`, the `fate` line, `given.repair`).
 fn corpus() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance");
-    let mut files = traces_in(&dir);
-    files.extend(traces_in(&dir.join("s13")));
-    files
+    traces_in(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance"))
 }
 
 /// Replays one trace file on `subject`.
@@ -118,7 +114,7 @@ fn corpus_failures(subject: &mut dyn Subject) -> Vec<String> {
 #[test]
 fn every_trace_of_the_corpus_replays() {
     let files = corpus();
-    assert_eq!(files.len(), 184 + 64, "the corpus changed size");
+    assert_eq!(files.len(), 248, "the corpus changed size");
     let failures: Vec<String> = files
         .iter()
         .filter_map(|file| {

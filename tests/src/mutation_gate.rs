@@ -38,12 +38,12 @@ fn checked(bound: Bound) -> (usize, Vec<String>) {
 fn mutation_gate_small_bound_every_property_holds() {
     let (states, failures) = checked(SMALL);
     assert_eq!(failures, Vec::<String>::new());
-    assert_eq!(states, 49_119);
+    assert_eq!(states, 59_810);
 }
 
 #[test]
 fn mutation_gate_small_bound_with_memory_every_property_holds() {
     let (states, failures) = checked(SMALL.with_memory(1));
     assert_eq!(failures, Vec::<String>::new());
-    assert_eq!(states, 67_730);
+    assert_eq!(states, 79_531);
 }

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod check;
 mod conform;
 mod exec;
+mod fate;
 mod fuzz;
 mod load;
 mod logfile;
@@ -63,6 +64,14 @@ enum Command {
         /// With a `postgres://…` log: the session to run (taken under a new epoch).
         #[arg(long)]
         session: Option<String>,
+        /// Crash repair's redelivery allowance (S59), 0..=1000: when the log ends inside a turn,
+        /// put back what that turn claimed that no model call saw, at most N times per id.
+        #[arg(long, value_name = "N", default_value = "0", value_parser = fate::parse_redelivery)]
+        redelivery: u64,
+        /// Send `resume` (S57) once the agent is open (and at every reopen): parked work runs
+        /// without waiting for a new waking send.
+        #[arg(long)]
+        resume_on_open: bool,
     },
     /// Load-test the durable path on your disk: deliveries/s, p50/p99 acknowledgement latency,
     /// and the fsync floor measured in the same run.
@@ -89,6 +98,11 @@ enum Command {
         #[arg(long)]
         session: Option<String>,
     },
+    /// Print what became of message ID (S58) as one JSON line, from a log it never writes.
+    ///
+    /// Pending, claimed (turn, first step that carried it, the turn's end), discarded or
+    /// unknown, as the log restores (a turn left open is read as crash repair would close it).
+    Fate(fate::FateArgs),
     /// Write one self-contained HTML page that shows a session's log: turns and steps as
     /// lanes, the depth of both lists, each message's life, the auditor's verdict.
     View(view::ViewArgs),
@@ -128,7 +142,15 @@ fn main() -> ExitCode {
             script,
             log,
             session,
-        } => run::run(&script, log.as_deref(), session.as_deref()),
+            redelivery,
+            resume_on_open,
+        } => {
+            let open = run::Open {
+                redelivery,
+                resume_on_open,
+            };
+            run::run(&script, log.as_deref(), session.as_deref(), open)
+        }
         Command::Verify { log, session } if pg::is_postgres(&log) => {
             pg::verify(&log.to_string_lossy(), session.as_deref())
         }
@@ -141,5 +163,6 @@ fn main() -> ExitCode {
         Command::Load(args) => load::run_load(&args),
         Command::LoadWorker(args) => load::run_worker(&args),
         Command::View(args) => view::run(&args),
+        Command::Fate(args) => fate::run(&args),
     }
 }

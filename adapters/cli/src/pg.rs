@@ -139,6 +139,28 @@ pub(crate) fn read_records(
     Ok((target.describe(), records))
 }
 
+/// `coxswain fate postgres://… ID --session S`: the fate of `id` in the session's stored
+/// records, restored read-only (S58; `Store::fate`: no takeover, nothing written).
+pub(crate) fn fate(
+    log: &Path,
+    session: Option<&str>,
+    id: &str,
+    options: coxswain_session::ResumeOptions,
+) -> Result<coxswain_core::Fate, String> {
+    let target = Target::new(log, session)?;
+    let Target::Postgres { url, session } = &target else {
+        return Err(format!("{}: not a postgres:// URL", target.describe()));
+    };
+    runtime()?.block_on(async {
+        let store = read_store(url).await?;
+        let id = coxswain_core::MessageId::new(id);
+        store
+            .fate(session, &id, options)
+            .await
+            .map_err(|e| format!("{}: {e}", target.describe()))
+    })
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

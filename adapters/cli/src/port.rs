@@ -72,15 +72,40 @@ fn serve(phase: &mut Phase, text: &str) -> String {
             }})
         }
         "begin" => match begin(body.get("given")) {
-            Ok((subject, started)) => {
+            Ok((mut subject, started, repair)) => {
+                // S50, S59: with `given.repair`, `ready` lists the events repair appended.
+                let reply = match (started, repair) {
+                    (Err(kind), _) => json!({ "rejected": kind }),
+                    (Ok(()), false) => json!({"ready": {}}),
+                    (Ok(()), true) => match subject.repaired() {
+                        Ok(events) => json!({"ready": {"repaired": events}}),
+                        Err(failure) => return error(failure.what),
+                    },
+                };
                 *phase = Phase::Running(Box::new(subject));
-                match started {
-                    Ok(()) => json!({"ready": {}}),
-                    Err(kind) => json!({ "rejected": kind }),
-                }
+                reply
             }
             Err(message) => return error(message),
         },
+        "fate" => {
+            // S58: a query; it changes nothing and is answered in every phase of the machine
+            // (also once disposed), but only inside a trace.
+            let Phase::Running(subject) = phase else {
+                return error("a fate query outside a trace (send `begin` first)".into());
+            };
+            let Some(id) = body
+                .as_object()
+                .filter(|o| o.len() == 1)
+                .and_then(|o| o.get("id"))
+                .and_then(Value::as_str)
+            else {
+                return error("`fate` is {\"id\": \"…\"} with a string id".into());
+            };
+            match subject.fate(id) {
+                Ok(fate) => json!({ "fate": fate }),
+                Err(failure) => return error(failure.what),
+            }
+        }
         "in" => {
             let Phase::Running(subject) = phase else {
                 return error("an input outside a trace (send `begin` first)".into());
@@ -105,10 +130,15 @@ fn serve(phase: &mut Phase, text: &str) -> String {
     reply.to_string()
 }
 
+/// What `begin` made: the machine, the restore's rejection kind if it failed, and whether
+/// `given` asked for crash repair.
+type Begun = (CoreSubject, Result<(), String>, bool);
+
 /// A machine for `begin`: fresh for a missing or `null` `given`, else restored from it (parsed as
-/// a trace's `given` line); the inner result is the restore's rejection kind.
-fn begin(given: Option<&Value>) -> Result<(CoreSubject, Result<(), String>), String> {
+/// a trace's `given` line, crash repair included: S50, S59).
+fn begin(given: Option<&Value>) -> Result<Begun, String> {
     let mut subject = CoreSubject::default();
+    let mut repairs = false;
     let started = match given {
         None | Some(Value::Null) => subject.begin(None),
         Some(given) => {
@@ -122,6 +152,7 @@ fn begin(given: Option<&Value>) -> Result<(CoreSubject, Result<(), String>), Str
             else {
                 return Err("`given` is not a given line".into());
             };
+            repairs = repair.is_some();
             subject.begin(Some(&Given {
                 log: &log,
                 seed_length,
@@ -132,7 +163,7 @@ fn begin(given: Option<&Value>) -> Result<(CoreSubject, Result<(), String>), Str
         }
     };
     match started {
-        Ok(result) => Ok((subject, result.map_err(|rejection| rejection.kind))),
+        Ok(result) => Ok((subject, result.map_err(|rejection| rejection.kind), repairs)),
         Err(failure) => Err(failure.what),
     }
 }

@@ -270,6 +270,105 @@ mod tests {
         );
     }
 
+    /// A fixture log of `tests/fixtures/logs/`, verified.
+    fn fixture(name: &str) -> Verdict {
+        let path = format!("{}/tests/fixtures/logs/{name}", env!("CARGO_MANIFEST_DIR"));
+        verify_bytes(&std::fs::read(&path).unwrap())
+    }
+
+    fn ok(events: usize, turns: u64) -> Verdict {
+        Verdict::Ok {
+            events,
+            turns,
+            repair: vec![],
+        }
+    }
+
+    /// Amended I5: a `user/message` a host wrote between turns (the TypeScript system's
+    /// compaction summary) is accepted; one inside an open turn but outside its open step is
+    /// still a violation, before the first step or between two steps.
+    #[test]
+    fn i5_a_host_user_message_between_turns_is_accepted_inside_a_turn_it_is_not() {
+        assert_eq!(fixture("host-message-between-turns.jsonl"), ok(17, 2));
+        assert_eq!(
+            fixture("message-in-turn-before-step.jsonl"),
+            Verdict::Violation {
+                line: 4,
+                message: "I5 turn enclosure: user/message `summary` outside an open step \
+                          (turn 1 open after 0 steps)"
+                    .into()
+            }
+        );
+        assert_eq!(
+            fixture("message-between-steps.jsonl"),
+            Verdict::Violation {
+                line: 7,
+                message: "I5 turn enclosure: user/message `summary` outside an open step \
+                          (turn 1 open after 1 steps)"
+                    .into()
+            }
+        );
+    }
+
+    /// S59: the redelivery splices crash repair appends (allowance 1) are accepted; the fixture
+    /// is exactly what the core's repair writes after the crashed log. A redelivery splice that
+    /// makes an id pending twice is I2's violation like any splice; one whose count is not an
+    /// integer is still a splice S46 reads (`redelivery` is an extra key, counted whatever its
+    /// value), so it is no violation either.
+    #[test]
+    fn s59_redelivery_splices_as_repair_writes_them_are_accepted() {
+        let crashed = parse(
+            &std::fs::read(format!(
+                "{}/tests/fixtures/logs/crashed-before-step.jsonl",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            verify_records(&crashed.records, None),
+            Verdict::Ok {
+                events: 15,
+                turns: 2,
+                repair: vec!["turn 2 is open and will be closed `interrupted` (1 closers)".into()],
+            }
+        );
+        let mut restorer = coxswain_core::Restorer::new(0);
+        for record in &crashed.records {
+            restorer.push_json(&record.event).unwrap();
+        }
+        let appended: Vec<serde_json::Value> = restorer
+            .repair(1)
+            .iter()
+            .map(|event| serde_json::to_value(event).unwrap())
+            .collect();
+        let repaired = parse(
+            &std::fs::read(format!(
+                "{}/tests/fixtures/logs/redelivered.jsonl",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let tail: Vec<serde_json::Value> = repaired.records[15..]
+            .iter()
+            .map(|record| {
+                serde_json::json!({"type": record.event["type"], "data": record.event["data"]})
+            })
+            .collect();
+        assert_eq!(appended, tail);
+        assert_eq!(appended.len(), 4, "the closer and three redelivery splices");
+        assert_eq!(fixture("redelivered.jsonl"), ok(19, 2));
+        assert_eq!(
+            fixture("redelivery-already-pending.jsonl"),
+            Verdict::Violation {
+                line: 20,
+                message: "I2 identity (S13): splice makes `q` pending twice (S13, S46)".into()
+            }
+        );
+        assert_eq!(fixture("redelivery-not-a-count.jsonl"), ok(19, 2));
+    }
+
     fn in_session(session: &str, line: &str) -> String {
         line.replacen(
             "\"seq\":",

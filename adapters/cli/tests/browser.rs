@@ -5,7 +5,7 @@
 //!
 //! * `coxswain view`: a page made from a real log (`coxswain run` on an example script): the
 //!   auditor's verdict, a message found by id and its life followed to the turn that claimed it
-//!   (S28), a step's folded host events opened.
+//!   (S28) with its fate (S58), a step's folded host events opened.
 //! * `coxswain check --explore`: stateright's Explorer on a free port shows the compact state,
 //!   names transitions by their input, and follows one.
 //! * An ignored test measures a 1M-record page (its size and the time to first render).
@@ -146,7 +146,8 @@ fn view_finds_a_message_and_opens_host_events() {
         "s1 — next-turn, waking, from user: Actually, rename it to `syntax` first\n\
          inserted at #8 (during turn 1)\n\
          claimed at #18 by turn 3\n\
-         entered step 3.1 at #20"
+         entered step 3.1 at #20\n\
+         fate: {\"claimed\":{\"end\":\"completed\",\"step\":1,\"turn\":3}}"
     );
     browser.screenshot(&shots().join("view.png")).unwrap();
 
@@ -182,6 +183,8 @@ fn view_finds_a_message_and_opens_host_events() {
         text(&mut browser, "#life li.end-discarded"),
         "discarded at #46: removed from next-step with outcome canceled (remove, clear, cancel or dispose, S12)"
     );
+    // Its fate, as the core answers it on the restored log (S58).
+    assert_eq!(text(&mut browser, "#life li.fate"), "fate: \"discarded\"");
 
     // Step 1.1's host event is folded until opened.
     let fold = "tr.fold[data-row='5']";
@@ -318,7 +321,7 @@ fn explorer_shows_compact_states_and_named_transitions() {
         "send m1 to next-turn, quiet",
         "replace m1 with m2",
         "cancel (user, keep inbox)",
-        "crash, repair the log, restore",
+        "crash, repair the log (A = 1), restore",
         "step: continue (tools ran)",
     ] {
         assert!(

@@ -1,5 +1,6 @@
 //! The CLI against a real, throwaway PostgreSQL server: `run --log postgres://… --session`,
-//! `verify`, `sessions`, `log copy` both ways.
+//! `verify`, `sessions`, `log copy` both ways, and `run --redelivery N --resume-on-open` on a
+//! session whose turn crashed (SPEC §13).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -20,6 +21,10 @@ fn main() -> std::process::ExitCode {
             Test::new(
                 "load_runs_turns_on_postgres_workers",
                 load_runs_turns_on_postgres_workers,
+            ),
+            Test::new(
+                "run_redelivers_and_resumes_a_crashed_postgres_session",
+                run_redelivers_and_resumes_a_crashed_postgres_session,
             ),
         ],
     )
@@ -240,5 +245,141 @@ fn load_runs_turns_on_postgres_workers() {
         lines[5]
             .starts_with("  floor (the same rows, one INSERT transaction each on 8 connections, "),
         "{lines:?}"
+    );
+}
+
+/// A session whose owner crashed with turn 1's pre-step request outstanding: it had claimed `i1`
+/// (an inject) and `f1` (a follow-up), which no model call saw; `f2` was queued behind.
+const CRASHED: &str = r#"{"seq":1,"type":"agent/inbox/spliced","data":{"target":"next-step","start":0,"inserted":[{"id":"i1","source":{"kind":"user"},"content":"context"}]}}
+{"seq":2,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"wakeup":true,"inserted":[{"id":"f1","source":{"kind":"user"},"content":"first"}]}}
+{"seq":3,"type":"turn/start","data":{"turn":1}}
+{"seq":4,"type":"agent/inbox/spliced","data":{"target":"next-step","start":0,"inserted":[],"removedCount":1}}
+{"seq":5,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"inserted":[],"removedCount":1}}
+{"seq":6,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"wakeup":true,"inserted":[{"id":"f2","source":{"kind":"user"},"content":"second"}]}}
+"#;
+
+/// `coxswain run --log postgres://… --redelivery N --resume-on-open` (S57, S59): an allowance
+/// above 1000 is refused before the session is taken; `--redelivery 1` writes the redelivery
+/// splices under the run's epoch and `--resume-on-open` runs every message once, no send in the
+/// script.
+fn run_redelivers_and_resumes_a_crashed_postgres_session() {
+    let Some(cluster) = cluster() else { return };
+    let url = cluster.url();
+    let dir = tempfile::tempdir().unwrap();
+    let crashed = dir.path().join("crashed.jsonl");
+    std::fs::write(&crashed, CRASHED).unwrap();
+    let crashed = crashed.to_str().unwrap();
+    let script = dir.path().join("idle.json");
+    std::fs::write(&script, r#"{"stepMs": 20, "actions": []}"#).unwrap();
+    let script = script.to_str().unwrap();
+    let copied = coxswain(&["log", "copy", crashed, &url, "--session", "c1"]);
+    assert!(
+        copied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&copied.stderr)
+    );
+    let row = || {
+        cluster
+            .psql_in(
+                "postgres",
+                "SELECT epoch || ' ' || coalesce(owner, '-') || ' ' || length
+                 FROM coxswain.sessions WHERE session = 'c1'",
+            )
+            .unwrap()
+    };
+    assert_eq!(row(), "1 - 6");
+    // `coxswain fate` reads the stored records without taking the session over (S58): as
+    // repair would leave them, with the default allowance and with 1 (S59).
+    let fate = |id: &str, extra: &[&str]| {
+        let out = coxswain(&[&["fate", &url, id, "--session", "c1"], extra].concat());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout(&out)
+    };
+    assert_eq!(
+        fate("f1", &[]),
+        "{\"claimed\":{\"end\":\"interrupted\",\"turn\":1}}\n"
+    );
+    assert_eq!(
+        fate("f1", &["--redelivery", "1"]),
+        "{\"pending\":\"next-turn\"}\n"
+    );
+    assert_eq!(fate("f2", &[]), "{\"pending\":\"next-turn\"}\n");
+    assert_eq!(fate("nope", &[]), "\"unknown\"\n");
+    assert_eq!(row(), "1 - 6");
+    // Refused before anything is opened: the session is not taken (same epoch, no owner).
+    let refused = coxswain(&[
+        "run",
+        script,
+        "--log",
+        &url,
+        "--session",
+        "c1",
+        "--redelivery",
+        "1001",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains("the redelivery allowance 1001 is above 1000 (S59)"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert_eq!(row(), "1 - 6");
+    let run = coxswain(&[
+        "run",
+        script,
+        "--log",
+        &url,
+        "--session",
+        "c1",
+        "--redelivery",
+        "1",
+        "--resume-on-open",
+    ]);
+    assert!(
+        run.status.success(),
+        "{}{}",
+        stdout(&run),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        stdout(&run).contains("2 claimed unseen, redelivered (S59)"),
+        "{}",
+        stdout(&run)
+    );
+    // The closer and the two redelivery splices under the run's epoch 2, then turn 2 runs i1
+    // and f1 and turn 3 runs f2: each message entered once.
+    assert_eq!(
+        cluster
+            .psql_in(
+                "postgres",
+                "SELECT string_agg(type || coalesce(' ' || (data->>'redelivery'), '') || ' @' || epoch,
+                                   ', ' ORDER BY seq)
+                 FROM coxswain.records WHERE session = 'c1' AND seq BETWEEN 7 AND 9",
+            )
+            .unwrap(),
+        "turn/end @2, agent/inbox/spliced 1 @2, agent/inbox/spliced 1 @2"
+    );
+    assert_eq!(
+        cluster
+            .psql_in(
+                "postgres",
+                "SELECT string_agg(CASE type WHEN 'turn/start' THEN 'turn ' || (data->>'turn')
+                                             ELSE data->>'id' END, ' ' ORDER BY seq)
+                 FROM coxswain.records WHERE session = 'c1'
+                   AND type IN ('turn/start', 'user/message')",
+            )
+            .unwrap(),
+        "turn 1 turn 2 i1 f1 turn 3 f2"
+    );
+    let verified = coxswain(&["verify", &url, "--session", "c1"]);
+    assert_eq!(verified.status.code(), Some(0), "{}", stdout(&verified));
+    assert_eq!(
+        fate("f1", &[]),
+        "{\"claimed\":{\"end\":\"completed\",\"step\":1,\"turn\":2}}\n"
     );
 }

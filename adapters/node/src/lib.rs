@@ -12,6 +12,9 @@
 //!   for the agent (`agent.js`): group commit with rollback, the abort grace, admission and the
 //!   host-failure vocabulary, decided in the pure layer; the agent only moves bytes, time and
 //!   promises. Its hot path ([`NativeSession::hot_path`]) is functions bound to its core.
+//! * SPEC §13 (module `section13`): the query `fate` (S58) on both classes, crash repair's
+//!   redelivery allowance (S59) checked by the session layer's one owner of its bound
+//!   ([`redelivery_refusal`]), and a trace's `given` with `memory: "unbounded"` and `repair`.
 //! * The JSON-lines record format of `coxswain-log` ([`encode_records`], [`parse_log`]), so the
 //!   log written from Node has one owner: the Rust crate that `coxswain verify` and the tokio
 //!   adapter's `FileLog` use — and [`FileLock`], the same `flock` that `FileLog` takes.
@@ -38,6 +41,7 @@ mod bound;
 mod lock;
 mod log;
 mod machine;
+mod section13;
 mod session;
 mod tape;
 mod wire;
@@ -45,4 +49,5 @@ mod wire;
 pub use lock::FileLock;
 pub use log::{encode_records, host_failure, max_line_bytes, parse_log};
 pub use machine::{Core, NativeMachine, Shared};
+pub use section13::{max_redelivery, redelivery_refusal};
 pub use session::{NativeSession, SessionCore, SessionShared};

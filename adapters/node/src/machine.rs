@@ -17,6 +17,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::bound::Bound;
+use crate::section13::{self, Given};
 use crate::tape::{self, Handles, Tape};
 use crate::wire;
 
@@ -30,7 +31,7 @@ use crate::wire;
 /// `undrained`.
 #[napi]
 pub struct NativeMachine {
-    core: Shared,
+    pub(crate) core: Shared,
 }
 
 /// A machine and the messages JavaScript holds objects for (the tape's handles): shared by the
@@ -50,15 +51,25 @@ impl NativeMachine {
     /// refuses 0 before it gets here).
     ///
     /// `hash_seed` (16 hex digits; absent: 0) keys the id indexes: the agent draws a random one
-    /// (HashDoS). No output depends on it.
+    /// (HashDoS). No output depends on it. With `unbounded_memory`, the delivery memory never
+    /// forgets an id (S58's `unbounded`; `memory` is then ignored).
     #[napi(constructor)]
-    pub fn new(memory: u32, max_pending: Option<u32>, hash_seed: Option<String>) -> Self {
+    pub fn new(
+        memory: u32,
+        max_pending: Option<u32>,
+        hash_seed: Option<String>,
+        unbounded_memory: Option<bool>,
+    ) -> Self {
         let seed = hash_seed
             .and_then(|hex| u64::from_str_radix(&hex, 16).ok())
             .unwrap_or(0);
+        let mut config = config(memory, max_pending).with_hash_seed(seed);
+        if unbounded_memory == Some(true) {
+            config = config.with_unbounded_delivery_memory();
+        }
         NativeMachine {
             core: Rc::new(RefCell::new(Core {
-                machine: Machine::with_config(config(memory, max_pending).with_hash_seed(seed)),
+                machine: Machine::with_config(config),
                 handles: Handles::default(),
             })),
         }
@@ -72,28 +83,23 @@ impl NativeMachine {
     }
 
     /// Replaces this machine with one restored from a conformance trace's `given` value (JSON
-    /// text: `null`, or `{log, seedLength, memory, maxPending}`; S46–S48, S55). Returns
-    /// `{"ready": {}}`, `{"invalidLog": "why"}` (S47; the machine is unchanged) or `{"error":
-    /// "why"}` for a value of the wrong shape.
+    /// text: `null`, or `{log, seedLength, memory, maxPending, repair}`; S46–S48, S55; `memory`
+    /// may be `"unbounded"`, S58; `repair: {redeliver: A}` runs crash repair with allowance `A`
+    /// on `log` first, S50, S59). Returns `{"ready": {}}` (with `repair`: `{"ready":
+    /// {"repaired": [{"event": EVENT}…]}}`, the events repair appended), `{"invalidLog": "why"}`
+    /// (S47; the machine is unchanged) or `{"error": "why"}` for a value of the wrong shape.
     #[napi]
     pub fn restore_given(&mut self, given: String) -> String {
         let mut core = self.core.borrow_mut();
-        let reply = match parse_given(&given) {
+        let reply = match Given::parse(&given) {
             Err(error) => json!({ "error": error }),
-            Ok((log, seed_length, memory, max_pending)) => {
-                let config = Config::new().with_delivery_memory(memory);
-                let config = match max_pending {
-                    Some(limit) => config.with_max_pending(limit),
-                    None => config,
-                };
-                match Machine::restore_with(config, &log, seed_length) {
-                    Ok(machine) => {
-                        core.machine = machine;
-                        json!({ "ready": {} })
-                    }
-                    Err(error) => json!({ "invalidLog": error.to_string() }),
+            Ok(given) => match given.restore() {
+                Ok((machine, repaired)) => {
+                    core.machine = machine;
+                    given.ready(repaired)
                 }
-            }
+                Err(error) => json!({ "invalidLog": error.to_string() }),
+            },
         };
         wire::text(&reply)
     }
@@ -101,15 +107,26 @@ impl NativeMachine {
     /// Replaces this machine with the session held in a JSON-lines log's bytes, as the tokio
     /// adapter's `Agent::open` does: reads the records (`coxswain-log`'s reader; a torn final
     /// line is left out), restores them (S46–S48; items park, nothing wakes) with this machine's
-    /// delivery memory and admission bound, and closes a turn the log ends inside (S50). The caller writes the tail
-    /// fix and the closers to the log before anything else. Returns `{"ok": {records,
-    /// completeLen, torn, unterminated, nextSeq, closers, interrupted}}`, or `{"corrupt": {line,
-    /// message}}` / `{"invalidLog": {line, message}}` with the machine unchanged.
+    /// delivery memory and admission bound, and closes a turn the log ends inside (S50), then
+    /// re-inserts what that turn claimed unseen, within the redelivery allowance `redelivery`
+    /// (S59; absent: 0, checked by `ResumeOptions::try_with_redelivery`). The caller writes the
+    /// tail fix and the closers to the log before anything else. Returns `{"ok": {records,
+    /// completeLen, torn, unterminated, nextSeq, closers, redelivered, interrupted}}`, or
+    /// `{"corrupt": {line, message}}` / `{"invalidLog": {line, message}}` / `{"redelivery":
+    /// "why"}` (an allowance refused: nothing read) with the machine unchanged.
     #[napi]
-    pub fn resume(&mut self, bytes: Buffer) -> String {
+    pub fn resume(&mut self, bytes: Buffer, redelivery: Option<i64>) -> String {
         let mut core = self.core.borrow_mut();
+        let allowance = redelivery.unwrap_or(0);
+        let options = u64::try_from(allowance)
+            .map_err(|_| format!("the redelivery allowance {allowance} is below 0 (S59)"))
+            .and_then(|allowance| section13::options(core.machine.config(), allowance));
+        let options = match options {
+            Ok(options) => options,
+            Err(why) => return wire::text(&json!({ "redelivery": why })),
+        };
         // The session layer's one resume decision (`ResumePlan`).
-        match ResumePlan::from_bytes(&bytes, core.machine.config()) {
+        match ResumePlan::from_bytes(&bytes, options) {
             Err(ResumeError::Corrupt(corrupt)) => wire::text(
                 &json!({ "corrupt": { "line": corrupt.line, "message": corrupt.to_string() } }),
             ),
@@ -128,6 +145,7 @@ impl NativeMachine {
                     "unterminated": plan.terminate,
                     "nextSeq": plan.next_seq,
                     "closers": plan.closers,
+                    "redelivered": plan.redelivered,
                     "interrupted": plan.interrupted,
                 }}))
             }
@@ -585,42 +603,6 @@ fn check_depth(input: &Input) -> Result<(), TooDeep> {
     input
         .messages()
         .try_for_each(|message| check_message(message))
-}
-
-/// A trace's `given` value: `null`, or `{log?, seedLength?, memory?, maxPending?}` (FORMAT.md;
-/// `maxPending` a positive integer, absent or `null` for unbounded, S55).
-#[allow(clippy::type_complexity)]
-fn parse_given(text: &str) -> Result<(Vec<Value>, usize, usize, Option<NonZeroUsize>), String> {
-    let value: Value =
-        crate::wire::from_text(text).map_err(|e| format!("given is not JSON: {e}"))?;
-    if value.is_null() {
-        return Ok((Vec::new(), 0, 0, None));
-    }
-    let Some(object) = value.as_object() else {
-        return Err("given is neither null nor an object".into());
-    };
-    let log = match object.get("log") {
-        None => Vec::new(),
-        Some(Value::Array(log)) => log.clone(),
-        Some(_) => return Err("given `log` is not an array".into()),
-    };
-    let count = |key: &str| match object.get(key) {
-        None => Ok(0),
-        Some(n) => n
-            .as_u64()
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| format!("given `{key}` is not a non-negative integer")),
-    };
-    let max_pending = match object.get("maxPending") {
-        None | Some(Value::Null) => None,
-        Some(n) => Some(
-            n.as_u64()
-                .and_then(|n| usize::try_from(n).ok())
-                .and_then(NonZeroUsize::new)
-                .ok_or_else(|| String::from("given `maxPending` is not a positive integer"))?,
-        ),
-    };
-    Ok((log, count("seedLength")?, count("memory")?, max_pending))
 }
 
 /// A batch call's reply: `""` when it was done, else the refusal's kind.

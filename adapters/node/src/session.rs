@@ -45,14 +45,14 @@ type Staged = Either<u32, String>;
 /// [`failed`](NativeSession::failed).
 #[napi]
 pub struct NativeSession {
-    core: SessionShared,
+    pub(crate) core: SessionShared,
 }
 
 /// A session and the messages JavaScript holds objects for (the tape's handles, taken from the
 /// machine): shared by the [`NativeSession`] object and the functions of its hot path
 /// ([`NativeSession::hot_path`]).
 pub struct SessionCore {
-    session: Session,
+    pub(crate) session: Session,
     handles: Handles,
     /// The log lines of the sealed batch, until JavaScript takes them (`takeLines`,
     /// `takeLinesInto`) or the batch is persisted or failed.

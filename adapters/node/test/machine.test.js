@@ -15,13 +15,17 @@ test('every corpus trace replays through Machine.handle + intoOutputs', async (t
     await t.test(path.basename(file), () => {
       const trace = readTrace(file);
       const given = trace.given ?? {};
+      const options = { seedLength: given.seedLength, memory: given.memory, maxPending: given.maxPending };
       let machine;
       try {
-        machine = Machine.restore(given.log ?? [], {
-          seedLength: given.seedLength,
-          memory: given.memory,
-          maxPending: given.maxPending,
-        });
+        if (given.repair === undefined) {
+          machine = Machine.restore(given.log ?? [], options);
+        } else {
+          // S50, S59: crash repair with the trace's allowance, then restore.
+          const repaired = Machine.repair(given.log ?? [], { ...options, redelivery: given.repair.redeliver });
+          machine = repaired.machine;
+          assert.deepEqual(repaired.appended.map((event) => ({ event })), trace.repaired, 'the events repair appended');
+        }
       } catch (error) {
         assert.ok(trace.invalidLog, `restore failed: ${error.message}`);
         assert.ok(error instanceof coxswain.InvalidLogError);
@@ -30,6 +34,10 @@ test('every corpus trace replays through Machine.handle + intoOutputs', async (t
       }
       assert.ok(!trace.invalidLog, 'S47: restoring must fail');
       for (const step of trace.steps) {
+        if (step.fate !== undefined) {
+          assert.deepEqual(machine.fate(step.fate), step.is, `fate(${JSON.stringify(step.fate)}) (S58)`);
+          continue;
+        }
         let actual;
         try {
           actual = { outputs: machine.handle(step.input).intoOutputs() };

@@ -58,8 +58,13 @@ test('PORTS.md: every corpus trace replays through port.js, and it exits 0 at EO
       if (trace.invalidLog) {
         assert.deepEqual(ready, { rejected: 'invalid-log' }, 'S47: restoring must fail');
       } else {
-        assert.deepEqual(ready, { ready: {} });
+        const repaired = trace.given?.repair === undefined ? {} : { repaired: trace.repaired };
+        assert.deepEqual(ready, { ready: repaired });
         for (const [index, step] of trace.steps.entries()) {
+          if (step.fate !== undefined) {
+            assert.deepEqual(await port.ask({ fate: { id: step.fate } }), { fate: step.is }, `fate(${step.fate})`);
+            continue;
+          }
           const reply = await port.ask({ in: step.input });
           assert.deepEqual(reply, step.expected, `input ${index + 1}: ${JSON.stringify(step.input)}`);
         }
@@ -142,4 +147,60 @@ test('FORMAT.md numbers compare as written: an input reaches the core as the run
     `{"outputs":[{"event":{"type":"agent/inbox/spliced","data":{"target":"next-step","start":0,"inserted":[{"id":"m","content":${max},"source":{"kind":"user"}}]}}},{"notify":{"type":"agent/inbox/inserted","message":{"id":"m","content":${max},"source":{"kind":"user"}}}}]}`,
     '{"ended":{}}',
   ]);
+});
+
+test('PORTS.md §13: `fate` requests, `resume` inputs and `given.repair` (S57, S58, S59)', async (t) => {
+  const port = startPort(t);
+  const a = { id: 'a', source: { kind: 'user' }, content: 'go' };
+  assert.deepEqual(await port.ask({ fate: { id: 'a' } }), { error: '`fate` before `begin` or after `end`' });
+  // A log cut off while turn 1's pre-step request was outstanding: `a` claimed, unseen.
+  const log = [
+    { type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 0, inserted: [a], wakeup: true } },
+    { type: 'turn/start', data: { turn: 1 } },
+    { type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 0, removedCount: 1, inserted: [] } },
+  ];
+  const closer = { event: { type: 'turn/end', data: { turn: 1, reason: { kind: 'interrupted' } } } };
+  // Without `repair` such a log does not restore (S47); with A = 0 it is closed (S50).
+  assert.deepEqual(await port.ask({ begin: { trace: 't', given: { log } } }), { rejected: 'invalid-log' });
+  assert.deepEqual(await port.ask({ begin: { trace: 't', given: { log, memory: 'unbounded', repair: { redeliver: 0 } } } }), {
+    ready: { repaired: [closer] },
+  });
+  assert.deepEqual(await port.ask({ fate: { id: 'a' } }), { fate: { claimed: { turn: 1, end: 'interrupted' } } });
+  assert.deepEqual(await port.ask({ in: { resume: {} } }), { outputs: [] });
+  // A = 1: put back at the front of next-turn, parked until `resume`.
+  assert.deepEqual(await port.ask({ begin: { trace: 't', given: { log, repair: { redeliver: 1 } } } }), {
+    ready: {
+      repaired: [
+        closer,
+        { event: { type: 'agent/inbox/spliced', data: { target: 'next-turn', start: 0, inserted: [a], wakeup: true, redelivery: 1 } } },
+      ],
+    },
+  });
+  assert.deepEqual(await port.ask({ fate: { id: 'a' } }), { fate: { pending: 'next-turn' } });
+  assert.deepEqual(await port.ask({ fate: { id: 'never' } }), { fate: 'unknown' });
+  const resumed = await port.ask({ in: { resume: {} } });
+  assert.deepEqual(resumed.outputs.slice(0, 2), [
+    { notify: { type: 'agent/status', status: 'running' } },
+    { event: { type: 'turn/start', data: { turn: 2 } } },
+  ]);
+  // A balanced log with `repair`: nothing appended, an empty list.
+  assert.deepEqual(await port.ask({ begin: { trace: 't', given: { log: [], repair: { redeliver: 1 } } } }), {
+    ready: { repaired: [] },
+  });
+  // Malformed requests and values are `error`s naming what is wrong.
+  assert.deepEqual(await port.ask({ fate: { id: 3 } }), { error: '`fate` takes {id: string}' });
+  assert.deepEqual(await port.ask({ fate: { id: 'a', is: 'unknown' } }), { error: '`fate` takes {id: string}' });
+  assert.deepEqual(await port.ask({ fate: 'a' }), { error: '`fate` takes {id: string}' });
+  assert.deepEqual(await port.ask({ begin: { trace: 't', given: { repair: { redeliver: -1 } } } }), {
+    error: 'given `repair` is not {"redeliver": A} with an integer A >= 0',
+  });
+  assert.deepEqual(await port.ask({ begin: { trace: 't', given: { repair: 1 } } }), {
+    error: 'given `repair` is not {"redeliver": A} with an integer A >= 0',
+  });
+  assert.deepEqual(await port.ask({ begin: { trace: 't', given: { memory: 'all' } } }), {
+    error: 'given `memory` is neither a non-negative integer nor "unbounded"',
+  });
+  assert.deepEqual(await port.ask({ end: {} }), { ended: {} });
+  assert.deepEqual(await port.ask({ fate: { id: 'a' } }), { error: '`fate` before `begin` or after `end`' });
+  assert.equal(await port.end(), 0);
 });

@@ -92,3 +92,43 @@ test('index.d.ts is strict-clean and names every export of index.js', () => {
     assert.match(declared, new RegExp(`export (declare )?(class|function) ${name}\\b`), name);
   }
 });
+
+test('index.d.ts types §13: resume (S57), fate (S58), repair and its allowance (S59)', (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coxswain-ts13-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.mkdirSync(path.join(dir, 'node_modules'));
+  fs.symlinkSync(PACKAGE, path.join(dir, 'node_modules', 'coxswain'), 'dir');
+  fs.symlinkSync(path.join(PACKAGE, 'node_modules', '@types'), path.join(dir, 'node_modules', '@types'), 'dir');
+  const source = `
+import { Agent, Machine, MemoryLog, InvalidRedeliveryError, type Fate, type MachineEvent } from 'coxswain';
+const { machine, appended }: { machine: Machine; appended: MachineEvent[] } = Machine.repair([], { redelivery: 1, memory: 'unbounded' });
+machine.resume();
+const fate: Fate = machine.fate('a');
+if (typeof fate === 'object' && 'claimed' in fate) {
+  const turn: number = fate.claimed.turn;
+  const end: 'completed' | 'max-tokens' | 'blocked' | 'aborted' | 'error' | 'interrupted' | undefined = fate.claimed.end;
+  console.log(turn, end);
+}
+const restored = Machine.restore(appended, { memory: 'unbounded' });
+// @ts-expect-error a fate is never a bare target
+const wrong: Fate = 'next-turn';
+// @ts-expect-error the allowance is a number
+Machine.repair([], { redelivery: '1' });
+const { agent, recovery } = await Agent.open({ step: () => 'completed' }, new MemoryLog(), { redelivery: 1, resumeOnOpen: true, memory: 'unbounded' });
+const redelivered: number = recovery.redelivered;
+await agent.resume();
+const later: Fate = await agent.fate('a');
+const value: unknown = new InvalidRedeliveryError().value;
+console.log(restored, wrong, redelivered, later, value);
+`;
+  fs.writeFileSync(path.join(dir, 'section13.mts'), source);
+  fs.writeFileSync(
+    path.join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: ['node'] },
+      files: ['section13.mts'],
+    }),
+  );
+  const tsc = spawnSync(process.execPath, [TSC, '-p', dir], { encoding: 'utf8' });
+  assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
+});

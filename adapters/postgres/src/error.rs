@@ -3,6 +3,8 @@
 use std::io;
 use std::sync::Arc;
 
+use coxswain_log::RepairError;
+use coxswain_session::RedeliveryTooLarge;
 use coxswain_tokio::LogError;
 use tokio_postgres::error::{DbError, Severity, SqlState};
 
@@ -65,6 +67,20 @@ pub enum PgError {
     /// Reading the session's records failed.
     #[error(transparent)]
     Log(#[from] LogError),
+    /// A redelivery allowance above [`MAX_REDELIVERY`](coxswain_session::MAX_REDELIVERY)
+    /// (S59), refused before anything is read or written: the session layer's own check and
+    /// text.
+    #[error(transparent)]
+    Redelivery(#[from] RedeliveryTooLarge),
+    /// The session's records do not restore (S46, S47): a read-only restore
+    /// ([`Store::restore_read_only`](crate::Store::restore_read_only)) changed nothing.
+    #[error("session {session}: the log cannot be restored: {error}")]
+    Restore {
+        /// The session.
+        session: String,
+        /// What the core refused, naming the record.
+        error: RepairError,
+    },
 }
 
 impl PgError {

@@ -14,7 +14,12 @@
 //!   S50, writes its closers under the new epoch), releases them on shutdown. It holds one lease
 //!   for all of its sessions (one statement per renewal, however many it serves), and its
 //!   committer writes every waiting session's batch in one transaction, each session's epoch
-//!   and length checked inside it (a fenced session fails alone).
+//!   and length checked inside it (a fenced session fails alone). A session it takes over is
+//!   repaired with the agents' redelivery allowance (S59) and sent `resume` (S57), so restored
+//!   work runs without a caller ([`Worker::resume_after_takeover`]); [`Worker::fate`] answers
+//!   what became of a message (S58) in any session, taking nothing over.
+//! * [`Store::restore_read_only`] / [`Store::fate`]: a session's records restored read-only, as
+//!   a takeover would restore them, without taking the session or writing anything.
 //!
 //! The fencing protocol:
 //!

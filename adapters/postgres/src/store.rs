@@ -8,10 +8,14 @@
 //! to take once nobody holds it ([`free`]), and every take bumps the epoch that fences the
 //! previous writer.
 
+use std::ops::ControlFlow;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use coxswain_core::{Fate, MessageId};
+use coxswain_session::{ResumeOptions, ResumePlan, Resuming};
+use coxswain_tokio::DurableLog;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
@@ -220,6 +224,72 @@ impl Store {
             Some(_) => Ok(PgLog::new(self.clone(), session, Mode::ReadOnly)),
             None => Err(PgError::NoSession(session.to_owned())),
         }
+    }
+
+    /// Restores `session` from its stored records **read-only**, as a takeover's resume would
+    /// (S46–S48, S53; a log ending inside a turn is planned closed `interrupted`, S50, with
+    /// `options.redelivery`'s redelivery splices, S59), without taking the session, bumping its
+    /// epoch or writing anything: the plan's closers are only planned. The records are read in
+    /// one snapshot, streamed (one page of rows at a time) into the plan.
+    ///
+    /// `options.config` is the restored machine's: pass the serving agents' delivery memory
+    /// (S51) to answer as they would, or an unbounded one to answer for every id the log
+    /// records.
+    ///
+    /// # Errors
+    ///
+    /// [`PgError::Redelivery`] for an allowance above
+    /// [`MAX_REDELIVERY`](coxswain_session::MAX_REDELIVERY) (before anything is read);
+    /// [`PgError::NoSession`]; [`PgError::Log`] when reading fails or a row is not a record;
+    /// [`PgError::Restore`] when the records do not restore.
+    pub async fn restore_read_only(
+        &self,
+        session: &str,
+        options: ResumeOptions,
+    ) -> Result<ResumePlan, PgError> {
+        let options = options.try_with_redelivery(options.redelivery)?;
+        let mut log = self.open_read_only(session).await?;
+        let mut resuming = Resuming::with_options(options);
+        let (mut invalid, mut next_seq) = (None, 1);
+        log.read_back(&mut |record| {
+            next_seq = record.seq.map_or(next_seq, |seq| seq.saturating_add(1));
+            match resuming.push(&record) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(error) => {
+                    invalid = Some(error);
+                    ControlFlow::Break(())
+                }
+            }
+        })
+        .await?;
+        let restore = |error| PgError::Restore {
+            session: session.to_owned(),
+            error,
+        };
+        match invalid {
+            Some(error) => Err(restore(error)),
+            None => resuming.finish(next_seq).map_err(restore),
+        }
+    }
+
+    /// What became of message `id` in `session` (S58), answered from the stored records
+    /// restored read-only ([`restore_read_only`](Store::restore_read_only)): nothing is taken
+    /// or written, whoever holds the session. Once the session's agent is idle the answer is
+    /// the live agent's for every id (I15) when `options.config` has its delivery memory;
+    /// while a turn is open it is what a takeover would leave now (that turn's claims
+    /// `interrupted`, or pending again with a redelivery allowance, S59).
+    ///
+    /// # Errors
+    ///
+    /// As [`restore_read_only`](Store::restore_read_only).
+    pub async fn fate(
+        &self,
+        session: &str,
+        id: &MessageId,
+        options: ResumeOptions,
+    ) -> Result<Fate, PgError> {
+        let plan = self.restore_read_only(session, options).await?;
+        Ok(plan.machine.fate(id))
     }
 
     /// Registers `session` without an owner (epoch 0), so that a worker's

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use tokio::task::JoinHandle;
 
-use coxswain_tokio::{Agent, Ending, Host, OpenError, Options, Recovery};
+use coxswain_core::{Config, Fate, MessageId};
+use coxswain_session::ResumeOptions;
+use coxswain_tokio::{Agent, Ending, Host, InvalidOptions, OpenError, Options, Recovery};
 
 use crate::committer::Committer;
 use crate::{PgError, PgLog, SessionInfo, Store};
@@ -25,6 +27,11 @@ pub enum WorkerError {
         /// Why.
         error: OpenError,
     },
+    /// The worker's [`Options`] are out of bounds (e.g. a redelivery allowance above
+    /// [`MAX_REDELIVERY`](coxswain_session::MAX_REDELIVERY), S59): refused before any session
+    /// is taken, read or written.
+    #[error("invalid options: {0}")]
+    Options(#[from] InvalidOptions),
 }
 
 struct Served {
@@ -43,6 +50,12 @@ struct Served {
 /// database) loses all of its sessions at once when that lease ends: other workers claim them
 /// (in batches of their `max`) and restore them; each append still checks its session's epoch,
 /// so a writer that was taken over is fenced.
+///
+/// A session it takes over ([`claim_expired`](Worker::claim_expired)) is restored with
+/// [`Options::redelivery`] (S59: what the interrupted turn claimed and no model saw is pending
+/// again) and, by default, sent `resume` (S57) at once: restored waking work runs without a
+/// caller ([`resume_after_takeover`](Worker::resume_after_takeover)). [`fate`](Worker::fate)
+/// answers what became of a message in any session, served here or not (S58).
 pub struct Worker<H: Host> {
     store: Store,
     make_host: Box<dyn Fn(&str) -> H + Send + Sync>,
@@ -55,6 +68,8 @@ pub struct Worker<H: Host> {
     committer: Option<Committer>,
     /// Sessions reaped whose release the database did not take yet, with their epoch.
     unreleased: Vec<(String, i64)>,
+    /// Whether a session taken over is sent `resume` (S57) once restored.
+    resume_after_takeover: bool,
 }
 
 impl<H: Host> Worker<H> {
@@ -73,7 +88,22 @@ impl<H: Host> Worker<H> {
             renewal: None,
             committer: None,
             unreleased: Vec::new(),
+            resume_after_takeover: true,
         }
+    }
+
+    /// Whether a session this worker takes over ([`claim_expired`](Worker::claim_expired),
+    /// [`claim_expired_under`](Worker::claim_expired_under)) is sent `resume` (S57) as soon as
+    /// it is restored, before any delivery reaches it (as [`Options::resume_on_open`] does):
+    /// restored waking work (queued follow-ups, a redelivered message, S59) runs without a
+    /// caller, its events written like any input's. Default `true`: nobody else will wake a
+    /// session whose owner died. `false`: restored work parks until a waking send or
+    /// [`Agent::resume`] (S48), unless [`Options::resume_on_open`] is set.
+    /// [`open`](Worker::open) never adds it: its caller is there to send or resume.
+    #[must_use]
+    pub fn resume_after_takeover(mut self, resume: bool) -> Self {
+        self.resume_after_takeover = resume;
+        self
     }
 
     /// The store.
@@ -84,6 +114,7 @@ impl<H: Host> Worker<H> {
     /// Takes `session` now (creating it if new) and serves it; [`PgError::Held`] while another
     /// owner's lease is live.
     pub async fn open(&mut self, session: &str) -> Result<Recovery, WorkerError> {
+        self.options.validate()?;
         let committer = self.committer();
         let log = self.store.open_for_worker(session, &committer).await?;
         self.renew_in_background();
@@ -92,8 +123,11 @@ impl<H: Host> Worker<H> {
 
     /// Claims up to `max` sessions whose lease expired (or that have no owner), restores them
     /// all at once (each reads its log back and crash repair writes its closers under the new
-    /// epoch, S50; their closers share the committer's rounds) and serves them. A session whose
-    /// log cannot be restored is released again and reported.
+    /// epoch, S50, then the redelivery splices of [`Options::redelivery`], S59; their records
+    /// share the committer's rounds), sends each `resume` (S57) unless
+    /// [`resume_after_takeover`](Worker::resume_after_takeover) is off, and serves them. A
+    /// session whose log cannot be restored (or whose `resume` was not written) is released
+    /// again and reported. Options out of bounds ([`WorkerError::Options`]) take nothing.
     pub async fn claim_expired(
         &mut self,
         max: usize,
@@ -109,6 +143,7 @@ impl<H: Host> Worker<H> {
         prefix: &str,
         max: usize,
     ) -> Result<Vec<(String, Result<Recovery, WorkerError>)>, WorkerError> {
+        self.options.validate()?;
         let committer = self.committer();
         let logs = self.store.claim_for_worker(max, prefix, &committer).await?;
         self.renew_in_background();
@@ -121,6 +156,7 @@ impl<H: Host> Worker<H> {
             let host = (self.make_host)(log.session());
             let mut options = self.options.clone();
             options.name = log.session().to_owned();
+            options.resume_on_open |= self.resume_after_takeover;
             restores.spawn(async move {
                 let session = log.session().to_owned();
                 let epoch = log.epoch().unwrap_or(0);
@@ -199,6 +235,44 @@ impl<H: Host> Worker<H> {
     /// The agent serving `session`, if this worker serves it.
     pub fn agent(&self, session: &str) -> Option<&Agent> {
         self.served.get(session).map(|served| &served.agent)
+    }
+
+    /// What became of message `id` in `session` (S58), whoever holds the session, taking
+    /// nothing over and writing nothing:
+    ///
+    /// * a session this worker serves (its agent not ended) answers from its agent's machine
+    ///   ([`Agent::fate`]);
+    /// * any other session (another worker's, a released one, one whose agent here ended)
+    ///   answers from its stored records restored read-only as this worker's takeover would
+    ///   restore them ([`Store::restore_read_only`]): with this worker's
+    ///   [`Options::delivery_memory`] (the `W` every worker of a deployment shares, S51, so an
+    ///   id the serving agent forgot is `unknown` here too) and [`Options::redelivery`]. Once
+    ///   the serving agent is idle the two answers are equal for every id (I15); while a turn
+    ///   is open the stored answer is what a takeover would leave (S58).
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::Options`] for options out of bounds; [`WorkerError::Store`] when the
+    /// session does not exist or its records cannot be read or restored.
+    pub async fn fate(&self, session: &str, id: &MessageId) -> Result<Fate, WorkerError> {
+        let options = self.resume_options()?;
+        if let Some(served) = self.served.get(session) {
+            if served.agent.ending().is_none() {
+                return Ok(served.agent.fate(id.clone()).await);
+            }
+        }
+        Ok(self.store.fate(session, id, options).await?)
+    }
+
+    /// The restore options of [`fate`](Worker::fate): the agents' delivery memory and bound,
+    /// and the redelivery allowance, checked.
+    fn resume_options(&self) -> Result<ResumeOptions, InvalidOptions> {
+        self.options.validate()?;
+        let mut config = Config::new().with_delivery_memory(self.options.delivery_memory);
+        if let Some(limit) = std::num::NonZeroUsize::new(self.options.max_pending) {
+            config = config.with_max_pending(limit);
+        }
+        Ok(ResumeOptions::from(config).try_with_redelivery(self.options.redelivery)?)
     }
 
     /// The sessions this worker serves, with the epoch it holds each under.

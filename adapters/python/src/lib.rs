@@ -37,11 +37,21 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(log::parse_log, module)?)?;
     module.add_function(wrap_pyfunction!(log::open_log, module)?)?;
     module.add_function(wrap_pyfunction!(log::resume_log, module)?)?;
+    module.add_function(wrap_pyfunction!(log::repair_log, module)?)?;
+    module.add_function(wrap_pyfunction!(log::check_redelivery, module)?)?;
     module.add_function(wrap_pyfunction!(log::check_message_json, module)?)?;
     module.add_function(wrap_pyfunction!(failure::host_failure, module)?)?;
     module.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     // The longest log line a reader takes (`coxswain_log::MAX_LINE_BYTES`): `FileLog` stops a
     // longer one as it reads, as the Rust logs do.
     module.add("MAX_LINE_BYTES", coxswain_log::MAX_LINE_BYTES)?;
+    // The delivery memory's capacity that never forgets an id (S58's `unbounded`): the core's
+    // `Config::UNBOUNDED_DELIVERY_MEMORY`, which `delivery_memory="unbounded"` stands for.
+    module.add(
+        "UNBOUNDED_MEMORY",
+        coxswain_core::Config::UNBOUNDED_DELIVERY_MEMORY,
+    )?;
+    // The largest redelivery allowance (S59): the session layer's bound.
+    module.add("MAX_REDELIVERY", coxswain_session::MAX_REDELIVERY)?;
     Ok(())
 }

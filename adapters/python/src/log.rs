@@ -2,12 +2,11 @@
 //! Python side does the file IO (and the `fsync`) and calls these to encode, read back and
 //! restore, exactly as `adapters/tokio`'s `FileLog` and `Agent::open` do.
 
-use coxswain_core::Event;
-use coxswain_core::Message;
+use coxswain_core::{Event, Message, Restorer};
 use coxswain_log::{check_message, encode, parse, Entry, HostEvent, Record};
-use coxswain_session::{ResumeError, ResumePlan};
+use coxswain_session::{ResumeError, ResumeOptions, ResumePlan, MAX_REDELIVERY};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBool, PyBytes, PyInt, PyList};
 use serde_json::Value;
 
 use crate::errors;
@@ -85,13 +84,62 @@ pub(crate) fn parse_log<'py>(
     ))
 }
 
-/// Restores the machine from a log read back, as `Agent::open` does (S46–S48, S50), with the
-/// host's delivery memory (S51) and admission bound (S55): returns `(machine, closers,
-/// interrupted_turn)`, where `closers` are the events that close a turn the log ended inside
-/// (append them before anything else). Raises `CorruptLog` naming the line of the first record
-/// the core refuses (nothing is to be written then).
+/// The redelivery allowance `A` of crash repair (S59) a host passed, checked: an `int` (not a
+/// `bool`) from 0 to [`MAX_REDELIVERY`] (the session layer's `try_with_redelivery`, the one
+/// owner of the bound). Anything else raises `InvalidRedelivery` naming the value; an `int`
+/// beyond 64 bits is refused as above the bound, never converted.
 #[pyfunction]
-#[pyo3(signature = (records, delivery_memory = 0, max_pending = None, hash_seed = 0))]
+pub(crate) fn check_redelivery(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let refuse = |message: String| errors::raise(py, "InvalidRedelivery", (message, value));
+    let shown = || -> PyResult<String> { Ok(value.repr()?.to_string()) };
+    if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
+        return Err(refuse(format!(
+            "the redelivery allowance {} is not an integer (S59)",
+            shown()?
+        )));
+    }
+    if value.lt(0)? {
+        return Err(refuse(format!(
+            "the redelivery allowance {} is negative (S59)",
+            shown()?
+        )));
+    }
+    let Ok(allowance) = value.extract::<u64>() else {
+        return Err(refuse(format!(
+            "the redelivery allowance {} is above {MAX_REDELIVERY} (S59)",
+            shown()?
+        )));
+    };
+    ResumeOptions::default()
+        .try_with_redelivery(allowance)
+        .map(|options| options.redelivery)
+        .map_err(|error| refuse(error.to_string()))
+}
+
+/// The resume options of a host: its [`Config`](coxswain_core::Config) and the redelivery
+/// allowance, checked by the session layer (`InvalidRedelivery` above its bound, S59).
+fn options(
+    py: Python<'_>,
+    delivery_memory: usize,
+    max_pending: Option<usize>,
+    hash_seed: u64,
+    redelivery: u64,
+) -> PyResult<ResumeOptions> {
+    let config = crate::machine::config(py, delivery_memory, max_pending, hash_seed)?;
+    ResumeOptions::from(config)
+        .try_with_redelivery(redelivery)
+        .map_err(|error| errors::raise(py, "InvalidRedelivery", (error.to_string(), redelivery)))
+}
+
+/// Restores the machine from a log read back, as `Agent::open` does (S46–S48, S50, S59), with
+/// the host's delivery memory (S51), admission bound (S55) and redelivery allowance (S59):
+/// returns `(machine, closers, interrupted_turn, redelivered)`, where `closers` are the events
+/// that close a turn the log ended inside, then the redelivery splices (the last
+/// `redelivered`), typed (append them before anything else). Raises `CorruptLog` naming the
+/// line of the first record the core refuses (nothing is to be written then), or
+/// `InvalidRedelivery` (nothing read).
+#[pyfunction]
+#[pyo3(signature = (records, delivery_memory = 0, max_pending = None, hash_seed = 0, redelivery = 0))]
 #[allow(clippy::type_complexity)]
 pub(crate) fn open_log<'py>(
     py: Python<'py>,
@@ -99,8 +147,9 @@ pub(crate) fn open_log<'py>(
     delivery_memory: usize,
     max_pending: Option<usize>,
     hash_seed: u64,
-) -> PyResult<(NativeMachine, Bound<'py, PyList>, Option<u64>)> {
-    let config = crate::machine::config(py, delivery_memory, max_pending, hash_seed)?;
+    redelivery: u64,
+) -> PyResult<(NativeMachine, Bound<'py, PyList>, Option<u64>, usize)> {
+    let options = options(py, delivery_memory, max_pending, hash_seed, redelivery)?;
     // The session layer's one resume decision (`ResumePlan`): restore, then the closers.
     let mut read = Vec::new();
     for (index, record) in records.try_iter()?.enumerate() {
@@ -113,28 +162,86 @@ pub(crate) fn open_log<'py>(
         });
     }
     let plan =
-        ResumePlan::from_records(&read, 0, config).map_err(|error| resume_error(py, &error))?;
-    let closers = closers(py, &plan.closers)?;
-    Ok((
-        NativeMachine {
-            machine: plan.machine,
-            messages: crate::typed::Messages::default(),
-            undrained: None,
-        },
-        closers,
-        plan.interrupted,
-    ))
+        ResumePlan::from_records(&read, 0, options).map_err(|error| resume_error(py, &error))?;
+    let mut machine = NativeMachine {
+        machine: plan.machine,
+        messages: crate::typed::Messages::default(),
+        undrained: None,
+    };
+    let closers = typed_events(py, &mut machine, &plan.closers)?;
+    Ok((machine, closers, plan.interrupted, plan.redelivered))
+}
+
+/// Crash repair (S50, S59) of a log of `{type, data}` records as the trace format's
+/// `given.repair` runs it: restored from `seed_length` (S46) into a machine with the host's
+/// delivery memory (S51; `usize::MAX`, unbounded, S58) and admission bound (S55), the closers
+/// of a turn it ended inside and the redelivery splices of the allowance `redelivery` appended
+/// (the core's `Restorer::repair`), then restored too. Returns `(machine, appended,
+/// interrupted_turn)`, `appended` the typed events repair appended, in order. Raises
+/// `InvalidLog` (S47) or `InvalidRedelivery` (before reading anything).
+#[pyfunction]
+#[pyo3(signature = (log, seed_length = 0, delivery_memory = 0, max_pending = None, redelivery = 0))]
+#[allow(clippy::type_complexity)]
+pub(crate) fn repair_log<'py>(
+    py: Python<'py>,
+    log: &Bound<'py, PyAny>,
+    seed_length: usize,
+    delivery_memory: usize,
+    max_pending: Option<usize>,
+    redelivery: u64,
+) -> PyResult<(NativeMachine, Bound<'py, PyList>, Option<u64>)> {
+    let options = options(py, delivery_memory, max_pending, 0, redelivery)?;
+    let mut restorer = Restorer::with_config(options.config, seed_length);
+    for record in log.try_iter()? {
+        restorer
+            .push_json(&to_value(&record?)?)
+            .map_err(|error| errors::invalid_log(py, &error))?;
+    }
+    let interrupted = restorer.position().open_turn();
+    let appended = restorer.repair(options.redelivery);
+    for event in &appended {
+        restorer
+            .push_event(event)
+            .map_err(|error| errors::invalid_log(py, &error))?;
+    }
+    let machine = restorer
+        .finish()
+        .map_err(|error| errors::invalid_log(py, &error))?;
+    let mut machine = NativeMachine {
+        machine,
+        messages: crate::typed::Messages::default(),
+        undrained: None,
+    };
+    let appended = typed_events(py, &mut machine, &appended)?;
+    Ok((machine, appended, interrupted))
+}
+
+/// `events` as the typed `Event`s of `coxswain` (a splice's `redelivery` kept, S59), each
+/// message the one object `machine` hands out for it (S8).
+fn typed_events<'py>(
+    py: Python<'py>,
+    machine: &mut NativeMachine,
+    events: &[Event],
+) -> PyResult<Bound<'py, PyList>> {
+    let mut builder = crate::typed::Builder::new(py, &mut machine.messages)?;
+    let list = PyList::empty(py);
+    for event in events {
+        list.append(builder.event(event)?)?;
+    }
+    Ok(list)
 }
 
 /// Resumes a session from a log's bytes in one crossing, as `Agent::open` does (the session
 /// layer's `ResumePlan::from_bytes`: read back, restore with the host's delivery memory, S51,
-/// admission bound, S55, and hash seed; S46–S48, S50): returns `(machine, closers,
-/// interrupted_turn, records, cut_to, torn, unterminated, next_seq)`. `cut_to` is the length to
-/// cut a torn tail back to (S50), `torn` its `(line, bytes)`, `unterminated` whether the last
-/// record lacks its `\n`; no record becomes a Python object. Raises `CorruptLog` naming the line
-/// of anything that is not a record, or of the first record the core refuses.
+/// admission bound, S55, and hash seed, repair with its redelivery allowance; S46–S48, S50,
+/// S59): returns `(machine, closers, interrupted_turn, records, cut_to, torn, unterminated,
+/// next_seq, redelivered)`. `cut_to` is the length to cut a torn tail back to (S50), `torn` its
+/// `(line, bytes)`, `unterminated` whether the last record lacks its `\n`, `redelivered` how
+/// many of the closers (the last) are redelivery splices; no record becomes a Python object.
+/// Raises `CorruptLog` naming the line of anything that is not a record, or of the first record
+/// the core refuses, and `InvalidRedelivery` for an allowance above the bound.
 #[pyfunction]
-#[pyo3(signature = (data, delivery_memory = 0, max_pending = None, hash_seed = 0))]
+#[pyo3(signature = (data, delivery_memory = 0, max_pending = None, hash_seed = 0, redelivery = 0))]
 #[allow(clippy::type_complexity)]
 pub(crate) fn resume_log<'py>(
     py: Python<'py>,
@@ -142,6 +249,7 @@ pub(crate) fn resume_log<'py>(
     delivery_memory: usize,
     max_pending: Option<usize>,
     hash_seed: u64,
+    redelivery: u64,
 ) -> PyResult<(
     NativeMachine,
     Bound<'py, PyList>,
@@ -151,9 +259,10 @@ pub(crate) fn resume_log<'py>(
     Option<(usize, usize)>,
     bool,
     u64,
+    usize,
 )> {
-    let config = crate::machine::config(py, delivery_memory, max_pending, hash_seed)?;
-    let plan = ResumePlan::from_bytes(data, config).map_err(|error| resume_error(py, &error))?;
+    let options = options(py, delivery_memory, max_pending, hash_seed, redelivery)?;
+    let plan = ResumePlan::from_bytes(data, options).map_err(|error| resume_error(py, &error))?;
     let closers = closers(py, &plan.closers)?;
     Ok((
         NativeMachine {
@@ -168,6 +277,7 @@ pub(crate) fn resume_log<'py>(
         plan.torn.map(|torn| (torn.line, torn.bytes)),
         plan.terminate,
         plan.next_seq,
+        plan.redelivered,
     ))
 }
 

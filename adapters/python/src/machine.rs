@@ -245,6 +245,15 @@ fn target_named(py: Python<'_>, name: &str) -> PyResult<Target> {
     target(py, name)
 }
 
+/// The fate of `id` in `machine` (S58), spelled by the core's `Fate::to_json`.
+pub(crate) fn fate<'py>(
+    py: Python<'py>,
+    machine: &Machine,
+    id: &Bound<'_, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &machine.fate(&MessageId::new(text_arg(id)?)).to_json())
+}
+
 /// The public status (S23) by name.
 pub(crate) fn status_name(status: Status) -> &'static str {
     match status {
@@ -521,6 +530,13 @@ impl NativeMachine {
     /// Whether the delivery memory holds `id` (S52).
     fn remembers(&self, id: &Bound<'_, PyAny>) -> PyResult<bool> {
         Ok(self.machine.remembers(&MessageId::new(text_arg(id)?)))
+    }
+
+    /// The fate of `id` (S58) as the core spells it (`Fate::to_json`, FORMAT.md's `F`):
+    /// `{"pending": T}`, `"discarded"`, `"unknown"` or `{"claimed": {turn, step?, end?}}`.
+    /// A query: answered in every phase, also once disposed; it changes nothing.
+    fn fate<'py>(&self, py: Python<'py>, id: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        fate(py, &self.machine, id)
     }
 
     /// The outstanding request (S4): `("preStep", turn, step)`, `("step", turn, step)`,

@@ -145,8 +145,8 @@ pub(crate) enum EventData {
     Step(u64, u64),
     /// `{turn, reason: {kind}}` (a `turn/end` whose reason is a word).
     TurnEnd(u64, &'static str),
-    /// `{target, start, removedCount?, inserted, outcome?, wakeup?}` (`agent/inbox/spliced`):
-    /// `inserted` holds each message's one event-form dict (S8).
+    /// `{target, start, removedCount?, inserted, outcome?, wakeup?, redelivery?}`
+    /// (`agent/inbox/spliced`): `inserted` holds each message's one event-form dict (S8).
     Splice {
         /// `next-turn` or `next-step`.
         target: &'static str,
@@ -160,6 +160,9 @@ pub(crate) enum EventData {
         canceled: bool,
         /// Whether it woke the machine.
         wakeup: bool,
+        /// The redelivery count `r` of a splice crash repair appended to redeliver a message
+        /// (S59); `None` for every other splice.
+        redelivery: Option<u64>,
     },
 }
 
@@ -216,6 +219,7 @@ impl EventData {
                 inserted,
                 canceled,
                 wakeup,
+                redelivery,
             } => {
                 data.set_item(pyo3::intern!(py, "target"), PyString::intern(py, target))?;
                 data.set_item(pyo3::intern!(py, "start"), start)?;
@@ -229,6 +233,9 @@ impl EventData {
                 }
                 if *wakeup {
                     data.set_item(pyo3::intern!(py, "wakeup"), true)?;
+                }
+                if let Some(count) = redelivery {
+                    data.set_item(pyo3::intern!(py, "redelivery"), count)?;
                 }
             }
         }

@@ -24,7 +24,7 @@ use serde_json::Value;
 use crate::errors;
 use crate::json::{text_arg, to_py, to_value};
 use crate::machine::{
-    delivery, entered, outstanding, pending, status_name, word_answer, NativeMachine,
+    delivery, entered, fate, outstanding, pending, status_name, word_answer, NativeMachine,
 };
 use crate::typed::{Builder, Messages};
 
@@ -435,6 +435,12 @@ impl NativeSession {
     /// The last turn number (0 before the first, S27).
     fn last_turn(&self) -> u64 {
         self.session.machine().last_turn()
+    }
+
+    /// The fate of `id` (S58), as `Machine.fate` spells it (the core's `Fate::to_json`); a
+    /// query, answered in every phase, also once disposed. It shows a staged batch applied.
+    fn fate<'py>(&self, py: Python<'py>, id: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        fate(py, self.session.machine(), id)
     }
 
     /// No turn and no maintenance is running (S44).

@@ -275,7 +275,7 @@ impl<'py, 'm> Builder<'py, 'm> {
 
     /// An event: its `data` made on first use (outputs::Event), each message in it its one
     /// event-form dict (S8), fetched now.
-    fn event(&mut self, event: &Event) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn event(&mut self, event: &Event) -> PyResult<Bound<'py, PyAny>> {
         let py = self.py;
         let data = match event {
             Event::Spliced(splice) => {
@@ -298,6 +298,7 @@ impl<'py, 'm> Builder<'py, 'm> {
                     inserted,
                     canceled: splice.outcome.is_some(),
                     wakeup: splice.wakeup,
+                    redelivery: splice.redelivery,
                 })
             }
             Event::TurnStart { turn } => Some(EventData::Turn(*turn)),

@@ -8,11 +8,30 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Protocol
 
 import pytest
 
+from coxswain.port import Port, _json_int
 from conftest import CORPUS
+
+
+class Asker(Protocol):
+    """One request in, its reply out: a port in a subprocess, or the same port in-process."""
+
+    def ask(self, request: Any) -> Any: ...
+
+
+class InProcess:
+    """The port's `Port` in this process, each request and reply through JSON text as the
+    line protocol carries them (integers read as `serve` reads them)."""
+
+    def __init__(self) -> None:
+        self.port = Port()
+
+    def ask(self, request: Any) -> Any:
+        reply = self.port.reply(json.loads(json.dumps(request), parse_int=_json_int))
+        return json.loads(json.dumps(reply))
 
 
 class PortProcess:
@@ -70,8 +89,8 @@ def lines_of(path: Path) -> list[tuple[int, str, Any]]:
     return lines
 
 
-def replay(port: PortProcess, path: Path) -> int:
-    """Replays one trace through the port; returns the outputs compared."""
+def replay(port: Asker, path: Path) -> int:
+    """Replays one trace through the port; returns the outputs compared (and fates asked)."""
     lines = lines_of(path)
     given = None
     if lines and lines[0][1] == "given":
@@ -83,14 +102,29 @@ def replay(port: PortProcess, path: Path) -> int:
         assert len(lines) == 1, "a trace ends after an invalid-log rejection"
         assert port.ask({"end": {}}) == {"ended": {}}
         return 0
-    assert ready == {"ready": {}}, path.name
     compared = 0
     index = 0
+    if given is not None and "repair" in given:
+        # S50, S59: the `out` lines right after `given` are what crash repair appended.
+        repaired = []
+        while index < len(lines) and lines[index][1] == "out":
+            repaired.append(lines[index][2])
+            index += 1
+        assert ready == {"ready": {"repaired": repaired}}, path.name
+        compared += len(repaired)
+    else:
+        assert ready == {"ready": {}}, path.name
     while index < len(lines):
         number, key, body = lines[index]
+        index += 1
+        if key == "fate":  # S58: the query answers exactly the line's F
+            assert port.ask({"fate": {"id": body["id"]}}) == {"fate": body["is"]}, (
+                f"{path.name}:{number}"
+            )
+            compared += 1
+            continue
         assert key == "in", f"{path.name}:{number}: {key} with no input before it"
         reply = port.ask({"in": body})
-        index += 1
         if index < len(lines) and lines[index][1] == "rejected":
             assert reply == {"rejected": lines[index][2]}, f"{path.name}:{lines[index][0]}"
             index += 1
@@ -113,6 +147,22 @@ def test_the_corpus_is_there() -> None:
 @pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
 def test_corpus_trace_replays_through_the_port(port: PortProcess, path: Path) -> None:
     replay(port, path)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
+def test_corpus_trace_replays_in_process(path: Path) -> None:
+    replay(InProcess(), path)
+
+
+def test_the_corpus_holds_section_13() -> None:
+    """The §13 traces (S57 resume, S58 fate, S59 redelivery, I15, I16) are replayed too, with
+    their `fate` lines and `given.repair`."""
+    names = [p.name for p in CORPUS]
+    assert len(CORPUS) == 248
+    assert sum(n.startswith(("s57-", "s58-", "s59-", "i15-", "i16-")) for n in names) == 64
+    texts = [p.read_text(encoding="utf-8") for p in CORPUS]
+    assert sum('{"fate"' in t for t in texts) >= 30
+    assert sum('"repair"' in t for t in texts) == 17
 
 
 def test_format_md_example_outputs_are_pinned(port: PortProcess) -> None:

@@ -4,13 +4,13 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use coxswain_core::{
-    Batch, CancelCause, Effect, Input, Machine, Outstanding, PreStepAnswer, Request, StepAnswer,
-    TurnStoppingAnswer,
+    Batch, CancelCause, Effect, Fate, Input, Machine, MessageId, Outstanding, PreStepAnswer,
+    Request, StepAnswer, TurnStoppingAnswer,
 };
 use coxswain_session::{Ack, HostFailure, Options, Refused, Release, Session, Timeout};
 
@@ -56,14 +56,20 @@ enum Command {
     /// A host call's answer to its request (or the failure it stands for).
     Answer(Outstanding, Result<Input, (HostFailure, String)>),
     Idle(Sender<()>),
+    /// A fate query (S58), answered once the group's batch is settled.
+    Fate(MessageId, Sender<Fate>),
     Close,
 }
+
+/// The driver's machine as it ended: what [`Agent::fate`] answers from once the thread is gone.
+type Last = Arc<Mutex<Option<Machine>>>;
 
 /// A session served by a driver thread.
 #[derive(Debug)]
 pub struct Agent {
     tx: Sender<Command>,
     thread: Option<JoinHandle<()>>,
+    last: Last,
 }
 
 /// The driver thread's state.
@@ -77,13 +83,17 @@ struct Driver<H, L> {
     /// Who waits for each member of the open batch (`None`: the driver's own answer).
     replies: Vec<Option<Sender<Result<bool, AgentError>>>>,
     idle: Vec<Sender<()>>,
+    /// Fate queries of the group being committed.
+    fates: Vec<(MessageId, Sender<Fate>)>,
     max_batch: usize,
+    last: Last,
 }
 
 impl Agent {
     /// Starts the driver thread over `machine` (fresh, or `FileLog::open`'s resumed one).
     pub fn start<H: Host, L: Log>(host: H, log: L, machine: Machine, options: Options) -> Agent {
         let (tx, rx) = channel();
+        let last: Last = Arc::new(Mutex::new(None));
         let mut driver = Driver {
             session: Session::new(machine, options),
             log,
@@ -93,7 +103,9 @@ impl Agent {
             cancelled: Arc::new(AtomicBool::new(false)),
             replies: Vec::new(),
             idle: Vec::new(),
+            fates: Vec::new(),
             max_batch: 64,
+            last: Arc::clone(&last),
         };
         let thread = std::thread::spawn(move || {
             while let Some(first) = driver.next(&rx) {
@@ -103,11 +115,79 @@ impl Agent {
                     break;
                 }
             }
+            // The machine is kept (the driver's drop) before the queries still queued are
+            // dropped with `rx`: they read it instead.
+            drop(driver);
+            drop(rx);
         });
         Agent {
             tx,
             thread: Some(thread),
+            last,
         }
+    }
+
+    /// [`start`](Agent::start), then `resume` (S57) before any other input: parked work of a
+    /// restored log (S48; a redelivered message, S59) runs its turn without waiting for a new
+    /// waking send. Returns once the resume's events are durable. The threads driver's
+    /// `resume_on_open`: its open is the embedder's [`FileLog::open`](crate::FileLog::open),
+    /// then this.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError`] if the resume's batch was not persisted: the agent is closed again.
+    pub fn start_resuming<H: Host, L: Log>(
+        host: H,
+        log: L,
+        machine: Machine,
+        options: Options,
+    ) -> Result<Agent, AgentError> {
+        let agent = Agent::start(host, log, machine, options);
+        match agent.resume() {
+            Ok(()) => Ok(agent),
+            Err(error) => {
+                agent.close();
+                Err(error)
+            }
+        }
+    }
+
+    /// `resume` (S57): starts parked waking work when idle, exactly as a waking send would;
+    /// otherwise changes and writes nothing. Returns once its events are durable.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Rejected`] once disposed (S45); [`AgentError`] for a failed append.
+    pub fn resume(&self) -> Result<(), AgentError> {
+        self.input(Input::Resume {}).map(drop)
+    }
+
+    /// `dispose` (S45): cancels everything; the session then refuses every input but still
+    /// answers [`fate`](Agent::fate). Returns once `disposed` is durable.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError`].
+    pub fn dispose(&self) -> Result<(), AgentError> {
+        self.input(Input::Dispose {}).map(drop)
+    }
+
+    /// What became of message `id` (S58), from the session's durable state: pending, claimed
+    /// (turn, first step that carried it, the turn's end), discarded, or unknown. A query: it
+    /// changes and writes nothing. Answered in every phase, also after dispose, and after the
+    /// driver stopped (from the machine as it left it). [`Fate::to_json`] renders it.
+    pub fn fate(&self, id: impl Into<MessageId>) -> Fate {
+        let id = id.into();
+        let (reply, answer) = channel();
+        if self.tx.send(Command::Fate(id.clone(), reply)).is_ok() {
+            if let Ok(fate) = answer.recv() {
+                return fate;
+            }
+        }
+        // The thread ended: it kept its machine before it dropped this query.
+        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        last.as_ref()
+            .map_or(Fate::Unknown, |machine| machine.fate(&id))
     }
 
     /// Feeds one input; returns once its batch is durable (`false`: a `remove`/`replace` found
@@ -204,6 +284,7 @@ impl<H: Host, L: Log> Driver<H, L> {
                     self.replies.extend(fed.ok().map(|_| None));
                 }
                 Command::Idle(reply) => self.idle.push(reply),
+                Command::Fate(id, reply) => self.fates.push((id, reply)),
                 Command::Close => closing = true,
             }
         }
@@ -231,10 +312,17 @@ impl<H: Host, L: Log> Driver<H, L> {
                         let _ = reply.send(Err(why.clone()));
                     }
                     if stop {
+                        for (id, reply) in self.fates.drain(..) {
+                            let _ = reply.send(self.session.machine().fate(&id));
+                        }
                         return false;
                     }
                 }
             }
+        }
+        // Queries see the group's settled state (persisted, or taken back).
+        for (id, reply) in self.fates.drain(..) {
+            let _ = reply.send(self.session.machine().fate(&id));
         }
         if self.session.machine().is_quiescent() && !self.session.has_batch() {
             for reply in self.idle.drain(..) {
@@ -264,7 +352,17 @@ impl<H: Host, L: Log> Driver<H, L> {
             Release::Effect(_) => {}
         }
     }
+}
 
+impl<H, L> Drop for Driver<H, L> {
+    /// Keeps the machine for [`Agent::fate`] (S58: answered after the driver is gone too).
+    fn drop(&mut self) {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        *last = Some(self.session.machine().clone());
+    }
+}
+
+impl<H: Host, L: Log> Driver<H, L> {
     /// Runs a host call on a thread of its own; its answer comes back as a command.
     fn call(&self, request: Request) {
         let (host, cancelled, tx) = (self.host.clone(), self.cancelled.clone(), self.tx.clone());

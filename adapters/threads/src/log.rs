@@ -6,9 +6,8 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use coxswain_core::Config;
 use coxswain_log::{encode, read_log, Entry, NotRegularFile, ReadLogError, MAX_LINE_BYTES};
-use coxswain_session::{ResumeError, ResumePlan};
+use coxswain_session::{RedeliveryTooLarge, ResumeError, ResumeOptions, ResumePlan};
 
 /// Why the log failed.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +31,11 @@ pub enum LogError {
     /// The stored log cannot be resumed (nothing was changed).
     #[error("the log cannot be resumed: {0}")]
     Resume(#[from] ResumeError),
+    /// The redelivery allowance is above
+    /// [`MAX_REDELIVERY`](coxswain_session::MAX_REDELIVERY) (S59): refused before the log was
+    /// opened (nothing read or written).
+    #[error(transparent)]
+    Redelivery(#[from] RedeliveryTooLarge),
     /// The log's path names something that is not a regular file (a FIFO, a directory, a
     /// socket, a device): refused before it was opened.
     #[error(transparent)]
@@ -74,13 +78,24 @@ pub struct FileLog {
 }
 
 impl FileLog {
-    /// Opens (or creates) the log at `path` and plans its resume with `config`: the torn tail
-    /// is cut, the closers appended (S50). Returns the log and the plan (its restored machine).
+    /// Opens (or creates) the log at `path` and plans its resume with `options` (a bare
+    /// [`Config`](coxswain_core::Config) is redelivery allowance 0): the torn tail is cut, the
+    /// closers appended (S50), then the redelivery splices of the allowance (S59). Returns the
+    /// log and the plan (its restored machine; [`ResumePlan::redelivered`] says how many
+    /// messages are pending again).
     ///
     /// # Errors
     ///
+    /// [`LogError::Redelivery`] for an allowance above
+    /// [`MAX_REDELIVERY`](coxswain_session::MAX_REDELIVERY), before anything is opened;
     /// [`LogError::Resume`] for a log the core does not accept (left as it was); I/O errors.
-    pub fn open(path: impl AsRef<Path>, config: Config) -> Result<(FileLog, ResumePlan), LogError> {
+    pub fn open(
+        path: impl AsRef<Path>,
+        options: impl Into<ResumeOptions>,
+    ) -> Result<(FileLog, ResumePlan), LogError> {
+        let options = options.into();
+        // The session layer owns the bound: checked again here, since `with_redelivery` is not.
+        let options = options.try_with_redelivery(options.redelivery)?;
         let path = path.as_ref();
         // Never open a FIFO (it would block): look first, and check the opened file again.
         match std::fs::metadata(path) {
@@ -102,8 +117,8 @@ impl FileLog {
             ReadLogError::Io(error) => LogError::Io(error),
             other => LogError::Io(std::io::Error::other(other)),
         })?;
-        let plan = ResumePlan::from_bytes(&bytes, config)?;
-        // The session layer's repair, carried out: cut the torn tail, then append (S50).
+        let plan = ResumePlan::from_bytes(&bytes, options)?;
+        // The session layer's repair, carried out: cut the torn tail, then append (S50, S59).
         let repair = plan.byte_repair()?;
         let mut len = bytes.len() as u64;
         if let Some(cut) = repair.cut_to {

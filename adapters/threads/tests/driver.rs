@@ -176,6 +176,36 @@ fn a_log_that_cannot_say_what_it_holds_stops_the_agent() {
     agent.close();
 }
 
+/// S58: `fate` is answered once the driver thread has stopped, from the machine it left: the
+/// batch the indeterminate append failed was taken back (`a` is unknown), what was durable
+/// before it is still answered (`b` pending).
+#[test]
+fn fate_is_answered_after_the_driver_stopped() {
+    let log = Memory {
+        fail: Some((2, true)),
+        ..Memory::default()
+    };
+    let config = Config::new().with_delivery_memory(8);
+    let agent = Agent::start(
+        model(),
+        log,
+        Machine::with_config(config),
+        Options::default(),
+    );
+    assert!(agent.input(inject("b")).unwrap());
+    assert!(matches!(
+        agent.input(inject("a")),
+        Err(AgentError::Indeterminate(_))
+    ));
+    assert!(matches!(agent.resume(), Err(AgentError::Stopped)));
+    let pending = coxswain_core::Fate::Pending {
+        target: coxswain_core::Target::NextStep,
+    };
+    assert_eq!(agent.fate("b"), pending);
+    assert_eq!(agent.fate("a"), coxswain_core::Fate::Unknown);
+    agent.close();
+}
+
 /// Every file log detects a removed or replaced file (issue 26): nothing more is written, each
 /// append fails, and the agent goes on.
 #[test]

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use coxswain_core::Input;
+use coxswain_core::{Fate, Input, MessageId};
 use coxswain_log::HostEvent;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -120,6 +120,50 @@ impl Agent {
             return Err(self.ended_error());
         }
         snapshot.await.map_err(|_| self.ended_error())
+    }
+
+    /// `resume` (S57): starts parked waking work (restored items park, S48; a redelivered
+    /// message, S59; what a `keepInbox` cancel left) exactly as a waking send would, when the
+    /// agent is idle and such work is pending; otherwise changes nothing and writes nothing.
+    /// Resolves once its events are durable. Fails only once disposed
+    /// ([`Rejected::AfterDisposal`](coxswain_core::Rejected::AfterDisposal)) or when the driver
+    /// has ended. [`Options::resume_on_open`](crate::Options::resume_on_open) sends it at open.
+    pub async fn resume(&self) -> Result<(), AgentError> {
+        self.input(Input::Resume {}).await.map(drop)
+    }
+
+    /// What became of message `id` (S58): pending in a list, claimed by a turn (its first step
+    /// that carried it, its turn's end), discarded, or unknown (never seen, or forgotten by the
+    /// delivery memory: [`Options::delivery_memory`](crate::Options::delivery_memory)). A query:
+    /// it changes nothing and writes nothing. Answered in every phase, also once the agent was
+    /// disposed, closed or stopped (from the machine as the driver left it). Render it with
+    /// [`Fate::to_json`] (the one JSON spelling).
+    pub async fn fate(&self, id: impl Into<MessageId>) -> Fate {
+        let id = id.into();
+        let (reply, answer) = oneshot::channel();
+        let asked = self.inner.tx.send(Command::Fate {
+            id: id.clone(),
+            reply,
+        });
+        if asked.await.is_ok() {
+            if let Ok(fate) = answer.await {
+                return fate;
+            }
+        }
+        // The driver is gone: it kept its machine before it published its ending (and before
+        // it dropped this query, if it was queued).
+        self.last_fate(&id).await
+    }
+
+    /// The fate from the machine the driver left: kept before the ending is published, so once
+    /// that is seen it is there.
+    async fn last_fate(&self, id: &MessageId) -> Fate {
+        let _ = self.wait_ended().await;
+        match self.inner.last.get() {
+            Some(machine) => machine.fate(id),
+            // Only if the driver task vanished without running its end or its drop.
+            None => Fate::Unknown,
+        }
     }
 
     pub(crate) async fn record(

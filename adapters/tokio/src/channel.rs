@@ -3,9 +3,9 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use coxswain_core::Input;
+use coxswain_core::{Fate, Input, Machine, MessageId};
 use coxswain_log::HostEvent;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -19,6 +19,9 @@ pub(crate) struct Inner {
     pub(crate) tx: mpsc::Sender<Command>,
     pub(crate) state: watch::Receiver<State>,
     pub(crate) updates: Arc<Updates>,
+    /// The driver's machine as it ended: what [`Agent::fate`](crate::Agent::fate) answers from
+    /// once the driver is gone (S58: also after dispose). Set before the ending is published.
+    pub(crate) last: Arc<OnceLock<Machine>>,
 }
 
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, AgentError>>;
@@ -44,6 +47,10 @@ pub(crate) enum Command {
     },
     Pending {
         reply: oneshot::Sender<PendingSnapshot>,
+    },
+    Fate {
+        id: MessageId,
+        reply: oneshot::Sender<Fate>,
     },
     Close,
 }

@@ -13,7 +13,7 @@
 //! or one refused because another writer owns the session ([`LogError::Fenced`]), stops the
 //! agent; its callers are told once the ending is published and the log released.
 
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use coxswain_core::{Effect, Input, Machine, MaintenanceInput, Outstanding, Status};
 use coxswain_session::{Ack, BatchNo, HostFailure, Refused, Release, Session, Ticket, Timeout};
@@ -70,6 +70,8 @@ pub(crate) struct Links {
     pub(crate) owners_gone: CancellationToken,
     pub(crate) state: watch::Sender<State>,
     pub(crate) updates: Arc<Updates>,
+    /// Where the machine goes when the driver ends ([`Inner::last`]).
+    pub(crate) last: Arc<OnceLock<Machine>>,
 }
 
 pub(crate) struct Driver<H, L> {
@@ -166,6 +168,10 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         match command {
             Command::Pending { reply } => {
                 let _ = reply.send(PendingSnapshot::of(self.session.machine()));
+            }
+            // A query (S58): changes nothing, emits nothing; no batch is staged here.
+            Command::Fate { id, reply } => {
+                let _ = reply.send(self.session.machine().fate(&id));
             }
             // Its caller waits for the ending, published once the log is released.
             Command::Close => self.end(Ending::Closed),
@@ -394,6 +400,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             tracing::error!(parent: &self.span, %error, "final sync failed");
         }
         drop(self.log.take()); // the log (and its lock) before anyone learns the driver ended
+        self.keep_last();
         tracing::info!(parent: &self.span, ?ending, "driver ended");
         let quiescent = self.session.machine().is_quiescent();
         self.links.state.send_modify(|state| {
@@ -411,6 +418,23 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
         for (member, error) in self.after_end.drain(..) {
             member.answer(Err(error));
         }
+    }
+}
+
+impl<H, L> Driver<H, L> {
+    /// Keeps the machine for the handles' [`fate`](Agent::fate) once the driver is gone (S58:
+    /// answered also after dispose): before the ending is published, and when the task is
+    /// dropped without finishing (its runtime shut down).
+    fn keep_last(&self) {
+        if self.links.last.get().is_none() {
+            let _ = self.links.last.set(self.session.machine().clone());
+        }
+    }
+}
+
+impl<H, L> Drop for Driver<H, L> {
+    fn drop(&mut self) {
+        self.keep_last();
     }
 }
 

@@ -191,6 +191,10 @@ pub enum OpenError {
     /// The [`Options`] are out of bounds.
     #[error("invalid options: {0}")]
     Options(#[from] InvalidOptions),
+    /// The `resume` sent at open ([`Options::resume_on_open`], S57) failed: the log was
+    /// repaired, but the agent was closed again (open it again to retry).
+    #[error("the resume sent at open failed: {0}")]
+    Resume(AgentError),
 }
 
 /// A durable log failed.

@@ -8,7 +8,7 @@ use std::time::Duration;
 #[cfg(doc)]
 use crate::{Agent, AgentError};
 use coxswain_core::Config;
-use coxswain_session::Limits;
+use coxswain_session::{Limits, RedeliveryTooLarge, ResumeOptions};
 
 /// An [`Options`] value out of its bounds.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -29,6 +29,10 @@ pub enum InvalidOptions {
     /// A limit (`max_pending`, `max_id_bytes`, `max_message_bytes`) is 0.
     #[error("{0} is 0: nothing could be delivered")]
     Limit(&'static str),
+    /// `redelivery` is above [`MAX_REDELIVERY`](coxswain_session::MAX_REDELIVERY) (S59): the
+    /// session layer's own check and text.
+    #[error(transparent)]
+    Redelivery(#[from] RedeliveryTooLarge),
 }
 
 /// Settings of an agent.
@@ -79,6 +83,21 @@ pub struct Options {
     /// `delivery_memory` it is not written to the log: pass it at every open. At least 1;
     /// default [`Options::DEFAULT_MAX_PENDING`].
     pub max_pending: usize,
+    /// Crash repair's redelivery allowance `A` (S59): when the log ends inside a turn, repair
+    /// re-inserts, after its closers, each message that turn claimed after its last
+    /// `step/start` (no model call saw it), unless its id was already redelivered `A` times or
+    /// is pending again. The re-inserted items park (S48) until a wake or a `resume` (S57,
+    /// [`resume_on_open`](Options::resume_on_open)). 0 (the default) is S50 unchanged:
+    /// at-most-once. `0..=`[`MAX_REDELIVERY`](coxswain_session::MAX_REDELIVERY); a larger value
+    /// fails the open with [`InvalidOptions::Redelivery`] before the log is read. Like
+    /// `delivery_memory` it is not written to the log: pass it at every open. Applies to every
+    /// [`DurableLog`](crate::DurableLog) (file, segment, database).
+    pub redelivery: u64,
+    /// Once the log is read back and repaired, send `resume` (S57) before any other call: work
+    /// the log left parked (S48; a redelivered message, S59) starts a turn without waiting for
+    /// a new waking send. Its events are durable before [`Agent::open_with`] returns. Default
+    /// false: restored work parks until a waking send or [`Agent::resume`] (S48 unchanged).
+    pub resume_on_open: bool,
 }
 
 impl Default for Options {
@@ -93,6 +112,8 @@ impl Default for Options {
             max_message_bytes: Options::DEFAULT_MAX_MESSAGE_BYTES,
             max_id_bytes: Options::DEFAULT_MAX_ID_BYTES,
             max_pending: Options::DEFAULT_MAX_PENDING,
+            redelivery: 0,
+            resume_on_open: false,
         }
     }
 }
@@ -134,7 +155,9 @@ impl Options {
     /// ([`HostFailure::Abandoned`](coxswain_session::HostFailure::Abandoned)).
     pub const ABANDONED: &'static str = coxswain_session::HostFailure::Abandoned.code();
 
-    /// Checks the bounds: every capacity within `1..=`[`Options::MAX_CAPACITY`].
+    /// Checks the bounds: every capacity within `1..=`[`Options::MAX_CAPACITY`], every limit
+    /// above 0, and `redelivery` at most [`MAX_REDELIVERY`](coxswain_session::MAX_REDELIVERY)
+    /// (checked by the session layer, the one owner of that bound).
     pub fn validate(&self) -> Result<(), InvalidOptions> {
         let within = |n: usize| (1..=Options::MAX_CAPACITY).contains(&n);
         if !within(self.channel_capacity) {
@@ -158,6 +181,7 @@ impl Options {
         if self.max_message_bytes == 0 {
             return Err(InvalidOptions::Limit("max_message_bytes"));
         }
+        self.resume_options()?;
         Ok(())
     }
 
@@ -180,6 +204,12 @@ impl Options {
             },
             ..coxswain_session::Options::DEFAULT
         }
+    }
+
+    /// What the resume takes besides the log (S59): the core's configuration and the
+    /// redelivery allowance, checked by [`ResumeOptions::try_with_redelivery`].
+    pub(crate) fn resume_options(&self) -> Result<ResumeOptions, InvalidOptions> {
+        Ok(ResumeOptions::from(self.config()).try_with_redelivery(self.redelivery)?)
     }
 
     /// The core's configuration: the delivery memory, the admission bound (S55) and a random

@@ -8,7 +8,11 @@
 //!   all of NS from 0, and at the turn boundary only, one NT item from 0, after the NS claim;
 //! * I5 — `turn/start`/`turn/end` alternate with consecutive numbers from 1; `step/start`/`step/end`
 //!   alternate inside an open turn with steps 1, 2, …; `user/message` only inside an open step;
-//!   no `turn/end` while a step is open.
+//!   no `turn/end` while a step is open. In a log read from disk ([`Auditor::push_json`]) a
+//!   `user/message` *between* turns is the host's (amended I5: the TypeScript system's compaction
+//!   writes its summary that way) and is read past; one inside an open turn but outside its open
+//!   step is still a violation, and so is any the machine emits outside a step
+//!   ([`Auditor::push_event`]).
 //!
 //! The auditor reads the lists through the core's own [`Restorer`] (one projection, not two), so
 //! at any point it also knows what restoring the log so far gives (S49): the model checker and
@@ -162,7 +166,9 @@ impl Auditor {
     }
 
     /// Reads the next event of a log read from disk: `{ type, data }` (other keys ignored).
-    /// Events of types the machine does not emit are the host's and are read past.
+    /// Events of types the machine does not emit are the host's and are read past, and so is a
+    /// `user/message` between turns (amended I5: a host may write one there; inside an open
+    /// turn it must be inside the open step).
     pub fn push_json(&mut self, event: &Value) -> Result<(), AuditError> {
         self.guard(|this| {
             let before = this.lengths();
@@ -187,6 +193,9 @@ impl Auditor {
                     format!("malformed {} event: {e}", ShownId::new(kind)),
                 )
             })?;
+            if matches!(parsed, Event::UserMessage(_)) && position.open().is_none() {
+                return Ok(()); // the host's, between turns (amended I5)
+            }
             this.check_enclosure(&parsed, position)
         })
     }
@@ -714,5 +723,31 @@ mod tests {
             end(2),
         ])
         .unwrap();
+    }
+
+    /// Amended I5: in a log read from disk a `user/message` between turns is the host's (the
+    /// TypeScript system's compaction summary); inside an open turn but outside its step it
+    /// is still a violation; one the machine emits (`push_event`) must be inside a step.
+    #[test]
+    fn i5_a_host_user_message_between_turns_is_read_past() {
+        let turn = |n: u64| json!({"type": "turn/start", "data": {"turn": n}});
+        let end = |n: u64| json!({"type": "turn/end", "data": {"turn": n, "reason": {"kind": "completed"}}});
+        let step = |s: u64| json!({"type": "step/start", "data": {"turn": 1, "step": s}});
+        let step_end = |s: u64| json!({"type": "step/end", "data": {"turn": 1, "step": s}});
+        let summary = json!({"type": "user/message", "data": m("summary")});
+        audit(&[summary.clone(), turn(1), end(1), summary.clone(), turn(2)]).unwrap();
+        let violation = audit(&[turn(1), step(1), step_end(1), summary.clone()]).unwrap_err();
+        assert_eq!(
+            violation.to_string(),
+            "event 3: I5 turn enclosure: user/message `summary` outside an open step (turn 1 \
+             open after 1 steps)"
+        );
+        let mut auditor = Auditor::new();
+        let emitted = Event::UserMessage(std::sync::Arc::new(Message::user("summary", "s")));
+        assert_eq!(
+            auditor.push_event(&emitted).unwrap_err().to_string(),
+            "event 0: I5 turn enclosure: user/message `summary` outside an open step (no turn \
+             open)"
+        );
     }
 }

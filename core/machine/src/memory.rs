@@ -30,17 +30,162 @@ struct Held {
     capacity: usize,
     ring: VecDeque<MessageId>,
     index: HashMap<MessageId, Entry, IdHasher>,
+    /// The records too wide for [`Packed`] (a turn at or past 2^40, a step at or past 2^19:
+    /// only a restored log's numbers), by id. Empty in any session a process lives through.
+    wide: HashMap<MessageId, Record, IdHasher>,
     /// The ids that entered as claimed since the last `turn/end`, in claim order: the records a
     /// `turn/end` gives their `end` (S58). Ids forgotten since are skipped then.
     claims: Vec<MessageId>,
 }
 
 /// One held id: the fingerprint of the message it left as (S56, as two words so that the entry
-/// is aligned to 8: 40 bytes, 24 over the bare fingerprint) and its fate record (S58).
+/// is aligned to 8) and its fate record (S58) packed in one word: 24 bytes, 8 over the bare
+/// fingerprint, so a full memory's index grows by at most 16 bytes per held id at hashbrown's
+/// lowest load (bench 6's budget is 24).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Entry {
     print: [u64; 2],
+    record: Packed,
+}
+
+/// A [`Record`] in one word: bit 63 claimed, bit 62 stepped, bits 59–61 the end kind (0 none,
+/// 1–6 the kinds, 7: the record is in [`Held::wide`]), bits 40–58 the step, bits 0–39 the
+/// turn. A discarded record is 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Packed(u64);
+
+impl Packed {
+    const CLAIMED: u64 = 1 << 63;
+    const STEPPED: u64 = 1 << 62;
+    const END_SHIFT: u32 = 59;
+    const WIDE: u64 = 7;
+    const STEP_SHIFT: u32 = 40;
+    const STEP_LIMIT: u64 = 1 << 19;
+    const TURN_LIMIT: u64 = 1 << 40;
+
+    /// `record` packed, or `None` when its numbers do not fit.
+    fn pack(record: &Record) -> Option<Packed> {
+        if !record.claimed {
+            return Some(Packed(0));
+        }
+        if record.turn >= Packed::TURN_LIMIT || record.step >= Packed::STEP_LIMIT {
+            return None;
+        }
+        let end = match record.end {
+            None => 0,
+            Some(TurnEndKind::Completed) => 1,
+            Some(TurnEndKind::MaxTokens) => 2,
+            Some(TurnEndKind::Blocked) => 3,
+            Some(TurnEndKind::Aborted) => 4,
+            Some(TurnEndKind::Error) => 5,
+            Some(TurnEndKind::Interrupted) => 6,
+        };
+        let stepped = if record.stepped { Packed::STEPPED } else { 0 };
+        Some(Packed(
+            Packed::CLAIMED
+                | stepped
+                | (end << Packed::END_SHIFT)
+                | (record.step << Packed::STEP_SHIFT)
+                | record.turn,
+        ))
+    }
+
+    /// Whether the record lives in [`Held::wide`].
+    fn is_wide(self) -> bool {
+        (self.0 >> Packed::END_SHIFT) & 7 == Packed::WIDE
+    }
+
+    /// The record, unless it [`is_wide`](Packed::is_wide).
+    fn unpack(self) -> Record {
+        let word = self.0;
+        let end = match (word >> Packed::END_SHIFT) & 7 {
+            1 => Some(TurnEndKind::Completed),
+            2 => Some(TurnEndKind::MaxTokens),
+            3 => Some(TurnEndKind::Blocked),
+            4 => Some(TurnEndKind::Aborted),
+            5 => Some(TurnEndKind::Error),
+            6 => Some(TurnEndKind::Interrupted),
+            _ => None,
+        };
+        Record {
+            turn: word & (Packed::TURN_LIMIT - 1),
+            step: (word >> Packed::STEP_SHIFT) & (Packed::STEP_LIMIT - 1),
+            claimed: word & Packed::CLAIMED != 0,
+            stepped: word & Packed::STEPPED != 0,
+            end,
+        }
+    }
+}
+
+/// A held id's fingerprint and record, as taken out of the memory (to be put back by an undo).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Kept {
+    print: [u64; 2],
     record: Record,
+}
+
+impl Held {
+    /// Holds `id` with `kept`; returns what it held before under `id`.
+    fn put(&mut self, id: &MessageId, kept: Kept) -> Option<Kept> {
+        let previous_wide = match self.wide.is_empty() {
+            true => None,
+            false => self.wide.remove(id),
+        };
+        let record = match Packed::pack(&kept.record) {
+            Some(packed) => packed,
+            None => {
+                self.wide.insert(id.clone(), kept.record);
+                Packed(Packed::WIDE << Packed::END_SHIFT)
+            }
+        };
+        let entry = Entry {
+            print: kept.print,
+            record,
+        };
+        let previous = self.index.insert(id.clone(), entry)?;
+        Some(Kept {
+            print: previous.print,
+            record: match previous.record.is_wide() {
+                true => previous_wide.unwrap_or_default(),
+                false => previous.record.unpack(),
+            },
+        })
+    }
+
+    /// Forgets `id`; returns what it held.
+    fn take(&mut self, id: &MessageId) -> Option<Kept> {
+        let entry = self.index.remove(id)?;
+        Some(Kept {
+            print: entry.print,
+            record: match entry.record.is_wide() {
+                true => self.wide.remove(id).unwrap_or_default(),
+                false => entry.record.unpack(),
+            },
+        })
+    }
+
+    /// The record held under `id`.
+    fn record(&self, id: &MessageId) -> Option<Record> {
+        let entry = self.index.get(id)?;
+        match entry.record.is_wide() {
+            false => Some(entry.record.unpack()),
+            true => self.wide.get(id).copied(),
+        }
+    }
+
+    /// Applies `change` to the record held under `id`; returns what `change` returned (false:
+    /// not held).
+    fn change(&mut self, id: &MessageId, change: impl FnOnce(&mut Record) -> bool) -> bool {
+        let Some(mut record) = self.record(id) else {
+            return false;
+        };
+        if !change(&mut record) {
+            return false;
+        }
+        let print = self.index.get(id).map_or([0; 2], |entry| entry.print);
+        self.put(id, Kept { print, record });
+        true
+    }
 }
 
 /// How an item left the lists (S58): an ordinary removal, or a claim by a turn.
@@ -54,9 +199,9 @@ pub(crate) enum Left {
     Claimed(u64),
 }
 
-/// The fate record of a held id (S58), compact: 24 bytes next to the 16-byte fingerprint (the
-/// budget of bench 6). `step` is meaningful only when `stepped`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The fate record of a held id (S58), as read and changed; held [`Packed`] in one word.
+/// `step` is meaningful only when `stepped`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Record {
     turn: u64,
     step: u64,
@@ -102,7 +247,8 @@ impl DeliveryMemory {
             Box::new(Held {
                 capacity,
                 ring: VecDeque::new(),
-                index: HashMap::with_hasher(hasher),
+                index: HashMap::with_hasher(hasher.clone()),
+                wide: HashMap::with_hasher(hasher),
                 claims: Vec::new(),
             })
         }))
@@ -134,9 +280,7 @@ impl DeliveryMemory {
 
     /// The fate record held under `id`, if the memory holds it (S58).
     pub(crate) fn record(&self, id: &MessageId) -> Option<Record> {
-        self.0
-            .as_ref()
-            .and_then(|held| held.index.get(id).map(|entry| entry.record))
+        self.0.as_ref().and_then(|held| held.record(id))
     }
 
     /// S51: `message` left the lists (`how`, for its record, S58) and its id is not pending
@@ -149,11 +293,11 @@ impl DeliveryMemory {
         };
         let id = message.id();
         let mut forgotten = Forgotten::default();
-        let entry = Entry {
+        let kept = Kept {
             print: message.fingerprint().halves(),
             record: Record::new(how),
         };
-        if let Some(previous) = held.index.insert(id.clone(), entry) {
+        if let Some(previous) = held.put(id, kept) {
             // Unreachable live (a held id is never inserted, so it cannot leave again while
             // held); kept exact for any caller: it moves to the newest place.
             let place = held.ring.iter().position(|other| other == id);
@@ -167,8 +311,8 @@ impl DeliveryMemory {
         }
         while held.ring.len() > held.capacity {
             if let Some(oldest) = held.ring.pop_front() {
-                if let Some(entry) = held.index.remove(&oldest) {
-                    forgotten.evicted.push((oldest, entry));
+                if let Some(kept) = held.take(&oldest) {
+                    forgotten.evicted.push((oldest, kept));
                 }
             }
         }
@@ -181,17 +325,17 @@ impl DeliveryMemory {
         let Some(held) = self.0.as_mut() else {
             return;
         };
-        for (oldest, entry) in forgotten.evicted.into_iter().rev() {
-            held.index.insert(oldest.clone(), entry);
+        for (oldest, kept) in forgotten.evicted.into_iter().rev() {
+            held.put(&oldest, kept);
             held.ring.push_front(oldest);
         }
         if forgotten.claimed {
             held.claims.pop();
         }
         held.ring.pop_back();
-        held.index.remove(id);
+        held.take(id);
         if let Some((place, previous)) = forgotten.moved {
-            held.index.insert(id.clone(), previous);
+            held.put(id, previous);
             held.ring.insert(place, id.clone());
         }
     }
@@ -201,7 +345,7 @@ impl DeliveryMemory {
     /// id is both pending and held (S51); its record goes with it (S58).
     pub(crate) fn release(&mut self, id: &MessageId) {
         if let Some(held) = self.0.as_mut() {
-            if held.index.remove(id).is_some() {
+            if held.take(id).is_some() {
                 held.ring.retain(|other| other != id);
             }
         }
@@ -214,23 +358,24 @@ impl DeliveryMemory {
         let Some(held) = self.0.as_mut() else {
             return false;
         };
-        match held.index.get_mut(id) {
-            Some(Entry { record, .. })
-                if record.claimed && record.turn == turn && !record.stepped =>
-            {
+        held.change(id, |record| {
+            let first = record.claimed && record.turn == turn && !record.stepped;
+            if first {
                 record.stepped = true;
                 record.step = step;
-                true
             }
-            _ => false,
-        }
+            first
+        })
     }
 
     /// Takes back an [`entered`](DeliveryMemory::entered) that returned `true`.
     pub(crate) fn unenter(&mut self, id: &MessageId) {
-        if let Some(entry) = self.0.as_mut().and_then(|held| held.index.get_mut(id)) {
-            entry.record.stepped = false;
-            entry.record.step = 0;
+        if let Some(held) = self.0.as_mut() {
+            held.change(id, |record| {
+                record.stepped = false;
+                record.step = 0;
+                true
+            });
         }
     }
 
@@ -246,12 +391,15 @@ impl DeliveryMemory {
         let mut set = Vec::new();
         if let Some(kind) = kind {
             for id in &claims {
-                if let Some(entry) = held.index.get_mut(id) {
-                    let record = &mut entry.record;
-                    if record.claimed && record.turn == turn && record.end.is_none() {
+                let ended = held.change(id, |record| {
+                    let open = record.claimed && record.turn == turn && record.end.is_none();
+                    if open {
                         record.end = Some(kind);
-                        set.push(id.clone());
                     }
+                    open
+                });
+                if ended {
+                    set.push(id.clone());
                 }
             }
         }
@@ -264,9 +412,10 @@ impl DeliveryMemory {
             return;
         };
         for id in &ended.set {
-            if let Some(entry) = held.index.get_mut(id) {
-                entry.record.end = None;
-            }
+            held.change(id, |record| {
+                record.end = None;
+                true
+            });
         }
         held.claims = ended.claims;
     }
@@ -297,8 +446,8 @@ impl DeliveryMemory {
 /// joined the claims a `turn/end` will see.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Forgotten {
-    evicted: smallvec::SmallVec<[(MessageId, Entry); 1]>,
-    moved: Option<(usize, Entry)>,
+    evicted: smallvec::SmallVec<[(MessageId, Kept); 1]>,
+    moved: Option<(usize, Kept)>,
     claimed: bool,
 }
 

@@ -19,7 +19,7 @@
 //! * **Resume** ([`ResumePlan`]): from a log's bytes or records, the torn tail to cut, the
 //!   closers to write, the restored machine with the host's configuration and hash seed.
 //!
-//! Rule numbers (S1–S56) refer to the project's `SPEC.md`.
+//! Rule numbers (S1–S59) refer to the project's `SPEC.md`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -33,5 +33,8 @@ mod session;
 pub use admission::{Limits, Refused};
 pub use batch::{Ack, Append, BatchMismatch, BatchNo, Failed, Release, Ticket, Timeout};
 pub use failure::HostFailure;
-pub use resume::{ByteRepair, ResumeError, ResumeOptions, ResumePlan, Resuming};
+pub use resume::{
+    ByteRepair, RedeliveryTooLarge, ResumeError, ResumeOptions, ResumePlan, Resuming,
+    MAX_REDELIVERY,
+};
 pub use session::{Options, Session};

@@ -89,6 +89,41 @@ impl ResumeOptions {
     }
 }
 
+/// The largest redelivery allowance `A` a host may choose (S59): a message whose model call
+/// crashed its process a thousand times is not run a thousand-and-first time. A larger value is
+/// refused when the log is opened ([`RedeliveryTooLarge`]), changing nothing.
+pub const MAX_REDELIVERY: u64 = 1_000;
+
+/// A redelivery allowance above [`MAX_REDELIVERY`] (S59): refused when the log is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the redelivery allowance {0} is above {max} (S59)", max = MAX_REDELIVERY)]
+pub struct RedeliveryTooLarge(pub u64);
+
+impl ResumeOptions {
+    /// These options with the redelivery allowance `allowance` (S59), checked against
+    /// [`MAX_REDELIVERY`]: every log open takes the allowance through here.
+    ///
+    /// # Errors
+    ///
+    /// [`RedeliveryTooLarge`] above [`MAX_REDELIVERY`].
+    ///
+    /// ```
+    /// use coxswain_core::Config;
+    /// use coxswain_session::{ResumeOptions, MAX_REDELIVERY};
+    ///
+    /// let options = ResumeOptions::from(Config::new());
+    /// assert_eq!(options.try_with_redelivery(MAX_REDELIVERY).map(|o| o.redelivery), Ok(1_000));
+    /// let refused = options.try_with_redelivery(1_001).unwrap_err();
+    /// assert_eq!(refused.to_string(), "the redelivery allowance 1001 is above 1000 (S59)");
+    /// ```
+    pub fn try_with_redelivery(self, allowance: u64) -> Result<Self, RedeliveryTooLarge> {
+        match allowance {
+            0..=MAX_REDELIVERY => Ok(self.with_redelivery(allowance)),
+            _ => Err(RedeliveryTooLarge(allowance)),
+        }
+    }
+}
+
 impl From<Config> for ResumeOptions {
     fn from(config: Config) -> Self {
         ResumeOptions {

@@ -211,8 +211,8 @@ fn trace(model: &DeliveryModel, steps: &[(State, Option<Action>)], detail: Optio
                 state
                     .monitor
                     .auditor()
-                    .position()
-                    .closers()
+                    .restorer()
+                    .repair(crate::monitor::REDELIVERY)
                     .iter()
                     .filter_map(|event| serde_json::to_value(event).ok()),
             );
@@ -253,8 +253,9 @@ mod tests {
             |_| {},
         );
         assert!(report.exhaustive);
+        // 765 before SPEC §13 (`resume`, and a crash's repair redelivering with A = 1).
         assert_eq!(
-            report.unique_states, 765,
+            report.unique_states, 813,
             "pinned: a truncated run would differ"
         );
         for property in &report.properties {

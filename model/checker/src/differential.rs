@@ -10,12 +10,12 @@ use std::fmt::{self, Write as _};
 use std::sync::Arc;
 
 use coxswain_conformance::output_json;
-use coxswain_core::{Event, Machine, Output, Outstanding, Rejected, Status, Target};
+use coxswain_core::{Event, Machine, MessageId, Output, Outstanding, Rejected, Status, Target};
 use coxswain_spec::{Spec, View};
 use serde_json::Value;
 
 /// The name of the `always` property that the core agrees with the spec in every reachable state.
-pub const EQUIVALENCE: &str = "S1-S56 equivalence to the spec";
+pub const EQUIVALENCE: &str = "S1-S59 equivalence to the spec";
 
 /// What one side made of an input: its outputs as FORMAT.md `"out"` values, or its rejection kind.
 pub type Outcome = Result<Vec<Value>, &'static str>;
@@ -114,17 +114,20 @@ pub(crate) fn compare(
     spec: &Outcome,
     machine: &Machine,
     spec_state: &Spec,
+    ids: &[MessageId],
 ) -> Option<Mismatch> {
     let state = match core {
         // A rejection changes nothing on either side (S5: the monitor checks the core's, the
         // spec's `apply` commits nothing), so only an accepted input can change the views.
         Ok(_) => {
             let (core_view, spec_view) = (view(machine), spec_state.view());
-            if core_view == spec_view {
+            let mut state = if core_view == spec_view {
                 Vec::new()
             } else {
                 core_view.differences(&spec_view)
-            }
+            };
+            state.extend(fate_differences(machine, spec_state, ids));
+            state
         }
         Err(_) => Vec::new(),
     };
@@ -139,12 +142,45 @@ pub(crate) fn compare(
     })
 }
 
-/// Compares the state a crash-restore left on both sides (S49, S53).
+/// S58: the fields in which the core's and the spec's `fate` differ, one per id: `fate(id)`,
+/// each side's answer as FORMAT.md's `F` (the core's through [`coxswain_core::Fate::to_json`]).
+pub(crate) fn fate_differences(
+    machine: &Machine,
+    spec: &Spec,
+    ids: &[MessageId],
+) -> Vec<(&'static str, String, String)> {
+    let mut found = Vec::new();
+    for id in ids {
+        let (core, spec) = (machine.fate(id).to_json(), spec.fate(id.as_str()));
+        if core != spec {
+            found.push(("fate", format!("{id}: {core}"), format!("{id}: {spec}")));
+        }
+    }
+    found
+}
+
+/// Compares the state a crash-restore left on both sides (S49, S53), fates included (S58).
 pub(crate) fn compare_restored(
     restored: Result<&Spec, &str>,
     machine: &Machine,
+    ids: &[MessageId],
 ) -> Option<Mismatch> {
-    let input = "crash-restore (the repaired log, seedLength 0)".to_string();
+    compare_restored_as(
+        "crash-restore (the repaired log, seedLength 0)",
+        restored,
+        machine,
+        ids,
+    )
+}
+
+/// [`compare_restored`] of a restore described by `input`.
+pub(crate) fn compare_restored_as(
+    input: &str,
+    restored: Result<&Spec, &str>,
+    machine: &Machine,
+    ids: &[MessageId],
+) -> Option<Mismatch> {
+    let input = input.to_string();
     match restored {
         Err(error) => Some(Mismatch {
             input,
@@ -153,7 +189,8 @@ pub(crate) fn compare_restored(
             state: Vec::new(),
         }),
         Ok(spec) => {
-            let state = view(machine).differences(&spec.view());
+            let mut state = view(machine).differences(&spec.view());
+            state.extend(fate_differences(machine, spec, ids));
             (!state.is_empty()).then(|| Mismatch {
                 input,
                 core: vec!["restored".into()],

@@ -148,11 +148,15 @@ impl DeliveryModel {
             Action::BeginMaintenance => "begin maintenance".into(),
             Action::EndMaintenance => "end maintenance".into(),
             Action::Dispose => "dispose".into(),
-            Action::CrashRestore => "crash, repair the log, restore".into(),
+            Action::CrashRestore => "crash, repair the log (A = 1), restore".into(),
+            Action::Resume => "resume".into(),
             Action::Stop => "stop (no more operations on this path)".into(),
             Action::EnterClaimed => "pre-step: enter the claimed batch".into(),
             Action::EnterEmpty => "pre-step: enter nothing".into(),
             Action::EnterWithExtra => "pre-step: enter the batch and hook-extra".into(),
+            Action::EnterAgain => {
+                "pre-step: enter the batch and this turn's entered claims again".into()
+            }
             Action::Reject => "pre-step: reject".into(),
             Action::FailPreStep => "pre-step: fail".into(),
             Action::StepCompleted => "step: completed".into(),

@@ -6,9 +6,11 @@
 //! host may give — and its transition is the *real* [`coxswain_core::Machine`]: there is no
 //! second copy of any delivery rule here. A [`Monitor`] watches every transition and checks
 //! SPEC §10 (I1–I10) plus the rules a history shows (S5, S10, S18, S21/S24/S25/S35, S33, S39,
-//! S49); beside it runs the executable spec ([`coxswain_spec::Spec`]), which must agree with the
-//! core on every output, rejection and observable field (the `always` property
-//! [`EQUIVALENCE`], S1–S56). The model exposes one property per invariant, I9 as an
+//! S49), §11–§12 (I11–I14) and §13 (S57, and with fate records of its own I15 and I16: in every
+//! state it restores the log so far repaired with the redelivery allowance `A = 1`); beside it
+//! runs the executable spec ([`coxswain_spec::Spec`]), which must agree with the core on every
+//! output, rejection, observable field and fate, and on every crash repair (the `always`
+//! property [`EQUIVALENCE`], S1–S59). The model exposes one property per invariant, I9 as an
 //! `eventually` property, and one `sometimes` property per situation it must reach, so a passing
 //! run is not vacuous.
 #![forbid(unsafe_code)]
@@ -27,7 +29,7 @@ pub use check::{
 };
 pub use differential::{view, JsonLog, Mismatch, Outcome, EQUIVALENCE};
 pub use model::{Action, Bound, Cause, DeliveryModel, State, LIVENESS};
-pub use monitor::{Fact, Invariant, Monitor, Violation};
+pub use monitor::{Fact, Invariant, Monitor, Violation, REDELIVERY};
 pub use session::{
     check_session, SessionAction, SessionBound, SessionModel, SessionProperty, SessionReport,
     SessionState, SessionVerdict,

@@ -16,10 +16,11 @@ use coxswain_core::{
     TurnStoppingAnswer,
 };
 use coxswain_spec::Spec;
+use serde_json::Value;
 use stateright::{Model, Property};
 
 use crate::differential::{self, JsonLog, Mismatch, EQUIVALENCE};
-use crate::monitor::{Fact, Invariant, Monitor};
+use crate::monitor::{Fact, Invariant, Monitor, REDELIVERY};
 
 /// The bound of a model run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -122,8 +123,11 @@ pub enum Action {
     EndMaintenance,
     /// `dispose()`.
     Dispose,
-    /// The process crashes; the log is repaired and the machine restored from it (S50, S49).
+    /// The process crashes; the log is repaired with the redelivery allowance `A = 1` and the
+    /// machine restored from it (S50, S59, S49).
     CrashRestore,
+    /// `resume()`: start parked waking work (S57).
+    Resume,
     /// The environment stops: no more operations on this path (host answers go on).
     Stop,
     /// Pre-step: enter the claimed batch.
@@ -132,6 +136,10 @@ pub enum Action {
     EnterEmpty,
     /// Pre-step: enter the claimed batch plus a message the hook added.
     EnterWithExtra,
+    /// Pre-step: enter the claimed batch plus the messages this turn claimed and an earlier step
+    /// entered (a host that enters them again, S29: S58's `step` stays the first). Offered only
+    /// with a delivery memory (the fate records live there).
+    EnterAgain,
     /// Pre-step: reject.
     Reject,
     /// Pre-step: fail.
@@ -265,28 +273,38 @@ pub struct DeliveryModel {
     /// A different message under each pool id (S56's reuse).
     variants: Vec<SharedMessage>,
     extra: SharedMessage,
+    /// Every id the environment uses (the pool's, then the hook's extra message's): the ids
+    /// whose fate (S58) is compared in every state.
+    ids: Vec<MessageId>,
 }
 
 impl DeliveryModel {
     /// A model with this bound, checking the real machine.
     pub fn new(bound: Bound) -> Self {
-        let pool = (1..=bound.messages)
+        let pool: Vec<SharedMessage> = (1..=bound.messages)
             // Only the id tells two pool messages apart: the ids are interchangeable (symmetry).
             .map(|i| Arc::new(Message::user(format!("m{i}"), "hello")))
             .collect();
         let variants = (1..=bound.messages)
             .map(|i| Arc::new(Message::user(format!("m{i}"), "something else")))
             .collect();
+        let extra: SharedMessage = Arc::new(Message::new(
+            "hook-extra",
+            serde_json::json!({"kind": "plugin", "name": "hook"}),
+            "added by the pre-step hook".into(),
+        ));
+        let ids = pool
+            .iter()
+            .chain([&extra])
+            .map(|m: &SharedMessage| m.id().clone())
+            .collect();
         DeliveryModel {
             bound,
             symmetry: false,
             pool,
             variants,
-            extra: Arc::new(Message::new(
-                "hook-extra",
-                serde_json::json!({"kind": "plugin", "name": "hook"}),
-                "added by the pre-step hook".into(),
-            )),
+            extra,
+            ids,
         }
     }
 
@@ -380,6 +398,7 @@ impl DeliveryModel {
             Action::BeginMaintenance => Input::Maintenance(MaintenanceInput::Begin),
             Action::EndMaintenance => Input::Maintenance(MaintenanceInput::End),
             Action::Dispose => Input::Dispose {},
+            Action::Resume => Input::Resume {},
             Action::CrashRestore | Action::Stop => return None,
             Action::EnterClaimed => {
                 Input::PreStep(PreStepAnswer::Enter(claimed(state).unwrap_or_default()))
@@ -388,6 +407,13 @@ impl DeliveryModel {
             Action::EnterWithExtra => {
                 let mut batch = claimed(state).unwrap_or_default();
                 batch.push(self.extra.clone());
+                Input::PreStep(PreStepAnswer::Enter(batch))
+            }
+            Action::EnterAgain => {
+                let mut batch = claimed(state).unwrap_or_default();
+                for message in state.monitor.entered_claims() {
+                    batch.push(message);
+                }
                 Input::PreStep(PreStepAnswer::Enter(batch))
             }
             Action::Reject => Input::PreStep(PreStepAnswer::Reject),
@@ -426,7 +452,14 @@ impl DeliveryModel {
         if next.mismatch.is_some() {
             return false;
         }
-        match differential::compare(&input, &core, &spec, &next.machine, &next.spec) {
+        // Only durable events change a fate (S58): after an input without one, both sides answer
+        // as they did before it.
+        let ids: &[MessageId] = if outputs.iter().any(|o| matches!(o, Output::Event(_))) {
+            &self.ids
+        } else {
+            &[]
+        };
+        match differential::compare(&input, &core, &spec, &next.machine, &next.spec, ids) {
             None => true,
             Some(mismatch) => {
                 next.mismatch = Some(Arc::new(mismatch));
@@ -435,24 +468,181 @@ impl DeliveryModel {
         }
     }
 
-    /// S49, S53 on the spec's side of a crash: the JSON log, closed by crash repair's closers
-    /// (S50), restores the spec with the same `W`; it must agree with the restored machine.
-    fn restore_spec(&self, next: &mut State, closers: &[coxswain_core::Event]) {
-        for closer in closers {
-            next.log.push(closer.clone());
+    /// S49, S53, S59 on the spec's side of a crash: the spec's own crash repair of the JSON log
+    /// (allowance `A = 1`) must append exactly the core's `repair` events; the log so repaired
+    /// restores the spec with the same `W`, which must agree with the restored machine, fates
+    /// included (S58). Then the logs the model does not write (`check_foreign_logs`).
+    fn restore_spec(&self, next: &mut State, repair: &[coxswain_core::Event]) {
+        let before = next.log.events();
+        for event in repair {
+            next.log.push(event.clone());
+        }
+        if next.mismatch.is_some() {
+            return;
+        }
+        let core: Vec<Value> = repair.iter().map(event_json).collect();
+        match coxswain_spec::repair(&before, 0, REDELIVERY) {
+            Ok(spec) if spec == core => {}
+            spec => {
+                next.mismatch = Some(Arc::new(Mismatch {
+                    input: format!("crash repair (S50, S59, A = {REDELIVERY}) of the log so far"),
+                    core: core.iter().map(Value::to_string).collect(),
+                    spec: match spec {
+                        Ok(events) => events.iter().map(Value::to_string).collect(),
+                        Err(error) => vec![format!("rejects the log: {error}")],
+                    },
+                    state: Vec::new(),
+                }));
+                return;
+            }
         }
         let restored = Spec::restore_with_config(&next.log.events(), 0, self.spec_config());
-        if next.mismatch.is_none() {
-            let mismatch = differential::compare_restored(
-                restored.as_ref().map_err(String::as_str),
-                &next.machine,
-            );
-            next.mismatch = mismatch.map(Arc::new);
-        }
+        let mismatch = differential::compare_restored(
+            restored.as_ref().map_err(String::as_str),
+            &next.machine,
+            &self.ids,
+        );
+        next.mismatch = mismatch.map(Arc::new);
         if let Ok(spec) = restored {
             next.spec = spec;
         }
+        if next.mismatch.is_none() {
+            self.check_foreign_logs(next, &before);
+        }
     }
+
+    /// Logs the model does not write, from the log `log` a crash cut (it may end inside a turn):
+    /// the same log with a seed boundary past its start (S46: splices before it are not
+    /// replayed), and the log with every turn renumbered `t -> 3t + 2` (numbers the machine
+    /// would not write). Each is repaired with `A = 1` and restored by the core and by the
+    /// spec, which must agree (the repair's events, the views and every fate); and the
+    /// renumbered log must restore the lists of the log itself, with each claim's turn renumbered
+    /// alike (I15: a fate names the turn of the claim splice that removed the id).
+    fn check_foreign_logs(&self, next: &mut State, log: &[Value]) {
+        let half = log.len() / 2;
+        for seed in [1, half]
+            .into_iter()
+            .filter(|&seed| seed > 0 && seed <= log.len())
+        {
+            if seed == 1 && half == 1 {
+                continue;
+            }
+            let what =
+                format!("repair (A = {REDELIVERY}) and restore of the log with seedLength {seed}");
+            if let Some(mismatch) = self.foreign(&what, log, seed) {
+                next.mismatch = Some(Arc::new(mismatch));
+                return;
+            }
+        }
+        let renumbered: Vec<Value> = log.iter().map(renumber).collect();
+        let what = format!(
+            "repair (A = {REDELIVERY}) and restore of the log with turns renumbered 3t + 2"
+        );
+        if let Some(mismatch) = self.foreign(&what, &renumbered, 0) {
+            next.mismatch = Some(Arc::new(mismatch));
+            return;
+        }
+        if let (Ok((plain, _)), Ok((moved, _))) = (
+            self.core_repaired(log, 0),
+            self.core_repaired(&renumbered, 0),
+        ) {
+            for id in &self.ids {
+                let expected = match plain.fate(id) {
+                    coxswain_core::Fate::Claimed { turn, step, end } => {
+                        coxswain_core::Fate::Claimed {
+                            turn: 3 * turn + 2,
+                            step,
+                            end,
+                        }
+                    }
+                    other => other,
+                };
+                let got = moved.fate(id);
+                let lists_equal = [Target::NextTurn, Target::NextStep].into_iter().all(|t| {
+                    plain
+                        .pending(t)
+                        .map(|p| (p.message(), p.is_waking()))
+                        .eq(moved.pending(t).map(|p| (p.message(), p.is_waking())))
+                });
+                if got != expected || !lists_equal {
+                    next.monitor.report(
+                        Invariant::I15Fate,
+                        format!(
+                            "the log with turns renumbered 3t + 2 restores fate({id}) = {} \
+                             (lists equal: {lists_equal}), the log itself {}",
+                            got.to_json(),
+                            plain.fate(id).to_json()
+                        ),
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The core's crash repair (`A = 1`) and restore of a JSON log with seed boundary `seed`:
+    /// the restored machine and the repair's events, or the error's text.
+    fn core_repaired(&self, log: &[Value], seed: usize) -> Result<(Machine, Vec<Value>), String> {
+        let mut restorer = coxswain_core::Restorer::with_config(self.config(), seed);
+        for event in log {
+            restorer.push_json(event).map_err(|e| e.to_string())?;
+        }
+        let repair = restorer.repair(REDELIVERY);
+        for event in &repair {
+            restorer.push_event(event).map_err(|e| e.to_string())?;
+        }
+        let machine = restorer.finish().map_err(|e| e.to_string())?;
+        Ok((machine, repair.iter().map(event_json).collect()))
+    }
+
+    /// The core and the spec on one foreign log: both reject it, or both repair it alike and
+    /// restore machines that agree.
+    fn foreign(&self, what: &str, log: &[Value], seed: usize) -> Option<Mismatch> {
+        let core = self.core_repaired(log, seed);
+        let spec = Spec::restore_repaired(log, seed, self.spec_config(), REDELIVERY);
+        match (core, spec) {
+            (Err(_), Err(_)) => None,
+            (Ok((machine, core_events)), Ok((spec, spec_events))) => {
+                if core_events != spec_events {
+                    return Some(Mismatch {
+                        input: what.to_string(),
+                        core: core_events.iter().map(Value::to_string).collect(),
+                        spec: spec_events.iter().map(Value::to_string).collect(),
+                        state: Vec::new(),
+                    });
+                }
+                differential::compare_restored_as(what, Ok(&spec), &machine, &self.ids)
+            }
+            (core, spec) => Some(Mismatch {
+                input: what.to_string(),
+                core: vec![match core {
+                    Ok(_) => "restored".into(),
+                    Err(error) => format!("rejects the log: {error}"),
+                }],
+                spec: vec![match spec {
+                    Ok(_) => "restored".into(),
+                    Err(error) => format!("rejects the log: {error}"),
+                }],
+                state: Vec::new(),
+            }),
+        }
+    }
+}
+
+/// An event as the log holds it (`{type, data}`).
+fn event_json(event: &coxswain_core::Event) -> Value {
+    serde_json::to_value(event).unwrap_or_else(|e| Value::String(e.to_string()))
+}
+
+/// The event with its `data.turn` renumbered `t -> 3t + 2` (turn and step events).
+fn renumber(event: &Value) -> Value {
+    let mut event = event.clone();
+    if let Some(turn) = event.pointer_mut("/data/turn") {
+        if let Some(t) = turn.as_u64() {
+            *turn = Value::from(3 * t + 2);
+        }
+    }
+    event
 }
 
 /// The turn a guarded send expects: the last one, or (`stale`) the one before it; before turn 1,
@@ -541,6 +731,9 @@ impl Model for DeliveryModel {
         if state.tool_steps_left > 0 {
             actions.push(Action::StepContinue);
         }
+        if self.bound.memory > 0 && !state.monitor.entered_claims().is_empty() {
+            actions.push(Action::EnterAgain);
+        }
         if state.operations_left == 0 {
             return;
         }
@@ -576,7 +769,7 @@ impl Model for DeliveryModel {
             actions.push(Action::Cancel(cause, false));
             actions.push(Action::Cancel(cause, true));
         }
-        actions.extend([Action::BeginMaintenance, Action::Dispose]);
+        actions.extend([Action::BeginMaintenance, Action::Dispose, Action::Resume]);
         if self.bound.crashes && !state.machine.is_disposed() {
             actions.push(Action::CrashRestore);
         }
@@ -592,10 +785,12 @@ impl Model for DeliveryModel {
             }
             Action::CrashRestore => {
                 next.operations_left = next.operations_left.saturating_sub(1);
-                let closers = last.monitor.auditor().position().closers();
-                if let Ok(machine) = next.monitor.crash_and_restore() {
+                if let Ok((machine, repair)) =
+                    next.monitor.crash_and_restore_redelivering(REDELIVERY)
+                {
                     next.machine = machine;
-                    self.restore_spec(&mut next, &closers);
+                    self.restore_spec(&mut next, &repair);
+                    let _ = next.monitor.check_recovery(&next.machine, &self.ids);
                 }
                 return Some(next);
             }
@@ -604,6 +799,7 @@ impl Model for DeliveryModel {
             | Action::EnterClaimed
             | Action::EnterEmpty
             | Action::EnterWithExtra
+            | Action::EnterAgain
             | Action::Reject
             | Action::FailPreStep
             | Action::StepCompleted
@@ -627,6 +823,15 @@ impl Model for DeliveryModel {
         // reaching; likewise a `turn-mismatch`, `conflict` or `full`, S54–S56).
         if result.is_err() && observed.is_ok() && agreed && !next.monitor.saw_rejection_fact() {
             return None;
+        }
+        if outputs
+            .iter()
+            .any(|output| matches!(output, Output::Event(_)))
+        {
+            // I15, I16: the fates, and the log so far repaired with A = 1 and restored. Only
+            // durable events change a fate, the log or what its repair restores (S58): after an
+            // input without one, the check would repeat the last state's verdict.
+            let _ = next.monitor.check_recovery(&next.machine, &self.ids);
         }
         Some(next)
     }
@@ -653,8 +858,11 @@ impl Model for DeliveryModel {
             I12Guard,
             I13Bound,
             I14NoSilentLoss,
+            I15Fate,
+            I16NothingUnseenLost,
+            S57Resume,
         ];
-        // S1–S56: the core agrees with the executable spec in every reachable state.
+        // S1–S59: the core agrees with the executable spec in every reachable state.
         properties.push(Property::always(EQUIVALENCE, |_, s: &State| {
             s.mismatch.is_none()
         }));
@@ -682,9 +890,17 @@ impl Model for DeliveryModel {
             GuardHeld,
             TurnMismatchRefused,
             ConflictRefused,
+            ResumeWoke,
         ]);
+        if self.bound.crashes {
+            properties.extend(sometimes_reached![Redelivered, AllowanceSpent]);
+        }
         if self.bound.memory > 0 {
-            properties.extend(sometimes_reached![RetryRefused, ForgottenIdDeliveredAgain]);
+            properties.extend(sometimes_reached![
+                RetryRefused,
+                ForgottenIdDeliveredAgain,
+                FateSteppedAndEnded
+            ]);
         }
         if self.bound.max_pending > 0 {
             properties.extend(sometimes_reached![FullRefused]);
@@ -709,6 +925,7 @@ mod tests {
         expected.extend(
             Fact::ALL
                 .iter()
+                .chain(&Fact::MODEL_ONLY)
                 .filter(|f| !f.needs_memory() && !f.needs_bound())
                 .map(|f| f.name()),
         );

@@ -152,7 +152,8 @@ impl Representative for State {
         let walk = pending
             .chain(batch)
             .chain(self.machine.delivered())
-            .chain(self.monitor.forgotten());
+            .chain(self.monitor.forgotten())
+            .chain(self.monitor.redelivered_ids());
         let order = canonical_order(&self.pool, walk);
         State {
             canonical: Some(renamed_hash(&self.parts(), &order, &self.pool)),

@@ -588,6 +588,17 @@ impl Recorder {
         Ok(outputs)
     }
 
+    /// Asks the machine `fate(id)` (S58) and records it as a `fate` line; returns the answer
+    /// (FORMAT.md's `F`, [`coxswain_core::Fate::to_json`]). A query changes nothing.
+    pub fn fate(&mut self, id: &str) -> Value {
+        let fate = self
+            .machine
+            .fate(&coxswain_core::MessageId::new(id))
+            .to_json();
+        self.push_line(&json!({ "fate": { "id": id, "is": fate } }));
+        fate
+    }
+
     /// The machine, as the recorded inputs left it.
     pub fn machine(&self) -> &Machine {
         &self.machine
@@ -908,6 +919,36 @@ mod tests {
         );
         assert_eq!(given.config().max_pending, NonZeroUsize::new(3));
         assert_eq!(given.config().delivery_memory, 2);
+    }
+
+    /// S58: a recorded `fate` line holds the core's answer where it stands, and replays.
+    #[test]
+    fn s58_the_recorder_writes_fate_lines_that_replay() {
+        let mut recorder =
+            Recorder::with_config("fates", Config::new().with_unbounded_delivery_memory());
+        assert_eq!(recorder.fate("a"), json!("unknown"));
+        recorder
+            .input(Input::Inject(
+                coxswain_core::Message::user("a", "hi").into(),
+            ))
+            .unwrap();
+        assert_eq!(recorder.fate("a"), json!({"pending": "next-step"}));
+        recorder
+            .input(Input::Remove(coxswain_core::MessageId::new("a")))
+            .unwrap();
+        assert_eq!(recorder.fate("a"), json!("discarded"));
+        let text = recorder.finish();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            (lines[1], lines[2], lines[lines.len() - 1]),
+            (
+                r#"{"given":{"memory":"unbounded"}}"#,
+                r#"{"fate":{"id":"a","is":"unknown"}}"#,
+                r#"{"fate":{"id":"a","is":"discarded"}}"#
+            )
+        );
+        let replayed = replay(&Trace::parse(&text).unwrap()).unwrap();
+        assert_eq!((replayed.inputs, replayed.outputs), (2, 4));
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub struct Mutant {
 }
 
 /// Every mutant, in the order of the old seeded bugs.
-pub const MUTANTS: [Mutant; 31] = [
+pub const MUTANTS: [Mutant; 39] = [
     Mutant {
         name: "ClaimForgetsStep",
         rule: "S28",
@@ -558,6 +558,141 @@ pub const MUTANTS: [Mutant; 31] = [
         from: "released.push(Release::Ack(Ticket { batch, index }, member.ack));",
         to: "released.push(Release::Ack(Ticket { batch, index: index ^ 1 }, member.ack));",
         killer: Property::Session(SessionProperty::ReleaseOrder),
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 0,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "ResumeLatches",
+        rule: "S57",
+        wrong: "a `resume` that does not wake from idle acts as a waking send: it sets the wake \
+                latch while running after a cancel or during maintenance",
+        file: "core/machine/src/machine.rs",
+        from: "        if matches!(self.phase, Phase::Idle) && self.inbox.has_waking_work() {
+            self.start_driver();
+        }
+    }",
+        to: "        if matches!(self.phase, Phase::Idle) && self.inbox.has_waking_work() {
+            self.start_driver();
+        } else if !matches!(self.phase, Phase::Idle) {
+            self.wake();
+        }
+    }",
+        killer: Property::Always(Invariant::S57Resume),
+        // The latch shows only at the activity's end; the resume itself emits nothing.
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 0,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "ResumeWakesQuietWork",
+        rule: "S57",
+        wrong: "`resume` opens a turn for quiet items alone",
+        file: "core/machine/src/machine.rs",
+        from: "        if matches!(self.phase, Phase::Idle) && self.inbox.has_waking_work() {
+            self.start_driver();
+        }
+    }",
+        to: "        if matches!(self.phase, Phase::Idle)
+            && self.inbox.len(Target::NextTurn) + self.inbox.len(Target::NextStep) > 0
+        {
+            self.start_driver();
+        }
+    }",
+        killer: Property::Always(Invariant::S57Resume),
+        shows_in_outputs: true,
+        proptest: None,
+        memory: 0,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "StepRecordsLast",
+        rule: "S58",
+        wrong: "a fate record's `step` is the last step of its turn that entered the id, not \
+                the first",
+        file: "core/machine/src/memory.rs",
+        from: "let first = record.claimed && record.turn == turn && !record.stepped;",
+        to: "let first = record.claimed && record.turn == turn;",
+        killer: Property::Always(Invariant::I15Fate),
+        // `fate` is a query: a trace of inputs and outputs does not show it.
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 2,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "FateNeverEnds",
+        rule: "S58",
+        wrong: "a `turn/end` leaves the `end` of its turn's claims unset",
+        file: "core/machine/src/memory.rs",
+        from: "record.end = Some(kind);",
+        to: "record.end = None;",
+        killer: Property::Always(Invariant::I15Fate),
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 2,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "RedeliverEntered",
+        rule: "S59",
+        wrong: "crash repair redelivers every claim of the interrupted turn, also those a \
+                `step/start` (a model call) saw",
+        file: "core/machine/src/restore.rs",
+        from: "        if self.position.open().is_some() {
+            self.unseen.clear();
+        }",
+        to: "        if self.position.open().is_some() {
+            self.unseen.shrink_to_fit();
+        }",
+        killer: Property::Always(Invariant::I16NothingUnseenLost),
+        // Caught in the state before any crash, by the repair every state is checked with:
+        // the live outputs are the real core's.
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 0,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "RedeliverToTheBack",
+        rule: "S59",
+        wrong: "crash repair re-inserts a redelivered message at the back of its list, not the \
+                front",
+        file: "core/machine/src/restore.rs",
+        from: "start: *k,",
+        to: "start: *k + self.inbox.len(*target),",
+        killer: Property::Always(Invariant::I16NothingUnseenLost),
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 0,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "AllowanceIgnored",
+        rule: "S59",
+        wrong: "crash repair ignores the redelivery allowance: a message is redelivered \
+                however often it was already",
+        file: "core/machine/src/restore.rs",
+        from: "            if r > allowance {
+                continue;
+            }",
+        to: "",
+        killer: Property::Always(Invariant::I16NothingUnseenLost),
+        shows_in_outputs: false,
+        proptest: None,
+        memory: 0,
+        max_pending: 0,
+    },
+    Mutant {
+        name: "RedeliveryLosesWakeup",
+        rule: "S59",
+        wrong: "a redelivered message comes back quiet even when it was claimed waking",
+        file: "core/machine/src/restore.rs",
+        from: "wakeup: *waking,",
+        to: "wakeup: false,",
+        killer: Property::Always(Invariant::I16NothingUnseenLost),
         shows_in_outputs: false,
         proptest: None,
         memory: 0,

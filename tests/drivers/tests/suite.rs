@@ -4,13 +4,20 @@
 //! drivers must write the same log and answer the same way. Covered: a follow-up's turn, a
 //! failed append survived (S5 extended to failed persistence), a failed append of a host answer
 //! written again, an indeterminate append stopping the agent, a host panic (`host-panicked`),
-//! and a deaf host abandoned after the abort grace (`host-abandoned`, S38–S40).
+//! and a deaf host abandoned after the abort grace (`host-abandoned`, S38–S40); and SPEC §13 on
+//! a file log: crash repair's redelivery allowance at open (S59, I16), `resume` at open (S57),
+//! `fate` before and after repair and after dispose (S58), a refused allowance (nothing read or
+//! written).
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use coxswain_core::{Event, Input, Machine, Message, StepAnswer, TurnEndReason};
+use coxswain_core::{
+    Config, Event, Fate, Input, Machine, Message, MessageId, PreStepAnswer, StepAnswer, Target,
+    Transition, TurnEndKind, TurnEndReason,
+};
 use coxswain_log::Entry;
 use coxswain_session::Options;
 
@@ -99,9 +106,25 @@ enum Failure {
 
 /// One Rust driver, driven by blocking calls.
 trait Driver: Sized {
+    /// How the driver's open refuses the allowance 1001 (S59): the session layer's text, in
+    /// the driver's error.
+    const REFUSED_1001: &'static str;
+    /// How an input after dispose is rejected (S45, S57).
+    const DISPOSED: &'static str;
     fn open(script: Script, log: Shared) -> Self;
+    /// Opens the JSON-lines file log at `path` with a delivery memory of 256, crash repair's
+    /// redelivery allowance `redelivery` (S59) and, if `resume_on_open`, a `resume` (S57)
+    /// before anything else; returns the agent and how many messages repair redelivered.
+    fn open_file(
+        path: &Path,
+        redelivery: u64,
+        resume_on_open: bool,
+    ) -> Result<(Self, usize), String>;
     fn followup(&self, id: &str) -> Result<(), Failure>;
     fn cancel(&self) -> Result<(), Failure>;
+    fn resume(&self) -> Result<(), Failure>;
+    fn dispose(&self) -> Result<(), Failure>;
+    fn fate(&self, id: &str) -> Fate;
     fn when_idle(&self);
     fn close(self);
 }
@@ -198,6 +221,245 @@ fn a_deaf_host_is_abandoned_after_the_grace<D: Driver>() {
     assert_eq!(log.turn_ends(), [TurnEndReason::Aborted { reason: user }]);
 }
 
+/// The delivery memory every §13 test uses: the tokio driver's default.
+const MEMORY: usize = 256;
+
+/// Feeds one transition's events to the log's bytes, numbered on from `seq`.
+fn write(transition: Transition<'_>, bytes: &mut Vec<u8>, seq: &mut u64) {
+    for event in transition.events().to_vec() {
+        coxswain_log::encode(*seq, &Entry::Machine(event), bytes).unwrap();
+        *seq += 1;
+    }
+    transition.persisted().for_each(drop);
+}
+
+/// A session that crashed inside turn 1 with claimed-unseen work (S59): follow-up `m1` ran
+/// step 1 (its `user/message` is in the log: seen), steer `s1` and follow-up `m2` arrived during
+/// it, the step answered `continue`, and the boundary claimed `s1` (NS) for step 2; the process
+/// died while that pre-step request was outstanding, so no model call saw `s1`. `m2` waits in
+/// NT. Returns the log's bytes and the live machine at the crash.
+fn crashed_log() -> (Vec<u8>, Machine) {
+    let mut machine = Machine::with_config(Config::new().with_delivery_memory(MEMORY));
+    let (mut bytes, mut seq) = (Vec::new(), 1);
+    write(
+        machine.followup(followup("m1")).unwrap(),
+        &mut bytes,
+        &mut seq,
+    );
+    let entered = [followup("m1")].into_iter().collect();
+    let answer = PreStepAnswer::Enter(entered);
+    write(
+        machine.answer_pre_step(answer).unwrap(),
+        &mut bytes,
+        &mut seq,
+    );
+    write(machine.steer(followup("s1")).unwrap(), &mut bytes, &mut seq);
+    write(
+        machine.followup(followup("m2")).unwrap(),
+        &mut bytes,
+        &mut seq,
+    );
+    let answer = StepAnswer::Continue;
+    write(machine.answer_step(answer).unwrap(), &mut bytes, &mut seq);
+    (bytes, machine)
+}
+
+/// The records of [`crashed_log`], as the log holds them (the fixture is what it says).
+const CRASHED: [&str; 9] = [
+    "agent/inbox/spliced",
+    "turn/start",
+    "agent/inbox/spliced",
+    "step/start",
+    "user/message",
+    "agent/inbox/spliced",
+    "agent/inbox/spliced",
+    "step/end",
+    "agent/inbox/spliced",
+];
+
+/// A new file under the system temp dir holding `bytes` (removed by [`Temp`]'s drop).
+struct Temp(PathBuf);
+
+impl Temp {
+    fn new(name: &str, bytes: &[u8]) -> Temp {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!(
+            "coxswain-driver-suite-{}-{n}-{name}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("session.jsonl");
+        std::fs::write(&path, bytes).unwrap();
+        Temp(path)
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        std::fs::read(&self.0).unwrap()
+    }
+
+    /// The lines appended after the first `from` bytes.
+    fn appended(&self, from: usize) -> Vec<String> {
+        let bytes = self.bytes();
+        let text = String::from_utf8(bytes[from..].to_vec()).unwrap();
+        text.lines().map(str::to_owned).collect()
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+fn types_of(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|line| {
+            // `{"seq":N,"type":"T",...}`: the encoder's fixed key order.
+            let (_, rest) = line.split_once(r#""type":""#).unwrap();
+            rest.split_once('"').unwrap().0.to_owned()
+        })
+        .collect()
+}
+
+fn claimed(turn: u64, step: Option<u64>, end: Option<TurnEndKind>) -> Fate {
+    Fate::Claimed { turn, step, end }
+}
+
+/// The closer of the crashed turn (S50), record 10.
+const TURN_END_INTERRUPTED: &str =
+    r#"{"seq":10,"type":"turn/end","data":{"turn":1,"reason":{"kind":"interrupted"}}}"#;
+
+/// S59, I16: opened with `redelivery: 1`, repair appends the closer, then one splice that puts
+/// `s1` (claimed after the last `step/start`, seen by no model call) back at the front of NS,
+/// waking as it was, `redelivery: 1`. `m1` (seen in step 1) is not redelivered. S48: it parks;
+/// nothing runs until a wake. S58: the fates before (the live machine at the crash) and after.
+fn s59_redelivery_one_reinserts_the_claimed_unseen_steer<D: Driver>() {
+    let (bytes, live) = crashed_log();
+    assert_eq!(types_of(&lines(&bytes)), CRASHED);
+    assert_eq!(live.fate(&"m1".into()), claimed(1, Some(1), None));
+    assert_eq!(live.fate(&"s1".into()), claimed(1, None, None));
+    let nt = Fate::Pending {
+        target: Target::NextTurn,
+    };
+    assert_eq!(live.fate(&"m2".into()), nt);
+    let log = Temp::new("redeliver", &bytes);
+    let (agent, redelivered) = D::open_file(&log.0, 1, false).unwrap();
+    assert_eq!(redelivered, 1);
+    assert_eq!(
+        log.appended(bytes.len()),
+        [
+            TURN_END_INTERRUPTED,
+            r#"{"seq":11,"type":"agent/inbox/spliced","data":{"target":"next-step","start":0,"inserted":[{"id":"s1","content":"hi","source":{"kind":"user"}}],"wakeup":true,"redelivery":1}}"#,
+        ]
+    );
+    let interrupted = Some(TurnEndKind::Interrupted);
+    assert_eq!(agent.fate("m1"), claimed(1, Some(1), interrupted));
+    let ns = Fate::Pending {
+        target: Target::NextStep,
+    };
+    assert_eq!(agent.fate("s1"), ns);
+    assert_eq!(agent.fate("m2"), nt);
+    assert_eq!(agent.fate("never-sent"), Fate::Unknown);
+    // S48: parked, nothing ran.
+    agent.when_idle();
+    agent.close();
+    assert_eq!(log.appended(bytes.len()).len(), 2);
+}
+
+/// S50 unchanged by default (`redelivery: 0`): only the closer; `s1` keeps its claim, now
+/// `end: interrupted`, and nothing runs.
+fn s50_default_options_redeliver_nothing<D: Driver>() {
+    let (bytes, _) = crashed_log();
+    let log = Temp::new("default", &bytes);
+    let (agent, redelivered) = D::open_file(&log.0, 0, false).unwrap();
+    assert_eq!(redelivered, 0);
+    assert_eq!(log.appended(bytes.len()), [TURN_END_INTERRUPTED]);
+    let interrupted = Some(TurnEndKind::Interrupted);
+    assert_eq!(agent.fate("s1"), claimed(1, None, interrupted));
+    assert_eq!(agent.fate("m1"), claimed(1, Some(1), interrupted));
+    agent.when_idle();
+    agent.close();
+    assert_eq!(log.appended(bytes.len()), [TURN_END_INTERRUPTED]);
+}
+
+/// S57 at open: with `resume_on_open` the redelivered steer (and the parked follow-up) run
+/// turn 2 without any send: the wake claims NS then the NT item (S28), the host enters both,
+/// the step completes. Their fates name turn 2, its step 1, `completed`; `m1`'s stays turn 1's.
+fn s57_resume_on_open_runs_the_redelivered_work<D: Driver>() {
+    let (bytes, _) = crashed_log();
+    let log = Temp::new("resume", &bytes);
+    let (agent, _) = D::open_file(&log.0, 1, true).unwrap();
+    agent.when_idle();
+    let completed = Some(TurnEndKind::Completed);
+    assert_eq!(agent.fate("s1"), claimed(2, Some(1), completed));
+    assert_eq!(agent.fate("m2"), claimed(2, Some(1), completed));
+    let interrupted = Some(TurnEndKind::Interrupted);
+    assert_eq!(agent.fate("m1"), claimed(1, Some(1), interrupted));
+    agent.close();
+    let appended = log.appended(bytes.len());
+    assert_eq!(
+        types_of(&appended),
+        [
+            "turn/end",
+            "agent/inbox/spliced",
+            "turn/start",
+            "agent/inbox/spliced",
+            "agent/inbox/spliced",
+            "step/start",
+            "user/message",
+            "user/message",
+            "step/end",
+            "turn/end",
+        ]
+    );
+    assert_eq!(
+        appended[2],
+        r#"{"seq":12,"type":"turn/start","data":{"turn":2}}"#
+    );
+}
+
+/// S58: `fate` is answered after dispose (S45's discards make the pending ids `discarded`).
+fn s58_fate_is_answered_after_dispose<D: Driver>() {
+    let (bytes, _) = crashed_log();
+    let log = Temp::new("dispose", &bytes);
+    let (agent, _) = D::open_file(&log.0, 1, false).unwrap();
+    assert_eq!(agent.dispose(), Ok(()));
+    assert_eq!(agent.fate("s1"), Fate::Discarded);
+    assert_eq!(agent.fate("m2"), Fate::Discarded);
+    let interrupted = Some(TurnEndKind::Interrupted);
+    assert_eq!(agent.fate("m1"), claimed(1, Some(1), interrupted));
+    assert_eq!(agent.fate("never-sent"), Fate::Unknown);
+    // S57: resume is rejected once disposed, and changes nothing.
+    let disposed = Failure::Other(D::DISPOSED.to_owned());
+    assert_eq!(agent.resume(), Err(disposed));
+    agent.close();
+}
+
+/// S59: an allowance above 1000 is refused at open with the session layer's text, before the
+/// log is read or written: its bytes are unchanged (the crashed turn stays open).
+fn s59_an_allowance_above_1000_is_refused_at_open<D: Driver>() {
+    let (bytes, _) = crashed_log();
+    let log = Temp::new("refused", &bytes);
+    let refused = D::open_file(&log.0, 1001, true).err();
+    assert_eq!(refused.as_deref(), Some(D::REFUSED_1001));
+    assert_eq!(log.bytes(), bytes);
+    // 1000 is the bound itself: accepted.
+    let (agent, redelivered) = D::open_file(&log.0, 1000, false).unwrap();
+    assert_eq!(redelivered, 1);
+    agent.close();
+}
+
+fn lines(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Instantiates every test of the suite for one driver.
 macro_rules! suite {
     ($module:ident, $driver:ty) => {
@@ -208,7 +470,12 @@ macro_rules! suite {
                 a_failed_append_of_a_host_answer_is_written_again,
                 an_indeterminate_append_stops_the_agent,
                 a_host_panic_ends_the_turn_host_panicked,
-                a_deaf_host_is_abandoned_after_the_grace);
+                a_deaf_host_is_abandoned_after_the_grace,
+                s59_redelivery_one_reinserts_the_claimed_unseen_steer,
+                s50_default_options_redeliver_nothing,
+                s57_resume_on_open_runs_the_redelivered_work,
+                s58_fate_is_answered_after_dispose,
+                s59_an_allowance_above_1000_is_refused_at_open);
         }
     };
     (@tests $driver:ty; $($test:ident),*) => {
@@ -231,7 +498,7 @@ fn followup(id: &str) -> Message {
 mod tokio_impl {
     use super::*;
     use coxswain_tokio::{
-        Agent, AgentError, DurableLog, Host, LogError, MemoryLog, ReadBack, StepContext,
+        Agent, AgentError, DurableLog, FileLog, Host, LogError, MemoryLog, ReadBack, StepContext,
     };
     use std::ops::ControlFlow;
 
@@ -293,13 +560,54 @@ mod tokio_impl {
         }
     }
 
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
     impl Driver for Tokio {
+        const REFUSED_1001: &'static str =
+            "invalid options: the redelivery allowance 1001 is above 1000 (S59)";
+        const DISPOSED: &'static str = "rejected: the machine is disposed and accepts no input";
+
+        fn open_file(
+            path: &Path,
+            redelivery: u64,
+            resume_on_open: bool,
+        ) -> Result<(Self, usize), String> {
+            let runtime = runtime();
+            let mut options = coxswain_tokio::Options::default();
+            options.abort_grace = GRACE;
+            options.delivery_memory = MEMORY;
+            options.redelivery = redelivery;
+            options.resume_on_open = resume_on_open;
+            let opened = runtime.block_on(async {
+                let log = FileLog::open(path).await.map_err(|e| e.to_string())?;
+                Agent::open_with(options, Scripted(Script::Complete), log)
+                    .await
+                    .map_err(|e| e.to_string())
+            });
+            let (agent, recovery) = opened?;
+            Ok((Tokio { runtime, agent }, recovery.redelivered))
+        }
+
+        fn resume(&self) -> Result<(), Failure> {
+            self.runtime.block_on(self.agent.resume()).map_err(failure)
+        }
+
+        fn dispose(&self) -> Result<(), Failure> {
+            self.runtime.block_on(self.agent.dispose()).map_err(failure)
+        }
+
+        fn fate(&self, id: &str) -> Fate {
+            self.runtime.block_on(self.agent.fate(MessageId::new(id)))
+        }
+
         fn open(script: Script, log: Shared) -> Self {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
+            let runtime = runtime();
             let mut options = coxswain_tokio::Options::default();
             options.abort_grace = GRACE;
             let opened = Agent::open_with(options, Scripted(script), Log(log, MemoryLog::new()));
@@ -329,7 +637,8 @@ mod tokio_impl {
 
 mod threads_impl {
     use super::*;
-    use coxswain_threads::{Agent, AgentError, Host, Log, LogError};
+    use coxswain_session::ResumeOptions;
+    use coxswain_threads::{Agent, AgentError, FileLog, Host, Log, LogError};
 
     pub(super) struct Threads(Agent);
 
@@ -371,6 +680,44 @@ mod threads_impl {
     }
 
     impl Driver for Threads {
+        const REFUSED_1001: &'static str = "the redelivery allowance 1001 is above 1000 (S59)";
+        const DISPOSED: &'static str = "the machine is disposed and accepts no input";
+
+        fn open_file(
+            path: &Path,
+            redelivery: u64,
+            resume_on_open: bool,
+        ) -> Result<(Self, usize), String> {
+            let config = Config::new().with_delivery_memory(MEMORY);
+            // Unchecked here on purpose: the open is the check (S59).
+            let resume = ResumeOptions::from(config).with_redelivery(redelivery);
+            let (log, plan) = FileLog::open(path, resume).map_err(|e| e.to_string())?;
+            let options = Options {
+                abort_grace: GRACE,
+                ..Options::default()
+            };
+            let (host, machine) = (Scripted(Script::Complete), plan.machine);
+            let agent = match resume_on_open {
+                true => {
+                    Agent::start_resuming(host, log, machine, options).map_err(|e| e.to_string())?
+                }
+                false => Agent::start(host, log, machine, options),
+            };
+            Ok((Threads(agent), plan.redelivered))
+        }
+
+        fn resume(&self) -> Result<(), Failure> {
+            self.0.resume().map_err(failure)
+        }
+
+        fn dispose(&self) -> Result<(), Failure> {
+            self.0.dispose().map_err(failure)
+        }
+
+        fn fate(&self, id: &str) -> Fate {
+            self.0.fate(MessageId::new(id))
+        }
+
         fn open(script: Script, log: Shared) -> Self {
             let options = Options {
                 abort_grace: GRACE,

@@ -288,7 +288,9 @@ fn run(mut database: Database) {
     let operations = rt.block_on(clients).unwrap();
 
     // The nemesis stopped: every request is acknowledged in time; then a follow-up wakes every
-    // session (restored items park until a wake, S48), and every acknowledged message runs.
+    // session, and every acknowledged message runs. A worker that takes a session over sends
+    // `resume` (S57), so restored work no longer waits for this wake; a `keepInbox` cancel
+    // still parks what was pending in a session nobody took over (S26), which only a wake runs.
     let wakes = rt.block_on(async {
         let settle = Instant::now() + Duration::from_secs(90);
         while query_u64(
@@ -302,7 +304,7 @@ fn run(mut database: Database) {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         // Wake every session, then again every session whose acknowledged work has not run
-        // yet (a takeover after a wake parks it again, S48), until all of it ran.
+        // yet (a cancel after the wake may park it again), until all of it ran.
         let mut waiting: Vec<String> = (0..sessions).map(|s| format!("s{s:03}")).collect();
         let mut wakes = 0;
         let deadline = Instant::now() + Duration::from_secs(120);

@@ -81,6 +81,11 @@ struct State {
     /// Faults are rolled (off while an agent opens: the sim tests the driver, not recovery's
     /// own retries).
     armed: bool,
+    /// The log's length each time an append returned (this life): the states a driver's
+    /// machine can be in between its appends, which a `fate` answer must match (S58).
+    marks: Vec<usize>,
+    /// An append was indeterminate this life: the driver's machine may hold what the log lost.
+    indeterminate: bool,
 }
 
 /// The disk, shared by the runner (which crashes it and reads it) and the [`SimLog`]s opened
@@ -144,6 +149,22 @@ impl Disk {
         state.failed = false;
         state.crashed = false;
         state.armed = false;
+        state.marks.clear();
+        state.indeterminate = false;
+    }
+
+    /// The log's length now, and how many appends have returned this life.
+    pub fn position(&self) -> (usize, usize) {
+        let state = self.lock();
+        (state.log.as_bytes().len(), state.marks.len())
+    }
+
+    /// The log's lengths when the appends after the first `from` returned, and whether an
+    /// append was indeterminate this life.
+    pub fn marks_since(&self, from: usize) -> (Vec<usize>, bool) {
+        let state = self.lock();
+        let marks = state.marks.get(from..).unwrap_or_default().to_vec();
+        (marks, state.indeterminate)
     }
 
     /// A copy of the bytes (what a re-open reads).
@@ -193,21 +214,18 @@ impl State {
     }
 }
 
-impl DurableLog for SimLog {
-    async fn read_back(
-        &mut self,
-        visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
-    ) -> Result<ReadBack, LogError> {
+impl SimLog {
+    /// Notes where the log stands once an append returned.
+    fn mark(&self, result: &Result<u64, LogError>) {
         let mut state = self.disk.lock();
-        state.log.reopen();
-        state.log.read(visit)
+        let len = state.log.as_bytes().len();
+        state.marks.push(len);
+        if matches!(result, Err(LogError::Indeterminate { .. })) {
+            state.indeterminate = true;
+        }
     }
 
-    async fn repair_tail(&mut self) -> Result<(), LogError> {
-        self.disk.lock().repair().map(drop)
-    }
-
-    async fn append(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
+    async fn write(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
         let disk = &self.disk;
         let rates = disk.rates;
         if disk.lock().crashed {
@@ -304,6 +322,27 @@ impl DurableLog for SimLog {
         }
         disk.maybe_crash().await;
         Ok(first)
+    }
+}
+
+impl DurableLog for SimLog {
+    async fn read_back(
+        &mut self,
+        visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
+    ) -> Result<ReadBack, LogError> {
+        let mut state = self.disk.lock();
+        state.log.reopen();
+        state.log.read(visit)
+    }
+
+    async fn repair_tail(&mut self) -> Result<(), LogError> {
+        self.disk.lock().repair().map(drop)
+    }
+
+    async fn append(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
+        let result = self.write(batch).await;
+        self.mark(&result);
+        result
     }
 
     async fn sync(&mut self) -> Result<(), LogError> {

@@ -24,6 +24,20 @@ pub struct SimHost {
     pub(crate) ledger: Ledger,
     /// Ids the host mints for its steers: `h{life}-{n}`.
     pub(crate) life: u32,
+    /// A deliberately broken pre-step answer ([`HostSabotage::None`] in earnest).
+    pub(crate) sabotage: HostSabotage,
+}
+
+/// A deliberate bug in the host's pre-step answer, for the tests that show the run-once checks
+/// catch it (S29 lets a host drop or add messages; the simulator's host never does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostSabotage {
+    /// Enters the claimed batch as it is.
+    None,
+    /// Enters the claimed batch without its last message: a claimed message no model call sees.
+    DropLast,
+    /// Enters the claimed batch twice over: every message runs twice.
+    Repeat,
 }
 
 /// What one host call does.
@@ -106,7 +120,20 @@ impl Host for SimHost {
         if self.rng.with(|rng| rng.chance(30)) {
             return PreStepAnswer::Reject;
         }
-        PreStepAnswer::Enter(cx.messages)
+        let messages = match self.sabotage {
+            HostSabotage::None => cx.messages,
+            HostSabotage::DropLast => {
+                let keep = cx.messages.len().saturating_sub(1);
+                cx.messages.iter().take(keep).cloned().collect()
+            }
+            HostSabotage::Repeat => cx
+                .messages
+                .iter()
+                .chain(cx.messages.iter())
+                .cloned()
+                .collect(),
+        };
+        PreStepAnswer::Enter(messages)
     }
 
     async fn step(&self, cx: StepContext) -> StepAnswer {

@@ -144,6 +144,24 @@ impl Ledger {
         self.lock().outcomes.clone()
     }
 
+    /// How many ids were minted.
+    pub fn len(&self) -> usize {
+        self.lock().outcomes.len()
+    }
+
+    /// True before the first id is minted.
+    pub fn is_empty(&self) -> bool {
+        self.lock().outcomes.is_empty()
+    }
+
+    /// The minted ids at these indices (in id order; out of range ones left out).
+    pub fn ids_at(&self, at: &[usize]) -> Vec<String> {
+        let state = self.lock();
+        at.iter()
+            .filter_map(|&at| state.outcomes.keys().nth(at).cloned())
+            .collect()
+    }
+
     /// Failed and unknown deliveries by error variant (`Stopped`, `Full`…).
     pub fn reasons(&self) -> BTreeMap<String, u64> {
         self.lock().reasons.clone()

@@ -14,7 +14,11 @@
 //! delivery reported failed is ever in it (an indeterminate one is neither); the Auditor passes
 //! on every image and after every repair; every client call returns or errors within an hour of
 //! virtual time (else a deadlock); the pending lists stay within `max_pending` (the memory
-//! bound). A failing seed reproduces by its number: `cargo run -p coxswain-driver-sim -- --seeds N-N`.
+//! bound, or what a restored log held). SPEC §13: every open repairs with the redelivery
+//! allowance `A = 1` and sends `resume`; each repair appends exactly what the simulator's own
+//! reading of the log ([`story`]) calls for (S59, I16); every claimed message runs in the next
+//! step of its turn unless that turn ends first, and nothing runs twice; every `fate` answer is
+//! that reading's (S58). A failing seed reproduces by its number: `cargo run -p coxswain-driver-sim -- --seeds N-N`.
 //!
 //! [`file_faults`] injects the faults of a real log file into coxswain-tokio's `FileLog` and
 //! `SegmentLog` through their `LogFile` seam, for the tokio driver's own tests.
@@ -32,13 +36,14 @@ pub mod ledger;
 pub mod rng;
 mod run;
 pub mod schedule;
+pub mod story;
 pub mod threads;
 
 use std::fmt;
 use std::ops::RangeInclusive;
 use std::sync::Once;
 
-pub use run::{run_seed, SeedReport, Settings};
+pub use run::{run_seed, Resumes, SeedReport, Settings, ALLOWANCE};
 
 use crate::faults::Counts;
 
@@ -69,6 +74,8 @@ pub struct Totals {
     pub violations: u64,
     /// The failing seeds, each with its first finding.
     pub failing: Vec<(u64, String)>,
+    /// Crash repair with redelivery, `resume` and `fate` (§13).
+    pub resumes: Resumes,
 }
 
 impl Totals {
@@ -87,6 +94,7 @@ impl Totals {
         self.lost += report.lost.len() as u64;
         self.phantom += report.phantom.len() as u64;
         self.violations += report.violations.len() as u64;
+        self.resumes.add(&report.resumes);
         if !report.passed() {
             let first = report
                 .lost
@@ -134,6 +142,27 @@ impl fmt::Display for Totals {
             f,
             "failed appends survived: {} (a later delivery of the same life acknowledged)",
             self.survived
+        )?;
+        let resumes = &self.resumes;
+        writeln!(
+            f,
+            "crash repairs (A = {ALLOWANCE}): {} interrupted turns closed, {} messages \
+             redelivered, {} not (allowance spent), {} not (id pending again)",
+            resumes.interrupted, resumes.redelivered, resumes.exhausted, resumes.reused
+        )?;
+        let afterwards: Vec<String> = story::Afterwards::ALL
+            .iter()
+            .map(|kind| {
+                let n = resumes.afterwards.get(kind).copied().unwrap_or(0);
+                format!("{n} {}", kind.name())
+            })
+            .collect();
+        writeln!(f, "redelivered messages: {}", afterwards.join(", "))?;
+        writeln!(
+            f,
+            "resume sent: {}; fate answers checked: {} ({} unchecked after an indeterminate \
+             append)",
+            resumes.resumes, resumes.fates_checked, resumes.fates_unchecked
         )?;
         writeln!(f, "acknowledged inputs lost: {}", self.lost)?;
         writeln!(f, "failed inputs found in the log: {}", self.phantom)?;

@@ -1,5 +1,6 @@
 //! `coxswain-driver-sim`: the deterministic simulation of the tokio adapter over a range of seeds
-//! (faults injected into the log and the host, crashes at any await point) and its totals. A
+//! (faults injected into the log and the host, crashes at any await point, each followed by
+//! crash repair with redelivery and a `resume`, SPEC §13) and its totals. A
 //! verification tool beside the project (`cargo run -p coxswain-driver-sim -- --seeds 0-4999`), not
 //! part of the shipped `coxswain` binary.
 
@@ -51,7 +52,8 @@ fn run(args: &SimArgs) -> ExitCode {
     let each = |report: &coxswain_driver_sim::SeedReport| {
         if args.verbose || !report.passed() {
             println!(
-                "seed {} digest {:016x} lives {} records {} acked {} failed {} unknown {} faults {}{}",
+                "seed {} digest {:016x} lives {} records {} acked {} failed {} unknown {} faults {} \
+                 redelivered {} fates {}{}",
                 report.seed,
                 report.digest,
                 report.lives,
@@ -60,6 +62,8 @@ fn run(args: &SimArgs) -> ExitCode {
                 report.failed,
                 report.unknown,
                 report.faults.total(),
+                report.resumes.redelivered,
+                report.resumes.fates_checked,
                 if report.passed() { "" } else { " FAILED" }
             );
             for finding in report

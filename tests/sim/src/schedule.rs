@@ -51,6 +51,8 @@ pub enum Op {
     LongId,
     /// A snapshot of the pending lists (checked against the limit).
     Pending,
+    /// `fate` of this many minted ids (S58), each answer held to the log.
+    Fate(u64),
     /// `dispose` mid-life.
     Dispose,
 }
@@ -81,6 +83,8 @@ pub struct Life {
     pub max_batch: usize,
     /// `Options::delivery_memory`.
     pub delivery_memory: usize,
+    /// `Options::resume_on_open` (S57): the open sends `resume`; else a call right after it.
+    pub resume_on_open: bool,
 }
 
 impl Life {
@@ -106,6 +110,7 @@ impl Life {
             channel_capacity: rng.range(1, 8) as usize,
             max_batch: rng.range(1, 8) as usize,
             delivery_memory: rng.below(5) as usize,
+            resume_on_open: rng.chance(500),
         }
     }
 }
@@ -148,7 +153,8 @@ fn roll_op(rng: &mut Rng) -> Op {
         80..=85 => Op::Resend,
         86..=88 => Op::Oversize,
         89..=91 => Op::LongId,
-        92..=98 => Op::Pending,
+        92..=96 => Op::Pending,
+        97..=98 => Op::Fate(rng.range(1, 3)),
         _ if rng.chance(300) => Op::Dispose,
         _ => Op::Pending,
     }

@@ -1,8 +1,11 @@
 //! The session layer's fault handling on the second Rust driver, `coxswain-threads`: seeded
 //! clients, a seeded fault-injecting blocking log and a seeded host, over 1–3 lives of one
-//! session, each resumed from the log through `ResumePlan`, with the same checker as the tokio
-//! runs ([`check_image`]): every acknowledged delivery is in the log after every life, none
-//! reported failed is, the Auditor passes. The driver runs on OS threads and the wall clock, so
+//! session, each resumed from the log through `ResumePlan` with the redelivery allowance
+//! `A = 1` (S59) and then sent `resume` (S57), with the same checker as the tokio runs
+//! ([`check_image`]): every acknowledged delivery is in the log after every life, none
+//! reported failed is, the Auditor passes; each repair appends exactly what the simulator's
+//! reading of the log calls for ([`check_repair`]), every id's `fate` after it is the log's
+//! (S58), and no message runs twice. The driver runs on OS threads and the wall clock, so
 //! a seed fixes the faults and the calls but not how host answers interleave with them: the run
 //! is seeded, not schedule-deterministic (the tokio runs are both).
 
@@ -13,15 +16,16 @@ use std::time::Duration;
 use coxswain_core::{
     CancelCause, Config, Input, Machine, Message, PreStepAnswer, Target, TurnStoppingAnswer,
 };
-use coxswain_log::{encode, Entry};
-use coxswain_session::{Options, ResumePlan};
+use coxswain_log::{encode, parse, Entry};
+use coxswain_session::{Options, ResumeOptions, ResumePlan};
 use coxswain_threads::{Agent, AgentError, Host, Log, LogError};
 
-use crate::check::check_image;
+use crate::check::{check_image, check_repair, story_of, Image};
 use crate::faults::Tally;
 use crate::ledger::{kind_of, Ledger, Outcome};
 use crate::rng::{Rng, SharedRng};
-use crate::SeedReport;
+use crate::story::Story;
+use crate::{SeedReport, ALLOWANCE};
 
 /// The abort grace of the threads runs.
 const GRACE: Duration = Duration::from_millis(20);
@@ -169,11 +173,40 @@ pub fn run_threads_seed(seed: u64) -> SeedReport {
     let lives = schedule.range(1, 4);
     for life in 0..lives {
         ledger.new_life();
+        let before = disk.bytes();
         let (machine, next_seq) = match resume(&disk, seed) {
             Ok(resumed) => resumed,
             Err(error) => {
                 report.violations.push(format!("life {life}: {error}"));
                 break;
+            }
+        };
+        let when = format!("opening life {life}");
+        let after = disk.bytes();
+        let repaired = match (parse(&before), parse(&after)) {
+            (Ok(parsed), Ok(repaired)) => {
+                let (before, after) = (
+                    Image {
+                        bytes: &before,
+                        records: &parsed.records,
+                    },
+                    Image {
+                        bytes: &after,
+                        records: &repaired.records,
+                    },
+                );
+                let repaired = check_repair(before, after, 0, ALLOWANCE, false, &when);
+                report.resumes.repaired(&repaired);
+                report
+                    .violations
+                    .extend(repaired.violations.iter().cloned());
+                Some(repaired.story)
+            }
+            (Err(error), _) | (_, Err(error)) => {
+                report
+                    .violations
+                    .push(format!("{when}: the log is corrupt: {error}"));
+                None
             }
         };
         let log = SimLog {
@@ -192,6 +225,14 @@ pub fn run_threads_seed(seed: u64) -> SeedReport {
         };
         let agent = Agent::start(host, log, machine, options);
         report.lives += 1;
+        // Nothing runs before the resume (S48): every answer is the repaired log's (S58).
+        if let Some(story) = repaired {
+            check_fates(&agent, &story, &ledger, life, &mut report);
+        }
+        match agent.resume() {
+            Ok(()) => report.resumes.resumes += 1,
+            Err(error) => ledger.note(format!("resume {error}")),
+        }
         drive(&agent, &mut schedule, &ledger, life);
         agent.close();
         let findings = check_image(&disk.bytes(), &ledger, 0, &format!("life {life}"));
@@ -210,13 +251,50 @@ pub fn run_threads_seed(seed: u64) -> SeedReport {
     report.survived = ledger.survived();
     report.faults = tally.counts();
     report.records = disk.bytes().iter().filter(|&&b| b == b'\n').count() as u64;
+    // The whole history: no message ran twice, and what became of the redelivered ones.
+    match parse(&disk.bytes()) {
+        Ok(parsed) => {
+            let (afterwards, findings) = story_of(&parsed.records, 0).finish();
+            report.resumes.afterwards = afterwards;
+            report.violations.extend(
+                findings
+                    .into_iter()
+                    .map(|finding| format!("the log: {finding}")),
+            );
+        }
+        Err(error) => report
+            .violations
+            .push(format!("the log is corrupt: {error}")),
+    }
     report
 }
 
-/// Resumes the session on `disk` as the threads `FileLog` does: the plan, then its repair
-/// carried out (the torn tail cut, the closers appended, S50). The machine and the next `seq`.
+/// `fate` of every id the seed minted and one it never sent, held to the simulator's reading of
+/// the log (S58; the threads runs keep no delivery memory: pending or unknown).
+fn check_fates(agent: &Agent, story: &Story, ledger: &Ledger, life: u64, report: &mut SeedReport) {
+    let mut ids: Vec<String> = ledger.outcomes().into_keys().collect();
+    ids.push(format!("never-{life}"));
+    for id in ids {
+        let answer = agent.fate(id.as_str()).to_json();
+        let expected = story.fate(&id);
+        if answer == expected {
+            report.resumes.fates_checked += 1;
+        } else {
+            report.violations.push(format!(
+                "opening life {life}: fate(`{id}`) answered {answer}, the log says {expected}"
+            ));
+        }
+    }
+}
+
+/// Resumes the session on `disk` as the threads `FileLog` does: the plan with the allowance
+/// `A = 1`, then its repair carried out (the torn tail cut, the closers appended, S50, and the
+/// redelivery splices, S59). The machine and the next `seq`.
 fn resume(disk: &Disk, seed: u64) -> Result<(Machine, u64), String> {
-    let plan = ResumePlan::from_bytes(&disk.bytes(), Config::new().with_hash_seed(seed))
+    let options = ResumeOptions::from(Config::new().with_hash_seed(seed))
+        .try_with_redelivery(ALLOWANCE)
+        .map_err(|error| error.to_string())?;
+    let plan = ResumePlan::from_bytes(&disk.bytes(), options)
         .map_err(|error| format!("the log does not resume: {error}"))?;
     let repair = plan
         .byte_repair()

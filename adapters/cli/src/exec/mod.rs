@@ -9,7 +9,7 @@ mod process;
 use std::time::Duration;
 
 use coxswain_conformance::{input_json, Failure, Given, Rejection, Subject};
-use coxswain_core::Input;
+use coxswain_core::{Fate, Input};
 use serde_json::{json, Value};
 
 use process::{Fault, Process};
@@ -56,6 +56,8 @@ pub(crate) struct Exec {
     trace: String,
     /// Set when a restarted port named another protocol version: the run must stop.
     mismatch: Option<String>,
+    /// The last `ready` reply's body, kept for [`Subject::repaired`] (S50, S59).
+    ready: Option<Value>,
 }
 
 impl Exec {
@@ -68,6 +70,7 @@ impl Exec {
             hello: Value::Null,
             trace: String::new(),
             mismatch: None,
+            ready: None,
         };
         exec.restart()?;
         Ok(exec)
@@ -190,10 +193,49 @@ impl Subject for Exec {
                 }
             })?;
         }
+        self.ready = None;
         let given = given.map_or(Value::Null, Given::to_json);
         let begin = json!({"begin": {"trace": self.trace, "given": given}});
         let reply = self.request(&begin, &["ready", "rejected"])?;
-        rejection_or(reply, |_| Ok(()))
+        rejection_or(reply, |ready| {
+            // S50, S59: a `repaired` that is not a list of `{"event": …}` outputs is malformed
+            // whether or not it was asked for; its absence is judged by `repaired()`, which
+            // is asked only when the trace's `given` has `repair`.
+            match ready.get("repaired") {
+                Some(Value::Array(events)) if events.iter().all(is_event) => {}
+                None => {}
+                Some(_) => return Err(malformed(&json!({ "ready": ready }))),
+            }
+            self.ready = Some(ready);
+            Ok(())
+        })
+    }
+
+    fn fate(&mut self, id: &str) -> Result<Value, Failure> {
+        // S58: the reply's `F` must be FORMAT.md's spelling (what `Fate::from_json` reads);
+        // anything else is malformed, not a wrong fate.
+        let (_, fate) = self.request(&json!({"fate": {"id": id}}), &["fate"])?;
+        match Fate::from_json(&fate) {
+            Some(_) => Ok(fate),
+            None => Err(malformed(&json!({ "fate": fate }))),
+        }
+    }
+
+    fn repaired(&mut self) -> Result<Vec<Value>, Failure> {
+        // PORTS.md: with `given.repair` the reply is `{"ready": {"repaired": [OUTPUT...]}}`,
+        // `[]` when repair appended nothing; without the list the events cannot be compared.
+        let ready = self.ready.take().unwrap_or(Value::Null);
+        match ready.get("repaired") {
+            Some(Value::Array(events)) => Ok(events.clone()),
+            _ => Err(Failure {
+                what: "malformed reply".into(),
+                tail: format!(
+                    ": {} (no `repaired`: `given.repair` asks for the events crash repair \
+                     appended, S50, S59)",
+                    json!({ "ready": ready })
+                ),
+            }),
+        }
     }
 
     fn input(&mut self, input: &Input) -> Result<Result<Vec<Value>, Rejection>, Failure> {
@@ -206,6 +248,13 @@ impl Subject for Exec {
             other => Err(malformed(&json!({ "outputs": other }))),
         })
     }
+}
+
+/// An `"out"` value that is a durable event (`{"event": …}`), what crash repair appends.
+fn is_event(output: &Value) -> bool {
+    output
+        .as_object()
+        .is_some_and(|o| o.len() == 1 && o.get("event").is_some_and(Value::is_object))
 }
 
 /// A `rejected` reply as a rejection (its body must be a kind), any other through `accept`.

@@ -8,6 +8,12 @@
 //! `--seed` and the session's number. The core decides what each choice means (the
 //! request it answers, the batch it enters); the port gets the same inputs and must answer each
 //! exactly as the core did.
+//!
+//! §13 on top of that distribution (which the property tests share, so it is left as it is):
+//! a `resume` input (S57) before a choice in one case of 16, drawn from a stream of its own (so
+//! the choices are the same as without it), and after every input the query `fate` (S58) of
+//! one pool id in turn (`m0`, `m1`, … after the first, second, … input), whose answer the port
+//! must give as the core does; the written trace holds the same `fate` lines.
 
 mod shrink;
 
@@ -21,7 +27,7 @@ use coxswain_conformance::generate::{self, Choice, MAX_PENDING, MEMORY};
 use coxswain_conformance::{
     output_json, replay, replay_on, Given, Recorder, Subject, Trace, TraceError,
 };
-use coxswain_core::{Batch, Config, Effect, Input, Machine, Output, Request};
+use coxswain_core::{Batch, Config, Effect, Input, Machine, MessageId, Output, Request};
 use serde_json::Value;
 
 use crate::exec::Exec;
@@ -66,7 +72,8 @@ pub(crate) fn run(args: &FuzzArgs) -> ExitCode {
     let mut total = 0;
     for number in 1..=args.sessions {
         let mut rng = Rng::new(args.seed, number);
-        let session = Session::draw(&mut rng, args.max_inputs);
+        let mut resumes = Rng::new(args.seed ^ RESUME_STREAM, number);
+        let session = Session::draw(&mut rng, &mut resumes, args.max_inputs);
         match session.run(&mut exec) {
             Ok(inputs) => total += inputs,
             Err(Divergence { inputs, what }) => {
@@ -159,14 +166,35 @@ fn outcome(result: &Result<coxswain_conformance::Replayed, TraceError>) -> Strin
     }
 }
 
-/// The trace the core records for `inputs` on a fresh machine with these settings.
+/// The trace the core records for `inputs` on a fresh machine with these settings, with the
+/// `fate` line a session asks after each input ([`fate_asked`]).
 fn record(machine: Settings, inputs: &[Input], note: &str) -> String {
     let mut recorder = Recorder::with_config(note, machine.config());
-    for input in inputs {
+    for (index, input) in inputs.iter().enumerate() {
         // A rejection is recorded as the trace's `rejected` line.
         let _ = recorder.input(input.clone());
+        recorder.fate(&fate_asked(index));
     }
     recorder.finish()
+}
+
+/// The pool id whose fate (S58) a session asks after its input number `index` (from 0): each
+/// id in turn.
+fn fate_asked(index: usize) -> String {
+    format!("m{}", index % usize::from(generate::POOL))
+}
+
+/// Seeds the stream that places `resume` inputs (S57), apart from the choices' stream.
+const RESUME_STREAM: u64 = 0x5EED_0000_0000_0057;
+
+/// One `resume` (S57) in this many steps of a session.
+const RESUME_ONE_IN: u64 = 16;
+
+/// A session's step: a choice of the shared distribution, or a `resume` (S57).
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Choice(Choice),
+    Resume,
 }
 
 /// The host's choices for a session's machine: its delivery memory (S51) and admission bound
@@ -187,10 +215,10 @@ impl Settings {
     }
 }
 
-/// One random session: its machine's settings and its choices.
+/// One random session: its machine's settings and its steps.
 struct Session {
     machine: Settings,
-    choices: Vec<Choice>,
+    steps: Vec<Step>,
 }
 
 /// A weighted pick from a table of `(weight, value)`.
@@ -213,7 +241,7 @@ struct Divergence {
 }
 
 impl Session {
-    fn draw(rng: &mut Rng, max_inputs: u64) -> Session {
+    fn draw(rng: &mut Rng, resumes: &mut Rng, max_inputs: u64) -> Session {
         let memory = pick(rng, &MEMORY);
         let max_pending = pick(rng, &MAX_PENDING);
         let length = 1 + rng.below(max_inputs.max(1));
@@ -224,14 +252,20 @@ impl Session {
                 Choice::decode(code, arg)
             })
             // One machine's life: crash and restore checks are not inputs.
-            .filter(|choice| !matches!(choice, Choice::CheckRestore | Choice::Crash))
-            .collect();
+            .filter(|choice| !matches!(choice, Choice::CheckRestore | Choice::Crash));
+        let mut steps = Vec::new();
+        for choice in choices {
+            if resumes.below(RESUME_ONE_IN) == 0 {
+                steps.push(Step::Resume);
+            }
+            steps.push(Step::Choice(choice));
+        }
         Session {
             machine: Settings {
                 memory,
                 max_pending,
             },
-            choices,
+            steps,
         }
     }
 
@@ -251,7 +285,7 @@ impl Session {
                 .unwrap_or_else(|_| Machine::with_config(config));
             (machine, Some(settings))
         };
-        let mut inputs = Vec::with_capacity(self.choices.len());
+        let mut inputs = Vec::with_capacity(self.steps.len());
         let diverged = |inputs: &Vec<Input>, what: String| Divergence {
             inputs: inputs.clone(),
             what,
@@ -278,8 +312,11 @@ impl Session {
             }
         }
         let mut claimed = Batch::new();
-        for &choice in &self.choices {
-            let input = generate::input(choice, &machine, &claimed);
+        for &step in &self.steps {
+            let input = match step {
+                Step::Choice(choice) => generate::input(choice, &machine, &claimed),
+                Step::Resume => Input::Resume {},
+            };
             inputs.push(input.clone());
             let core: Result<Vec<Value>, String> = match machine.handle(input.clone()) {
                 Ok(transition) => {
@@ -307,6 +344,24 @@ impl Session {
             };
             if port != core {
                 return Err(diverged(&inputs, "the port answered differently".into()));
+            }
+            // S58: the fate of one pool id, on both sides.
+            let id = fate_asked(inputs.len() - 1);
+            let core = machine.fate(&MessageId::new(id.as_str())).to_json();
+            match exec.fate(&id) {
+                Ok(port) if port == core => {}
+                Ok(_) => {
+                    return Err(diverged(
+                        &inputs,
+                        format!("the port answered fate({id:?}) differently"),
+                    ))
+                }
+                Err(failure) => {
+                    return Err(diverged(
+                        &inputs,
+                        format!("{}{}", failure.what, failure.tail),
+                    ))
+                }
             }
         }
         Ok(inputs.len())

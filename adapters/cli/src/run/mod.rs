@@ -3,7 +3,11 @@
 //! new temp dir removed when the run ends; an existing log is resumed, and the run says so
 //! first: `resuming PATH: N records already there (S46)`), prints a timeline of turns, steps,
 //! host events and inbox changes as they happen, checks the log with `verify`, and ends with a
-//! summary.
+//! summary. Every open of the log (the first, and each `reopen`) repairs a turn left open with
+//! crash repair's redelivery allowance `--redelivery N` (S59; default 0, at most 1000: what the
+//! turn claimed unseen is put back and the resume line says how many), and with
+//! `--resume-on-open` sends `resume` (S57) once the timeline watches, before any action, so
+//! parked work runs at once (shown as `> resume (S57): start the parked work`).
 //!
 //! # Session script (JSON)
 //!
@@ -102,8 +106,22 @@ fn already_there(path: &Path) -> Result<Option<usize>, String> {
         .map(|parsed| parsed.records.len()))
 }
 
+/// How every open of the run's log goes (the first and each `reopen`): crash repair's
+/// redelivery allowance (S59, `--redelivery N`) and whether `resume` (S57) is sent once open
+/// (`--resume-on-open`). The default is S50 and S48 unchanged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Open {
+    pub(crate) redelivery: u64,
+    pub(crate) resume_on_open: bool,
+}
+
 /// `coxswain run`: parses the script, runs it against the log, prints the summary and verdict.
-pub(crate) fn run(script_path: &Path, log: Option<&Path>, session: Option<&str>) -> ExitCode {
+pub(crate) fn run(
+    script_path: &Path,
+    log: Option<&Path>,
+    session: Option<&str>,
+    open: Open,
+) -> ExitCode {
     let script = match std::fs::read_to_string(script_path)
         .map_err(|e| e.to_string())
         .and_then(|text| script::parse_script(&text))
@@ -163,7 +181,7 @@ pub(crate) fn run(script_path: &Path, log: Option<&Path>, session: Option<&str>)
             return ExitCode::FAILURE;
         }
     };
-    let outcome = match runtime.block_on(runner::session(script, &target, false)) {
+    let outcome = match runtime.block_on(runner::session(script, &target, open, false)) {
         Ok(outcome) => outcome,
         Err(error) => {
             eprintln!("{error}");

@@ -19,6 +19,7 @@ use super::host::ScriptedHost;
 use super::script::{Action, HostScript, Script, Trigger};
 use super::summary::Stats;
 use super::timeline::{OpenStep, Timeline};
+use super::Open;
 use crate::pg::{write_store, Target};
 use crate::verify::{verify_bytes, verify_records, Verdict};
 use coxswain_postgres::Store;
@@ -60,6 +61,7 @@ async fn open_agent(
     step_ms: u64,
     memory: Option<usize>,
     target: &Target,
+    open: Open,
 ) -> Result<Current, String> {
     let closing = Arc::new(AtomicBool::new(false));
     let running = Arc::new(watch::Sender::new(0));
@@ -74,6 +76,9 @@ async fn open_agent(
     if let Some(memory) = memory {
         options.delivery_memory = memory;
     }
+    // `--resume-on-open` is sent below, once the timeline watches (so its turn is shown live,
+    // not read back), before any action: what `Options::resume_on_open` does, made visible.
+    options.redelivery = open.redelivery;
     let mut release = None;
     let opened = match target {
         Target::File(path) => {
@@ -124,6 +129,12 @@ async fn open_agent(
             }
         }
     });
+    if open.resume_on_open {
+        timeline.say("> resume (S57): start the parked work").await;
+        if let Err(error) = agent.resume().await {
+            return Err(format!("resume on {}: {error}", target.describe()));
+        }
+    }
     Ok(Current {
         agent,
         printer,
@@ -179,7 +190,14 @@ fn describe_recovery(recovery: &Recovery) -> String {
         let _ = write!(
             text,
             "; turn {turn} closed `interrupted` ({} closers)",
-            recovery.closers
+            recovery.closers.saturating_sub(recovery.redelivered)
+        );
+    }
+    if recovery.redelivered > 0 {
+        let _ = write!(
+            text,
+            "; {} claimed unseen, redelivered (S59)",
+            recovery.redelivered
         );
     }
     let _ = write!(
@@ -218,11 +236,20 @@ async fn reached(timeline: &Timeline, agent: &Agent, trigger: &Trigger) -> bool 
 pub(crate) async fn session(
     script: Script,
     target: &Target,
+    open: Open,
     quiet: bool,
 ) -> Result<Outcome, String> {
     let timeline = Arc::new(Timeline::new(quiet));
     let host = Arc::new(script.host);
-    let mut current = open_agent(&timeline, &host, script.step_ms, script.memory, target).await?;
+    let mut current = open_agent(
+        &timeline,
+        &host,
+        script.step_ms,
+        script.memory,
+        target,
+        open,
+    )
+    .await?;
     let mut jobs = Vec::new();
     for cued in script.actions {
         if !reached(&timeline, &current.agent, &cued.trigger).await {
@@ -241,8 +268,15 @@ pub(crate) async fn session(
                     .say("> reopen: close the agent, then open it again from its log")
                     .await;
                 current.close().await;
-                current =
-                    open_agent(&timeline, &host, script.step_ms, script.memory, target).await?;
+                current = open_agent(
+                    &timeline,
+                    &host,
+                    script.step_ms,
+                    script.memory,
+                    target,
+                    open,
+                )
+                .await?;
             }
             Action::WaitIdle => {
                 timeline.say("> wait until idle").await;

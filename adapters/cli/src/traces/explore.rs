@@ -309,9 +309,11 @@ mod tests {
                 paths.iter().map(Vec::len).sum::<usize>(),
             )
         };
-        assert_eq!(counts(1, 0), (35, 18, 236, 176, 50, 674));
-        assert_eq!(counts(2, 0), (761, 199, 2913, 1869, 852, 26635));
+        // S57: `resume` is among the model's actions (one more transition per state where it
+        // is new: it emits nothing while idle without waking work).
+        assert_eq!(counts(1, 0), (35, 18, 237, 176, 51, 675));
+        assert_eq!(counts(2, 0), (805, 199, 2931, 1870, 869, 27006));
         // S55: with one item per list, a second delivery to a list is refused `full`.
-        assert_eq!(counts(2, 1), (751, 189, 2803, 1783, 828, 26542));
+        assert_eq!(counts(2, 1), (793, 189, 2821, 1784, 845, 26913));
     }
 }

@@ -6,7 +6,9 @@
 //! right and stale expectations, S54, and an id reused for a different message, S56); only
 //! maximal paths become traces, each recorded on the real core ([`Recorder`]), so their outputs
 //! are the core's. `--max-pending` gives the machines an admission bound (S55), recorded as the
-//! traces' `given.maxPending`. Same arguments, same files.
+//! traces' `given.maxPending`. Each trace ends with a `fate` line for every pool id (S58), the
+//! core's answer where the path ends, so a port's records are held to it too (the model's
+//! actions include `resume`, S57). Same arguments, same files.
 
 mod explore;
 
@@ -77,7 +79,7 @@ pub(crate) fn run(args: &TracesArgs) -> ExitCode {
         "covered {} core states, {} transitions ({} rejected)",
         explored.states, explored.transitions, explored.rejections
     );
-    match write(&model, &paths, &args.out, &command(args)) {
+    match write(&model, &paths, args.messages, &args.out, &command(args)) {
         Ok(inputs) => {
             println!(
                 "wrote {} traces ({inputs} inputs) to {}",
@@ -104,10 +106,12 @@ fn command(args: &TracesArgs) -> String {
     )
 }
 
-/// Records every path on the real core and writes it; returns the inputs written.
+/// Records every path on the real core, then the fate of each pool id `m1`..`mN` where it ends
+/// (S58), and writes it; returns the inputs written.
 fn write(
     model: &DeliveryModel,
     paths: &[Vec<coxswain_core::Input>],
+    messages: u8,
     out: &Path,
     command: &str,
 ) -> std::io::Result<usize> {
@@ -135,6 +139,9 @@ fn write(
         for input in path {
             // A rejection is recorded as the trace's `rejected` line.
             let _ = recorder.input(input.clone());
+        }
+        for id in 1..=messages {
+            recorder.fate(&format!("m{id}"));
         }
         inputs += path.len();
         std::fs::write(

@@ -5,11 +5,16 @@
 //!
 //! The depths and the claimed/discarded ids are read off the core's own [`Auditor`] (its
 //! [`coxswain_core::Restorer`]) as the records are replayed through it (S46–S49): the lists
-//! before a splice name the items it removes, the lists after it are the depths.
+//! before a splice name the items it removes, the lists after it are the depths. Each id's fate
+//! (S58) is the core's answer too: the machine that restoring the whole log gives (after crash
+//! repair's closers when the log ends inside a turn, S50), with an unbounded delivery memory,
+//! is asked [`coxswain_core::Machine::fate`], spelled [`coxswain_core::Fate::to_json`].
 
 use std::collections::HashMap;
 
-use coxswain_core::{CancelCause, Event, SharedMessage, Splice, SpliceKind, Target, TurnEndReason};
+use coxswain_core::{
+    CancelCause, Config, Event, MessageId, SharedMessage, Splice, SpliceKind, Target, TurnEndReason,
+};
 use coxswain_log::{Auditor, Record};
 use serde::{Deserialize as _, Serialize};
 use serde_json::Value;
@@ -71,7 +76,8 @@ pub(crate) enum Mark {
     Abort,
     /// A turn ended by a host failure (S38).
     Error,
-    /// Written by crash repair (S50): a turn closed `interrupted`.
+    /// Written by crash repair (S50): a turn closed `interrupted`, or a message redelivered
+    /// (S59).
     Repair,
     /// The record the auditor rejects.
     Violation,
@@ -138,6 +144,12 @@ pub(crate) struct Life {
     pub(crate) entered: Vec<usize>,
     /// The row that discarded it, and why.
     pub(crate) discarded: Option<(usize, String)>,
+    /// Its insertion was crash repair's redelivery (S59): the splice's `redelivery` count.
+    pub(crate) redelivered: Option<String>,
+    /// The id's fate (S58) as the core answers it at the log's end (FORMAT.md's `F`); only on
+    /// the id's last life (an earlier life's record was dropped when the id came back, S53),
+    /// and none past a violation.
+    pub(crate) fate: Option<String>,
 }
 
 /// The overview strip: the log's rows in at most [`OVERVIEW_BUCKETS`] buckets. Serialized as
@@ -196,6 +208,9 @@ pub(crate) struct Facts {
     pub(crate) lives: Vec<Life>,
     /// The overview strip.
     pub(crate) overview: Overview,
+    /// Empty when the fates are the restored log's; else what they assume (the log ends inside
+    /// a turn: crash repair's closers, S50).
+    pub(crate) fates_after: String,
 }
 
 /// Cuts `text` to [`PREVIEW_CHARS`] characters.
@@ -241,7 +256,11 @@ fn reason_text(reason: &TurnEndReason) -> (String, Mark) {
 
 /// Replays `records` through the core's auditor and collects what the page shows.
 pub(crate) fn collect(records: &[Record]) -> Facts {
-    let mut builder = Builder::default();
+    let mut builder = Builder {
+        // Every record held (S58): a page shows each message's fate, none forgotten.
+        auditor: Auditor::with_config(Config::new().with_unbounded_delivery_memory()),
+        ..Builder::default()
+    };
     for record in records {
         builder.push(record);
     }
@@ -273,9 +292,17 @@ impl Builder {
             .unwrap_or_default();
         let is_core = Event::TYPES.contains(&kind_name);
         let typed: Option<Event> = if is_core {
-            Event::deserialize(&record.event).ok()
+            typed_event(&record.event)
         } else {
             None
+        };
+        // S59: the count as written (restore reads `redelivery` as an extra key, S46).
+        let redelivery = match &typed {
+            Some(Event::Spliced(_)) => record.event["data"].get("redelivery").map(|r| match r {
+                Value::String(text) => format!("{text:?}"),
+                other => other.to_string(),
+            }),
+            _ => None,
         };
         // The items a claim or discard removes: the restorer's list before the splice.
         let removed: Vec<SharedMessage> = match &typed {
@@ -319,7 +346,10 @@ impl Builder {
                     Vec::new(),
                 )
             }
-            Some(event) => self.core(index, event, &removed, &mut turn, &mut step),
+            Some(Event::Spliced(splice)) => {
+                self.splice(index, splice, &removed, turn, redelivery.as_deref())
+            }
+            Some(event) => self.core(index, event, &mut turn, &mut step),
         };
         if violation {
             mark = Mark::Violation;
@@ -356,12 +386,12 @@ impl Builder {
         &mut self,
         index: usize,
         event: &Event,
-        removed: &[SharedMessage],
         turn: &mut u64,
         step: &mut u64,
     ) -> (Kind, String, Mark, Vec<String>) {
         match event {
-            Event::Spliced(splice) => self.splice(index, splice, removed, *turn),
+            // `push` gives splices to `splice`, which knows what they removed.
+            Event::Spliced(_) => (Kind::Malformed, String::new(), Mark::None, Vec::new()),
             Event::TurnStart { turn: number } => {
                 self.summary.turns += 1;
                 *turn = *number;
@@ -419,12 +449,20 @@ impl Builder {
             }
             Event::UserMessage(message) => {
                 let id = message.id().as_str().to_owned();
-                if let Some(&life) = self.latest.get(&id) {
+                // Between turns it is the host's (amended I5), and enters no step (nor does
+                // one outside a step, which the auditor marks).
+                let between = *turn == 0;
+                if let (Some(&life), true) = (self.latest.get(&id), *step > 0) {
                     self.lives[life].entered.push(index);
                 }
+                let host = if between {
+                    " (the host's, between turns)"
+                } else {
+                    ""
+                };
                 (
                     Kind::UserMessage,
-                    format!("user/message {id} {}", quoted(message.content())),
+                    format!("user/message {id} {}{host}", quoted(message.content())),
                     Mark::None,
                     vec![id],
                 )
@@ -438,13 +476,19 @@ impl Builder {
         splice: &Splice,
         removed: &[SharedMessage],
         turn: u64,
+        redelivery: Option<&str>,
     ) -> (Kind, String, Mark, Vec<String>) {
         let removed_ids: Vec<String> = removed.iter().map(|m| m.id().to_string()).collect();
         let inserted_ids: Vec<String> =
             splice.inserted.iter().map(|m| m.id().to_string()).collect();
         self.close_lives(index, splice, &removed_ids, &inserted_ids, turn);
-        self.open_lives(index, splice);
-        let (kind, text, mark) = describe(splice, &removed_ids, turn);
+        self.open_lives(index, splice, redelivery);
+        let (kind, mut text, mut mark) = describe(splice, &removed_ids, turn);
+        if let Some(r) = redelivery {
+            // S59: written by crash repair, not by a send.
+            text.push_str(&format!(", redelivered ({r}) by crash repair (S59)"));
+            mark = Mark::Repair;
+        }
         let mut ids = removed_ids;
         ids.extend(inserted_ids);
         (kind, preview(&text), mark, ids)
@@ -499,7 +543,7 @@ impl Builder {
     }
 
     /// Starts a life for every message a splice inserts.
-    fn open_lives(&mut self, index: usize, splice: &Splice) {
+    fn open_lives(&mut self, index: usize, splice: &Splice, redelivery: Option<&str>) {
         for message in &splice.inserted {
             let id = message.id().to_string();
             let life = self.lives.len();
@@ -513,6 +557,8 @@ impl Builder {
                 claimed: None,
                 entered: Vec::new(),
                 discarded: None,
+                redelivered: redelivery.map(str::to_owned),
+                fate: None,
             });
             self.summary.messages += 1;
             self.open.insert(id.clone(), life);
@@ -547,14 +593,64 @@ impl Builder {
     fn finish(mut self) -> Facts {
         self.summary.records = self.rows.len();
         self.summary.pending = self.open.len();
+        let fates_after = self.fill_fates();
         let overview = overview(&self.rows);
         Facts {
             summary: self.summary,
             rows: self.rows,
             lives: self.lives,
             overview,
+            fates_after,
         }
     }
+
+    /// Asks the core each id's fate (S58) on the machine the whole log restores to, its last
+    /// life carrying it. A log that ends inside a turn is closed first with crash repair's
+    /// closers and no redelivery (S50, S59 with allowance 0), as a restore would need; the
+    /// returned note says so. Past a violation nothing restores: no fates.
+    fn fill_fates(&mut self) -> String {
+        if self.failed {
+            return String::new();
+        }
+        let mut restorer = self.auditor.restorer().clone();
+        let open = restorer.position().open_turn();
+        for event in restorer.repair(0) {
+            if restorer.push_event(&event).is_err() {
+                return String::new();
+            }
+        }
+        let Ok(machine) = restorer.finish() else {
+            return String::new();
+        };
+        for (id, &life) in &self.latest {
+            let fate = machine.fate(&MessageId::new(id.as_str()));
+            self.lives[life].fate = Some(fate.to_json().to_string());
+        }
+        match open {
+            Some(turn) => format!(
+                "after crash repair closes turn {turn} `interrupted`, without redelivery (S50)"
+            ),
+            None => String::new(),
+        }
+    }
+}
+
+/// A core record as a typed event. A splice whose `redelivery` is not a count is still a
+/// splice to restore (S46 reads `redelivery` as an extra key, S59): it is read without it.
+fn typed_event(event: &Value) -> Option<Event> {
+    if let Ok(typed) = Event::deserialize(event) {
+        return Some(typed);
+    }
+    let redelivery = event.get("data").and_then(|data| data.get("redelivery"))?;
+    if redelivery.is_u64() {
+        return None;
+    }
+    let mut without = event.clone();
+    without
+        .get_mut("data")
+        .and_then(Value::as_object_mut)?
+        .remove("redelivery");
+    Event::deserialize(&without).ok()
 }
 
 fn quoted(content: Option<&Value>) -> String {

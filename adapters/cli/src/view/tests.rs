@@ -267,3 +267,172 @@ fn segment_logs_need_a_session() {
         SessionError::Session("no session b in seg.jsonl".into())
     );
 }
+
+/// A fixture log of `tests/fixtures/logs/` (shared with `verify`'s tests).
+fn fixture(name: &str) -> Session {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/logs")
+        .join(name);
+    Session::from_file(&path, None).unwrap()
+}
+
+/// Each id's fate at the log's end, on its last life, by id.
+fn fates(facts: &super::facts::Facts) -> Vec<(&str, Option<&str>, Option<&str>)> {
+    facts
+        .lives
+        .iter()
+        .map(|life| {
+            (
+                life.id.as_str(),
+                life.redelivered.as_deref(),
+                life.fate.as_deref(),
+            )
+        })
+        .collect()
+}
+
+/// S59: the splices crash repair appended to redeliver x, s and q (allowance 1) are marked as
+/// repair's, with their count; each id's last life carries the fate the core answers on the
+/// restored log (S58, `Fate::to_json`): the redelivered ids are pending again, the earlier
+/// lives (whose records the redelivery dropped, S53) carry none.
+#[test]
+fn s58_s59_redelivered_items_are_marked_and_every_message_has_its_fate() {
+    let facts = collect(&fixture("redelivered.jsonl").records);
+    assert_eq!(
+        facts.rows[15..],
+        [
+            row(
+                16,
+                Kind::TurnEnd,
+                (2, 0),
+                (1, 0),
+                "turn 2 ends: interrupted (crash repair, S50)",
+                Mark::Repair,
+                &[]
+            ),
+            row(
+                17,
+                Kind::Insert,
+                (0, 0),
+                (1, 1),
+                "inbox next-step @0 + x \"ctx x\", redelivered (1) by crash repair (S59)",
+                Mark::Repair,
+                &["x"]
+            ),
+            row(
+                18,
+                Kind::Insert,
+                (0, 0),
+                (1, 2),
+                "inbox next-step @1 + s \"look here\" (waking), redelivered (1) by crash repair \
+                 (S59)",
+                Mark::Repair,
+                &["s"]
+            ),
+            row(
+                19,
+                Kind::Insert,
+                (0, 0),
+                (2, 2),
+                "inbox next-turn @0 + q \"later\", redelivered (1) by crash repair (S59)",
+                Mark::Repair,
+                &["q"]
+            ),
+        ]
+    );
+    let completed = r#"{"claimed":{"end":"completed","step":1,"turn":1}}"#;
+    assert_eq!(
+        fates(&facts),
+        [
+            ("a", None, Some(completed)),
+            ("x", None, None),
+            ("q", None, None),
+            ("s", None, None),
+            ("b", None, Some(r#"{"pending":"next-turn"}"#)),
+            ("x", Some("1"), Some(r#"{"pending":"next-step"}"#)),
+            ("s", Some("1"), Some(r#"{"pending":"next-step"}"#)),
+            ("q", Some("1"), Some(r#"{"pending":"next-turn"}"#)),
+        ]
+    );
+    assert_eq!(facts.fates_after, "");
+    // The page embeds them for its life cards.
+    let json = data_json(&fixture("redelivered.jsonl"));
+    assert!(
+        json.contains(r#""redelivered":"1","fate":"{\"pending\":\"next-step\"}"}"#),
+        "{json}"
+    );
+    // A count that is not an integer is still a splice restore reads (S46): shown as written.
+    let facts = collect(&fixture("redelivery-not-a-count.jsonl").records);
+    assert_eq!(
+        (
+            facts.rows[18].2,
+            facts.rows[18].7.as_str(),
+            facts.rows[18].8
+        ),
+        (
+            Kind::Insert,
+            "inbox next-turn @0 + q \"later\", redelivered (\"once\") by crash repair (S59)",
+            Mark::Repair
+        )
+    );
+    assert_eq!(
+        fates(&facts)[7],
+        ("q", Some("\"once\""), Some(r#"{"pending":"next-turn"}"#))
+    );
+}
+
+/// S58, S50: a log that ends inside a turn is closed by crash repair's closers (no redelivery)
+/// to ask the fates, and the page says so: turn 2's claims end `interrupted`. Past a
+/// violation nothing restores, so no fate is shown.
+#[test]
+fn s58_fates_of_a_log_that_needs_repair_and_of_a_broken_log() {
+    let facts = collect(&fixture("crashed-before-step.jsonl").records);
+    let interrupted = r#"{"claimed":{"end":"interrupted","turn":2}}"#;
+    assert_eq!(
+        fates(&facts),
+        [
+            (
+                "a",
+                None,
+                Some(r#"{"claimed":{"end":"completed","step":1,"turn":1}}"#)
+            ),
+            ("x", None, Some(interrupted)),
+            ("q", None, Some(interrupted)),
+            ("s", None, Some(interrupted)),
+            ("b", None, Some(r#"{"pending":"next-turn"}"#)),
+        ]
+    );
+    assert_eq!(
+        facts.fates_after,
+        "after crash repair closes turn 2 `interrupted`, without redelivery (S50)"
+    );
+    let facts = collect(&fixture("redelivery-already-pending.jsonl").records);
+    assert_eq!(facts.rows[19].8, Mark::Violation);
+    assert!(facts.lives.iter().all(|life| life.fate.is_none()));
+    assert_eq!(facts.fates_after, "");
+}
+
+/// Amended I5: a `user/message` the host wrote between turns is its own (said so), and enters
+/// no step of any message's life; one inside a step still does.
+#[test]
+fn i5_a_host_user_message_between_turns_is_shown_as_the_hosts() {
+    let facts = collect(&fixture("host-message-between-turns.jsonl").records);
+    assert_eq!(
+        facts.rows[8],
+        row(
+            9,
+            Kind::UserMessage,
+            (0, 0),
+            (0, 0),
+            "user/message summary \"the story so far\" (the host's, between turns)",
+            Mark::None,
+            &["summary"]
+        )
+    );
+    assert_eq!(
+        facts.rows[13].7,
+        "user/message summary \"the story so far\""
+    );
+    assert!(facts.rows.iter().all(|row| row.8 == Mark::None));
+    assert_eq!(facts.lives[0].entered, vec![4]);
+}

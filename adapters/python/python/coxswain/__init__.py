@@ -19,6 +19,7 @@ from ._errors import (
     Full,
     InvalidInput,
     InvalidLog,
+    InvalidRedelivery,
     LineTooLong,
     Rejected,
     TooDeep,
@@ -28,7 +29,7 @@ from ._errors import (
     UnrepresentableValue,
 )
 from ._filelog import NotRegularFile
-from ._machine import Machine, Outstanding, Pending, Phase, Transition
+from ._machine import Machine, Outstanding, Pending, Phase, Repaired, Transition
 from ._native import VERSION as __version__
 from ._types import (
     JSON,
@@ -36,6 +37,7 @@ from ._types import (
     Begin,
     CancelCause,
     Claimed,
+    DeliveryMemory,
     Discarded,
     Effect,
     Enter,
@@ -43,6 +45,7 @@ from ._types import (
     Event,
     Expect,
     Fail,
+    Fate,
     Inserted,
     Message,
     Notification,
@@ -56,6 +59,7 @@ from ._types import (
     StepAnswer,
     StepRequest,
     Target,
+    TurnEndKind,
     TurnFailed,
     TurnStoppingAnswer,
     TurnStoppingRequest,
@@ -65,13 +69,15 @@ from ._types import Disposed as DisposedOutput
 
 __all__ = [
     "Abort", "AfterDisposal", "AlreadyDelivered", "AlreadyPending", "BatchError", "Begin", "Busy",
-    "CancelCause", "Claimed", "Conflict", "CorruptLog", "CoxswainError", "Discarded", "Disposed",
-    "DisposedOutput", "Effect", "EncodeError", "Enter", "ErrorInfo", "Event", "Expect", "Fail",
-    "Full", "Inserted", "InvalidInput", "InvalidLog", "JSON", "LineTooLong", "Machine", "Message",
+    "CancelCause", "Claimed", "Conflict", "CorruptLog", "CoxswainError", "DeliveryMemory",
+    "Discarded", "Disposed", "DisposedOutput", "Effect", "EncodeError", "Enter", "ErrorInfo",
+    "Event", "Expect", "Fail", "Fate", "Full", "Inserted", "InvalidInput", "InvalidLog",
+    "InvalidRedelivery", "JSON", "LineTooLong", "Machine", "Message",
     "NotRegularFile", "Notification", "Outstanding", "Output", "Pending", "Phase",
-    "PreStepAnswer", "PreStepRequest", "Reject", "Rejected", "Request", "Status",
+    "PreStepAnswer", "PreStepRequest", "Reject", "Rejected", "Repaired", "Request", "Status",
     "StatusChanged", "StepAnswer", "StepRequest", "Target", "TooDeep", "Transition",
-    "TurnFailed", "TurnMismatch", "TurnStoppingAnswer", "TurnStoppingRequest", "Undrained",
+    "TurnEndKind", "TurnFailed", "TurnMismatch", "TurnStoppingAnswer", "TurnStoppingRequest",
+    "Undrained",
     "UnexpectedCompletion", "UnrepresentableValue",
     "__version__",
     "output_from_json",

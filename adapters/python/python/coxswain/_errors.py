@@ -28,6 +28,7 @@ __all__ = [
     "UnrepresentableValue",
     "InvalidLog",
     "InvalidInput",
+    "InvalidRedelivery",
     "CorruptLog",
     "LineTooLong",
     "BatchError",
@@ -167,6 +168,18 @@ class InvalidLog(CoxswainError):
 
 class InvalidInput(CoxswainError, ValueError):
     """An input that is not one of FORMAT.md's shapes (not a rejection: nothing was applied)."""
+
+
+class InvalidRedelivery(CoxswainError, ValueError):
+    """A redelivery allowance (S59) that is not an ``int`` from 0 to 1000
+    (``coxswain_session::MAX_REDELIVERY``): negative, a ``bool``, a ``float``, not an ``int`` at
+    all, or above the bound (an ``int`` of any size: it is never converted). Refused when the log
+    is opened, before anything is read or written; the text names the value."""
+
+    def __init__(self, message: str, value: object) -> None:
+        super().__init__(message)
+        #: The allowance that was refused, as it was passed.
+        self.value = value
 
 
 class UnrepresentableValue(InvalidInput, TypeError):

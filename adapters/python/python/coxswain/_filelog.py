@@ -29,6 +29,7 @@ from typing import Any, Mapping, Sequence
 
 from . import _native
 from ._errors import CoxswainError, LineTooLong
+from ._types import DeliveryMemory, memory_capacity
 
 __all__ = [
     "FileLog", "LogError", "LogReplaced", "LogTampered", "LogTruncated", "NotRegularFile",
@@ -157,6 +158,8 @@ class Resumed:
     machine: _native.Machine
     closers: int
     interrupted: int | None
+    #: How many of the ``closers`` (the last) are redelivery splices (S59).
+    redelivered: int = 0
 
 
 def _sync(fd: int) -> None:
@@ -246,22 +249,26 @@ class FileLog(RecordLog):
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], delivery_memory: int, max_pending: int | None,
-        hash_seed: int,
+        cls, path: str | os.PathLike[str], delivery_memory: DeliveryMemory,
+        max_pending: int | None, hash_seed: int, redelivery: int = 0,
     ) -> tuple["FileLog", Resumed]:
         """Opens the log at ``path``, reads it back and resumes it through the session layer's
         plan (``coxswain_session::ResumePlan``: the machine restored with the host's delivery
-        memory, S51, admission bound, S55, and hash seed; the closers of a turn it ended inside),
-        and only once all that succeeded repairs it (drops a torn tail, ends an unterminated
-        record, appends the closers, S50), as the Rust FileLog's ``open``. A log that is refused
-        (:class:`~coxswain.CorruptLog`) is left as it was and released. Blocking."""
+        memory, S51, admission bound, S55, and hash seed; the closers of a turn it ended inside,
+        then, with the redelivery allowance ``redelivery``, S59, the splices that re-insert what
+        that turn claimed and no model call saw), and only once all that succeeded repairs it
+        (drops a torn tail, ends an unterminated record, appends the closers, S50), as the Rust
+        FileLog's ``open``. A log that is refused (:class:`~coxswain.CorruptLog`) is left as it
+        was and released. An allowance that is not an ``int`` from 0 to 1000 raises
+        :class:`~coxswain.InvalidRedelivery` before the path is even looked at. Blocking."""
+        allowance = _native.check_redelivery(redelivery)
         log = cls(path)
         try:
             # One crossing: the bytes go to the session layer's plan, no record becomes a
             # Python object (`_native.resume_log`, `ResumePlan::from_bytes`).
-            (machine, closers, interrupted, records, cut_to, torn, unterminated,
-             next_seq) = _native.resume_log(log._read_all(), delivery_memory, max_pending,
-                                            hash_seed)
+            (machine, closers, interrupted, records, cut_to, torn, unterminated, next_seq,
+             redelivered) = _native.resume_log(log._read_all(), memory_capacity(delivery_memory),
+                                               max_pending, hash_seed, allowance)
             log._next_seq = next_seq
             changed = log._repair(cut_to, unterminated)
             if closers:
@@ -271,7 +278,7 @@ class FileLog(RecordLog):
         except BaseException:
             log.close()
             raise
-        return log, Resumed(records, torn, machine, len(closers), interrupted)
+        return log, Resumed(records, torn, machine, len(closers), interrupted, redelivered)
 
     def _file(self) -> int:
         if self._fd is None:

@@ -19,8 +19,11 @@ from ._types import (
     JSON,
     Begin,
     CancelCause,
+    DeliveryMemory,
     Enter,
+    Event,
     Expect,
+    Fate,
     Message,
     Output,
     PreStepAnswer,
@@ -29,9 +32,10 @@ from ._types import (
     Target,
     TurnStoppingAnswer,
     answer_json,
+    memory_capacity,
 )
 
-__all__ = ["Machine", "Transition", "Pending", "Outstanding"]
+__all__ = ["Machine", "Transition", "Pending", "Outstanding", "Repaired"]
 
 Phase = Literal["idle", "running", "maintenance", "disposed"]
 
@@ -52,6 +56,19 @@ class Outstanding:
     kind: Literal["preStep", "step", "turnStopping"]
     turn: int
     step: int
+
+
+@dataclass(frozen=True, slots=True)
+class Repaired:
+    """A log repaired and restored (:meth:`Machine.repair`, S50, S59): the machine (idle, its
+    items parked, S48), the events repair appended to the log, in order (``step/end`` if a step
+    was open, ``turn/end {kind: "interrupted"}``, then one redelivery splice per message
+    re-inserted: append them to the stored log before anything else), and the turn the log
+    ended inside, if any."""
+
+    machine: "Machine"
+    appended: tuple[Event, ...]
+    interrupted_turn: int | None
 
 
 Transition = _native.Transition
@@ -83,9 +100,13 @@ class Machine:
     __slots__ = ("_native",)
 
     def __init__(
-        self, delivery_memory: int = 0, *, max_pending: int | None = None, hash_seed: int = 0
+        self,
+        delivery_memory: DeliveryMemory = 0,
+        *,
+        max_pending: int | None = None,
+        hash_seed: int = 0,
     ) -> None:
-        self._native = _native.Machine(delivery_memory, max_pending, hash_seed)
+        self._native = _native.Machine(memory_capacity(delivery_memory), max_pending, hash_seed)
 
     @classmethod
     def restore(
@@ -93,18 +114,43 @@ class Machine:
         log: Iterable[Mapping[str, JSON]],
         *,
         seed_length: int = 0,
-        delivery_memory: int = 0,
+        delivery_memory: DeliveryMemory = 0,
         max_pending: int | None = None,
     ) -> "Machine":
         """Restores a machine from a log of ``{type, data}`` records (S46–S48; other keys such
         as ``seq`` are ignored, host events skipped). Raises :class:`~coxswain.InvalidLog`.
-        ``delivery_memory`` and ``max_pending`` are not in the log (S51, S55): pass the same
-        at every restore; a restored list longer than ``max_pending`` is kept."""
+        ``delivery_memory`` (a number of ids or ``"unbounded"``, S58) and ``max_pending`` are
+        not in the log (S51, S55): pass the same at every restore; a restored list longer than
+        ``max_pending`` is kept. The delivery memory's records (S58) are rebuilt from the log."""
         machine = cls.__new__(cls)
         machine._native = _native.Machine.restore(
-            list(log), seed_length, delivery_memory, max_pending
+            list(log), seed_length, memory_capacity(delivery_memory), max_pending
         )
         return machine
+
+    @classmethod
+    def repair(
+        cls,
+        log: Iterable[Mapping[str, JSON]],
+        *,
+        redelivery: int = 0,
+        seed_length: int = 0,
+        delivery_memory: DeliveryMemory = 0,
+        max_pending: int | None = None,
+    ) -> Repaired:
+        """Crash repair (S50, S59), then restore: a log that ends inside a turn gets that turn's
+        closers, and with the redelivery allowance ``redelivery`` (``A``, default 0: S50
+        unchanged) each message the turn claimed after its last ``step/start`` (no model call saw
+        it) is re-inserted at the front of its list, unless it was redelivered ``A`` times
+        already or is pending again; it then parks (S48) until a wake or :meth:`resume` (S57).
+        Returns the machine and the events appended (the core's own ``Restorer::repair``).
+        Raises :class:`~coxswain.InvalidRedelivery` (an allowance that is not an ``int`` from 0
+        to 1000, before anything is read) or :class:`~coxswain.InvalidLog`."""
+        allowance = _native.check_redelivery(redelivery)
+        native, appended, interrupted = _native.repair_log(
+            list(log), seed_length, memory_capacity(delivery_memory), max_pending, allowance
+        )
+        return Repaired(cls._wrap(native), tuple(appended), interrupted)
 
     @classmethod
     def _wrap(cls, native: _native.Machine) -> "Machine":
@@ -192,6 +238,13 @@ class Machine:
     def dispose(self) -> Transition:
         """Disposes the machine (S45)."""
         return self.handle({"dispose": {}})
+
+    def resume(self) -> Transition:
+        """``resume`` (S57): starts parked waking work (after a restore, a take-over, a
+        ``keepInbox`` cancel). Idle with waking work, it wakes exactly as a waking send would;
+        otherwise it emits nothing and changes nothing (no latch, quiet items never open a turn).
+        Raises :class:`~coxswain.Disposed` only once disposed."""
+        return self.handle({"resume": {}})
 
     def answer_pre_step(self, answer: PreStepAnswer) -> Transition:
         """Answers the outstanding ``preStep`` request (S29, S30). An ``Enter`` of the messages
@@ -295,9 +348,10 @@ class Machine:
         return self._native.last_turn()
 
     @property
-    def delivery_memory(self) -> int:
-        """The delivery memory's capacity (S51)."""
-        return self._native.delivery_memory()
+    def delivery_memory(self) -> DeliveryMemory:
+        """The delivery memory's capacity (S51), or ``"unbounded"`` (S58)."""
+        capacity = self._native.delivery_memory()
+        return "unbounded" if capacity == _native.UNBOUNDED_MEMORY else capacity
 
     @property
     def hash_seed(self) -> int:
@@ -327,6 +381,14 @@ class Machine:
     def remembers(self, id: str) -> bool:
         """Whether the delivery memory holds ``id`` (S52)."""
         return self._native.remembers(id)
+
+    def fate(self, id: str) -> Fate:
+        """What became of ``id`` (S58): pending in a list, else the record the delivery memory
+        holds for it (``discarded``, or ``claimed`` by a turn with the first step that carried it
+        and how that turn ended), else ``unknown`` (never seen, or forgotten: an unknown id is
+        never an error). A query: it changes nothing, and is answered in every phase, also once
+        disposed."""
+        return Fate(self._native.fate(id))
 
     def outstanding(self) -> Outstanding | None:
         """The outstanding request (S4), if any."""

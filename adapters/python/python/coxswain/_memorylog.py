@@ -9,6 +9,7 @@ import builtins
 
 from . import _native
 from ._filelog import LogError, RecordLog, Resumed
+from ._types import DeliveryMemory, memory_capacity
 
 __all__ = ["MemoryLog"]
 
@@ -28,16 +29,21 @@ class MemoryLog(RecordLog):
         self._closed = False
 
     def resume(
-        self, delivery_memory: int, max_pending: int | None, hash_seed: int
+        self, delivery_memory: DeliveryMemory, max_pending: int | None, hash_seed: int,
+        redelivery: int = 0,
     ) -> Resumed:
         """Reads the log back and resumes it through the session layer's plan, then repairs it,
-        as :meth:`FileLog.open <coxswain.log.FileLog.open>` does (S46-S50): a torn final record
-        dropped, an unterminated one ended, the closers of a turn it ended inside appended. A log
-        that is refused (:class:`~coxswain.CorruptLog`) is left as it was."""
+        as :meth:`FileLog.open <coxswain.log.FileLog.open>` does (S46-S50, S59): a torn final
+        record dropped, an unterminated one ended, the closers of a turn it ended inside appended,
+        then the redelivery splices of the allowance ``redelivery``. A log that is refused
+        (:class:`~coxswain.CorruptLog`) is left as it was; an allowance that is not an ``int``
+        from 0 to 1000 raises :class:`~coxswain.InvalidRedelivery` first, nothing read."""
+        allowance = _native.check_redelivery(redelivery)
         if self._held:
             raise LogError("the memory log is held by another agent")
-        (machine, closers, interrupted, records, cut_to, torn, unterminated,
-         next_seq) = _native.resume_log(self.bytes(), delivery_memory, max_pending, hash_seed)
+        (machine, closers, interrupted, records, cut_to, torn, unterminated, next_seq,
+         redelivered) = _native.resume_log(self.bytes(), memory_capacity(delivery_memory),
+                                           max_pending, hash_seed, allowance)
         data = self.bytes()
         if cut_to is not None:
             data = data[:cut_to]
@@ -48,7 +54,7 @@ class MemoryLog(RecordLog):
         self._held, self._closed = True, False
         if closers:
             self.append(closers)
-        return Resumed(records, torn, machine, len(closers), interrupted)
+        return Resumed(records, torn, machine, len(closers), interrupted, redelivered)
 
     def bytes(self) -> bytes:
         """Every byte the log holds."""

@@ -22,6 +22,87 @@ Status = Literal["idle", "running"]
 
 _USER: Mapping[str, JSON] = MappingProxyType({"kind": "user"})
 
+DeliveryMemory = Union[int, Literal["unbounded"]]
+"""The delivery memory's capacity (S51): a number of ids, or ``"unbounded"`` (S58: no id is ever
+forgotten, for a host that promises idempotency for as long as a session lives)."""
+
+
+def memory_capacity(memory: DeliveryMemory) -> int:
+    """The capacity the core takes for ``memory``: ``"unbounded"`` is the core's own
+    ``Config::UNBOUNDED_DELIVERY_MEMORY``; any other ``str`` raises
+    :class:`~coxswain.InvalidInput`; a number is passed as it is (the binding refuses what is no
+    ``usize``)."""
+    from ._native import UNBOUNDED_MEMORY
+
+    if memory == "unbounded":
+        return UNBOUNDED_MEMORY
+    if isinstance(memory, str):
+        from ._errors import InvalidInput
+
+        raise InvalidInput(f'delivery_memory is a number of ids or "unbounded": {memory!r}')
+    return memory
+
+
+TurnEndKind = Literal["completed", "max-tokens", "blocked", "aborted", "error", "interrupted"]
+"""The ``kind`` of a ``turn/end`` reason (S34, S50)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fate:
+    """What became of a message id (S58), as ``Machine.fate`` and ``Agent.fate`` answer it.
+
+    It holds the core's own spelling (``Fate::to_json``, FORMAT.md's ``F``): ``json`` is
+    ``{"pending": T}``, ``"discarded"``, ``"unknown"`` or ``{"claimed": {"turn": n, "step": n,
+    "end": K}}`` (``step`` and ``end`` absent while they are), and :meth:`to_json` gives it back
+    as it is; the properties read it. Equal fates are equal values (``Fate("unknown")``)."""
+
+    json: JSON
+
+    @property
+    def kind(self) -> Literal["pending", "discarded", "claimed", "unknown"]:
+        """``pending`` (S9), ``discarded`` (an ordinary removal, S12), ``claimed`` (by a turn,
+        S28) or ``unknown`` (never seen, or forgotten)."""
+        if isinstance(self.json, str):
+            return "discarded" if self.json == "discarded" else "unknown"
+        return "pending" if "pending" in self.json else "claimed"
+
+    @property
+    def target(self) -> Target | None:
+        """The list it is pending in (``pending`` only)."""
+        target: Target | None = self.json["pending"] if self.kind == "pending" else None
+        return target
+
+    def _claimed(self, key: str) -> Any:
+        return self.json["claimed"].get(key) if self.kind == "claimed" else None
+
+    @property
+    def turn(self) -> int | None:
+        """The turn that claimed it (``claimed`` only)."""
+        turn: int | None = self._claimed("turn")
+        return turn
+
+    @property
+    def step(self) -> int | None:
+        """The first step of that turn whose ``user/message`` carried it; ``None`` while none
+        has (``claimed`` only)."""
+        step: int | None = self._claimed("step")
+        return step
+
+    @property
+    def end(self) -> TurnEndKind | None:
+        """The ``kind`` of that turn's ``turn/end`` reason; ``None`` while it is open."""
+        end: TurnEndKind | None = self._claimed("end")
+        return end
+
+    def to_json(self) -> JSON:
+        """The core's spelling (FORMAT.md's ``F``)."""
+        return self.json
+
+    def __hash__(self) -> int:
+        import json
+
+        return hash(json.dumps(self.json, sort_keys=True))
+
 
 @dataclass(frozen=True, slots=True)
 class Message:

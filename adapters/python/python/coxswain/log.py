@@ -18,7 +18,7 @@ from ._filelog import (
 )
 from ._machine import Machine
 from ._memorylog import MemoryLog
-from ._types import JSON, Event
+from ._types import JSON, DeliveryMemory, Event, memory_capacity
 
 __all__ = [
     "encode", "parse", "restore", "Restored", "FileLog", "LineTooLong", "LogError", "LogReplaced",
@@ -42,20 +42,27 @@ def parse(data: bytes) -> ReadBack:
 
 @dataclass(frozen=True, slots=True)
 class Restored:
-    """A log restored as ``Agent.open`` does: the machine, the closers to append first (S50) and
-    the turn the log ended inside."""
+    """A log restored as ``Agent.open`` does: the machine, the closers to append first (S50;
+    the last ``redelivered`` of them the redelivery splices, S59) and the turn the log ended
+    inside."""
 
     machine: Machine
     closers: tuple[Event, ...]
     interrupted_turn: int | None
+    redelivered: int = 0
 
 
-def restore(records: Iterable[Mapping[str, Any]], *, delivery_memory: int = 0) -> Restored:
-    """Restores the machine from records read back (S46–S48), closing an open final turn (S50).
-    Raises :class:`~coxswain.CorruptLog` naming the line of the first record refused."""
-    native, closers, interrupted = _native.open_log(list(records), delivery_memory)
-    return Restored(
-        Machine._wrap(native),
-        tuple(Event(c["type"], c["data"]) for c in closers),
-        interrupted,
+def restore(
+    records: Iterable[Mapping[str, Any]], *, delivery_memory: DeliveryMemory = 0,
+    redelivery: int = 0,
+) -> Restored:
+    """Restores the machine from records read back (S46–S48), closing an open final turn (S50)
+    and, with the redelivery allowance ``redelivery`` (S59; default 0), re-inserting what that
+    turn claimed and no model call saw. Raises :class:`~coxswain.InvalidRedelivery` (before
+    anything is read) or :class:`~coxswain.CorruptLog` naming the line of the first record
+    refused."""
+    allowance = _native.check_redelivery(redelivery)
+    native, closers, interrupted, redelivered = _native.open_log(
+        list(records), memory_capacity(delivery_memory), None, 0, allowance
     )
+    return Restored(Machine._wrap(native), tuple(closers), interrupted, redelivered)

@@ -13,6 +13,8 @@ from typing import IO, Any
 
 from . import _native
 from ._errors import InvalidInput, InvalidLog, Rejected
+from ._machine import Machine
+from ._types import DeliveryMemory
 
 PROTOCOL = 1
 NAME = "coxswain-python"
@@ -27,6 +29,24 @@ def _count(given: dict[str, Any], key: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidInput(f"`{key}` is not a non-negative integer: {value!r}")
     return value
+
+
+def _memory(given: dict[str, Any]) -> DeliveryMemory:
+    """``given.memory`` (S51, S58): a non-negative integer (default 0) or ``"unbounded"``."""
+    if given.get("memory") == "unbounded":
+        return "unbounded"
+    return _count(given, "memory")
+
+
+def _repair(given: dict[str, Any]) -> int | None:
+    """``given.repair`` (S50, S59): ``{"redeliver": A}``, its allowance checked as every log
+    open checks it (``InvalidRedelivery``); ``None`` when absent."""
+    repair = given.get("repair")
+    if repair is None:
+        return None
+    if not isinstance(repair, dict) or set(repair) != {"redeliver"}:
+        raise InvalidInput(f"`repair` is not {{\"redeliver\": A}}: {repair!r}")
+    return _native.check_redelivery(repair["redeliver"])
 
 
 def _bound(given: dict[str, Any]) -> int | None:
@@ -57,6 +77,8 @@ class Port:
                 return self.begin(body)
             if key == "in":
                 return self.input(body)
+            if key == "fate":
+                return self.fate(body)
             if key == "end":
                 self.machine = None
                 return {"ended": {}}
@@ -78,13 +100,32 @@ class Port:
         if not isinstance(log, list):
             return {"error": "`given.log` is not an array"}
         seed_length = _count(given, "seedLength")
-        memory = _count(given, "memory")
+        memory = _memory(given)
         max_pending = _bound(given)
+        allowance = _repair(given)
         try:
-            self.machine = _native.Machine.restore(log, seed_length, memory, max_pending)
+            if allowance is None:
+                self.machine = Machine.restore(
+                    log, seed_length=seed_length, delivery_memory=memory,
+                    max_pending=max_pending,
+                )._native
+                return {"ready": {}}
+            repaired = Machine.repair(
+                log, redelivery=allowance, seed_length=seed_length,
+                delivery_memory=memory, max_pending=max_pending,
+            )
         except InvalidLog:
             return {"rejected": "invalid-log"}
-        return {"ready": {}}
+        self.machine = repaired.machine._native
+        return {"ready": {"repaired": [event.to_json() for event in repaired.appended]}}
+
+    def fate(self, body: Any) -> dict[str, Any]:
+        """``{"fate": {"id": "a"}}`` (S58): ``{"fate": F}``, F the core's spelling."""
+        if self.machine is None:
+            return {"error": "a fate request before `begin` (or after `end`)"}
+        if not isinstance(body, dict) or set(body) != {"id"} or not isinstance(body["id"], str):
+            return {"error": "a fate request is {\"id\": string}"}
+        return {"fate": self.machine.fate(body["id"])}
 
     def input(self, body: Any) -> dict[str, Any]:
         if self.machine is None:

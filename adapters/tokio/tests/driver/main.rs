@@ -21,5 +21,6 @@ mod persistence;
 mod resume;
 mod retry;
 mod runtime;
+mod section13;
 mod segment;
 mod tamper;

@@ -33,11 +33,24 @@ impl Monitor {
     ) -> Check {
         self.take_answer(input)?;
         self.check_admitted(before, input, outputs)?;
+        // S57: idle (no driver, no maintenance, not disposed) with waking work pending (S19).
+        let resume_wakes = before.is_quiescent()
+            && !before.is_maintenance()
+            && !before.is_disposed()
+            && self.live.values().any(|tracked| tracked.waking);
+        let resume = matches!(input, Input::Resume {});
+        if resume && !resume_wakes {
+            // Before the outputs are walked: what a resume must not emit is S57's to report.
+            self.check_resume_changes_nothing(before, after, outputs.len())?;
+        }
         let prior = self.prior(input);
         self.track_activity(before, input);
         let tally = self.observe_outputs(outputs, prior.step_outstanding)?;
         self.refresh_waking_flags();
         self.check_by_input_kind(before, input, after, &prior, &tally)?;
+        if resume && resume_wakes {
+            self.check_resume_wakes(&tally)?;
+        }
         if let Some(message) = waking_send(input) {
             self.check_retarget(input, &message, outputs, &prior)?;
             self.park_or_latch(before, &message, &prior);

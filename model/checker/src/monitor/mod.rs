@@ -19,6 +19,7 @@ mod memory;
 mod outputs;
 mod projections;
 mod properties;
+mod records;
 mod rejection;
 #[cfg(test)]
 mod tests;
@@ -27,11 +28,12 @@ use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 
 use coxswain_core::{
-    Batch, CancelCause, Config, Input, Machine, MessageId, Output, Rejected, Status, Target,
+    Batch, CancelCause, Config, Event, Input, Machine, MessageId, Output, Rejected, Status, Target,
 };
 use coxswain_log::Auditor;
 
 pub use properties::{Fact, Invariant, Violation};
+pub use records::REDELIVERY;
 
 /// What the monitor knows about a message it saw inserted and not yet leave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,6 +45,8 @@ struct Tracked {
     excused: bool,
     /// Inserted while a step was outstanding (tool-produced context, S31).
     during_step: bool,
+    /// The list its splice inserted it into (a claim's list, S59).
+    target: Target,
 }
 
 /// The request the machine waits on, as the monitor saw it issued.
@@ -86,6 +90,12 @@ pub struct Monitor {
     window: memory::Window,
     /// The admission bound the machine was created with (S55).
     max_pending: Option<NonZeroUsize>,
+    /// S59: the open turn's claims since its last `step/start` (or its `turn/start`), in claim
+    /// order: what crash repair may redeliver.
+    unseen: Vec<records::Unseen>,
+    /// S59: how many times crash repair redelivered each id on this path, in the order of
+    /// their first redelivery.
+    redelivered: Vec<(MessageId, u64)>,
     /// Facts of the latest transition.
     facts: u32,
 }
@@ -111,6 +121,8 @@ impl std::hash::Hash for Monitor {
         self.violation.hash(state);
         self.window.hash(state);
         self.max_pending.hash(state);
+        self.unseen.hash(state);
+        self.redelivered.hash(state);
         self.facts.hash(state);
     }
 }
@@ -138,6 +150,8 @@ impl Monitor {
             violation: None,
             window: memory::Window::new(config.delivery_memory),
             max_pending: config.max_pending,
+            unseen: Vec::new(),
+            redelivered: Vec::new(),
             facts: 0,
         }
     }
@@ -226,9 +240,24 @@ impl Monitor {
     /// Crash repair and restore (S50, S49): closes an open turn in the log, restores a machine
     /// from it, and continues monitoring that machine as a new process.
     pub fn crash_and_restore(&mut self) -> Result<Machine, Violation> {
+        self.crash_and_restore_redelivering(0)
+            .map(|(machine, _)| machine)
+    }
+
+    /// Crash repair with redelivery allowance `allowance` and restore (S50, S59, S49): closes
+    /// an open turn in the log, redelivers what it claimed unseen, restores a machine from the
+    /// log, and continues monitoring that machine as a new process. Also returns the events the
+    /// repair appended.
+    pub fn crash_and_restore_redelivering(
+        &mut self,
+        allowance: u64,
+    ) -> Result<(Machine, Vec<Event>), Violation> {
         let was_running = self.auditor.position().open_turn().is_some();
-        for closer in self.auditor.position().closers() {
-            if let Err(violation) = self.auditor.push_event(&closer) {
+        // Before the repair's events are read: what it may skip for a spent allowance.
+        let spent = allowance > 0 && self.expected_redelivery(allowance).1;
+        let repair = self.auditor.restorer().repair(allowance);
+        for event in &repair {
+            if let Err(violation) = self.auditor.push_event(event) {
                 let invariant = Invariant::of_audit_rule(violation.rule);
                 return Err(self.record(invariant, violation.to_string()));
             }
@@ -241,17 +270,29 @@ impl Monitor {
         };
         // S48, S50: items pending at the crash park until the next wake.
         self.excuse_all();
+        // S58, S59: the closers end the records of the interrupted turn; the redelivered ids
+        // are pending (parked) again.
+        for event in &repair {
+            self.observe_record_event(event);
+        }
+        self.facts = 0;
+        if spent {
+            self.note(Fact::AllowanceSpent);
+        }
+        self.note_repair(&repair);
+        let repair_facts = self.facts;
         self.status = None;
         self.awaited = None;
         self.activity = None;
-        self.facts = if was_running {
-            Fact::RestoredMidTurn.bit()
-        } else {
-            0
-        };
+        self.facts = repair_facts
+            | if was_running {
+                Fact::RestoredMidTurn.bit()
+            } else {
+                0
+            };
         self.check_state(&machine)
             .inspect_err(|v| self.violation = Some(v.clone()))?;
-        Ok(machine)
+        Ok((machine, repair))
     }
 
     fn record(&mut self, invariant: Invariant, detail: String) -> Violation {

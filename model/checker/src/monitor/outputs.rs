@@ -4,11 +4,12 @@
 
 use coxswain_core::{
     CancelCause, Effect, Event, MessageId, Notification, Output, Request, SharedMessage, Status,
-    TurnEndReason,
+    Target, TurnEndReason,
 };
 
 use super::memory::SpliceIds;
 use super::properties::{fail, Check, Fact, Invariant, Violation};
+use super::records::Left;
 use super::{ActivityView, Awaited, Monitor, Tracked};
 
 /// What one input's outputs showed, for the checks after them.
@@ -32,6 +33,8 @@ pub(super) struct Tally {
     splice: SpliceIds,
     /// The current splice carries `wakeup: true`: what it inserts is waking (S19, S15).
     splice_wakeup: bool,
+    /// The current splice's list (a claim's list, S59).
+    splice_target: Option<Target>,
 }
 
 /// An output as the monitor sorts it.
@@ -78,9 +81,15 @@ impl Monitor {
         for output in outputs {
             match sort(output) {
                 Seen::Event(event) => {
-                    if let Event::Spliced(splice) = event {
-                        self.close_splice(&mut tally.splice);
-                        tally.splice_wakeup = splice.wakeup;
+                    match event {
+                        Event::Spliced(splice) => {
+                            self.close_splice(&mut tally.splice);
+                            tally.splice_wakeup = splice.wakeup;
+                            tally.splice_target = Some(splice.target);
+                        }
+                        // The records of a claim the turn ends exist before its end (S58).
+                        Event::TurnEnd { .. } => self.close_splice(&mut tally.splice),
+                        _ => {}
                     }
                     self.observe_event(event, &mut tally)?
                 }
@@ -126,6 +135,7 @@ impl Monitor {
             Event::TurnEnd { reason, .. } => tally.turn_ends.push(reason.clone()),
             _ => {}
         }
+        self.observe_record_event(event);
         Ok(())
     }
 
@@ -170,7 +180,8 @@ impl Monitor {
         match notification {
             Notification::Inserted { message } => {
                 self.observe_memory_insert(message.id(), &mut tally.splice)?;
-                self.observe_inserted(message, tally.splice_wakeup, step_outstanding)
+                let target = tally.splice_target.unwrap_or(Target::NextTurn);
+                self.observe_inserted(message, tally.splice_wakeup, target, step_outstanding)
             }
             Notification::Discarded { message } => self.observe_discarded(message, tally),
             Notification::Claimed { message, turn } => self.observe_claimed(message, *turn, tally),
@@ -185,6 +196,7 @@ impl Monitor {
         &mut self,
         message: &SharedMessage,
         waking: bool,
+        target: Target,
         step_outstanding: bool,
     ) -> Check {
         let id = message.id().clone();
@@ -195,6 +207,7 @@ impl Monitor {
             waking,
             excused: false,
             during_step: step_outstanding,
+            target,
         };
         self.live.insert(id, tracked);
         Ok(())
@@ -209,7 +222,7 @@ impl Monitor {
             );
         }
         tally.discarded.push(message.id().clone());
-        Monitor::observe_memory_leave(message, &mut tally.splice);
+        Monitor::observe_memory_leave(message, Left::Discarded, &mut tally.splice);
         Ok(())
     }
 
@@ -234,7 +247,8 @@ impl Monitor {
             self.note(Fact::ToolContextClaimed);
         }
         tally.claimed.push(message.id().clone());
-        Monitor::observe_memory_leave(message, &mut tally.splice);
+        Monitor::observe_memory_leave(message, Left::Claimed(turn), &mut tally.splice);
+        self.note_unseen_claim(message, tracked);
         Ok(())
     }
 

@@ -55,11 +55,24 @@ pub enum Invariant {
     /// I14 (S56): no `already-pending` or `already-delivered` for a message that differs from
     /// the one pending or held under its id; a `conflict` only when it differs.
     I14NoSilentLoss,
+    /// I15 (S58): every id's fate is the one the monitor's own records give (pending, or how it
+    /// left, the first step that carried it, its turn's end), and a machine restored from the
+    /// log so far (repaired with `A = 1`) answers the same for every id, except what the
+    /// repair changes: its interrupted turn's claims end `interrupted`, or are pending again.
+    I15Fate,
+    /// I16 (S59): after repair with `A = 1` and restore, every message the interrupted turn
+    /// claimed after its last `step/start` is pending again, at the front of its list, in claim
+    /// order, waking as it was claimed, unless its id was redelivered once already or is pending
+    /// at the log's end; and nothing else is inserted.
+    I16NothingUnseenLost,
+    /// S57: `resume` wakes from idle exactly when there is waking work; otherwise it emits
+    /// nothing and changes nothing (no latch).
+    S57Resume,
 }
 
 impl Invariant {
     /// Every checked property.
-    pub const ALL: [Invariant; 20] = [
+    pub const ALL: [Invariant; 23] = [
         Invariant::I1SpliceProjection,
         Invariant::I2Identity,
         Invariant::I3Conservation,
@@ -80,6 +93,9 @@ impl Invariant {
         Invariant::I12Guard,
         Invariant::I13Bound,
         Invariant::I14NoSilentLoss,
+        Invariant::I15Fate,
+        Invariant::I16NothingUnseenLost,
+        Invariant::S57Resume,
     ];
 
     /// The property's name as the model checker reports it.
@@ -105,6 +121,9 @@ impl Invariant {
             Invariant::I12Guard => "I12 guard",
             Invariant::I13Bound => "I13 bound",
             Invariant::I14NoSilentLoss => "I14 no silent loss by reuse",
+            Invariant::I15Fate => "I15 fate",
+            Invariant::I16NothingUnseenLost => "I16 nothing unseen is lost",
+            Invariant::S57Resume => "S57 resume",
         }
     }
 
@@ -194,10 +213,19 @@ pub enum Fact {
     ConflictRefused,
     /// A send or prepend was refused `full` (S55).
     FullRefused,
+    /// A `resume` woke parked waking work (S57).
+    ResumeWoke,
+    /// Crash repair redelivered a claimed message no model call saw (S59).
+    Redelivered,
+    /// Crash repair skipped a message its allowance was spent on (S59: `r > A`).
+    AllowanceSpent,
+    /// A held id's fate shows both its step and its turn's end (S58).
+    FateSteppedAndEnded,
 }
 
 impl Fact {
-    /// Every fact.
+    /// Every fact the property tests' random sessions reach too (tests/src/proptests.rs checks
+    /// they reach each); [`Fact::MODEL_ONLY`] holds the others.
     pub const ALL: [Fact; 19] = [
         Fact::BlockedTurnContinued,
         Fact::CompletedTurnContinued,
@@ -218,6 +246,15 @@ impl Fact {
         Fact::TurnMismatchRefused,
         Fact::ConflictRefused,
         Fact::FullRefused,
+    ];
+
+    /// SPEC §13's facts, which only the model checker reaches: its environment sends `resume`
+    /// and crashes with a redelivery allowance (the property tests' sessions do neither).
+    pub const MODEL_ONLY: [Fact; 4] = [
+        Fact::ResumeWoke,
+        Fact::Redelivered,
+        Fact::AllowanceSpent,
+        Fact::FateSteppedAndEnded,
     ];
 
     /// The fact's name as the model checker reports it.
@@ -244,12 +281,19 @@ impl Fact {
             Fact::TurnMismatchRefused => "reach: a guarded send refused turn-mismatch",
             Fact::ConflictRefused => "reach: a reused id refused conflict",
             Fact::FullRefused => "reach: a delivery refused full",
+            Fact::ResumeWoke => "reach: a resume wakes parked work",
+            Fact::Redelivered => "reach: repair redelivers an unseen claim",
+            Fact::AllowanceSpent => "reach: repair skips a claim whose allowance is spent",
+            Fact::FateSteppedAndEnded => "reach: a fate with its step and its turn's end",
         }
     }
 
     /// Whether only a machine with a delivery memory can show it.
     pub fn needs_memory(self) -> bool {
-        matches!(self, Fact::RetryRefused | Fact::ForgottenIdDeliveredAgain)
+        matches!(
+            self,
+            Fact::RetryRefused | Fact::ForgottenIdDeliveredAgain | Fact::FateSteppedAndEnded
+        )
     }
 
     /// Whether only a machine with an admission bound can show it (S55).

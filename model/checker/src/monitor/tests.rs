@@ -152,3 +152,76 @@ fn forged_outputs_are_caught_by_the_right_invariant() {
         .unwrap_err();
     assert_eq!(violation.invariant, Invariant::S5Rejection);
 }
+
+/// The ids the §13 tests ask `fate` about.
+fn ids(names: &[&str]) -> Vec<coxswain_core::MessageId> {
+    names
+        .iter()
+        .map(|name| coxswain_core::MessageId::from(*name))
+        .collect()
+}
+
+#[test]
+fn s57_a_resume_with_nothing_to_wake_that_latches_is_caught() {
+    let (mut monitor, mut machine) = (Monitor::new(), Machine::new());
+    let begin = Input::Maintenance(coxswain_core::MaintenanceInput::Begin);
+    feed(&mut monitor, &mut machine, begin).unwrap();
+    // A real resume during maintenance changes nothing: no violation.
+    feed(&mut monitor, &mut machine, Input::Resume {}).unwrap();
+    assert!(!machine.is_wake_latched());
+    // Forged: the machine after the resume has its wake latch set (S57 forbids it).
+    let mut latched = machine.clone();
+    latched
+        .handle(Input::Followup(user("a")))
+        .unwrap()
+        .into_outputs()
+        .for_each(drop);
+    assert!(latched.is_wake_latched());
+    let violation = monitor
+        .observe(&machine, &Input::Resume {}, &Ok(()), &[], &latched)
+        .unwrap_err();
+    assert_eq!(violation.invariant, Invariant::S57Resume);
+    assert_eq!(
+        violation.detail,
+        "resume with nothing to wake emitted 0 outputs or changed the machine (wake latch \
+         false -> true)"
+    );
+}
+
+#[test]
+fn i15_i16_a_crash_redelivers_the_unseen_claim_once_and_the_fates_follow() {
+    let config = coxswain_core::Config::new().with_delivery_memory(2);
+    let (mut monitor, mut machine) = (Monitor::with_config(config), Machine::with_config(config));
+    let ids = ids(&["a", "b"]);
+    feed(&mut monitor, &mut machine, Input::Followup(user("a"))).unwrap();
+    // Turn 1 claimed `a`; its pre-step request is outstanding: no model call saw it.
+    monitor.check_recovery(&machine, &ids).unwrap();
+    let (mut machine, repair) = monitor.crash_and_restore_redelivering(1).unwrap();
+    let kinds: Vec<&str> = repair.iter().map(Event::kind).collect();
+    assert_eq!(kinds, ["turn/end", "agent/inbox/spliced"]);
+    assert!(monitor.saw(Fact::Redelivered) && !monitor.saw(Fact::AllowanceSpent));
+    monitor.check_recovery(&machine, &ids).unwrap();
+    assert_eq!(
+        machine.fate(&ids[0]).to_json(),
+        serde_json::json!({"pending": "next-turn"})
+    );
+    // S57: the parked message runs on `resume`; turn 2 claims it, unseen again.
+    feed(&mut monitor, &mut machine, Input::Resume {}).unwrap();
+    assert!(monitor.saw(Fact::ResumeWoke));
+    monitor.check_recovery(&machine, &ids).unwrap();
+    // The allowance (1) is spent: the second crash does not redeliver it.
+    let (machine, _) = monitor.crash_and_restore_redelivering(1).unwrap();
+    assert!(monitor.saw(Fact::AllowanceSpent) && !monitor.saw(Fact::Redelivered));
+    monitor.check_recovery(&machine, &ids).unwrap();
+    assert_eq!(
+        machine.fate(&ids[0]).to_json(),
+        serde_json::json!({"claimed": {"turn": 2, "end": "interrupted"}})
+    );
+    // I15: a machine whose fates are not the outputs' is caught, naming the id.
+    let violation = monitor.check_recovery(&Machine::new(), &ids).unwrap_err();
+    assert_eq!(violation.invariant, Invariant::I15Fate);
+    assert_eq!(
+        violation.detail,
+        r#"fate(a) is "unknown" but the outputs give {"claimed":{"end":"interrupted","turn":2}}"#
+    );
+}

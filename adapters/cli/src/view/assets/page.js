@@ -220,7 +220,8 @@
     };
     const seq = (row) => "#" + ROWS[row][0];
     item("inserted at ", link(seq(life.inserted), life.inserted),
-      ROWS[life.inserted][3] ? " (during turn " + ROWS[life.inserted][3] + ")" : " (between turns)");
+      ROWS[life.inserted][3] ? " (during turn " + ROWS[life.inserted][3] + ")" : " (between turns)",
+      life.redelivered ? ", redelivered (" + life.redelivered + ") by crash repair (S59)" : "");
     if (life.claimed) {
       const li = item("claimed at ", link(seq(life.claimed[0]), life.claimed[0]), " by turn " + life.claimed[1]);
       li.className = "end-claimed";
@@ -233,6 +234,8 @@
       li.className = "end-discarded";
     }
     if (!life.claimed && !life.discarded) item("still pending at the log's end").className = "end-pending";
+    // The core's answer (S58), computed in Rust; only the id's last life has one.
+    if (life.fate) item("fate" + (DATA.fates_after ? " " + DATA.fates_after : "") + ": " + life.fate).className = "fate";
     card.appendChild(list);
     return card;
   }

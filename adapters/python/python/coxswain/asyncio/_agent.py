@@ -19,11 +19,13 @@ from collections import deque
 from typing import Any, Awaitable, Callable, TypeVar, cast
 
 from .._errors import Disposed as DisposedError
+from .._native import check_redelivery
 from .._filelog import FileLog, LogError
 from .._memorylog import MemoryLog
 from .._native import Session
-from .._types import (Abort, Begin, Disposed, Effect, Enter, Notification, PreStepRequest,
-                      Request, StatusChanged, StepRequest, TurnStoppingRequest, answer_json)
+from .._types import (JSON, Abort, Begin, DeliveryMemory, Disposed, Effect, Enter, Fate,
+                      Notification, PreStepRequest, Request, StatusChanged, StepRequest,
+                      TurnStoppingRequest, answer_json)
 from ._errors import (AgentError, Closed, IdTooLong, MessageTooLarge, PersistenceError,
                       StepClosed, Stopped)
 from ._host import (STOP, Host, PreStepContext, Scope, StepContext, TurnStoppingContext,
@@ -38,7 +40,7 @@ __all__ = ["Agent", "AgentError", "Closed", "Stopped", "PersistenceError", "Step
 T = TypeVar("T")
 
 #: The commands answered after the batch before them, outside any batch.
-_CONTROLS = ("pending", "close")
+_CONTROLS = ("pending", "fate", "close")
 
 
 async def _call(method: Callable[[Any], Awaitable[T]], cx: Any) -> T:
@@ -106,37 +108,69 @@ class Agent(Calls, Reports):
 
     @classmethod
     async def open(cls, host: Host, path: str | os.PathLike[str] | MemoryLog, *,
-                   delivery_memory: int = DEFAULT_DELIVERY_MEMORY,
+                   delivery_memory: DeliveryMemory = DEFAULT_DELIVERY_MEMORY,
                    max_batch: int = DEFAULT_MAX_BATCH,
                    max_pending: int | None = DEFAULT_MAX_PENDING, abort_grace: float = 5.0,
                    max_id_bytes: int = 256,
-                   max_message_bytes: int = 1 << 20) -> tuple[Agent, Recovery]:
+                   max_message_bytes: int = 1 << 20, redelivery: int = 0,
+                   resume_on_open: bool = False) -> tuple[Agent, Recovery]:
         """Opens an agent on the log file at ``path`` (missing or empty: a new session), resuming
         and repairing what it holds (``FileLog.open``: S46–S50); ``path`` may be a
         :class:`~coxswain.log.MemoryLog` instead (the same bytes in memory, nothing durable: for
         tests and benches). ``max_pending``: the admission
-        bound (S55, ``None``: unbounded; pass it and ``delivery_memory`` every time, S51);
+        bound (S55, ``None``: unbounded; pass it and ``delivery_memory`` every time, S51;
+        ``delivery_memory`` may be ``"unbounded"``, S58);
         ``abort_grace``: the seconds an aborted host call has to return before the session answers
         it ``fail`` (``host-abandoned``, S38–S40); ``max_id_bytes``, ``max_message_bytes``: the
-        limits beyond which a send raises :class:`IdTooLong`, :class:`MessageTooLarge`."""
+        limits beyond which a send raises :class:`IdTooLong`, :class:`MessageTooLarge`.
+        ``redelivery``: crash repair's allowance ``A`` (S59, default 0: S50 unchanged), an
+        ``int`` from 0 to 1000, else :class:`~coxswain.InvalidRedelivery` before anything is read
+        or written. ``resume_on_open``: once open, send ``resume`` (S57) so parked waking work
+        (restored, or redelivered) runs without waiting for a new delivery; default off (S48:
+        restored work parks)."""
+        allowance = check_redelivery(redelivery)
         if max_batch < 1 or (max_pending is not None and max_pending < 1):
             raise ValueError("max_batch and max_pending are at least 1")
         seed = int.from_bytes(os.urandom(8), "little")  # ids come from callers: HashDoS
         log: FileLog | MemoryLog
         if isinstance(path, MemoryLog):
-            log, resumed = path, path.resume(delivery_memory, max_pending, seed)
+            log, resumed = path, path.resume(delivery_memory, max_pending, seed, allowance)
         else:
             log, resumed = await asyncio.to_thread(FileLog.open, path, delivery_memory,
-                                                   max_pending, seed)
+                                                   max_pending, seed, allowance)
         try:
             session = Session(resumed.machine, abort_grace, max_id_bytes, max_message_bytes)
         except BaseException:
             log.close()
             raise
-        counts = [len(session.pending(t)) for t in ("next-turn", "next-step")]
-        return cls(host, log, session, max_batch), Recovery(
-            resumed.records, resumed.torn, resumed.interrupted, resumed.closers,
-            session.last_turn(), *counts)
+        agent = cls(host, log, session, max_batch)
+        recovery = Recovery(resumed.records, resumed.torn, resumed.interrupted, resumed.closers,
+                            session.last_turn(), len(session.pending("next-turn")),
+                            len(session.pending("next-step")), resumed.redelivered)
+        if resume_on_open:
+            try:
+                await agent.resume()
+            except BaseException:
+                await agent.close()
+                raise
+        return agent, recovery
+
+    async def resume(self) -> None:
+        """``resume`` (S57): starts parked waking work (restored or redelivered items park,
+        S48) as a waking send would, once durable; otherwise nothing changes. Raises
+        :class:`~coxswain.Disposed` only once disposed."""
+        await self._input({"resume": {}})
+
+    async def fate(self, id: str) -> Fate:
+        """What became of ``id`` (S58), as of the last durable batch: pending, discarded,
+        claimed by a turn (with the first step that carried it and how that turn ended), or
+        unknown (never an error). A query: it changes nothing, and is answered also once the
+        agent ended (disposed, closed or stopped), from its machine as it ended."""
+        try:
+            json: JSON = await self._send("fate", id)
+        except (AgentError, DisposedError):  # it ended (before or meanwhile): its machine, as
+            json = self._session.fate(id)  # it ended, still answers
+        return Fate(json)
 
     async def dispose(self) -> None:
         """Disposes (S45): returns once ``disposed`` was emitted, the running call returned and the
@@ -324,6 +358,12 @@ class Agent(Calls, Reports):
         if control.kind == "close":
             self._end("closed")
             self._reply(control, None)
+        elif control.kind == "fate":  # as of the last durable batch
+            try:
+                fate: Any = self._session.fate(control.arg)
+            except Exception as error:  # not a str, not UTF-8 text: the caller's, not the driver's
+                fate = error
+            self._reply(control, fate)
         else:  # pending: both lists, as of the last durable batch
             self._reply(control, [self._session.pending(t) for t in ("next-turn", "next-step")])
 

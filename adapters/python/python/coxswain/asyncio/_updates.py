@@ -28,6 +28,8 @@ class Recovery:
     last_turn: int
     pending_next_turn: int
     pending_next_step: int
+    #: How many messages crash repair redelivered (S59: the last of the ``closers``).
+    redelivered: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,183 @@
+//! SPEC §13 in the binding: the query `fate` (S58) on a [`NativeMachine`] and on a
+//! [`NativeSession`], the redelivery allowance of crash repair (S59) checked by its one owner
+//! ([`ResumeOptions::try_with_redelivery`]), and a conformance trace's `given` value with its
+//! `memory: "unbounded"` (S58) and `repair: {redeliver: A}` (S50, S59), restored as the
+//! reference subject does (the core's [`Restorer`], its `repair` pushed after the log).
+//! `resume` (S57) is an ordinary input: `{"resume": {}}` crosses as any other.
+
+use std::num::NonZeroUsize;
+
+use coxswain_core::{Config, Event, InvalidLog, Machine, MessageId, Output, Restorer};
+use coxswain_session::{ResumeOptions, MAX_REDELIVERY};
+use napi_derive::napi;
+use serde_json::{json, Value};
+
+use crate::machine::NativeMachine;
+use crate::session::NativeSession;
+use crate::wire;
+
+#[napi]
+impl NativeMachine {
+    /// The query `fate(id)` (S58) as JSON text: FORMAT.md's `F`, written by the core's
+    /// [`Fate::to_json`](coxswain_core::Fate::to_json) (`"unknown"`, `"discarded"`,
+    /// `{"pending":"next-turn"}`, `{"claimed":{"turn":1,"step":1,"end":"completed"}}`).
+    /// Changes nothing; answered in every phase, disposed too.
+    #[napi]
+    pub fn fate(&self, id: String) -> String {
+        let core = self.core.borrow();
+        wire::text(&core.machine.fate(&MessageId::from(id)).to_json())
+    }
+}
+
+#[napi]
+impl NativeSession {
+    /// The query `fate(id)` (S58) on the session's machine, as [`NativeMachine::fate`]: with the
+    /// staged inputs applied while a batch is staged. Answered also once disposed.
+    #[napi]
+    pub fn fate(&self, id: String) -> String {
+        let this = self.core.borrow();
+        wire::text(&this.session.machine().fate(&MessageId::from(id)).to_json())
+    }
+}
+
+/// The largest redelivery allowance a host may choose (S59: `coxswain_session::MAX_REDELIVERY`),
+/// for the text of `index.js`'s refusal of an allowance that is no integer at all.
+#[napi]
+pub fn max_redelivery() -> u32 {
+    u32::try_from(MAX_REDELIVERY).unwrap_or(u32::MAX)
+}
+
+/// Why the redelivery allowance `allowance` (an integer `>= 0`, checked by the caller) is
+/// refused (S59), in the session layer's words (`the redelivery allowance 1001 is above 1000
+/// (S59)`), or `null` when it is accepted: every open checks it here, before anything is read.
+#[napi]
+pub fn redelivery_refusal(allowance: i64) -> Option<String> {
+    match u64::try_from(allowance) {
+        Ok(allowance) => options(Config::new(), allowance).err(),
+        Err(_) => Some(format!(
+            "the redelivery allowance {allowance} is below 0 (S59)"
+        )),
+    }
+}
+
+/// `config` with the redelivery allowance `allowance`, checked by its one owner
+/// ([`ResumeOptions::try_with_redelivery`]), or the refusal's text.
+pub(crate) fn options(config: Config, allowance: u64) -> Result<ResumeOptions, String> {
+    ResumeOptions::from(config)
+        .try_with_redelivery(allowance)
+        .map_err(|refused| refused.to_string())
+}
+
+/// A trace's `given` value (FORMAT.md): the log, the seed boundary, the machine's config
+/// (`memory` a count or `"unbounded"`, S51, S58; `maxPending`, S55) and crash repair's
+/// allowance when `repair` is asked for (S50, S59).
+pub(crate) struct Given {
+    log: Vec<Value>,
+    seed_length: usize,
+    config: Config,
+    repair: Option<u64>,
+}
+
+impl Given {
+    /// Reads `given`'s JSON text: `null`, or `{log?, seedLength?, memory?, maxPending?,
+    /// repair?}`; the error names the field of the wrong shape.
+    pub(crate) fn parse(text: &str) -> Result<Given, String> {
+        let value: Value =
+            crate::wire::from_text(text).map_err(|e| format!("given is not JSON: {e}"))?;
+        if value.is_null() {
+            return Ok(Given {
+                log: Vec::new(),
+                seed_length: 0,
+                config: Config::new(),
+                repair: None,
+            });
+        }
+        let Some(object) = value.as_object() else {
+            return Err("given is neither null nor an object".into());
+        };
+        let log = match object.get("log") {
+            None => Vec::new(),
+            Some(Value::Array(log)) => log.clone(),
+            Some(_) => return Err("given `log` is not an array".into()),
+        };
+        let count = |key: &str| match object.get(key) {
+            None => Ok(0),
+            Some(n) => n
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| format!("given `{key}` is not a non-negative integer")),
+        };
+        let config = match object.get("memory") {
+            // S58: the capacity may be `unbounded`.
+            Some(Value::String(word)) if word == "unbounded" => {
+                Config::new().with_unbounded_delivery_memory()
+            }
+            Some(Value::String(_)) => {
+                return Err(
+                    "given `memory` is neither a non-negative integer nor \"unbounded\"".into(),
+                )
+            }
+            _ => Config::new().with_delivery_memory(count("memory")?),
+        };
+        let config = match object.get("maxPending") {
+            None | Some(Value::Null) => config,
+            Some(n) => config.with_max_pending(
+                n.as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .and_then(NonZeroUsize::new)
+                    .ok_or_else(|| String::from("given `maxPending` is not a positive integer"))?,
+            ),
+        };
+        // S59: `repair: {redeliver: A}`, `A` an integer >= 0 (the reference subject's reading:
+        // a trace's allowance is not bounded by an open's `MAX_REDELIVERY`).
+        let repair = match object.get("repair") {
+            None => None,
+            Some(repair) => Some(
+                repair
+                    .as_object()
+                    .filter(|repair| repair.len() == 1)
+                    .and_then(|repair| repair.get("redeliver"))
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| {
+                        String::from(
+                            "given `repair` is not {\"redeliver\": A} with an integer A >= 0",
+                        )
+                    })?,
+            ),
+        };
+        Ok(Given {
+            log,
+            seed_length: count("seedLength")?,
+            config,
+            repair,
+        })
+    }
+
+    /// Restores the machine this value describes: its log read by the core's [`Restorer`] with
+    /// its config and, with `repair`, crash repair's events (S50, S59) pushed after it. Returns
+    /// the machine and those events (none without `repair`), or why the log is refused (S47).
+    pub(crate) fn restore(&self) -> Result<(Machine, Vec<Event>), InvalidLog> {
+        let mut restorer = Restorer::with_config(self.config, self.seed_length);
+        for event in &self.log {
+            restorer.push_json(event)?;
+        }
+        let repaired = match self.repair {
+            Some(allowance) => restorer.repair(allowance),
+            None => Vec::new(),
+        };
+        for event in &repaired {
+            restorer.push_event(event)?;
+        }
+        Ok((restorer.finish()?, repaired))
+    }
+
+    /// The `ready` reply to a `begin` with this value (PORTS.md): `{}` without `repair`, else
+    /// `{"repaired": [{"event": EVENT}…]}`, the events repair appended as `"out"` values.
+    pub(crate) fn ready(&self, repaired: Vec<Event>) -> Value {
+        if self.repair.is_none() {
+            return json!({ "ready": {} });
+        }
+        let repaired: Vec<Output> = repaired.into_iter().map(Output::Event).collect();
+        json!({ "ready": { "repaired": repaired } })
+    }
+}
