@@ -4,60 +4,21 @@
 //! is never written; bad paths, a corrupt log and a refused allowance fail naming what was
 //! wrong.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+
+#[path = "support/run.rs"]
+mod run;
+use run::{run_cli, Ran};
 
 /// Turn 1 ran step 1 with follow-up `m1`; steer `s1` and follow-up `m2` arrived during it; the
 /// step answered `continue`, the boundary claimed `s1` for step 2, and the process died while
 /// that pre-step request was outstanding (no model call saw `s1`). `m2` waits in NT.
 const FIXTURE: &str = "tests/fixtures/fate/crashed-before-step-2.jsonl";
 
-/// What a run printed, and its exit code.
-#[derive(Debug, PartialEq)]
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs the CLI with `args`; fails if it has not exited within 20 s (it is killed).
+/// Runs the CLI with `args` in the crate's folder; fails if it has not exited within 20 s.
 fn cli(args: &[&str]) -> Ran {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_coxswain"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            text
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("`coxswain {args:?}` did not exit within 20 s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Ran {
-        code: status.code(),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
+    run_cli(args, Some(Path::new(env!("CARGO_MANIFEST_DIR"))), &[])
 }
 
 fn answered(line: &str) -> Ran {

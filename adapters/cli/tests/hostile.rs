@@ -4,60 +4,19 @@
 //! a refusal says `rejected:` once; zero turns print no `()`; a run without `--log` leaves no
 //! temp dir behind; a resumed log says so; the hints name `cargo run -p coxswain --`.
 
-use std::io::Read;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use coxswain_log::MAX_LINE_BYTES;
 
-/// What a run of the CLI printed, and its exit code.
-#[derive(Debug, PartialEq)]
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
+#[path = "support/run.rs"]
+mod run;
+use run::{run_cli, Ran};
 
-/// Runs the CLI with `args` (and `envs`); fails if it has not exited within 20 s (it is killed).
+/// Runs the CLI with `args` (and `envs`); fails if it has not exited within 20 s.
 fn cli_with(args: &[&Path], envs: &[(&str, &Path)]) -> Ran {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_coxswain"));
-    command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (key, value) in envs {
-        command.env(key, value);
-    }
-    let mut child = command.spawn().unwrap();
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            text
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("`coxswain {args:?}` did not exit within 20 s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Ran {
-        code: status.code(),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
+    run_cli(args, None, envs)
 }
 
 fn cli(args: &[&Path]) -> Ran {

@@ -8,7 +8,6 @@
 //! to take once nobody holds it ([`free`]), and every take bumps the epoch that fences the
 //! previous writer.
 
-use std::ops::ControlFlow;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -250,26 +249,11 @@ impl Store {
         let options = options.try_with_redelivery(options.redelivery)?;
         let mut log = self.open_read_only(session).await?;
         let mut resuming = Resuming::with_options(options);
-        let (mut invalid, mut next_seq) = (None, 1);
-        log.read_back(&mut |record| {
-            next_seq = record.seq.map_or(next_seq, |seq| seq.saturating_add(1));
-            match resuming.push(&record) {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(error) => {
-                    invalid = Some(error);
-                    ControlFlow::Break(())
-                }
-            }
-        })
-        .await?;
-        let restore = |error| PgError::Restore {
+        log.read_back(&mut |record| resuming.offer(&record)).await?;
+        resuming.finish_read().map_err(|error| PgError::Restore {
             session: session.to_owned(),
             error,
-        };
-        match invalid {
-            Some(error) => Err(restore(error)),
-            None => resuming.finish(next_seq).map_err(restore),
-        }
+        })
     }
 
     /// What became of message `id` in `session` (S58), answered from the stored records

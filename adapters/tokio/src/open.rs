@@ -1,7 +1,6 @@
 //! How an agent opens: its log resumed through the session layer's [`Resuming`] plan (carried
 //! out on the [`DurableLog`]), then its driver task wired to a new handle and spawned.
 
-use std::ops::ControlFlow;
 use std::sync::{Arc, OnceLock};
 
 use coxswain_core::{Input, Machine, Target};
@@ -54,23 +53,8 @@ async fn resume<L: DurableLog>(
     options: ResumeOptions,
 ) -> Result<(Machine, Recovery), OpenError> {
     let mut resuming = Resuming::with_options(options);
-    let (mut invalid, mut next_seq) = (None, 1);
-    let read = log
-        .read_back(&mut |record| {
-            next_seq = record.seq.map_or(next_seq, |seq| seq.saturating_add(1));
-            match resuming.push(&record) {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(error) => {
-                    invalid = Some(error);
-                    ControlFlow::Break(())
-                }
-            }
-        })
-        .await?;
-    let plan = match invalid {
-        Some(error) => return Err(OpenError::Corrupt(error)),
-        None => resuming.finish(next_seq)?,
-    };
+    let read = log.read_back(&mut |record| resuming.offer(&record)).await?;
+    let plan = resuming.finish_read()?;
     // Accepted: only now is anything written.
     log.repair_tail().await?;
     if !plan.closers.is_empty() {

@@ -243,18 +243,25 @@ impl ResumePlan {
 /// A [`ResumePlan`] built from records handed over one at a time, for a log that streams its
 /// records back (its memory does not grow with the log).
 #[derive(Debug)]
-pub struct Resuming(Repairer);
+pub struct Resuming {
+    repairer: Repairer,
+    /// The `seq` after the last record offered (1 before any).
+    next_seq: u64,
+}
 
 impl Resuming {
     /// A plan restoring into a machine with `config`.
     pub fn new(config: Config) -> Self {
-        Resuming(Repairer::new(config))
+        Resuming::with_options(ResumeOptions::from(config))
     }
 
     /// A plan restoring into a machine with `options.config`, whose repair redelivers with
     /// `options.redelivery` (S59).
     pub fn with_options(options: ResumeOptions) -> Self {
-        Resuming(Repairer::new(options.config).with_redelivery(options.redelivery))
+        Resuming {
+            repairer: Repairer::new(options.config).with_redelivery(options.redelivery),
+            next_seq: 1,
+        }
     }
 
     /// Restores the next record read back.
@@ -263,7 +270,32 @@ impl Resuming {
     ///
     /// [`RepairError`] naming its line when the core does not accept it.
     pub fn push(&mut self, record: &Record) -> Result<(), RepairError> {
-        self.0.push(record)
+        self.repairer.push(record)
+    }
+
+    /// A log's read-back callback: restores `record` and notes the `seq` after it; stops the
+    /// read at the first record the core refuses (the repairer keeps the refusal, and
+    /// [`finish_read`](Resuming::finish_read) returns it). The one way a log that streams its records (a file, a segment, a database)
+    /// feeds a plan.
+    pub fn offer(&mut self, record: &Record) -> std::ops::ControlFlow<()> {
+        self.next_seq = record
+            .seq
+            .map_or(self.next_seq, |seq| seq.saturating_add(1));
+        match self.repairer.push(record) {
+            Ok(()) => std::ops::ControlFlow::Continue(()),
+            Err(_) => std::ops::ControlFlow::Break(()),
+        }
+    }
+
+    /// The plan once a read fed by [`offer`](Resuming::offer) ended; the next record takes the
+    /// `seq` after the last one offered.
+    ///
+    /// # Errors
+    ///
+    /// The first [`RepairError`] `offer` met, else as [`finish`](Resuming::finish).
+    pub fn finish_read(self) -> Result<ResumePlan, RepairError> {
+        let next_seq = self.next_seq;
+        self.finish(next_seq)
     }
 
     /// The plan, once every record was pushed; `next_seq` is the `seq` after the last one.
@@ -273,7 +305,7 @@ impl Resuming {
     ///
     /// [`RepairError`] when the log cannot end where it does.
     pub fn finish(self, next_seq: u64) -> Result<ResumePlan, RepairError> {
-        let repaired = self.0.finish()?;
+        let repaired = self.repairer.finish()?;
         Ok(ResumePlan {
             machine: repaired.machine,
             cut_to: None,
@@ -292,6 +324,58 @@ impl Resuming {
 mod tests {
     use super::*;
     use coxswain_core::Message;
+    use serde_json::Value;
+    use std::ops::ControlFlow;
+
+    /// A streamed read: `offer` notes the `seq` after each record and stops at the first one
+    /// the core refuses (S46, S47), which `finish_read` returns; a clean read plans on from the
+    /// last `seq` offered.
+    #[test]
+    fn offer_stops_at_the_first_refused_record_and_finish_read_returns_it() {
+        let mut machine = Machine::new();
+        let Ok(transition) = machine.followup(Message::user("m1", "hi")) else {
+            panic!("a fresh machine takes a follow-up");
+        };
+        let events: Vec<Value> = transition
+            .events()
+            .iter()
+            .map(|event| serde_json::to_value(event).unwrap_or_default())
+            .collect();
+        let record = |line: usize, event: &Value| Record {
+            line,
+            seq: Some(line as u64 + 6),
+            event: event.clone(),
+        };
+        let mut resuming = Resuming::new(Config::new());
+        for (line, event) in (1..).zip(&events) {
+            assert_eq!(
+                resuming.offer(&record(line, event)),
+                ControlFlow::Continue(())
+            );
+        }
+        let Ok(plan) = resuming.finish_read() else {
+            panic!("an open turn is repaired, not refused");
+        };
+        // Three records, seq 7..=9: the closer takes 10.
+        assert_eq!(
+            (plan.records, plan.next_seq, plan.closers.len()),
+            (3, 10, 1)
+        );
+        // A splice into no list is refused (S47): the read stops there, the records after it
+        // are never offered, and `finish_read` returns the refusal.
+        let bad = serde_json::json!({"type": "agent/inbox/spliced", "data": {"target": "nowhere"}});
+        let mut resuming = Resuming::new(Config::new());
+        let log = [&events[0], &bad, &events[1]];
+        let flows: Vec<ControlFlow<()>> = (1..)
+            .zip(log)
+            .map(|(line, event)| resuming.offer(&record(line, event)))
+            .take_while(|flow| flow.is_continue())
+            .collect();
+        assert_eq!(flows.len(), 1, "the read stops at the refused record");
+        assert!(
+            matches!(resuming.finish_read(), Err(error) if error.to_string().contains("line 2"))
+        );
+    }
 
     /// S50: a whole last record without its `\n` is ended, then the closers follow it, numbered
     /// on; a balanced, terminated log needs nothing.
