@@ -124,7 +124,7 @@ impl Options {
 
     /// The default `delivery_memory`: the last 256 messages that left the lists. A retry comes
     /// within seconds of its first attempt, while fewer than that many messages of one session
-    /// leave; a full memory costs an agent about 20 KB (76 B per held id, the bench table of
+    /// leave; a full memory costs an agent about 32 KB (126 B per held id, the bench table of
     /// docs/performance.md).
     pub const DEFAULT_DELIVERY_MEMORY: usize = 256;
 
