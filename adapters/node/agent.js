@@ -1,32 +1,32 @@
 'use strict';
-// `Agent`: the Promise-based driver of one session, an IO loop over the session layer (`Session`,
-// the Rust `coxswain_session::Session`) that moves bytes (the log), time (`performance.now()`) and
-// promises. Every decision is the session's: group commit (the commands waiting, up to `maxBatch`,
-// staged into one batch, appended as one write, their effects and acknowledgements released in
-// input order once it is persisted), the rollback of a failed batch (S5 extended: its members
-// fail, the agent goes on; only an indeterminate log stops it), admission, the host-failure codes
-// and the abort grace (S38, S39). Hooks run one at a time (S4) with their activity's signal (S42).
+// `Agent`: the Promise-based driver of one agent, an IO loop over the session layer's agent loop
+// (`Loop`, the Rust `coxswain_session::AgentLoop`). It moves bytes (the log's appends), time
+// (`performance.now()`, one timer) and promises; the loop decides everything else: which
+// commands make a batch, who waits for what, the stop policy (a failed append fails its members
+// and the agent goes on; an indeterminate or fenced one stops it), what a refused or stale host
+// answer means, the abort grace (S38, S39), the answers of hooks the host did not write or that
+// return nothing, and the defaults. Hooks run one at a time (S4) with their activity's signal (S42).
 
 const crypto = require('node:crypto');
 const errors = require('./errors');
-const { INPUTS, FOUND, nativeMachine } = require('./machine');
-const { Session, agentOptions } = require('./session');
+const { INPUTS, FOUND, nativeMachine, fateOf } = require('./machine');
+const { Loop } = require('./session');
+const { agentOptions } = require('./options');
 const { resume, writesEncoded, appendTo } = require('./log');
+const { Activity, CONTEXTS, answerOf } = require('./hooks');
 
-/** What a hook that is missing or returns nothing answers (the step has no default). */
-const DEFAULTS = { preStep: (body) => ({ enter: body.messages }), turnStopping: () => 'done' };
-const [BEGIN, END] = [{ feed: { maintenance: 'begin' } }, { feed: { maintenance: 'end' } }];
-/** Settled: the loop's next run is queued as a reaction to it (a microtask, as `queueMicrotask`'s, without its async resource). */
+/** Settled: the loop's next run is queued as a reaction to it (a microtask, without `queueMicrotask`'s async resource). */
 const SETTLED = Promise.resolve();
+const [FAILED, INDETERMINATE, FENCED] = [1, 2, 3]; // a failed append, as the loop is told (src/session.rs `appended`)
 
 class Agent {
-  constructor(host, log, session, maxBatch, nextSeq) {
-    Object.assign(this, { _host: host, _log: log, _s: session, _maxBatch: maxBatch, _queue: [], _seq: nextSeq });
-    Object.assign(this, { _pumping: false, _scheduled: false, _maintenance: null, _timer: null });
-    Object.assign(this, { _ending: null, _finishing: null, _finalSync: null, _listeners: new Set() });
-    Object.assign(this, { _idle: [], _afterEnd: [], _held: new Map(), _activity: new Activity() });
+  constructor(host, log, loop) {
+    Object.assign(this, { _host: host, _log: log, _s: loop, _queue: [], _waiters: new Map(), _next: 0 });
+    Object.assign(this, { _scheduled: false, _writing: false, _timer: null, _quiescent: true, _job: null });
+    Object.assign(this, { _ending: null, _finishing: null, _finalSync: null, _appendError: null });
+    Object.assign(this, { _listeners: new Set(), _idle: [], _activity: new Activity() });
     this._finished = new Promise((resolve) => { this._resolveFinished = resolve; });
-    ({ status: this._status, lastTurn: this._lastTurn } = session.state());
+    ({ status: this._status, lastTurn: this._lastTurn, quiescent: this._quiescent } = loop.state());
   }
 
   /**
@@ -44,14 +44,15 @@ class Agent {
       const machine = nativeMachine(o.memory, o.maxPending, crypto.randomBytes(8).toString('hex'));
       let nextSeq;
       ({ recovery, nextSeq } = await resume(log, machine, o.redelivery));
-      const session = new Session(machine, o);
-      agent = new Agent(host, log, session, o.maxBatch, nextSeq);
+      // The hooks the host wrote: the loop answers the others itself (decision 1).
+      const hooks = { preStep: typeof host.preStep === 'function', turnStopping: typeof host.turnStopping === 'function' };
+      agent = new Agent(host, log, new Loop(machine, o, hooks, nextSeq));
     } catch (error) {
       await log.close();
       throw error;
     }
     // A disposed session takes no input (S45): there is nothing to resume.
-    if (o.resumeOnOpen && !agent._s.disposed) {
+    if (o.resumeOnOpen && !agent._s.state().disposed) {
       try {
         await agent.resume();
       } catch (error) {
@@ -62,15 +63,11 @@ class Agent {
     return { agent, recovery };
   }
 
-  runMaintenance(job) {
-    return new Promise((resolve, reject) => {
-      this._enqueue(command('input', BEGIN, () => this._runJob(job, resolve, reject), reject));
-    });
-  }
+  runMaintenance(job) { return this._command((w) => ({ maintenance: w }), false, job); }
   whenIdle() {
     const ending = this._ending;
     if (ending) return ending.kind === 'disposed' ? Promise.resolve() : Promise.reject(this._endedError());
-    if (!this._pumping && this._queue.length === 0 && this._s.quiescent) return Promise.resolve();
+    if (this._isIdle()) return Promise.resolve();
     return new Promise((resolve, reject) => this._idle.push({ resolve, reject }));
   }
   subscribe(listener) {
@@ -78,19 +75,16 @@ class Agent {
     else this._listeners.add(listener);
     return () => this._listeners.delete(listener);
   }
-  pending() { return this._command('barrier', () => this._s.pending()); }
-  fate(id) {
-    // Once ended (disposed too), the session's records still answer (S58); an id that is no
-    // string is refused at the call (`InvalidInputError`), never in the loop.
-    if (this._ending || typeof id !== 'string') return new Promise((resolve) => resolve(this._s.fate(id)));
-    return this._command('barrier', () => this._s.fate(id));
+  pending() { return this._command((w) => ({ pending: w })); }
+  fate(id) { // an id that is no string is refused at the call (`InvalidInputError`), never in the loop
+    return typeof id === 'string' ? this._command((w) => ({ fate: [w, id] })) : new Promise((ok) => ok(fateOf(null, id)));
   }
   async dispose() {
     await this._input({ dispose: {} });
     if ((await this._released()).kind !== 'disposed') throw this._endedError();
   }
   async close() {
-    if (!this._ending) await this._command('barrier', () => this._end({ kind: 'closed' })).catch(drop);
+    await this._command((w) => ({ close: w })).catch(drop);
     await this._released();
   }
   finished() { return this._finished; }
@@ -98,220 +92,164 @@ class Agent {
   get ending() { return this._finishing === 'done' ? this._ending : null; }
   get lastTurn() { return this._lastTurn; }
 
-  // --- the loop ---------------------------------------------------------------------------
-  /** A command that resolves once settled (`found`: `true` to resolve with the session's `found`, S15). */
-  _command(kind, input, found) {
-    return new Promise((resolve, reject) => this._enqueue(command(kind, input, resolve, reject, found)));
-  }
-  _input(input, found) { return this._command('input', { feed: input }, found); }
-  _record(turn, step, events) {
+  // --- the IO loop ------------------------------------------------------------------------
+  /** A caller's command (`make(w)`, `w` its waiter): resolves with its reply (`found`: an edit's `found`, S15). */
+  _command(make, found = false, job = null) {
     return new Promise((resolve, reject) => {
-      const entries = events.map((event) => ({ type: event?.type, data: event?.data ?? null }));
-      this._enqueue(command('record', { record: [turn, step, entries] }, resolve, reject));
+      const w = (this._next = (this._next + 1) >>> 0);
+      this._waiters.set(w, { resolve, reject, found, job, outcome: null });
+      this._enqueue(make(w));
     });
   }
+  _input(input, found) { return this._command((w) => ({ input: [w, input] }), found); }
+  _record(turn, step, events) {
+    const entries = events.map((event) => ({ type: event?.type, data: event?.data ?? null }));
+    return this._command((w) => ({ record: [w, turn, step, entries] }));
+  }
   _enqueue(command) {
-    if (this._ending) return command.reject(this._endedError());
     this._queue.push(command);
     this._schedule();
   }
   _schedule() {
-    if (this._scheduled || this._pumping) return;
+    if (this._scheduled || this._writing) return;
     this._scheduled = true;
-    SETTLED.then(() => this._pump()); // callers that deliver in the same tick join one batch
+    SETTLED.then(() => this._pump()); // commands given in the same tick cross together
   }
-
-  async _pump() {
+  _pump() {
     this._scheduled = false;
-    if (this._pumping) return;
-    this._pumping = true;
-    try {
-      while (!this._ending && this._queue.length > 0) {
-        if (this._queue[0].kind === 'barrier') {
-          const head = this._queue.shift();
-          head.resolve(head.input());
-        } else {
-          const appending = this._batch();
-          if (appending !== undefined) await appending;
-        }
-      }
-    } finally {
-      this._pumping = false;
-    }
-    if (this._ending) await this._finish();
-    else if (this._idle.length > 0 && this._s.quiescent) this._idle.splice(0).forEach((idle) => idle.resolve());
-  }
-  /**
-   * Stages the waiting commands and seals them (one crossing), appends the batch, and reports how
-   * that went: a Promise while the log appends, `undefined` once the batch is done (nothing to
-   * append, or a log that appends at once: `appendTo`).
-   */
-  _batch() {
-    // The waiting commands up to a barrier, at most `maxBatch` (arrays of their exact size).
-    const queue = this._queue;
-    let count = 0;
-    while (count < queue.length && count < this._maxBatch && queue[count].kind !== 'barrier') count++;
-    let members = queue; // all of them: the queue itself, no copy
-    if (count === queue.length) this._queue = [];
-    else members = queue.splice(0, count);
-    const commands = new Array(count);
-    for (let i = 0; i < count; i++) {
-      const member = members[i];
-      if (member.kind === 'timeout') member.input.timeout = performance.now();
-      commands[i] = member.input;
-    }
-    // Encoded for the next `seq`; decoded only for a listener or a log of the host's own, whose
-    // append may keep the entries for later: their lines are taken as text at once for it.
+    if (this._writing || this._queue.length === 0) return;
+    const commands = this._queue;
+    this._queue = [];
+    // Decoded entries for a listener, or for a log of the host's own (its lines taken as text at once).
     const own = writesEncoded(this._log);
-    const decoded = this._listeners.size > 0 || !own;
-    const { staged, batch, entries } = this._s._stage(commands, this._seq, decoded, !own);
-    const tickets = new Array(count);
-    let retried = null;
-    for (let i = 0; i < count; i++) {
-      const member = members[i];
-      const result = staged[i];
-      if (typeof result === 'number') tickets[result] = member;
-      else if (result?.retried) (retried ??= []).push(...this._retried(result.retried, tickets));
-      else if (result !== null) member.error = result; // refused: it changed nothing (S5)
-      // A stale answer (its call was abandoned, S4) is dropped; any other refused answer is a bug: close.
-      const bug = member.kind === 'answer' && member.error && member.error.kind !== 'stale';
-      if (bug) this._end({ kind: 'closed', error: member.error });
+    this._s.carry(this._listeners.size > 0 || !own, !own);
+    this._carryOut(this._s.submit(commands));
+  }
+  /** Carries out a turn's outputs, then appends its batch and carries out the next turn, until none is to append. */
+  _carryOut(turn) {
+    for (;;) {
+      for (let k = 0; k < turn.outputs.length; k++) this._output(turn.outputs[k]);
+      if (turn.append === null) break;
+      turn = this._write(turn.append);
+      if (turn === undefined) return; // appending: `_appended` goes on
     }
-    if (retried !== null) members.push(...retried);
-    if (batch === null) {
-      this._arm(this._s.pollTimeout()); // a timeout not due yet is armed again
-      return settleAll(members);
-    }
-    let appended = this._seq;
+    this._quiescent = turn.quiescent;
+    this._arm(turn.deadline);
+    if (this._queue.length > 0) this._schedule();
+    else if (this._idle.length > 0 && this._isIdle()) this._idle.splice(0).forEach((idle) => idle.resolve());
+  }
+  /** Appends a batch (`appendTo`: at once for a `MemoryLog`): the next turn, or `undefined` while the log appends. */
+  _write(append) {
+    let seq;
     try {
-      if (entries.length > 0) appended = appendTo(this._log, entries);
+      seq = appendTo(this._log, append.entries);
     } catch (error) {
-      return this._failed(batch, members, tickets, error);
+      return this._appended(error, 0, append);
     }
-    if (typeof appended === 'number') return this._appended(appended, batch, members, tickets, entries);
-    return appended.then(
-      (seq) => this._appended(seq, batch, members, tickets, entries),
-      (error) => this._failed(batch, members, tickets, error),
+    if (typeof seq === 'number') return this._appended(null, seq, append);
+    this._writing = true;
+    seq.then(
+      (first) => this._carryOut(this._appended(null, first, append)),
+      (error) => this._carryOut(this._appended(error, 0, append)),
     );
+    return undefined;
   }
-  /** The batch is in the log from `seq` on: the session releases its effects and acknowledgements, carried out in order. */
-  _appended(seq, batch, members, tickets, entries) {
-    this._seq = seq + entries.length;
-    if (this._listeners.size > 0) for (const entry of entries) this._publish({ recorded: { seq: seq++, entry } });
-    let deadline = null; // the abort grace's, while one runs (S39)
-    for (const release of this._s.persisted(batch, performance.now())) {
-      if (release.refused) tickets[release.ack].error = release.refused; // judged against earlier members
-      else if (release.ack !== undefined) tickets[release.ack].found &&= release.found;
-      else if (release.deadline !== undefined) deadline = release.deadline;
-      else this._carryOut(release);
+  /** Tells the loop how the append went (`error`: the log's, or `null`): its turn. */
+  _appended(error, seq, { entries, count }) {
+    this._writing = false;
+    this._appendError = error;
+    if (error === null && this._listeners.size > 0 && Array.isArray(entries)) {
+      for (let k = 0; k < count; k++) this._publish({ recorded: { seq: seq + k, entry: entries[k] } });
     }
-    this._arm(deadline);
-    settleAll(members);
+    return this._s.appended(error === null ? 0 : failureOf(error), performance.now(), seq, count);
   }
-  /** The batch's append failed: the session takes it back; only an indeterminate log stops the agent. */
-  _failed(batch, members, tickets, error) {
-    if (error instanceof errors.IndeterminateError || error instanceof errors.LogFailedError) {
-      this._end({ kind: 'stopped', error });
-      // Told once the agent has ended: `ending` and `whenIdle()` say it stopped by then.
-      for (const member of members) this._afterEnd.push(() => settle(member, error));
-      return;
-    }
-    // Its answers (the host's, a job's end) are the session's to stage again after its pause: their waiters wait.
-    const held = this._s.failed(batch, performance.now()).held.filter((ticket) => tickets[ticket]);
-    for (const ticket of held) this._held.set(`${batch}:${ticket}`, tickets[ticket]);
-    const message = `the input is not in the log, nothing changed (it may be sent again): ${error.message}`;
-    const failure = new errors.PersistenceError(message, { cause: error });
-    for (const member of members) if (!held.some((ticket) => tickets[ticket] === member)) settle(member, failure);
-    this._arm(this._s.pollTimeout()); // the retry pause, or a grace the batch's rollback put back
-  }
-  /** The held answers a timeout staged again: their waiters join this batch at their new tickets (or hear why not). */
-  _retried(answers, tickets) {
-    const joined = [];
-    for (const [batch, ticket, staged] of answers) {
-      const member = this._held.get(`${batch}:${ticket}`);
-      this._held.delete(`${batch}:${ticket}`);
-      if (member && typeof staged === 'number') joined.push(tickets[staged] = member);
-      else if (member) settle(member, staged);
-    }
-    return joined;
-  }
-  _runJob(job, resolve, reject) {
-    const running = { reject };
-    this._maintenance = running;
-    const end = (answer) => {
-      if (this._maintenance !== running) return;
-      this._maintenance = null;
-      this._enqueue(command('input', END, answer, reject));
-    };
-    const settled = Promise.resolve(this._activity.signal).then(job);
-    settled.then((value) => end(() => resolve(value)), (failure) => end(() => reject(failure)));
-  }
-  /** Carries out one released effect (the drain contract's second half). */
-  _carryOut({ notify, begin, request, disposed }) {
+  /** Carries out one output of the loop. */
+  _output(o) {
+    if (o.reply !== undefined) return this._reply(o);
+    if (o.startJob !== undefined) return this._runJob(o.startJob);
+    if (o.ended !== undefined) return this._end(o);
+    if (o.abandoned) return undefined; // its late answer is the loop's to drop
+    const { notify, begin, request } = o;
     if (notify && notify.type === 'agent/status') this._status = notify.status;
     if (notify && this._listeners.size > 0) this._publish({ notified: notify });
     if (begin) this._activity = new Activity();
     if (begin && begin.turn !== undefined) this._lastTurn = begin.turn;
     if (request && request.abort) this._activity.abort(request.abort.cause);
-    else if (request) this._start(request);
-    if (disposed) this._end({ kind: 'disposed' });
+    else if (request) this._call(request);
+    return undefined;
   }
-  /** Starts the host call the session requested; its answer (or what went wrong) is the next input. */
-  _start(request) {
-    const kind = request.preStep ? 'preStep' : request.step ? 'step' : 'turnStopping';
-    const body = request[kind];
-    // No hook: its answer (the default, or a failed call) is the next input at once, no call to run.
-    if (typeof this._host[kind] !== 'function') this._enqueue(command('answer', answerInput(kind, body), drop, drop));
-    else this._call(kind, body, this._activity);
+  /** Answers a waiter: its value, or its failure as the typed error (decision 7's kinds). */
+  _reply({ reply, found, value, error, failed }) {
+    const waiter = this._waiters.get(reply);
+    if (waiter === undefined) return;
+    this._waiters.delete(reply);
+    if (failed !== undefined) error = this._failure(failed);
+    if (error === undefined && waiter.outcome !== null) ({ value, error } = waiter.outcome); // a job's own
+    if (error !== undefined) waiter.reject(error);
+    else waiter.resolve(waiter.found ? found : value);
+  }
+  _failure(kind) {
+    const cause = this._appendError;
+    if (kind === 'indeterminate') return cause instanceof errors.IndeterminateError ? cause : new errors.IndeterminateError('the append may or may not be in the log', { cause });
+    if (kind !== 'persistence') return this._endedError(kind);
+    const message = `the input is not in the log, nothing changed (it may be sent again): ${cause?.message}`;
+    return new errors.PersistenceError(message, { cause });
+  }
+  /** A maintenance job's beginning is durable: it runs with its activity's signal, then its end is the loop's. */
+  _runJob(w) {
+    const waiter = this._waiters.get(w);
+    if (waiter === undefined) return;
+    this._job = w;
+    const end = (outcome) => {
+      if (this._job !== w) return; // failed already: the agent ended
+      [this._job, waiter.outcome] = [null, outcome];
+      this._enqueue({ jobEnded: w });
+    };
+    Promise.resolve(this._activity.signal).then(waiter.job).then((value) => end({ value }), (error) => end({ error }));
   }
   /**
-   * Runs one host call, after the loop's current turn: its answer, or its failure, is staged.
-   * The hook runs a microtask later (after the batch that requested it has settled), and what it
-   * returns is awaited as `await` does it (`Promise.resolve(…).then`): the turns of the microtask
-   * queue of `await undefined; … await hook(cx)`, without an async function's frame.
+   * Runs one host call a microtask after the turn that requested it: its answer, nothing
+   * (`undefined` / `null`: the loop's default answer, decision 2) or its failure goes to the
+   * loop. What the hook returns is awaited as `await` does it (`Promise.resolve(…).then`).
    */
-  _call(kind, body, activity) {
+  _call(request) {
+    const kind = request.preStep ? 'preStep' : request.step ? 'step' : 'turnStopping';
+    const body = request[kind];
+    const [turn, step, activity] = [body.turn, body.step ?? 0, this._activity];
+    const give = (command) => this._ending || this._enqueue(command);
+    const answered = (value) => give(value == null ? { nothing: [kind, turn, step] } : { answer: [kind, turn, step, answerOf(kind, value)] });
+    const raised = (error) => give({ hostFailed: [kind, turn, step, 'raised', String(error?.message ?? error)] });
     SETTLED.then(() => {
+      if (typeof this._host[kind] !== 'function') return answered(undefined);
       let answer;
       try {
         answer = this._host[kind](new CONTEXTS[kind](this, body, activity));
       } catch (error) {
-        return this._raised(kind, body, error);
+        return raised(error);
       }
-      Promise.resolve(answer).then(
-        (value) => this._answered(kind, body, value),
-        (error) => this._raised(kind, body, error),
-      );
+      return Promise.resolve(answer).then(answered, raised);
     });
   }
-  /** Stages the hook's answer to the call `kind` (`answerInput`: nothing is the default, or a failed call). */
-  _answered(kind, body, answer) {
-    const input = answerInput(kind, body, answer);
-    if (!this._ending) this._enqueue(command('answer', input, drop, drop));
-  }
-  /** Stages the failure of the call `kind`, whose hook raised `error`. */
-  _raised(kind, body, error) {
-    const input = { hostFailed: [kind, body.turn, body.step ?? 0, 'raised', String(error?.message ?? error)] };
-    if (!this._ending) this._enqueue(command('answer', input, drop, drop));
-  }
-  /** Keeps one timer on the session's deadline `at` (the abort grace): when it fires, a timeout is staged. */
+  /** Keeps one timer on the loop's deadline `at` (the abort grace, the retry pause). */
   _arm(at) {
     if (this._timer !== null) clearTimeout(this._timer);
     this._timer = null;
-    if (at === null) return;
+    if (at === null || this._finishing) return;
     const wait = Math.min(0x7fffffff, Math.max(0, Math.ceil(at - performance.now())));
-    this._timer = setTimeout(() => this._enqueue(command('timeout', { timeout: 0 }, drop, drop)), wait);
+    this._timer = setTimeout(() => {
+      this._timer = null;
+      if (!this._writing) this._carryOut(this._s.timeout(performance.now()));
+    }, wait);
   }
+  _isIdle() { return !this._writing && !this._scheduled && this._queue.length === 0 && this._quiescent; }
   _publish(update) {
-    for (const listener of this._listeners) {
-      try { listener(update); } catch { /* a listener's failure is its own */ }
-    }
+    for (const listener of this._listeners) try { listener(update); } catch { /* a listener's failure is its own */ }
   }
-  _end(ending) { this._ending ??= ending; }
-  _endedError() {
-    const kind = this._ending && this._ending.kind;
+  _endedError(kind = this._ending?.kind) {
     if (kind === 'disposed') return new errors.DisposedError('the machine is disposed and accepts no input');
-    return kind === 'stopped' ? new errors.StoppedError() : new errors.ClosedError();
+    if (kind !== 'stopped') return new errors.ClosedError();
+    if (this._why !== FENCED) return new errors.StoppedError();
+    return new errors.StoppedError('the agent stopped: another writer owns the session; re-open it from the log');
   }
   /** How the agent ended, once it has; `FinalSyncError` if its last sync failed. */
   async _released() {
@@ -319,138 +257,41 @@ class Agent {
     if (cause) throw new errors.FinalSyncError(`the final sync of the log failed: ${cause.message}`, { cause });
     return ending;
   }
-  /** Stops what runs, syncs and releases the log, publishes the ending, answers what waits. */
-  async _finish() {
-    if (this._finishing) return;
-    this._finishing = 'running';
-    const ending = this._ending;
+  /** The agent ends (the loop's word): stop what runs, sync and release the log, publish the ending, answer what waits. */
+  async _end({ ended, why }) {
+    if (this._ending) return;
+    // A stopped agent's ending carries the log's failure that stopped it.
+    this._ending = ended === 'stopped' ? { kind: ended, error: this._appendError } : { kind: ended };
+    [this._why, this._finishing] = [why, 'running'];
     const error = this._endedError();
     clearTimeout(this._timer);
     this._activity.abort(error);
-    const maintenance = this._maintenance;
-    if (maintenance) this._afterEnd.push(() => maintenance.reject(error));
-    for (const member of this._held.values()) this._afterEnd.push(() => member.reject(error));
-    [this._maintenance, this._held] = [null, new Map()];
+    const job = this._job; // a job that runs is failed once the ending is published
+    this._job = null;
     try { await this._log.sync(); } catch (failure) { this._finalSync = failure; }
     await this._log.close();
     this._status = 'idle';
     this._finishing = 'done';
-    this._publish({ ended: ending });
+    this._publish({ ended: this._ending });
     this._listeners.clear();
-    for (const waiting of this._queue.splice(0)) waiting.reject(error);
-    for (const idle of this._idle.splice(0)) ending.kind === 'disposed' ? idle.resolve() : idle.reject(error);
-    this._resolveFinished(ending);
-    for (const settleLater of this._afterEnd.splice(0)) settleLater();
+    for (const idle of this._idle.splice(0)) ended === 'disposed' ? idle.resolve() : idle.reject(error);
+    this._resolveFinished(this._ending);
+    if (job !== null) this._reply({ reply: job, error });
+    this._carryOut(this._s.finish());
   }
 }
 
 // The input methods (`send`, `followup`, `remove`, …): each stages its input and resolves once durable.
 for (const [name, input] of Object.entries(INPUTS)) {
-  const found = FOUND.has(name) || undefined;
+  const found = FOUND.has(name);
   Agent.prototype[name] = function (...args) { return this._input(input(...args), found); };
 }
 
-/**
- * One activity (a turn, or a maintenance job): its abort signal, made when a hook first asks
- * for it or when the activity is aborted (S39), so an activity nobody watches costs no
- * `AbortController`.
- */
-class Activity {
-  constructor() {
-    this._controller = null;
-  }
-  get signal() {
-    return (this._controller ??= new AbortController()).signal;
-  }
-  abort(reason) {
-    (this._controller ??= new AbortController()).abort(reason);
-  }
-}
-
-/**
- * A context's `signal`: its activity's, made when first read. An own enumerable accessor, so a
- * spread copy of the context (`{ ...cx }`) carries the signal as the context does.
- */
-const SIGNAL = { get() { return this._activity.signal; }, enumerable: true, configurable: true };
-
-/** What a pre-step hook is handed: the request's fields, its activity's signal, the agent. */
-class PreStepContext {
-  constructor(agent, body, activity) {
-    this.turn = body.turn;
-    this.step = body.step;
-    this.messages = body.messages;
-    Object.defineProperty(this, 'signal', SIGNAL);
-    this.agent = agent;
-    this._activity = activity;
-  }
-}
-
-/** What a step hook is handed: as a pre-step's, with `record` and `recordAll` (host events inside the step). */
-class StepContext {
-  constructor(agent, body, activity) {
-    const { turn, step } = body;
-    this.turn = turn;
-    this.step = step;
-    Object.defineProperty(this, 'signal', SIGNAL);
-    this.agent = agent;
-    this._activity = activity;
-    // Own functions, so a hook may destructure them (`async step({ record })`).
-    this.record = (type, data) => agent._record(turn, step, [{ type, data }]);
-    this.recordAll = (events) => agent._record(turn, step, events);
-  }
-}
-
-/** What a turn-stopping hook is handed. */
-class TurnStoppingContext {
-  constructor(agent, body, activity) {
-    this.turn = body.turn;
-    Object.defineProperty(this, 'signal', SIGNAL);
-    this.agent = agent;
-    this._activity = activity;
-  }
-}
-
-const CONTEXTS = { preStep: PreStepContext, step: StepContext, turnStopping: TurnStoppingContext };
-
-/**
- * The input answering the call `kind` to the request `body` (of its turn and step: a late one
- * is stale, S4) with what its hook returned: nothing (or no hook) is the default answer, if the
- * call has one, else a failed call.
- */
-function answerInput(kind, body, answer) {
-  const turn = body.turn;
-  const step = body.step ?? 0;
-  const given = answer ?? DEFAULTS[kind]?.(body);
-  if (given !== undefined) return { answer: [kind, turn, step, answerOf(kind, given)] };
-  return { hostFailed: [kind, turn, step, 'invalid-answer', `the host has no ${kind} hook or it returned nothing`] };
-}
-
-/** `{[kind]: given}`, each key written out (a computed key costs a call into the runtime). */
-function answerOf(kind, given) {
-  switch (kind) {
-    case 'preStep':
-      return { preStep: given };
-    case 'step':
-      return { step: given };
-    default:
-      return { turnStopping: given };
-  }
-}
-
-/** A command for the loop, one shape for all: `input` is what it stages (a session command) or the barrier. */
-function command(kind, input, resolve, reject, found = undefined) {
-  return { kind, input, resolve, reject, found, error: null };
-}
-
-/** Answers a member: its own refusal first, else `error`, else its acknowledgement. */
-function settle(member, error) {
-  if (member.error || error) member.reject(member.error ?? error);
-  else member.resolve(member.found);
-}
-
-/** Answers each member, in order (`settle`). */
-function settleAll(members) {
-  for (let i = 0; i < members.length; i++) settle(members[i]);
+/** How a failed append is told to the loop (decision 4): only an indeterminate or a fenced log stops the agent. */
+function failureOf(error) {
+  if (error instanceof errors.IndeterminateError) return INDETERMINATE;
+  if (error instanceof errors.LogFailedError || error instanceof errors.LockedError) return FENCED;
+  return FAILED;
 }
 
 function drop() {}

@@ -398,26 +398,33 @@ export interface TurnStoppingContext {
   signal: AbortSignal;
   agent: Agent;
 }
-/** The harness's async work. A hook that throws answers `fail` with code `host-raised` (S38; the session layer's host-failure vocabulary). */
+/**
+ * The harness's async work. A hook that throws answers `fail` with code `host-raised` (S38; the
+ * session layer's host-failure vocabulary). An answer the session refuses (a message `enter`
+ * names that was not claimed, data nested too deep) answers `fail` with code
+ * `host-invalid-answer`: the turn goes on to its end and the agent stays open.
+ */
 export interface Host {
-  /** Default: enter the claimed batch as it is. */
-  preStep?(cx: PreStepContext): Promise<PreStepAnswer | void> | PreStepAnswer | void;
+  /** Not written, or returning `undefined` / `null`: the session enters the claimed batch as it is (inside the same batch, when not written). */
+  preStep?(cx: PreStepContext): Promise<PreStepAnswer | void | null> | PreStepAnswer | void | null;
+  /** Returning `undefined` / `null` gives no answer: the session answers `fail` with code `host-invalid-answer`. */
   step(cx: StepContext): Promise<StepAnswer> | StepAnswer;
-  /** Default: `'done'`. */
-  turnStopping?(cx: TurnStoppingContext): Promise<TurnStoppingAnswer | void> | TurnStoppingAnswer | void;
+  /** Not written, or returning `undefined` / `null`: `'done'`. */
+  turnStopping?(cx: TurnStoppingContext): Promise<TurnStoppingAnswer | void | null> | TurnStoppingAnswer | void | null;
 }
-/** The session layer's options (`Session`, `Agent.open`). */
-export interface SessionOptions {
+/**
+ * `Agent.open`'s options. Every default is the session layer's (`coxswain_session::Options::DEFAULT`,
+ * the same in every driver), read from the addon.
+ */
+export interface AgentOptions {
   /** How long an aborted host call may take to answer before the session answers `fail` (`host-abandoned`) on its behalf, ending the turn (S38, S39); default 5000 ms, `Infinity`: never. */
   abortGraceMs?: number;
   /** The longest message id admitted, in UTF-8 bytes (`IdTooLongError`); default 256. */
   maxIdBytes?: number | null;
   /** The largest message admitted, in bytes of its JSON encoding (`MessageTooLargeError`); default 1 MiB. */
   maxMessageBytes?: number | null;
-  /** The pause after a failed batch before the session stages the answers it held again (and a grace the rollback put back fires); default 100 ms. */
-  retryAfterMs?: number | null;
-}
-export interface AgentOptions extends SessionOptions {
+  /** The pause after a failed batch, in milliseconds, before the session stages the answers it held again (and a grace the rollback put back fires); default 100. */
+  retryAfter?: number | null;
   /** The delivery memory's capacity (S51); default 256, at most 2^20, or `'unbounded'` (S58). Pass the same at every open. */
   memory?: Memory;
   /**
@@ -455,9 +462,12 @@ export type Update =
   | { ended: Ending };
 
 /**
- * The Promise-based driver of one session: an IO loop over the session layer (`Session`).
- * Deliveries resolve once durable. A failed append fails its batch's inputs (`PersistenceError`)
- * and the agent goes on; an indeterminate one stops it (`StoppedError` from then on).
+ * The Promise-based driver of one session: an IO loop over the session layer's agent loop (the
+ * Rust `coxswain_session::AgentLoop`, the one every driver runs). Deliveries resolve once
+ * durable. A failed append fails its batch's inputs (`PersistenceError`) and the agent goes on;
+ * an indeterminate one (`IndeterminateError`) or a fenced one (another writer owns the session)
+ * stops it (`StoppedError` from then on). Every error it gives has a `kind`, the same word in
+ * every language (`persistence`, `indeterminate`, `stopped`, `closed`, `disposed`, a refusal's).
  */
 export class Agent {
   static open(host: Host, log: DurableLog, options?: AgentOptions): Promise<{ agent: Agent; recovery: Recovery }>;
@@ -490,72 +500,6 @@ export class Agent {
   readonly ending: Ending | null;
   /** The last turn opened (0 before the first), as of the last durable input: what a guarded send names (S54). */
   readonly lastTurn: number;
-}
-
-// ---- the session layer ------------------------------------------------------------------------
-
-/** What happened to a host call that gave no valid answer; the session layer writes its code (`host-panicked`, `host-raised`, `host-cancelled`, `host-abandoned`, `host-invalid-answer`). */
-export type HostFailure = 'panicked' | 'raised' | 'cancelled' | 'abandoned' | 'invalid-answer';
-/**
- * What a persisted batch releases, in input order: each member's effects, then its
- * acknowledgement (`ack`: its ticket; `found`: S15; or `refused`: its refusal, judged against
- * the batch's earlier members, which stands now that they are durable); last, while an abort
- * grace runs, its `deadline` (when to call `handleTimeout`).
- */
-export type Release = Effect | { ack: number; found: boolean } | { ack: number; refused: CoxswainError } | { deadline: number };
-/** The held answers a timeout staged again: each held member's batch and ticket, with its new ticket or the refusal that stops it now (tell its waiter). */
-export type Retried = { retried: Array<[batch: number, ticket: number, staged: number | CoxswainError]> };
-/** A host call, by the request it answers. */
-export type HostCall = 'preStep' | 'step' | 'turnStopping';
-/** One command of `Session.stage`: the arguments of `feed`, `record`, `handleTimeout`, `answer` or `hostFailed`. */
-export type SessionCommand =
-  | { feed: Input }
-  | { record: [turn: number, step: number, events: HostEvent[]] }
-  | { timeout: number }
-  | { answer: [call: HostCall, turn: number, step: number, input: Input] }
-  | { hostFailed: [call: HostCall, turn: number, step: number, failure: HostFailure, detail: string] };
-
-/**
- * The session layer (sans-IO, the Rust `coxswain_session::Session`) for a harness that runs its
- * own IO loop, as `Agent` does. Stage inputs and host events into a numbered batch (each call
- * returns its ticket, its index in the batch, or throws the typed refusal, having changed
- * nothing: S5), `seal()` and append the batch's entries as one write, then report it
- * `persisted` (effects and acknowledgements in input order) or `failed` (the machine is as
- * before the batch; the answers it held are staged again after the retry pause). Time is milliseconds of the host's
- * clock (`performance.now()`).
- */
-export class Session {
-  /** Takes `machine`'s state (`machine` is left fresh). */
-  constructor(machine?: Machine, options?: SessionOptions);
-  /** Stages `commands` in order and seals the batch, in one crossing: each command's ticket, refusal or `null` (a timeout not due); `batch` and `entries` are `null` when nothing was staged. With `firstSeq` (the `seq` the log's next record takes) the entries carry their log lines already encoded, which `FileLog` and `MemoryLog` write as they are. */
-  stage(commands: SessionCommand[], firstSeq?: number | null): { staged: Array<number | CoxswainError | Retried | null>; batch: number | null; entries: Entry[] | null };
-  feed(input: Input): number;
-  /** The answer of `call` to the request of turn `turn`, step `step` (0 for `turnStopping`): a refusal `stale` unless it is outstanding (S4); an answer of the wrong shape fails the call instead (`host-invalid-answer`, S38). */
-  answer(call: HostCall, turn: number, step: number, input: Input): number;
-  /** Answers that request `fail` on the host's behalf, with `failure`'s code. */
-  hostFailed(call: HostCall, turn: number, step: number, failure: HostFailure, detail?: string): number;
-  /** Host events inside step `step` of turn `turn` (`StepClosedError`, `ReservedTypeError`, `EncodeError`). */
-  record(turn: number, step: number, events: HostEvent[]): number;
-  /** Seals the staged batch for its write, or `null` when nothing is staged. */
-  seal(): { batch: number; entries: Entry[] } | null;
-  /** The sealed batch is durable at `nowMs`: an abort among its effects starts the abort grace. */
-  persisted(batch: number, nowMs: number): Release[];
-  /** The sealed batch was not persisted at `nowMs`: its `members` tickets failed; the answers of its `held` ones (the host's, a job's end: their calls will not answer twice) the session stages again once its retry pause is over (`handleTimeout`), and their waiters wait for that. */
-  failed(batch: number, nowMs?: number): { members: number[]; held: number[] };
-  /** When to call `handleTimeout` next (a retry pause's end, an abort grace's deadline), or `null`. */
-  pollTimeout(): number | null;
-  /** What time reaching `nowMs` staged: the held answers again (`Retried`), or the `host-abandoned` answer of a call that outlived its grace (its ticket: drop that call); `null`: nothing due. */
-  handleTimeout(nowMs: number): number | Retried | null;
-  /** The machine's state, with the staged inputs applied. */
-  state(): MachineState;
-  pending(): PendingLists;
-  /** What became of the id (S58), with the staged inputs applied; answered also once disposed. */
-  fate(id: string): Fate;
-  readonly quiescent: boolean;
-  readonly disposed: boolean;
-  readonly outstanding: Outstanding | null;
-  /** The seed of the id indexes' hasher (16 hex digits): `Agent` draws a random one. */
-  readonly hashSeed: string;
 }
 
 /** A human prompt: `{id, source: {kind: 'user'}, content}`. */

@@ -5,7 +5,6 @@
 const errors = require('./errors');
 const { Machine, Transition } = require('./machine');
 const { Agent } = require('./agent');
-const { Session } = require('./session');
 const { FileLog, MemoryLog, encodeRecords, parseLog } = require('./log');
 
 /** A human prompt: `{id, source: {kind: 'user'}, content}`. */
@@ -17,7 +16,6 @@ module.exports = {
   Machine,
   Transition,
   Agent,
-  Session,
   FileLog,
   MemoryLog,
   encodeRecords,

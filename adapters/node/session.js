@@ -1,26 +1,19 @@
 'use strict';
-// `Session`: the session layer (the Rust `coxswain_session::Session`, sans-IO) for a harness that
-// runs its own IO loop, as `Agent` does. Inputs and host events are staged into a numbered batch
-// (`feed`, `answer`, `record`, `hostFailed`: each returns its ticket, its index in the batch, or
-// throws the typed refusal, having changed nothing, S5); `seal()` hands out the batch's entries
-// to append as one write; `persisted(batch, now)` then releases every member's effects and
-// acknowledgement in input order, or `failed(batch)` takes the whole batch back (S5 extended to
-// a failed persistence). Time is a number the host passes, in milliseconds (`performance.now()`):
-// the abort grace is `pollTimeout()` and `handleTimeout(now)` (S38, S39). Every decision is the
-// Rust session's; this class only converts.
+// `Loop`: one agent's loop (the Rust `coxswain_session::AgentLoop`, sans-IO, behind
+// `NativeAgent`), for `Agent`, which only moves bytes, time and promises. This module converts:
+// commands go in as JSON text (or, for the hot ones, as their strings and numbers); every reply
+// is a *turn* (src/session.rs has its layout), decoded here into `{outputs, append, deadline,
+// quiescent}`. Every decision is the loop's.
 
 const native = require('./native');
 const errors = require('./errors');
 const { encode, parse } = require('./json');
 const tape = require('./tape');
-const { Machine, capacity, bound, redelivery, fateOf, plainFields, WORDS, PRESETS, UNBOUNDED } = require('./machine');
+const { plainFields, WORDS, PRESETS } = require('./machine');
 const { ENCODED } = require('./log');
 
-const MAX_CAPACITY = 1 << 20;
-/** The default admission bound (S55), as the tokio adapter's `Options::max_pending`. */
-const DEFAULT_MAX_PENDING = 10_000;
-
 const NO_INPUTS = [];
+const { open, close, num, str, message, event, effect } = tape.reader;
 
 /** The only field of a plain object, or `undefined` (not a plain object, or not one field). */
 function soleKey(object) {
@@ -39,55 +32,19 @@ function soleField(object, key) {
 }
 
 /**
- * `{preset, fields, text, inputs}` for the command `{feed: {followup: message}}` (or a steer's,
- * an inject's: `PRESETS`) whose message JSON can carry: its three strings (`plainFields`), else
- * its JSON text; else `undefined` (it goes as JSON text, or one at a time when JSON cannot
- * carry it).
- */
-function deliveryOf(command) {
-  if (command?.feed === undefined) return undefined; // no `feed` field: not a delivery (soleField's answer too)
-  const input = soleField(command, 'feed');
-  const name = soleKey(input);
-  if (name === undefined || !Object.hasOwn(PRESETS, name)) return undefined;
-  const preset = PRESETS[name];
-  const message = input[name];
-  const fields = plainFields(message);
-  if (fields !== undefined) return { preset, fields, text: null, inputs: [message] };
-  try {
-    return { preset, fields, text: encode(message), inputs: [message] };
-  } catch {
-    return undefined;
-  }
-}
-
-/** A staged member's ticket, or its refusal thrown as the typed error. */
-function staged(reply) {
-  if (typeof reply === 'number') return reply;
-  throw errors.refusal(JSON.parse(reply));
-}
-
-/**
  * A sealed batch's log lines (`entries[ENCODED]`, log.js): `{seq, bytes, turnEnd}` and the
- * lines, numbered from `seq`, which the session holds until the batch is persisted or failed.
+ * lines, numbered from `seq`, which the native loop holds until the append is reported.
  * `lines` takes them as text (at its first read); `writeInto(buffer, offset)` copies their
  * `bytes` (UTF-8) into a `Buffer` instead, with no string made (`MemoryLog`).
  */
 class HeldLines {
   constructor(hot, seq, bytes, turnEnd) {
-    this.seq = seq;
-    this.bytes = bytes;
-    this.turnEnd = turnEnd;
-    this._hot = hot;
-    this._text = undefined;
+    Object.assign(this, { seq, bytes, turnEnd, _hot: hot, _text: undefined });
   }
   /** The lines (text). */
-  get lines() {
-    return this.take();
-  }
-  /** Takes the lines as text from the session (once: then they are this object's). */
-  take() {
-    return (this._text ??= this._hot.takeLines());
-  }
+  get lines() { return this.take(); }
+  /** Takes the lines as text from the loop (once: then they are this object's). */
+  take() { return (this._text ??= this._hot.takeLines()); }
   /** Writes the lines into `buffer` at `offset` (room for `bytes` there): their length in bytes. */
   writeInto(buffer, offset) {
     const written = this._text === undefined ? this._hot.takeLinesInto(buffer, offset) : -1;
@@ -95,290 +52,218 @@ class HeldLines {
   }
 }
 
-class Session {
+class Loop {
   /**
-   * A session over `machine` (a `Machine`, fresh or restored), whose state it takes: `machine`
-   * is left fresh. Options (checked, `InvalidOptionsError`): `abortGraceMs` (default 5000,
-   * `Infinity`: never), `maxIdBytes` (default 256), `maxMessageBytes` (default 1 MiB) and
-   * `retryAfterMs` (default 100: the pause after a failed batch before the session stages
-   * the answers it held again).
+   * The loop over `machine` (a native machine, fresh or resumed, which it takes), with the
+   * checked options `o` (`agentOptions`), the hooks the host wrote (`hooks.preStep`,
+   * `hooks.turnStopping`), and the `seq` of the log's next record.
    */
-  constructor(machine = new Machine(), options = {}) {
-    const o = sessionOptions(options);
-    if (machine instanceof Machine) machine._flush(); // the caller's persisted word, passed on
-    const inner = machine instanceof Machine ? machine._inner : machine;
-    this._inner = new native.NativeSession(inner, o.abortGraceMs, o.maxIdBytes, o.maxMessageBytes, o.retryAfterMs);
-    /** The hot path: functions bound to the session's core (`stageTape`, `stageWord`, `takeLines`, …). */
+  constructor(machine, o, hooks, nextSeq) {
+    const options = {
+      abortGraceMs: o.abortGraceMs ?? undefined,
+      retryAfterMs: o.retryAfter ?? undefined,
+      maxIdBytes: o.maxIdBytes ?? undefined,
+      maxMessageBytes: o.maxMessageBytes ?? undefined,
+      maxBatch: o.maxBatch,
+      preStep: hooks.preStep,
+      turnStopping: hooks.turnStopping,
+      nextSeq,
+    };
+    if (typeof machine._flush === 'function') machine._flush(); // a `Machine`'s persisted word, passed on
+    this._inner = new native.NativeAgent(machine._inner ?? machine, options);
+    /** The hot path: functions bound to the loop's core (`submitTape`, `appended`, `takeLines`, …). */
     this._hot = this._inner.hotPath();
-    /** The hot path's staging of a delivery of a message's three strings, by preset code (`PRESETS`). */
-    this._stageFields = [this._hot.stageFields0, this._hot.stageFields1, this._hot.stageFields2];
-    /** Whether the hot path's stage replies carry the entries (`withEntries`, told when it changes). */
-    this._withEntries = true;
-    /** The frozen messages the session names by handle (taken with the machine's, tape.js). */
-    this._messages = machine instanceof Machine ? machine._messages : new tape.Messages();
-    /** Whether the machine is quiescent, as the last stage or persisted reply said; `null`: ask. */
-    this._quiescent = null;
+    this._submitFields = [this._hot.submitFields0, this._hot.submitFields1, this._hot.submitFields2];
+    this._messages = machine._messages ?? new tape.Messages();
+    Object.assign(this, { _seq: nextSeq, _withEntries: true, _takeLines: false });
   }
 
   /**
-   * Stages `commands` in order and seals the batch, in one crossing: `{staged, batch, entries}`,
-   * `staged[i]` the i-th command's ticket, its refusal (the typed error, as the methods below
-   * throw it), `null` (a timeout not due) or, for a timeout, `{retried}` (see `handleTimeout`); `batch` and `entries` are `null` when nothing was
-   * staged. A command is `{feed: input}`, `{record: [turn, step, events]}`, `{timeout: nowMs}`,
-   * `{answer: [call, turn, step, input]}` or `{hostFailed: [call, turn, step, failure, detail]}`
-   * (the arguments of the methods below). With `firstSeq` (the `seq` the log's next record
-   * takes), `entries` carry their log lines already encoded (`entries[ENCODED]`), which
-   * `FileLog` and `MemoryLog` write as they are.
+   * Whether turns carry the batches' entries decoded (for a listener, or a log of the host's
+   * own), and whether their lines are taken as text at once (a log that may keep the entries).
    */
-  stage(commands, firstSeq = null) {
-    return this._stage(commands, firstSeq, true, true);
+  carry(withEntries, takeLines) {
+    if (withEntries !== this._withEntries) this._hot.withEntries((this._withEntries = withEntries));
+    this._takeLines = takeLines;
   }
 
   /**
-   * `stage`; without `withEntries` the entries are not decoded (an agent whose log writes the
-   * encoded lines, with no listener to show them to): `entries` is then `{length}` with only
-   * their encoding (`entries[ENCODED]`). With `takeLines` the encoding's lines are taken as
-   * text now; else they stay the session's (`HeldLines`) until the batch is persisted or
-   * failed, for the log's `append` to take (this module's logs take them as they append).
+   * Hands `commands` to the loop (each `{input: [w, input]}`, `{record: [w, turn, step,
+   * events]}`, `{maintenance: w}`, `{jobEnded: w}`, `{pending: w}`, `{fate: [w, id]}`,
+   * `{close: w}`, `{answer: [call, turn, step, input]}`, `{nothing: [call, turn, step]}`,
+   * `{hostFailed: [call, turn, step, failure, detail]}`): the turn.
    */
-  _stage(commands, firstSeq, withEntries, takeLines = false) {
-    this._quiescent = null;
-    const first = firstSeq ?? undefined;
-    if ((withEntries !== false) !== this._withEntries) {
-      this._withEntries = withEntries !== false;
-      this._hot.withEntries(this._withEntries);
+  submit(commands) {
+    if (commands.length === 1) {
+      const reply = this._one(commands[0]);
+      if (reply !== undefined) return reply;
     }
-    let reply;
-    let inputs = NO_INPUTS;
-    const delivery = commands.length === 1 ? deliveryOf(commands[0]) : undefined;
-    if (delivery !== undefined) {
-      const { preset, fields, text } = delivery;
-      reply = fields === undefined
-        ? this._hot.stageDeliver(preset, text, first)
-        : this._stageFields[preset](fields[0], fields[1], fields[2], first);
-      inputs = delivery.inputs;
-    } else if (commands.length === 1) {
-      reply = this._stageOne(commands[0], first);
+    let text;
+    let told = null;
+    try {
+      text = encode(commands);
+    } catch {
+      ({ text, told } = encodeEach(commands)); // a value JSON cannot carry (NaN, a cycle, a BigInt): alone
     }
-    if (reply === undefined) {
-      let text;
-      try {
-        text = encode(commands);
-      } catch {
-        return this._stageEach(commands); // a value JSON cannot carry (NaN, a cycle, a BigInt): one at a time
+    const turn = this._turn(this._hot.submitTape(text), messagesOfCommands(commands));
+    if (told !== null) turn.outputs.unshift(...told);
+    return turn;
+  }
+  /** The append of the last turn went so: `status` 0 (durable from `seq` on), 1 failed, 2 indeterminate, 3 fenced. */
+  appended(status, nowMs, seq, count) {
+    if (status === 0) this._seq = seq + count;
+    return this._turn(this._hot.appended(status, nowMs, seq));
+  }
+  /** Time has reached `nowMs`: the turn. */
+  timeout(nowMs) { return this._turn(this._hot.timeout(nowMs)); }
+  /** The ending is published: whoever still waits is answered (the turn). */
+  finish() { return this._turn(this._hot.finish()); }
+  /** The machine's state (as `Machine.state`). */
+  state() { return parse(this._inner.state()); }
+  /** The seed of the id indexes' hasher, as 16 hex digits. */
+  get hashSeed() { return this._inner.hashSeed(); }
+
+  /** The turn of one command that crosses without JSON text, or `undefined`. */
+  _one(command) {
+    const input = command.input;
+    if (input !== undefined) {
+      const name = soleKey(input[1]);
+      if (name === undefined || !Object.hasOwn(PRESETS, name)) return undefined;
+      const preset = PRESETS[name];
+      const given = input[1][name];
+      const fields = plainFields(given);
+      let reply;
+      if (fields !== undefined) reply = this._submitFields[preset](fields[0], fields[1], fields[2], input[0]);
+      else {
+        let text;
+        try {
+          text = encode(given);
+        } catch {
+          return undefined;
+        }
+        reply = this._hot.submitDeliver(preset, text, input[0]);
       }
-      inputs = tape.messagesOfCommands(commands);
-      reply = this._hot.stageTape(text, first);
+      return this._turn(reply, [given]);
     }
-    const result = tape.staged(reply, this._messages, inputs);
-    const { staged, batch, quiescent } = result;
-    this._quiescent = quiescent;
-    for (let i = 0; i < staged.length; i++) {
-      if (staged[i] !== null && typeof staged[i] === 'object') staged[i] = typed(staged[i]);
-    }
-    if (batch === null) return { staged, batch, entries: null };
-    const entries = result.entries ?? { length: result.count };
-    if (result.lines !== null) {
-      const held = new HeldLines(this._hot, firstSeq, result.lines, result.turnEnd);
-      if (takeLines) held.take();
-      entries[ENCODED] = held;
-    }
-    return { staged, batch, entries };
-  }
-
-  /**
-   * The tape of one answer staged without text (a word, or `enter` of messages the session
-   * handed out), or `undefined` for any other command (it goes as JSON text).
-   */
-  _stageOne(command, first) {
     const answer = command.answer;
-    if (!Array.isArray(answer) || answer.length !== 4) return undefined;
-    const [call, turn, step, input] = answer;
+    if (answer === undefined) return undefined;
+    const [call, turn, step, value] = answer;
     if (!Number.isSafeInteger(turn) || !Number.isSafeInteger(step) || turn < 0 || step < 0) return undefined;
-    const given = soleField(input, call);
+    const given = soleField(value, call);
     if (typeof given === 'string') {
       const word = WORDS[call]?.[given];
-      return word === undefined ? undefined : this._hot.stageWord(word, turn, step, first);
+      return word === undefined ? undefined : this._turn(this._hot.submitWord(word, turn, step));
     }
     const batch = call === 'preStep' ? soleField(given, 'enter') : undefined;
     if (!Array.isArray(batch)) return undefined;
-    if (batch.length === 1) {
-      const handle = this._messages.handleOf.get(batch[0]);
-      return handle === undefined ? undefined : this._hot.stageEnterOne(turn, step, handle, first);
-    }
     const handles = new Array(batch.length);
     for (let k = 0; k < batch.length; k++) {
       handles[k] = this._messages.handleOf.get(batch[k]);
       if (handles[k] === undefined) return undefined;
     }
-    return this._hot.stageEnter(turn, step, handles, first);
+    const reply = handles.length === 1
+      ? this._hot.submitEnterOne(turn, step, handles[0])
+      : this._hot.submitEnter(turn, step, handles);
+    return this._turn(reply);
   }
 
-  /** `stage`, one command at a time: one JSON cannot hold is refused alone (an answer fails its call, S38). */
-  _stageEach(commands) {
-    const staged = commands.map((command) => {
-      try {
-        if (command.feed) return this.feed(command.feed);
-        if (command.record) return this.record(...command.record);
-        if (command.hostFailed) return this.hostFailed(...command.hostFailed);
-        if (command.timeout !== undefined) return this.handleTimeout(command.timeout) ?? null;
-        const [call, turn, step, input] = command.answer;
-        let text;
-        try {
-          text = encode(input);
-        } catch (error) {
-          return this.hostFailed(call, turn, step, 'invalid-answer', error.message);
-        }
-        this._quiescent = null;
-        return staged(this._inner.answer(call, turn, step, text));
-      } catch (error) {
-        if (error instanceof errors.CoxswainError) return error;
-        return new errors.InvalidInputError(`not JSON: ${error.message}`);
-      }
-    });
-    const sealed = this.seal();
-    return { staged, batch: sealed ? sealed.batch : null, entries: sealed ? sealed.entries : null };
+  /** Decodes a turn (src/session.rs), `inputs` the messages of the commands it answers. */
+  _turn(text, inputs = NO_INPUTS) {
+    open(text, this._messages, inputs);
+    try {
+      for (let count = num(); count > 0; count--) message(); // the inputs' messages, bound (S8)
+      const outputs = new Array(num());
+      for (let k = 0; k < outputs.length; k++) outputs[k] = output();
+      const append = num() === 1 ? this._append() : null;
+      const deadline = num() === 1 ? Number(str()) : null;
+      return { outputs, append, deadline, quiescent: num() === 1 };
+    } finally {
+      close();
+    }
   }
-  /** Stages an input (FORMAT.md "Inputs"); throws its refusal (`RejectedError`, `InvalidInputError`…). */
-  feed(input) {
-    this._quiescent = null;
-    return staged(this._inner.feed(encode(input)));
+  _append() {
+    const count = num();
+    let entries = { length: count };
+    if (num() === 1) {
+      entries = new Array(count);
+      for (let k = 0; k < count; k++) entries[k] = num() === 0 ? event() : { type: str(), data: parse(str()) };
+    }
+    const turnEnd = num() === 1;
+    if (num() === 1) {
+      const held = new HeldLines(this._hot, this._seq, num(), turnEnd);
+      if (this._takeLines) held.take();
+      entries[ENCODED] = held;
+    }
+    return { entries, count };
   }
-  /**
-   * Stages the answer (`{preStep: …}`, `{step: …}`, `{turnStopping: …}`) of the host call `call`
-   * to the request of turn `turn`, step `step`: a refusal `stale` unless that request is
-   * outstanding (the late answer of an abandoned call, S4); an answer of the wrong shape, or
-   * too deep for the log, fails the call instead (`host-invalid-answer`, S38).
-   */
-  answer(call, turn, step, input) {
-    this._quiescent = null;
-    return staged(this._inner.answer(call, turn, step ?? 0, encode(input)));
-  }
-  /**
-   * Answers that request `fail` on the host's behalf: `failure` is what happened (`'panicked' |
-   * 'raised' | 'cancelled' | 'abandoned' | 'invalid-answer'`), the code is the session layer's.
-   */
-  hostFailed(call, turn, step, failure, detail = '') {
-    this._quiescent = null;
-    return staged(this._inner.hostFailed(call, turn, step ?? 0, failure, detail));
-  }
-  /** Stages host events inside step `step` of turn `turn` (`StepClosedError` otherwise, `ReservedTypeError`). */
-  record(turn, step, events) {
-    this._quiescent = null;
-    return staged(this._inner.record(turn, step, encode(events)));
-  }
-  /** Seals the staged batch: `{batch, entries}` (append the entries as one write), or `null` if none is staged. */
-  seal() {
-    const sealed = this._inner.seal();
-    return sealed === null ? null : parse(sealed);
-  }
-  /**
-   * The sealed batch is durable at `nowMs`: its releases in input order, each member's effects
-   * then `{ack, found}` (or `{ack, refused}`: its refusal, judged against the batch's earlier
-   * members, stands now), and last `{deadline}` while an abort grace runs.
-   */
-  persisted(batch, nowMs) {
-    this._quiescent = null;
-    const { released, quiescent } = tape.releases(this._hot.persistedTape(batch, nowMs), this._messages);
-    this._quiescent = quiescent;
-    for (const release of released) if (release.refused) release.refused = errors.refusal(release.refused);
-    return released;
-  }
-  /**
-   * The sealed batch was not made durable at `nowMs`: `{members, held}`, the tickets of the
-   * members that failed and of those whose answer (the host's, a job's end) the session holds
-   * and stages again once its retry pause is over (`handleTimeout`): their waiters wait for that.
-   */
-  failed(batch, nowMs = performance.now()) {
-    this._quiescent = null;
-    return JSON.parse(this._inner.failed(batch, nowMs));
-  }
-  /** When to call `handleTimeout` next (milliseconds of the host's clock: a retry pause's end, an abort grace's), or `null`. */
-  pollTimeout() { return this._inner.pollTimeout(); }
-  /**
-   * Time has reached `nowMs`: what the session staged, or `null`. The ticket of the
-   * `host-abandoned` answer of a call that outlived its grace (drop that call), or `{retried:
-   * [[batch, ticket, staged]…]}`: the held answers staged again, each with its new ticket or
-   * the refusal that stops it now (tell its waiter). Call again while `pollTimeout()` is due.
-   */
-  handleTimeout(nowMs) {
-    this._quiescent = null;
-    const result = JSON.parse(this._inner.handleTimeout(nowMs));
-    return result !== null && typeof result === 'object' ? typed(result) : result;
-  }
-
-  /** The machine's state, with the staged inputs applied. */
-  state() { return parse(this._inner.state()); }
-  /** The pending lists (NT and NS, in order). */
-  pending() { return tape.pending(this._inner.pendingTape(), this._messages); }
-  /** No turn and no maintenance runs (S44). */
-  get quiescent() { return this._quiescent ?? this._inner.isQuiescent(); }
-  /** Disposed (S45). */
-  get disposed() { return this._inner.isDisposed(); }
-  /** The request the machine waits on, or `null`. */
-  get outstanding() { return JSON.parse(this._inner.outstanding()); }
-  /** The seed of the id indexes' hasher, as 16 hex digits. */
-  get hashSeed() { return this._inner.hashSeed(); }
-  /**
-   * What became of the message id `id` (S58), as `Machine.fate` answers (with the staged inputs
-   * applied): a query, answered in every phase, also once disposed.
-   */
-  fate(id) { return fateOf(this._inner, id); }
 }
 
 /**
- * `Agent.open`'s options, checked (`InvalidOptionsError`; `InvalidRedeliveryError` for the
- * allowance, checked first), with their defaults. `redelivery` (S59, default 0) is crash
- * repair's allowance; `resumeOnOpen` (default false: S48 unchanged) sends `resume` (S57) once
- * the agent is open.
+ * One output of a turn: an effect; a reply to waiter `w`, `{reply: w, found}` (delivered),
+ * `{reply: w, value}`, `{reply: w, error}` (a refusal, typed) or `{reply: w, failed: kind}`;
+ * `{startJob: w}`; `{abandoned}`; `{ended: kind, why}`.
  */
-function agentOptions(options) {
-  const redeliver = redelivery(options.redelivery);
-  const resumeOnOpen = options.resumeOnOpen ?? false;
-  if (typeof resumeOnOpen !== 'boolean') {
-    throw new errors.InvalidOptionsError(`resumeOnOpen ${String(resumeOnOpen)} is not a boolean`);
-  }
-  const memory = capacity(options.memory ?? 256);
-  const maxBatch = options.maxBatch ?? 64;
-  const maxPending = bound(options.maxPending === undefined ? DEFAULT_MAX_PENDING : options.maxPending);
-  if (memory !== UNBOUNDED && memory > MAX_CAPACITY) {
-    throw new errors.InvalidOptionsError(`memory ${memory} is above ${MAX_CAPACITY}`);
-  }
-  if (!Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > MAX_CAPACITY) {
-    throw new errors.InvalidOptionsError(`maxBatch ${maxBatch} is not within 1..=${MAX_CAPACITY}`);
-  }
-  return { memory, maxBatch, maxPending, redelivery: redeliver, resumeOnOpen, ...sessionOptions(options) };
+const OUTPUTS = tape.decodersOf('agentOutputs', {
+  effect: () => effect(),
+  delivered: () => ({ reply: num(), found: num() === 1 }),
+  done: () => ({ reply: num(), value: undefined }),
+  pending: () => {
+    const w = num();
+    const item = () => ({ message: message(), wakeup: num() === 1 });
+    const nextTurn = list(item);
+    return { reply: w, value: { nextTurn, nextStep: list(item) } };
+  },
+  fate: () => ({ reply: num(), value: parse(str()) }),
+  closed: () => ({ reply: num(), value: str() }),
+  refused: () => ({ reply: num(), error: errors.refusal(parse(str())) }),
+  failed: () => ({ reply: num(), failed: str() }),
+  startJob: () => ({ startJob: num() }),
+  abandon: () => ({ abandoned: true }),
+  ended: () => ({ ended: str(), why: num() }),
+});
+
+function output() {
+  return OUTPUTS[num()]();
 }
 
-/** A refusal as its typed error; a timeout's `{retried}` with its refusals typed. */
-function typed(result) {
-  if (!result.retried) return errors.refusal(result);
-  const retried = result.retried.map(([batch, ticket, staged]) =>
-    [batch, ticket, typeof staged === 'number' ? staged : errors.refusal(staged)]);
-  return { retried };
+function list(read) {
+  const items = new Array(num());
+  for (let k = 0; k < items.length; k++) items[k] = read();
+  return items;
 }
 
-/** The session's options, checked; `null`: the session layer's default. */
-function sessionOptions(options) {
-  const [grace, retry] = [options.abortGraceMs ?? null, options.retryAfterMs ?? null];
-  if (grace !== null && !(typeof grace === 'number' && grace >= 0)) {
-    throw new errors.InvalidOptionsError(`abortGraceMs ${grace} is not a number >= 0 (Infinity: never)`);
+/** The messages of the commands (`input`'s, an `answer`'s), in the order the native side binds them. */
+function messagesOfCommands(commands) {
+  const all = [];
+  for (const command of commands) {
+    const input = command.input?.[1] ?? command.answer?.[3];
+    if (input !== undefined) all.push(...tape.messagesOf(input));
   }
-  if (retry !== null && !(typeof retry === 'number' && retry >= 0 && retry < Infinity)) {
-    throw new errors.InvalidOptionsError(`retryAfterMs ${retry} is not a finite number >= 0`);
-  }
-  const [maxIdBytes, maxMessageBytes] = [size(options, 'maxIdBytes'), size(options, 'maxMessageBytes')];
-  return { abortGraceMs: grace, retryAfterMs: retry, maxIdBytes, maxMessageBytes };
+  return all;
 }
 
-/** A size limit: absent, or an integer within 1..=2^32-1. */
-function size(options, name) {
-  const value = options[name];
-  if (value === undefined || value === null) return null;
-  if (!Number.isInteger(value) || value < 1 || value > 0xffffffff) {
-    throw new errors.InvalidOptionsError(`${name} ${value} is not an integer within 1..=2^32-1`);
+/**
+ * `commands` as JSON text, each encoded alone: a caller's that JSON cannot carry is refused at
+ * once (`told`, `InvalidInputError`), a host answer's fails its call (`host-invalid-answer`, S38).
+ */
+function encodeEach(commands) {
+  const parts = [];
+  const told = [];
+  for (const command of commands) {
+    try {
+      parts.push(encode(command));
+    } catch (error) {
+      if (command.answer === undefined) {
+        const w = Object.values(command)[0];
+        const refused = error instanceof errors.CoxswainError ? error : new errors.InvalidInputError(`not JSON: ${error.message}`);
+        told.push({ reply: Array.isArray(w) ? w[0] : w, error: refused });
+      } else {
+        const [call, turn, step] = command.answer;
+        parts.push(encode({ hostFailed: [call, turn, step, 'invalid-answer', error.message] }));
+      }
+    }
   }
-  return value;
+  return { text: `[${parts.join(',')}]`, told };
 }
 
-module.exports = { Session, agentOptions };
+module.exports = { Loop };

@@ -6,14 +6,54 @@
 // from a log) crosses once as JSON text, parsed exactly (integers beyond 2^53 as `BigInt`).
 
 const { parse } = require('./json');
+const native = require('./native');
 
-const SPLICED = 'agent/inbox/spliced';
-const EVENT_TYPES = [SPLICED, 'turn/start', 'step/start', 'user/message', 'step/end', 'turn/end'];
-const [NEXT_TURN, NEXT_STEP] = ['next-turn', 'next-step'];
-const REASONS = ['completed', 'max-tokens', 'blocked', 'aborted', 'error', 'interrupted'];
-const CAUSES = ['user', 'parent', 'hook', 'disposed'];
+// The opcode tables: the native side's (src/tape.rs `tape_table`), their one source. Each code
+// is its word's place in its table. `BY_WORD` holds what tape.js reads for each word; `codes`
+// checks every table against it at load (a word without a decoder, or a decoder for no word,
+// refuses to load) and orders the decoders by code.
+const TABLE = JSON.parse(native.tapeTable());
 const [INSERTED, DISCARDED, CLAIMED] = ['agent/inbox/inserted', 'agent/inbox/discarded', 'agent/inbox/claimed'];
 const [STATUS, ERROR] = ['agent/status', 'agent/error'];
+const BY_WORD = {
+  // A flag's words: the core's lists.
+  targets: { 'next-turn': 'next-turn', 'next-step': 'next-step' },
+  statuses: { idle: 'idle', running: 'running' },
+};
+
+/** Tables whose decoders live in another module, which checks them with `decodersOf`. */
+const ELSEWHERE = new Set(['agentOutputs']);
+
+/**
+ * The decoders of table `name` of `table` (the shape of `TABLE`) in code order, from `byWord`
+ * (word → decoder). Throws, naming the words, when the table and `byWord` disagree.
+ */
+function decodersOf(name, byWord, table = TABLE) {
+  const words = table[name];
+  if (!Array.isArray(words)) throw new Error(`coxswain: the tape has no ${name} table`);
+  const missing = words.filter((word) => !Object.hasOwn(byWord, word));
+  const extra = Object.keys(byWord).filter((word) => !words.includes(word));
+  if (missing.length > 0 || extra.length > 0 || new Set(words).size !== words.length) {
+    throw new Error(
+      `coxswain: the tape's ${name} table and its decoders disagree: ` +
+        `no decoder for ${JSON.stringify(missing)}, a decoder for no code ${JSON.stringify(extra)}`,
+    );
+  }
+  return words.map((word) => byWord[word]);
+}
+
+/**
+ * The decoders of every table of `table` that tape.js reads, in code order. Throws, naming
+ * the words, when a table and `BY_WORD` disagree, or when no module reads a table.
+ */
+function codes(table) {
+  const ordered = {};
+  for (const [name, byWord] of Object.entries(BY_WORD)) ordered[name] = decodersOf(name, byWord, table);
+  for (const name of Object.keys(table)) {
+    if (!Object.hasOwn(BY_WORD, name) && !ELSEWHERE.has(name)) throw new Error(`coxswain: tape.js reads no ${name} table`);
+  }
+  return ordered;
+}
 
 /**
  * The messages JavaScript holds for one native machine: handle → the frozen object, and the
@@ -73,9 +113,15 @@ function messages() {
   return list;
 }
 
+BY_WORD.causes = {
+  user: () => ({ kind: 'user' }),
+  parent: () => ({ kind: 'parent' }),
+  hook: () => ({ kind: 'hook', reason: str() }),
+  disposed: () => ({ kind: 'disposed' }),
+};
+
 function cause() {
-  const kind = num();
-  return kind === 2 ? { kind: 'hook', reason: str() } : { kind: CAUSES[kind] };
+  return CAUSES[num()]();
 }
 
 /** An error: `{message, code}` and every other field the host's error had. */
@@ -84,64 +130,56 @@ function error() {
   return num() === 0 ? { message, code } : { message, code, ...parse(str()) };
 }
 
+BY_WORD.reasons = {
+  completed: () => ({ kind: 'completed' }),
+  'max-tokens': () => ({ kind: 'max-tokens' }),
+  blocked: () => ({ kind: 'blocked' }),
+  aborted: () => ({ kind: 'aborted', reason: cause() }),
+  error: () => ({ kind: 'error', error: error() }),
+  interrupted: () => ({ kind: 'interrupted' }),
+};
+
+BY_WORD.events = {
+  'agent/inbox/spliced': () => {
+    const data = { target: TARGETS[num()], start: num() };
+    const removed = num();
+    if (removed > 0) data.removedCount = removed;
+    data.inserted = messages();
+    if (num() === 1) data.outcome = 'canceled';
+    if (num() === 1) data.wakeup = true;
+    return { type: 'agent/inbox/spliced', data };
+  },
+  'turn/start': () => ({ type: 'turn/start', data: { turn: num() } }),
+  'step/start': () => ({ type: 'step/start', data: { turn: num(), step: num() } }),
+  'user/message': () => ({ type: 'user/message', data: message() }),
+  'step/end': () => ({ type: 'step/end', data: { turn: num(), step: num() } }),
+  'turn/end': () => {
+    const turn = num();
+    return { type: 'turn/end', data: { turn, reason: REASONS[num()]() } };
+  },
+};
+
 function event() {
-  const code = num();
-  const type = EVENT_TYPES[code];
-  switch (code) {
-    case 0: {
-      const data = { target: num() === 1 ? NEXT_STEP : NEXT_TURN, start: num() };
-      const removed = num();
-      if (removed > 0) data.removedCount = removed;
-      data.inserted = messages();
-      if (num() === 1) data.outcome = 'canceled';
-      if (num() === 1) data.wakeup = true;
-      return { type, data };
-    }
-    case 1:
-      return { type, data: { turn: num() } };
-    case 3:
-      return { type, data: message() };
-    case 5: {
-      const turn = num();
-      const kind = num();
-      let reason;
-      if (kind === 3) reason = { kind: 'aborted', reason: cause() };
-      else if (kind === 4) reason = { kind: 'error', error: error() };
-      else reason = { kind: REASONS[kind] };
-      return { type, data: { turn, reason } };
-    }
-    default: // 2 step/start, 4 step/end
-      return { type, data: { turn: num(), step: num() } };
-  }
+  return EVENTS[num()]();
 }
 
+BY_WORD.effects = {
+  inserted: () => ({ notify: { type: INSERTED, message: message() } }),
+  discarded: () => ({ notify: { type: DISCARDED, message: message() } }),
+  claimed: () => ({ notify: { type: CLAIMED, message: message(), turn: num() } }),
+  status: () => ({ notify: { type: STATUS, status: STATUSES[num()] } }),
+  error: () => ({ notify: { type: ERROR, turn: num(), step: num(), error: error() } }),
+  beginTurn: () => ({ begin: { turn: num() } }),
+  beginMaintenance: () => ({ begin: { maintenance: {} } }),
+  preStep: () => ({ request: { preStep: { turn: num(), step: num(), messages: messages() } } }),
+  step: () => ({ request: { step: { turn: num(), step: num() } } }),
+  turnStopping: () => ({ request: { turnStopping: { turn: num() } } }),
+  abort: () => ({ request: { abort: { cause: cause() } } }),
+  disposed: () => ({ disposed: {} }),
+};
+
 function effect() {
-  switch (num()) {
-    case 0:
-      return { notify: { type: INSERTED, message: message() } };
-    case 1:
-      return { notify: { type: DISCARDED, message: message() } };
-    case 2:
-      return { notify: { type: CLAIMED, message: message(), turn: num() } };
-    case 3:
-      return { notify: { type: STATUS, status: num() === 1 ? 'running' : 'idle' } };
-    case 4:
-      return { notify: { type: ERROR, turn: num(), step: num(), error: error() } };
-    case 5:
-      return { begin: { turn: num() } };
-    case 6:
-      return { begin: { maintenance: {} } };
-    case 7:
-      return { request: { preStep: { turn: num(), step: num(), messages: messages() } } };
-    case 8:
-      return { request: { step: { turn: num(), step: num() } } };
-    case 9:
-      return { request: { turnStopping: { turn: num() } } };
-    case 10:
-      return { request: { abort: { cause: cause() } } };
-    default: // 11
-      return { disposed: {} };
-  }
+  return EFFECTS[num()]();
 }
 
 function list(read) {
@@ -151,9 +189,18 @@ function list(read) {
   return items;
 }
 
+BY_WORD.outputs = {
+  event: () => ({ event: event() }),
+  effect,
+};
+
 function output() {
-  return num() === 0 ? { event: event() } : effect();
+  return OUTPUTS[num()]();
 }
+
+const {
+  causes: CAUSES, reasons: REASONS, events: EVENTS, effects: EFFECTS, outputs: OUTPUTS, targets: TARGETS, statuses: STATUSES,
+} = codes(TABLE);
 
 /** Starts reading `tape` for `messages`: forgets the handles the tape says were swept. */
 function open(tape, messagesTable, inputs) {
@@ -226,67 +273,6 @@ function pending(tape, messagesTable) {
   }
 }
 
-/**
- * A staged batch's reply (src/session.rs `stage_tape`): `{staged, batch, count, entries,
- * turnEnd, lines, quiescent}`, each staged result a ticket, `null`, or the JSON value of a
- * refusal or a timeout's result; `entries` `null` when the tape leaves them out (or nothing was
- * staged), `lines` the UTF-8 length of their log lines (which the session holds), or `null`.
- */
-function staged(tape, messagesTable, inputs) {
-  open(tape, messagesTable, inputs);
-  try {
-    const results = list(stagedResult);
-    if (num() === 0) {
-      return { staged: results, batch: null, count: 0, entries: null, turnEnd: false, lines: null, quiescent: num() === 1 };
-    }
-    const batch = num();
-    const count = num();
-    let entries = null;
-    if (num() === 1) {
-      entries = new Array(count);
-      for (let k = 0; k < count; k++) entries[k] = num() === 0 ? event() : { type: str(), data: parse(str()) };
-    } else {
-      messages(); // the inputs' messages, bound to their handles (S8)
-    }
-    const turnEnd = num() === 1;
-    const lines = num() === 1 ? num() : null;
-    return { staged: results, batch, count, entries, turnEnd, lines, quiescent: num() === 1 };
-  } finally {
-    close();
-  }
-}
-
-/** One staged result: a ticket, `null` (nothing staged), or the JSON value of a refusal or a timeout's result. */
-function stagedResult() {
-  const kind = num();
-  return kind === 0 ? num() : kind === 1 ? null : parse(str());
-}
-
-/** A durable batch's releases (src/session.rs `persisted_tape`), in order, and whether the machine is quiescent. */
-function releases(tape, messagesTable) {
-  open(tape, messagesTable, null);
-  try {
-    const released = list(release);
-    return { released, quiescent: num() === 1 };
-  } finally {
-    close();
-  }
-}
-
-/** One release: an effect, a member's `{ack, found}` or `{ack, refused}`, or the abort grace's `{deadline}`. */
-function release() {
-  switch (num()) {
-    case 0:
-      return effect();
-    case 1:
-      return { ack: num(), found: num() === 1 };
-    case 2:
-      return { ack: num(), refused: parse(str()) };
-    default:
-      return { deadline: Number(str()) };
-  }
-}
-
 /** The messages of session commands (`{feed}`, `{answer: [call, turn, step, input]}`), in order. */
 function messagesOfCommands(commands) {
   const all = [];
@@ -313,6 +299,10 @@ function messagesOf(input) {
   return Array.isArray(enter) ? enter : [];
 }
 
+/** The reader's primitives, for a reply of another layout (`session.js` decodes an agent's turns with them). */
+const reader = { open, close, num, str, message, messages, event, effect };
+
 module.exports = {
-  Messages, transition, queued, ordered, pending, staged, releases, messagesOf, messagesOfCommands, deepFreeze,
+  TABLE, codes, decodersOf, Messages, transition, queued, ordered, pending, messagesOf, messagesOfCommands, deepFreeze,
+  reader,
 };

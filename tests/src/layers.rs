@@ -168,6 +168,7 @@ fn no_crate_depends_on_a_layer_above_its_own() {
             "IO",
             vec![
                 "coxswain",
+                "coxswain-binding-kit",
                 "coxswain-load",
                 "coxswain-node",
                 "coxswain-postgres",

@@ -2,6 +2,8 @@
 #[cfg(test)]
 mod bad_input;
 #[cfg(test)]
+mod budgets;
+#[cfg(test)]
 mod conformance;
 #[cfg(test)]
 mod harness;

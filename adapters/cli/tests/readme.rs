@@ -61,7 +61,7 @@ const SMALLER: &[(&str, &str)] = &[
         "cargo run --release -p coxswain -- check --deep",
         "cargo run -p coxswain -- check --deep --messages 1 --operations 4",
     ),
-    // All 39 mutants take minutes (`.ci/run` runs them all right after the tests): one, by name.
+    // All 48 mutants take minutes (`.ci/run` runs them all right after the tests): one, by name.
     (
         "cargo run -p coxswain-mutants",
         "cargo run -p coxswain-mutants -- ClaimForgetsStep",
@@ -93,7 +93,7 @@ const SMALLER: &[(&str, &str)] = &[
 ];
 
 /// The commands of [`SMALLER`] that run as their stand-in in the exhaustive test too: the deep
-/// bound (~21 min), all 39 mutants (`.ci/run` runs them right after the tests), the Jepsen-style
+/// bound (~21 min), all 48 mutants (`.ci/run` runs them right after the tests), the Jepsen-style
 /// test's 300 sessions under a 90 s nemesis, and the fail-over of 10,000 sessions in release.
 const LONG: &[&str] = &[
     "cargo run --release -p coxswain -- check --deep",

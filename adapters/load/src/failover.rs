@@ -459,31 +459,16 @@ pub async fn failover(
     })
 }
 
-/// What [`measure`] found: the served-again times, the unserved count, every acknowledged
-/// `(session, id)`, the warm-up time, and the killed worker's session count.
-type Measured = (Vec<Duration>, usize, Vec<(String, String)>, Duration, usize);
-
-/// Opens and warms every session, kills worker 0, and times its sessions' follow-ups.
-async fn measure(
-    failover: &Failover,
-    prefix: &str,
+/// Opens every session and sends it one follow-up (a turn of one step), until every one is
+/// acknowledged.
+async fn warm_up(
+    sessions: &[String],
+    index: &BTreeMap<&str, usize>,
+    route: &[usize],
     processes: &mut Processes,
-    started: Instant,
     progress: &(impl Fn(&str) + Send),
-) -> Result<Measured, LoadError> {
-    let sessions: Vec<String> = (0..failover.sessions)
-        .map(|i| format!("{prefix}{i}"))
-        .collect();
-    let index: BTreeMap<&str, usize> = sessions
-        .iter()
-        .enumerate()
-        .map(|(i, session)| (session.as_str(), i))
-        .collect();
-    // Where each session is served: its slot.
-    let mut route: Vec<usize> = (0..sessions.len()).map(|i| i % failover.workers).collect();
-    let mut acknowledged = Vec::with_capacity(sessions.len() * 2);
-
-    // Open, then one follow-up each (a turn of one step), every one acknowledged.
+    acknowledged: &mut Vec<(String, String)>,
+) -> Result<(), LoadError> {
     let deadline = Instant::now()
         + Duration::from_secs(120)
         + Duration::from_millis(20)
@@ -534,6 +519,43 @@ async fn measure(
         }
         processes.flush().await?;
     }
+    Ok(())
+}
+
+/// What [`measure`] found: the served-again times, the unserved count, every acknowledged
+/// `(session, id)`, the warm-up time, and the killed worker's session count.
+type Measured = (Vec<Duration>, usize, Vec<(String, String)>, Duration, usize);
+
+/// Opens and warms every session, kills worker 0, and times its sessions' follow-ups.
+async fn measure(
+    failover: &Failover,
+    prefix: &str,
+    processes: &mut Processes,
+    started: Instant,
+    progress: &(impl Fn(&str) + Send),
+) -> Result<Measured, LoadError> {
+    let sessions: Vec<String> = (0..failover.sessions)
+        .map(|i| format!("{prefix}{i}"))
+        .collect();
+    let index: BTreeMap<&str, usize> = sessions
+        .iter()
+        .enumerate()
+        .map(|(i, session)| (session.as_str(), i))
+        .collect();
+    // Where each session is served: its slot.
+    let mut route: Vec<usize> = (0..sessions.len()).map(|i| i % failover.workers).collect();
+    let mut acknowledged = Vec::with_capacity(sessions.len() * 2);
+
+    // Open, then one follow-up each (a turn of one step), every one acknowledged.
+    warm_up(
+        &sessions,
+        &index,
+        &route,
+        processes,
+        progress,
+        &mut acknowledged,
+    )
+    .await?;
     let warm = started.elapsed();
     progress("warm");
 

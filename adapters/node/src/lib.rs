@@ -8,11 +8,13 @@
 //!   [`NativeMachine::hot_path`]: its durable events and its effects, which the core keeps
 //!   queued until the host's persisted word comes with the next input), or every output in
 //!   wire order for ports (`ordered`, [`NativeMachine::wire`]).
-//! * [`NativeSession`]: the session layer ([`coxswain_session::Session`]) over such a machine,
-//!   for the agent (`agent.js`): group commit with rollback, the abort grace, admission and the
-//!   host-failure vocabulary, decided in the pure layer; the agent only moves bytes, time and
-//!   promises. Its hot path ([`NativeSession::hot_path`]) is functions bound to its core.
-//! * SPEC §13 (module `section13`): the query `fate` (S58) on both classes, crash repair's
+//! * [`NativeAgent`]: one agent's loop, the session layer's
+//!   [`AgentLoop`](coxswain_session::AgentLoop), over such a machine, for the agent
+//!   (`agent.js`): batches, waiters, the stop policy, the abort grace, admission, the hooks a
+//!   host did not write and the defaults are decided in the pure layer; the agent only moves
+//!   bytes, time and promises. Its hot path ([`NativeAgent::hot_path`]) is functions bound to
+//!   its core.
+//! * SPEC §13 (module `section13`): the query `fate` (S58) on the machine, crash repair's
 //!   redelivery allowance (S59) checked by the session layer's one owner of its bound
 //!   ([`redelivery_refusal`]), and a trace's `given` with `memory: "unbounded"` and `repair`.
 //! * The JSON-lines record format of `coxswain-log` ([`encode_records`], [`parse_log`]), so the
@@ -50,4 +52,7 @@ pub use lock::FileLock;
 pub use log::{encode_records, host_failure, max_line_bytes, parse_log};
 pub use machine::{Core, NativeMachine, Shared};
 pub use section13::{max_redelivery, redelivery_refusal};
-pub use session::{NativeSession, SessionCore, SessionShared};
+pub use session::{
+    agent_defaults, AgentCore, AgentDefaults, AgentOptions, AgentShared, NativeAgent,
+};
+pub use tape::tape_table;

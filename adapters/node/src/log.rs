@@ -1,11 +1,14 @@
 //! The JSON-lines record format of `coxswain-log`, for the file log written from JavaScript: the
 //! same encoder and reader as the tokio adapter's `FileLog` and `coxswain verify`.
 
-use coxswain_core::Event;
-use coxswain_log::{encode, parse, EncodeError, Entry, HostEvent};
+use std::str::FromStr;
+
+use coxswain_binding_kit::records::{encode_values, RecordError};
+use coxswain_binding_kit::request::request;
+use coxswain_log::{parse, EncodeError};
+use coxswain_session::HostFailure;
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::wire;
@@ -22,18 +25,16 @@ pub fn encode_records(first_seq: i64, entries: String) -> napi::Result<String> {
     let first = u64::try_from(first_seq).map_err(|_| fail(format!("seq {first_seq} < 0")))?;
     let entries: Vec<Value> =
         crate::wire::from_text(&entries).map_err(|e| fail(format!("entries: {e}")))?;
-    let mut out = Vec::new();
-    for (seq, value) in (first..).zip(entries) {
-        let entry = entry(value).map_err(fail)?;
-        encode(seq, &entry, &mut out).map_err(|e| match e {
-            // `log.js` throws `TooDeepError` with the Rust `TooDeep`'s own text.
-            EncodeError::TooDeep(deep) => {
-                fail(format!("too-deep:{}:{}:{deep}", deep.depth, deep.max))
-            }
-            e => fail(format!("record {seq}: {e}")),
-        })?;
-    }
-    String::from_utf8(out).map_err(|e| fail(e.to_string()))
+    // The kit's one reading and encoding of records (as the Python binding's).
+    let lines = encode_values(first, entries).map_err(|error| match error {
+        // `log.js` throws `TooDeepError` with the Rust `TooDeep`'s own text.
+        RecordError::Encode {
+            error: EncodeError::TooDeep(deep),
+            ..
+        } => fail(format!("too-deep:{}:{}:{deep}", deep.depth, deep.max)),
+        other => fail(other.to_string()),
+    })?;
+    String::from_utf8(lines).map_err(|e| fail(e.to_string()))
 }
 
 /// The longest log line (without its `\n`) a reader takes and a writer writes
@@ -41,27 +42,6 @@ pub fn encode_records(first_seq: i64, entries: String) -> napi::Result<String> {
 #[napi]
 pub fn max_line_bytes() -> u32 {
     u32::try_from(coxswain_log::MAX_LINE_BYTES).unwrap_or(u32::MAX)
-}
-
-/// One record's entry: the machine's event when its type is the machine's, else the host's.
-fn entry(value: Value) -> Result<Entry, String> {
-    let Some(kind) = value.get("type").and_then(Value::as_str) else {
-        return Err(format!("an entry has no string `type`: {value}"));
-    };
-    if Event::TYPES.contains(&kind) {
-        // Deserialized from the value in place (no copy of it).
-        let event = Event::deserialize(&value)
-            .map_err(|e| format!("not a valid `{kind}` event ({e}): {value}"))?;
-        return Ok(Entry::Machine(event));
-    }
-    let kind = kind.to_owned();
-    let data = match value {
-        Value::Object(mut object) => object.remove("data").unwrap_or(Value::Null),
-        _ => Value::Null,
-    };
-    HostEvent::new(kind, data)
-        .map(Entry::Host)
-        .map_err(|e| e.to_string())
 }
 
 /// Reads a JSON-lines log's bytes with `coxswain-log`'s reader. Returns JSON text:
@@ -94,12 +74,14 @@ pub fn parse_log(bytes: Buffer) -> String {
 /// "why"}` for another name.
 #[napi]
 pub fn host_failure(failure: String, call: String, detail: String) -> String {
-    let Some(named) = crate::session::failure_named(&failure) else {
-        return wire::text(&json!({ "error": format!("no host failure `{failure}`") }));
+    let named = match HostFailure::from_str(&failure) {
+        Ok(named) => named,
+        Err(unknown) => return wire::text(&json!({ "error": unknown.to_string() })),
     };
     // Only the call's kind shows in the message; the numbers do not.
-    let Some(request) = crate::session::call_named(&call) else {
-        return wire::text(&json!({ "error": format!("no host call `{call}`") }));
+    let request = match request(&call, 0, 0) {
+        Ok(request) => request,
+        Err(unknown) => return wire::text(&json!({ "error": unknown.to_string() })),
     };
     wire::to_text(&named.error(request, &detail))
 }

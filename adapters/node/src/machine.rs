@@ -1,14 +1,13 @@
 //! [`NativeMachine`]: the core's machine behind N-API, with its drain contract.
 
 use std::cell::RefCell;
-use std::num::NonZeroUsize;
 use std::rc::Rc;
 
+use coxswain_binding_kit::options::{self, Memory};
+use coxswain_binding_kit::shapes;
 use coxswain_core::{
-    BatchError, Config, Input, Machine, Message, Output, PreStepAnswer, Rejected, SharedMessage,
-    StepAnswer, Target, TurnStoppingAnswer,
+    AnswerWord, BatchError, Input, Machine, Message, Output, PreStepAnswer, SharedMessage, Target,
 };
-use coxswain_log::{check_message, TooDeep};
 use coxswain_session::{ResumeError, ResumePlan};
 use napi::bindgen_prelude::{Buffer, Object, Utf16String};
 use napi::Env;
@@ -17,7 +16,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::bound::Bound;
-use crate::section13::{self, Given};
+use crate::section13::Given;
 use crate::tape::{self, Handles, Tape};
 use crate::wire;
 
@@ -63,10 +62,15 @@ impl NativeMachine {
         let seed = hash_seed
             .and_then(|hex| u64::from_str_radix(&hex, 16).ok())
             .unwrap_or(0);
-        let mut config = config(memory, max_pending).with_hash_seed(seed);
-        if unbounded_memory == Some(true) {
-            config = config.with_unbounded_delivery_memory();
-        }
+        let memory = match unbounded_memory {
+            Some(true) => Memory::Unbounded,
+            _ => Memory::Ids(usize::try_from(memory).unwrap_or(usize::MAX)),
+        };
+        // 0 is unbounded here (the JavaScript side refuses it before).
+        let max_pending = max_pending
+            .filter(|limit| *limit > 0)
+            .map(|limit| usize::try_from(limit).unwrap_or(usize::MAX));
+        let config = options::config(memory, max_pending, seed).unwrap_or_default();
         NativeMachine {
             core: Rc::new(RefCell::new(Core {
                 machine: Machine::with_config(config),
@@ -117,13 +121,10 @@ impl NativeMachine {
     #[napi]
     pub fn resume(&mut self, bytes: Buffer, redelivery: Option<i64>) -> String {
         let mut core = self.core.borrow_mut();
-        let allowance = redelivery.unwrap_or(0);
-        let options = u64::try_from(allowance)
-            .map_err(|_| format!("the redelivery allowance {allowance} is below 0 (S59)"))
-            .and_then(|allowance| section13::options(core.machine.config(), allowance));
-        let options = match options {
+        let allowance = i128::from(redelivery.unwrap_or(0));
+        let options = match options::resume_options(core.machine.config(), allowance) {
             Ok(options) => options,
-            Err(why) => return wire::text(&json!({ "redelivery": why })),
+            Err(why) => return wire::text(&json!({ "redelivery": why.to_string() })),
         };
         // The session layer's one resume decision (`ResumePlan`).
         match ResumePlan::from_bytes(&bytes, options) {
@@ -357,7 +358,7 @@ impl Core {
             self.ack();
         }
         match crate::wire::from_text::<Input>(&input) {
-            Ok(input) => self.apply_taped(input, true),
+            Ok(input) => self.apply_taped(input),
             Err(error) => self.refusal(2, &format!("unknown input: {error}")),
         }
     }
@@ -376,7 +377,7 @@ impl Core {
             self.ack();
         }
         match input {
-            Ok(input) => self.apply_taped(input, true),
+            Ok(input) => self.apply_taped(input),
             Err(why) => self.refusal(2, &why),
         }
     }
@@ -400,7 +401,7 @@ impl Core {
             }
         }
         // The core's own messages, checked when they were delivered.
-        self.apply_taped(Input::PreStep(PreStepAnswer::Enter(batch.into())), false)
+        self.apply_taped(Input::PreStep(PreStepAnswer::Enter(batch.into())))
     }
 
     /// An answer that is a word, by code (no text crosses): `0` step `completed`, `1` step
@@ -411,7 +412,7 @@ impl Core {
             self.ack();
         }
         match answer_word(word) {
-            Some((_, input)) => self.apply_taped(input, false),
+            Some(answer) => self.apply_taped(answer.input()),
             None => self.refusal(2, &format!("no answer word {word}")),
         }
     }
@@ -458,10 +459,7 @@ impl Core {
     }
 
     /// Applies an input and writes the tape of its transition (see [`feed`](Core::feed)).
-    fn apply_taped(&mut self, input: Input, check: bool) -> Utf16String {
-        if let Err(deep) = if check { check_depth(&input) } else { Ok(()) } {
-            return self.refusal(1, &wire::text(&crate::session::too_deep(&deep)));
-        }
+    fn apply_taped(&mut self, input: Input) -> Utf16String {
         let inputs = tape::messages_of(&input);
         let applied = match input {
             Input::Remove(id) => self.machine.remove(&id),
@@ -484,7 +482,7 @@ impl Core {
                 tape.finish().into()
             }
             Err(rejected) => {
-                let reply = wire::text(&rejection_value(&rejected));
+                let reply = wire::text(&shapes::rejection(&rejected));
                 self.refusal(1, &reply)
             }
         }
@@ -543,20 +541,11 @@ pub(crate) fn preset_input(preset: u32, message: SharedMessage) -> Result<Input,
     }
 }
 
-/// The answer a word code stands for, with the host call it answers: `0` step `completed`,
-/// `1` step `max-tokens`, `2` step `continue`, `3` turnStopping `done`, `4` preStep `reject`.
-pub(crate) fn answer_word(word: u32) -> Option<(&'static str, Input)> {
-    Some(match word {
-        0 => ("step", Input::Step(StepAnswer::Completed)),
-        1 => ("step", Input::Step(StepAnswer::MaxTokens)),
-        2 => ("step", Input::Step(StepAnswer::Continue)),
-        3 => (
-            "turnStopping",
-            Input::TurnStopping(TurnStoppingAnswer::Done),
-        ),
-        4 => ("preStep", Input::PreStep(PreStepAnswer::Reject)),
-        _ => return None,
-    })
+/// The answer a word code stands for: its place in the core's [`AnswerWord::ALL`] (`0` step
+/// `completed`, `1` step `max-tokens`, `2` step `continue`, `3` turnStopping `done`, `4`
+/// preStep `reject`).
+pub(crate) fn answer_word(word: u32) -> Option<AnswerWord> {
+    AnswerWord::ALL.get(usize::try_from(word).ok()?).copied()
 }
 
 /// The reply line to an accepted `"in"` request (PORTS.md).
@@ -565,52 +554,9 @@ struct Wire {
     outputs: Vec<Output>,
 }
 
-fn config(memory: u32, max_pending: Option<u32>) -> Config {
-    let config = Config::new().with_delivery_memory(usize::try_from(memory).unwrap_or(usize::MAX));
-    match max_pending
-        .and_then(|limit| usize::try_from(limit).ok())
-        .and_then(NonZeroUsize::new)
-    {
-        Some(limit) => config.with_max_pending(limit),
-        None => config,
-    }
-}
-
-/// A rejection as a JSON value: `{rejected: KIND, message, …details}`.
-pub(crate) fn rejection_value(rejected: &Rejected) -> Value {
-    let mut reply = json!({ "rejected": rejected.kind(), "message": rejected.to_string() });
-    let details = match rejected {
-        Rejected::AlreadyPending(id) | Rejected::AlreadyDelivered(id) | Rejected::Conflict(id) => {
-            json!({ "id": id })
-        }
-        Rejected::TurnMismatch(expect) => json!({ "expect": expect }),
-        Rejected::Full {
-            target,
-            max_pending,
-        } => json!({ "target": target, "maxPending": max_pending }),
-        _ => Value::Null,
-    };
-    if let (Some(reply), Value::Object(details)) = (reply.as_object_mut(), details) {
-        reply.extend(details);
-    }
-    reply
-}
-
-/// Every message an input carries must fit in the log records it can be written to: the log's
-/// own depth rule (`coxswain_log::check_message`, the bound the agent's admission holds too),
-/// never serde_json's recursion limit, decides what is too deep.
-fn check_depth(input: &Input) -> Result<(), TooDeep> {
-    input
-        .messages()
-        .try_for_each(|message| check_message(message))
-}
-
 /// A batch call's reply: `""` when it was done, else the refusal's kind.
 fn batch_reply(result: Result<(), BatchError>) -> String {
-    match result {
-        Ok(()) => String::new(),
-        Err(BatchError::AlreadyOpen) => "already-open".into(),
-        Err(BatchError::NotOpen) => "not-open".into(),
-        Err(_) => "undrained".into(),
-    }
+    result
+        .err()
+        .map_or_else(String::new, |error| error.kind().to_owned())
 }

@@ -1,19 +1,17 @@
-//! SPEC §13 in the binding: the query `fate` (S58) on a [`NativeMachine`] and on a
-//! [`NativeSession`], the redelivery allowance of crash repair (S59) checked by its one owner
-//! ([`ResumeOptions::try_with_redelivery`]), and a conformance trace's `given` value with its
+//! SPEC §13 in the binding: the query `fate` (S58) on a [`NativeMachine`] (an agent's is its
+//! loop's: `NativeAgent`), the redelivery allowance of crash repair (S59) checked by its one owner
+//! (`ResumeOptions::try_with_redelivery`, through the kit), and a conformance trace's `given` value with its
 //! `memory: "unbounded"` (S58) and `repair: {redeliver: A}` (S50, S59), restored as the
 //! reference subject does (the core's [`Restorer`], its `repair` pushed after the log).
 //! `resume` (S57) is an ordinary input: `{"resume": {}}` crosses as any other.
 
-use std::num::NonZeroUsize;
-
+use coxswain_binding_kit::options::{self, redelivery, Memory};
 use coxswain_core::{Config, Event, InvalidLog, Machine, MessageId, Output, Restorer};
-use coxswain_session::{ResumeOptions, MAX_REDELIVERY};
+use coxswain_session::MAX_REDELIVERY;
 use napi_derive::napi;
 use serde_json::{json, Value};
 
 use crate::machine::NativeMachine;
-use crate::session::NativeSession;
 use crate::wire;
 
 #[napi]
@@ -29,17 +27,6 @@ impl NativeMachine {
     }
 }
 
-#[napi]
-impl NativeSession {
-    /// The query `fate(id)` (S58) on the session's machine, as [`NativeMachine::fate`]: with the
-    /// staged inputs applied while a batch is staged. Answered also once disposed.
-    #[napi]
-    pub fn fate(&self, id: String) -> String {
-        let this = self.core.borrow();
-        wire::text(&this.session.machine().fate(&MessageId::from(id)).to_json())
-    }
-}
-
 /// The largest redelivery allowance a host may choose (S59: `coxswain_session::MAX_REDELIVERY`),
 /// for the text of `index.js`'s refusal of an allowance that is no integer at all.
 #[napi]
@@ -47,25 +34,14 @@ pub fn max_redelivery() -> u32 {
     u32::try_from(MAX_REDELIVERY).unwrap_or(u32::MAX)
 }
 
-/// Why the redelivery allowance `allowance` (an integer `>= 0`, checked by the caller) is
-/// refused (S59), in the session layer's words (`the redelivery allowance 1001 is above 1000
-/// (S59)`), or `null` when it is accepted: every open checks it here, before anything is read.
+/// Why the redelivery allowance `allowance` (an integer, checked by the caller) is refused
+/// (S59), in the kit's words (`the redelivery allowance 1001 is above 1000 (S59)`: the session
+/// layer's), or `null` when it is accepted: every open checks it here, before anything is read.
 #[napi]
 pub fn redelivery_refusal(allowance: i64) -> Option<String> {
-    match u64::try_from(allowance) {
-        Ok(allowance) => options(Config::new(), allowance).err(),
-        Err(_) => Some(format!(
-            "the redelivery allowance {allowance} is below 0 (S59)"
-        )),
-    }
-}
-
-/// `config` with the redelivery allowance `allowance`, checked by its one owner
-/// ([`ResumeOptions::try_with_redelivery`]), or the refusal's text.
-pub(crate) fn options(config: Config, allowance: u64) -> Result<ResumeOptions, String> {
-    ResumeOptions::from(config)
-        .try_with_redelivery(allowance)
-        .map_err(|refused| refused.to_string())
+    redelivery(i128::from(allowance))
+        .err()
+        .map(|refused| refused.to_string())
 }
 
 /// A trace's `given` value (FORMAT.md): the log, the seed boundary, the machine's config
@@ -107,27 +83,28 @@ impl Given {
                 .and_then(|n| usize::try_from(n).ok())
                 .ok_or_else(|| format!("given `{key}` is not a non-negative integer")),
         };
-        let config = match object.get("memory") {
+        let memory = match object.get("memory") {
             // S58: the capacity may be `unbounded`.
-            Some(Value::String(word)) if word == "unbounded" => {
-                Config::new().with_unbounded_delivery_memory()
-            }
+            Some(Value::String(word)) if word == "unbounded" => Memory::Unbounded,
             Some(Value::String(_)) => {
                 return Err(
                     "given `memory` is neither a non-negative integer nor \"unbounded\"".into(),
                 )
             }
-            _ => Config::new().with_delivery_memory(count("memory")?),
+            _ => Memory::Ids(count("memory")?),
         };
-        let config = match object.get("maxPending") {
-            None | Some(Value::Null) => config,
-            Some(n) => config.with_max_pending(
+        let max_pending = match object.get("maxPending") {
+            None | Some(Value::Null) => None,
+            Some(n) => Some(
                 n.as_u64()
                     .and_then(|n| usize::try_from(n).ok())
-                    .and_then(NonZeroUsize::new)
+                    .filter(|n| *n > 0)
                     .ok_or_else(|| String::from("given `maxPending` is not a positive integer"))?,
             ),
         };
+        // The kit's one reading of a host's numbers (0 is refused above, with the field's name).
+        let config =
+            options::config(memory, max_pending, 0).map_err(|error| format!("given: {error}"))?;
         // S59: `repair: {redeliver: A}`, `A` an integer >= 0 (the reference subject's reading:
         // a trace's allowance is not bounded by an open's `MAX_REDELIVERY`).
         let repair = match object.get("repair") {

@@ -12,83 +12,204 @@
 //! handle's object comes from: `k + 1` (the input's `k`-th message, in the order `tape.js`'s
 //! `messagesOf` walks an input) or `0` and the message's JSON text.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
+use coxswain_binding_kit::Table;
+use napi_derive::napi;
 use smallvec::SmallVec;
 
 use coxswain_core::{
     Abort, Activity, CancelCause, Effect, ErrorInfo, Event, Input, Machine, Notification, Request,
-    SharedMessage, Status, Target, TurnEndReason,
+    SharedMessage, Status, Target, TurnEndKind, TurnEndReason,
 };
 
-/// The messages JavaScript holds an object for, by handle; a message the core no longer holds
-/// (its only owner is this table) is swept, and its handle given to JavaScript to forget.
+/// The messages JavaScript holds an object for, by handle (the kit's identity table, keyed by
+/// handle); a message the core no longer holds (its only owner is this table) is swept, and its
+/// handle given to JavaScript to forget.
 #[derive(Default)]
 pub(crate) struct Handles {
-    by_ptr: HashMap<usize, u64, Cheap>,
-    by_handle: HashMap<u64, SharedMessage, Cheap>,
+    table: Table<()>,
     next: u64,
-    sweep_at: usize,
 }
 
 impl Handles {
     /// The message behind a handle JavaScript gave back (a pre-step batch of the messages it
     /// was handed), if the table still holds it.
     pub(crate) fn get(&self, handle: u64) -> Option<&SharedMessage> {
-        self.by_handle.get(&handle)
+        self.table.message(handle)
     }
 
     /// Drops the messages nothing but this table holds, once it has grown to twice its size at
     /// the last sweep (amortized O(1) per message); the handles dropped.
     fn sweep(&mut self) -> Vec<u64> {
-        if self.by_handle.len() < self.sweep_at {
-            return Vec::new();
-        }
-        let mut freed = Vec::new();
-        self.by_handle.retain(|handle, message| {
-            let keep = Arc::strong_count(message) > 1;
-            if !keep {
-                freed.push(*handle);
-            }
-            keep
-        });
-        if !freed.is_empty() {
-            let held = &self.by_handle;
-            self.by_ptr.retain(|_, handle| held.contains_key(handle));
-        }
-        self.sweep_at = (self.by_handle.len() * 2).max(64);
-        freed
+        self.table
+            .sweep()
+            .into_iter()
+            .map(|(handle, ())| handle)
+            .collect()
     }
 }
 
-/// The hasher of the handle maps: their keys are addresses and counters the table makes
-/// itself, never a caller's, so a multiply-shift is as good as SipHash and a tenth of its cost.
-type Cheap = BuildHasherDefault<Mix>;
-
-/// A multiply-shift hasher of one integer key.
-#[derive(Default)]
-pub(crate) struct Mix(u64);
-
-impl Hasher for Mix {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x100_0000_01b3);
+/// Declares one opcode table of the tape: an enum whose codes are its variants' places, and
+/// `NAMES`, the words of the same places, which `tape.js` reads at load ([`tape_table`]) and
+/// decodes by. One list makes both, so the codes and the words cannot disagree.
+macro_rules! opcodes {
+    ($(#[$doc:meta])* $table:ident { $($(#[$vdoc:meta])* $op:ident = $word:expr,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(crate) enum $table {
+            $($(#[$vdoc])* $op,)*
         }
-    }
 
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (n ^ (n >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
+        impl $table {
+            /// The words of the codes, in code order.
+            pub(crate) const NAMES: &'static [&'static str] = &[$($word,)*];
 
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
+            /// The code written on the tape.
+            #[inline]
+            pub(crate) const fn code(self) -> u64 {
+                self as u64
+            }
+        }
+    };
+}
+
+opcodes! {
+    /// An event's code: its `type` (the core's `Event::TYPES`, in order).
+    EventOp {
+        /// `agent/inbox/spliced`.
+        Spliced = Event::SPLICED,
+        /// `turn/start`.
+        TurnStart = Event::TURN_START,
+        /// `step/start`.
+        StepStart = Event::STEP_START,
+        /// `user/message`.
+        UserMessage = Event::USER_MESSAGE,
+        /// `step/end`.
+        StepEnd = Event::STEP_END,
+        /// `turn/end`.
+        TurnEnd = Event::TURN_END,
     }
+}
+
+opcodes! {
+    /// An effect's code.
+    EffectOp {
+        /// `agent/inbox/inserted`.
+        Inserted = "inserted",
+        /// `agent/inbox/discarded`.
+        Discarded = "discarded",
+        /// `agent/inbox/claimed`.
+        Claimed = "claimed",
+        /// `agent/status`.
+        Status = "status",
+        /// `agent/error`.
+        Error = "error",
+        /// A turn begins.
+        BeginTurn = "beginTurn",
+        /// Maintenance begins.
+        BeginMaintenance = "beginMaintenance",
+        /// The `preStep` request.
+        PreStep = "preStep",
+        /// The `step` request.
+        Step = "step",
+        /// The `turnStopping` request.
+        TurnStopping = "turnStopping",
+        /// An abort.
+        Abort = "abort",
+        /// The machine is disposed.
+        Disposed = "disposed",
+    }
+}
+
+opcodes! {
+    /// A turn end's reason's code: its `kind` (the core's `TurnEndKind` words).
+    ReasonOp {
+        /// `completed`.
+        Completed = TurnEndKind::Completed.as_str(),
+        /// `max-tokens`.
+        MaxTokens = TurnEndKind::MaxTokens.as_str(),
+        /// `blocked`.
+        Blocked = TurnEndKind::Blocked.as_str(),
+        /// `aborted`, with its cause.
+        Aborted = TurnEndKind::Aborted.as_str(),
+        /// `error`, with its error.
+        Error = TurnEndKind::Error.as_str(),
+        /// `interrupted`.
+        Interrupted = TurnEndKind::Interrupted.as_str(),
+    }
+}
+
+opcodes! {
+    /// The code of one output of an agent's turn (`src/session.rs`; `session.js` decodes them).
+    AgentOutputOp {
+        /// An effect to carry out.
+        Effect = "effect",
+        /// A reply: an input is durable, with `found`.
+        Delivered = "delivered",
+        /// A reply with no value: host events recorded, a job's end durable.
+        Done = "done",
+        /// A reply: the pending lists.
+        Pending = "pending",
+        /// A reply: a fate (its JSON text).
+        Fate = "fate",
+        /// A reply: the agent closed, with the ending's kind.
+        Closed = "closed",
+        /// A reply: refused (the refusal's JSON text).
+        Refused = "refused",
+        /// A reply: failed, with the failure's kind.
+        Failed = "failed",
+        /// A maintenance job to start.
+        StartJob = "startJob",
+        /// The running call is abandoned.
+        Abandon = "abandon",
+        /// The agent ended: the ending's kind and why.
+        Ended = "ended",
+    }
+}
+
+opcodes! {
+    /// A cancel cause's code: its `kind`.
+    CauseOp {
+        /// `user`.
+        User = "user",
+        /// `parent`.
+        Parent = "parent",
+        /// `hook`, with its reason.
+        Hook = "hook",
+        /// `disposed`.
+        Disposed = "disposed",
+    }
+}
+
+opcodes! {
+    /// Which of the core's outputs follows, in wire order.
+    OutputOp {
+        /// An event.
+        Event = "event",
+        /// An effect.
+        Effect = "effect",
+    }
+}
+
+/// The tape's opcode tables as JSON text: `{"events": [TYPE…], "effects": [NAME…], "reasons":
+/// [KIND…], "causes": [KIND…], "outputs": [NAME…], "targets": [TARGET…], "statuses":
+/// [STATUS…]}`, each the words of its codes in code order (`targets` and `statuses`: the
+/// core's own lists, a flag's `0` and `1`). `tape.js` reads it once, at load, and refuses to
+/// load when its decoders do not cover exactly these words: the codes have one source.
+#[napi]
+pub fn tape_table() -> String {
+    let table = serde_json::json!({
+        "events": EventOp::NAMES,
+        "effects": EffectOp::NAMES,
+        "reasons": ReasonOp::NAMES,
+        "causes": CauseOp::NAMES,
+        "outputs": OutputOp::NAMES,
+        "agentOutputs": AgentOutputOp::NAMES,
+        "targets": Target::ALL.map(Target::as_str),
+        "statuses": Status::ALL.map(Status::as_str),
+    });
+    crate::wire::text(&table)
 }
 
 /// The messages of one input (most carry one).
@@ -178,7 +299,7 @@ impl<'h> Tape<'h> {
                 return;
             }
         }
-        if let Some(&handle) = self.handles.by_ptr.get(&key) {
+        if let Some(handle) = self.handles.table.key_of(message) {
             self.last = Some((key, handle));
             self.num(handle * 2);
             return;
@@ -186,8 +307,7 @@ impl<'h> Tape<'h> {
         let handle = self.handles.next;
         self.last = Some((key, handle));
         self.handles.next += 1;
-        self.handles.by_ptr.insert(key, handle);
-        self.handles.by_handle.insert(handle, Arc::clone(message));
+        self.handles.table.bind(message, handle, ());
         self.num(handle * 2 + 1);
         match self
             .inputs
@@ -214,11 +334,11 @@ impl<'h> Tape<'h> {
         }
     }
 
-    /// An event (codes 0–5).
+    /// An event ([`EventOp`]).
     pub(crate) fn event(&mut self, event: &Event) {
         match event {
             Event::Spliced(splice) => {
-                self.num(0);
+                self.num(EventOp::Spliced.code());
                 self.target(splice.target);
                 self.num(splice.start as u64);
                 self.num(splice.removed_count as u64);
@@ -230,68 +350,68 @@ impl<'h> Tape<'h> {
                 self.flag(splice.wakeup);
             }
             Event::TurnStart { turn } => {
-                self.num(1);
+                self.num(EventOp::TurnStart.code());
                 self.num(*turn);
             }
             Event::StepStart { turn, step } => {
-                self.num(2);
+                self.num(EventOp::StepStart.code());
                 self.num(*turn);
                 self.num(*step);
             }
             Event::UserMessage(message) => {
-                self.num(3);
+                self.num(EventOp::UserMessage.code());
                 self.message(message);
             }
             Event::StepEnd { turn, step } => {
-                self.num(4);
+                self.num(EventOp::StepEnd.code());
                 self.num(*turn);
                 self.num(*step);
             }
             Event::TurnEnd { turn, reason } => {
-                self.num(5);
+                self.num(EventOp::TurnEnd.code());
                 self.num(*turn);
                 self.reason(reason);
             }
         }
     }
 
-    /// An effect (codes 0–11).
+    /// An effect ([`EffectOp`]).
     pub(crate) fn effect(&mut self, effect: &Effect) {
         match effect {
             Effect::Notify(Notification::Inserted { message }) => {
-                self.num(0);
+                self.num(EffectOp::Inserted.code());
                 self.message(message);
             }
             Effect::Notify(Notification::Discarded { message }) => {
-                self.num(1);
+                self.num(EffectOp::Discarded.code());
                 self.message(message);
             }
             Effect::Notify(Notification::Claimed { message, turn }) => {
-                self.num(2);
+                self.num(EffectOp::Claimed.code());
                 self.message(message);
                 self.num(*turn);
             }
             Effect::Notify(Notification::Status { status }) => {
-                self.num(3);
-                self.flag(*status == Status::Running);
+                self.num(EffectOp::Status.code());
+                self.flag(*status == Status::ALL[1]); // the table's `statuses`
             }
             Effect::Notify(Notification::Error { turn, step, error }) => {
-                self.num(4);
+                self.num(EffectOp::Error.code());
                 self.num(*turn);
                 self.num(*step);
                 self.error(error);
             }
             Effect::Begin(Activity::Turn(turn)) => {
-                self.num(5);
+                self.num(EffectOp::BeginTurn.code());
                 self.num(*turn);
             }
-            Effect::Begin(Activity::Maintenance) => self.num(6),
+            Effect::Begin(Activity::Maintenance) => self.num(EffectOp::BeginMaintenance.code()),
             Effect::Request(Request::PreStep {
                 turn,
                 step,
                 messages,
             }) => {
-                self.num(7);
+                self.num(EffectOp::PreStep.code());
                 self.num(*turn);
                 self.num(*step);
                 self.num(messages.len() as u64);
@@ -300,31 +420,31 @@ impl<'h> Tape<'h> {
                 }
             }
             Effect::Request(Request::Step { turn, step }) => {
-                self.num(8);
+                self.num(EffectOp::Step.code());
                 self.num(*turn);
                 self.num(*step);
             }
             Effect::Request(Request::TurnStopping { turn }) => {
-                self.num(9);
+                self.num(EffectOp::TurnStopping.code());
                 self.num(*turn);
             }
             Effect::Abort(Abort { cause }) => {
-                self.num(10);
+                self.num(EffectOp::Abort.code());
                 self.cause(cause);
             }
-            Effect::Disposed => self.num(11),
+            Effect::Disposed => self.num(EffectOp::Disposed.code()),
         }
     }
 
-    /// One of the core's outputs in wire order: `0` and an event, or `1` and an effect.
+    /// One of the core's outputs in wire order: an event or an effect, each after its [`OutputOp`].
     pub(crate) fn output(&mut self, output: &coxswain_core::Output) {
         match output {
             coxswain_core::Output::Event(event) => {
-                self.num(0);
+                self.num(OutputOp::Event.code());
                 self.event(event);
             }
             coxswain_core::Output::Effect(effect) => {
-                self.num(1);
+                self.num(OutputOp::Effect.code());
                 self.effect(effect);
             }
         }
@@ -353,36 +473,37 @@ impl<'h> Tape<'h> {
         }
     }
 
+    /// A target: its place in the core's `Target::ALL` (the table's `targets`).
     fn target(&mut self, target: Target) {
-        self.flag(target == Target::NextStep);
+        self.flag(target == Target::ALL[1]);
     }
 
     fn reason(&mut self, reason: &TurnEndReason) {
         match reason {
-            TurnEndReason::Completed => self.num(0),
-            TurnEndReason::MaxTokens => self.num(1),
-            TurnEndReason::Blocked => self.num(2),
+            TurnEndReason::Completed => self.num(ReasonOp::Completed.code()),
+            TurnEndReason::MaxTokens => self.num(ReasonOp::MaxTokens.code()),
+            TurnEndReason::Blocked => self.num(ReasonOp::Blocked.code()),
             TurnEndReason::Aborted { reason } => {
-                self.num(3);
+                self.num(ReasonOp::Aborted.code());
                 self.cause(reason);
             }
             TurnEndReason::Error { error } => {
-                self.num(4);
+                self.num(ReasonOp::Error.code());
                 self.error(error);
             }
-            TurnEndReason::Interrupted => self.num(5),
+            TurnEndReason::Interrupted => self.num(ReasonOp::Interrupted.code()),
         }
     }
 
     fn cause(&mut self, cause: &CancelCause) {
         match cause {
-            CancelCause::User => self.num(0),
-            CancelCause::Parent => self.num(1),
+            CancelCause::User => self.num(CauseOp::User.code()),
+            CancelCause::Parent => self.num(CauseOp::Parent.code()),
             CancelCause::Hook { reason } => {
-                self.num(2);
+                self.num(CauseOp::Hook.code());
                 self.str(reason);
             }
-            CancelCause::Disposed => self.num(3),
+            CancelCause::Disposed => self.num(CauseOp::Disposed.code()),
         }
     }
 

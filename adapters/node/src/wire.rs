@@ -1,8 +1,8 @@
 //! The JSON shapes that cross to JavaScript: the core's own serde for inputs, outputs and events
-//! (FORMAT.md), plus the few host-side shapes the wire format has no line for (an effect that
-//! begins an activity, the outstanding request, the pending lists).
+//! (FORMAT.md), plus the few host-side shapes the wire format has no line for (the outstanding
+//! request, the machine's state).
 
-use coxswain_core::{Activity, Effect, Machine, Output, Outstanding, Pending, Target};
+use coxswain_core::{Machine, Outstanding, Pending, Target};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -57,36 +57,6 @@ fn depth(bytes: &[u8]) -> usize {
     max
 }
 
-/// An effect as JSON: its wire output (`{"notify": …}`, `{"request": …}` — `abort` included —,
-/// `{"disposed": {}}`), or `{"begin": {"turn": n}}` / `{"begin": {"maintenance": {}}}` for the
-/// start of an activity, which has no wire form. Serialized straight from the core's types (no
-/// intermediate `Value`, so messages are not copied).
-#[derive(Serialize)]
-#[serde(untagged)]
-pub(crate) enum EffectJson {
-    /// The start of an activity.
-    Begin(Value),
-    /// Every other effect, as its wire output.
-    Output(Output),
-}
-
-impl From<Effect> for EffectJson {
-    fn from(effect: Effect) -> Self {
-        match effect {
-            Effect::Begin(Activity::Turn(turn)) => {
-                EffectJson::Begin(json!({ "begin": { "turn": turn } }))
-            }
-            Effect::Begin(Activity::Maintenance) => {
-                EffectJson::Begin(json!({ "begin": { "maintenance": {} } }))
-            }
-            other => match Option::<Output>::from(other) {
-                Some(output) => EffectJson::Output(output),
-                None => EffectJson::Begin(Value::Null),
-            },
-        }
-    }
-}
-
 /// JSON text of any serializable reply (the core's types cannot fail to serialize; an error
 /// would read as `null`).
 pub(crate) fn to_text<T: Serialize + ?Sized>(value: &T) -> String {
@@ -114,14 +84,6 @@ fn pending<'a>(items: impl Iterator<Item = &'a Pending>) -> Value {
     items
         .map(|item| json!({ "message": &**item.message(), "wakeup": item.is_waking() }))
         .collect()
-}
-
-/// The pending lists: `{nextTurn: [PENDING…], nextStep: [PENDING…]}`.
-pub(crate) fn pending_lists(machine: &Machine) -> Value {
-    json!({
-        "nextTurn": pending(machine.pending(Target::NextTurn)),
-        "nextStep": pending(machine.pending(Target::NextStep)),
-    })
 }
 
 /// The machine's queryable state: status, quiescence, lifecycle flags, the outstanding request

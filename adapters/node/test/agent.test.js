@@ -79,11 +79,12 @@ test('a session on a FileLog: acknowledged once durable, recorded in order, veri
       '1 agent/inbox/spliced',
       '2 turn/start',
       '3 agent/inbox/spliced',
+      // No pre-step hook: the loop enters the claimed batch inside the delivery's batch (decision 1).
+      '4 step/start',
+      '5 user/message',
       'agent/inbox/inserted',
       'agent/status',
       'agent/inbox/claimed',
-      '4 step/start',
-      '5 user/message',
       '6 model/output',
       '7 step/end',
       '8 turn/end',
@@ -154,7 +155,7 @@ test('a host with no hooks: the pre-step default enters the batch, a step withou
       kind: 'error',
       error: {
         code: 'host-invalid-answer',
-        message: "the host's step call gave an invalid answer: the host has no step hook or it returned nothing",
+        message: "the host's step call gave an invalid answer: it returned nothing",
       },
     },
   });
@@ -427,7 +428,8 @@ test('a failed append holding a maintenance end: the end is staged again after t
   const returned = performance.now();
   assert.equal(value, 42, "the job's value, not a PersistenceError");
   assert.equal(agent.ending, null, 'the agent goes on');
-  const claim = ['turn/start', 'agent/inbox/spliced'];
+  // No pre-step or turn-stopping hook: the loop answers them inside the batch (decision 1).
+  const claim = ['turn/start', 'agent/inbox/spliced', 'step/start', 'user/message'];
   assert.deepEqual(calls.slice(0, 3).map((c) => c.types), [['agent/inbox/spliced'], claim, claim]);
   assert.equal(calls[1].done, null, 'the end failed once');
   assert.ok(calls[2].at - calls[1].at >= 90, `staged again after the retry pause (${calls[2].at - calls[1].at} ms)`);
@@ -436,7 +438,7 @@ test('a failed append holding a maintenance end: the end is staged again after t
   assert.equal(agent.ending, null);
   assert.equal(agent.status, 'idle');
   assert.equal(agent.lastTurn, 1);
-  const turn = [['step/start', 'user/message'], ['model/output'], ['step/end'], ['turn/end']];
+  const turn = [['model/output'], ['step/end', 'turn/end']];
   assert.deepEqual(calls.map((c) => c.types), [['agent/inbox/spliced'], claim, claim, ...turn]);
   await agent.followup(userMessage('b', 'y')); // quiescent: a follow-up opens a turn of its own
   await agent.whenIdle();
@@ -671,9 +673,10 @@ test('sync policies: every-append syncs each append, per-turn only a turn/end, n
     counts[sync] = [beforeEnd, syncs];
     assert.equal(cli('verify', file).status, 0);
   }
-  // One session: 5 appends (followup, preStep answer, the host event, step answer, turnStopping
-  // answer), one of them with the turn/end.
-  assert.deepEqual(counts, { 'every-append': [5, 6], 'per-turn': [1, 2], never: [0, 1] });
+  // One session: 3 appends (the follow-up with the pre-step the loop answers in its batch, the
+  // host event, the step's answer with the turn-stopping the loop answers, decision 1), one of
+  // them with the turn/end.
+  assert.deepEqual(counts, { 'every-append': [3, 4], 'per-turn': [1, 2], never: [0, 1] });
   await assert.rejects(FileLog.open(tempLog(t), { sync: 'sometimes' }), coxswain.InvalidOptionsError);
 });
 
@@ -783,6 +786,36 @@ test('a follow-up, steer or inject of no message object is refused alone, and no
   ]);
   assert.deepEqual(records[0].data, { target: 'next-turn', start: 0, inserted: [ok], wakeup: true });
   assert.deepEqual(records[6].data, { turn: 1, reason: { kind: 'completed' } });
+  await agent.dispose();
+});
+
+test('a command of unknown shape is refused alone in its batch; a hook answer of unknown shape is host-invalid-answer (decision 3)', async () => {
+  const host = { step: (cx) => (cx.turn === 1 ? 'bogus' : 'completed') };
+  const log = new MemoryLog();
+  const { agent } = await Agent.open(host, log);
+  // One batch, as JSON text: the cancel of unknown cause is refused alone, the inject is durable.
+  const [cancel, inject] = await Promise.allSettled([
+    agent.cancel({ kind: 'bogus' }),
+    agent.inject(userMessage('a', 'ok')),
+  ]);
+  assert.equal(cancel.reason.kind, 'invalid-input');
+  assert.equal(
+    cancel.reason.message,
+    'unknown input: unknown variant `bogus`, expected one of `user`, `parent`, `hook`, `disposed`',
+  );
+  assert.equal(inject.status, 'fulfilled');
+  // The step's answer is no answer: the session answers `fail` on the host's behalf; the agent goes on.
+  await agent.followup(userMessage('b', 'go'));
+  await agent.whenIdle();
+  const end = parseLog(log.bytes()).records.at(-1);
+  assert.deepEqual(end.data.reason.error, {
+    message: "the host's step call gave an invalid answer: not an answer: unknown variant `bogus`, expected one of `completed`, `max-tokens`, `continue`, `fail`",
+    code: 'host-invalid-answer',
+  });
+  assert.equal(agent.ending, null);
+  await agent.followup(userMessage('c', 'again'));
+  await agent.whenIdle();
+  assert.deepEqual(parseLog(log.bytes()).records.at(-1).data, { turn: 2, reason: { kind: 'completed' } });
   await agent.dispose();
 });
 

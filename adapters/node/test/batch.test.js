@@ -93,105 +93,129 @@ test('the session layer names host failures and every agent draws its own hash s
   assert.equal(new Set(seeds).size, 3, seeds.join(' '));
 });
 
-test('Session: group commit with rollback, typed refusals, the abort grace (the session layer, sans-IO)', () => {
-  const { Session } = coxswain;
-  const session = new Session(new Machine({ memory: 4 }), { abortGraceMs: 1000 });
-  assert.equal(session.seal(), null);
-  assert.equal(session.feed({ followup: userMessage('a', 'hi') }), 0);
-  assert.equal(session.feed({ inject: userMessage('b', 'ctx') }), 1);
-  // Refused against the staged `b`: the refusal joins the batch, standing only once it is durable.
-  assert.equal(session.feed({ inject: userMessage('b', 'ctx') }), 2);
-  const first = session.seal();
-  assert.equal(first.entries.length, 4);
-  assert.throws(() => session.feed({ inject: userMessage('c', 'x') }), (e) => e.kind === 'sealed');
-  // The write failed: every member fails and the machine is as before them.
-  assert.deepEqual(session.failed(first.batch, 0), { members: [0, 1, 2], held: [] });
-  assert.equal(session.state().lastTurn, 0);
-  assert.deepEqual(session.pending(), { nextTurn: [], nextStep: [] });
-  // Staged again, persisted: each member's effects, then its acknowledgement, in input order.
-  session.feed({ followup: userMessage('a', 'hi') });
-  session.feed({ followup: userMessage('a', 'hi') });
-  const { batch } = session.seal();
-  assert.equal(batch, first.batch + 1);
-  const released = session.persisted(batch, 0);
-  assert.deepEqual(released.filter((r) => r.ack === 0), [{ ack: 0, found: true }]);
-  // The retry was refused against the staged first: it was claimed, so the delivery memory holds it (S52).
-  assert.equal(released.at(-1).ack, 1);
-  assert.ok(released.at(-1).refused instanceof coxswain.AlreadyDeliveredError);
-  const request = released.find((r) => r.request).request.preStep;
-  assert.throws(() => session.answer('preStep', 9, 1, { preStep: 'reject' }), (e) => e.kind === 'stale');
-  assert.equal(session.answer('preStep', 1, 1, { preStep: { enter: request.messages } }), 0);
-  // That write fails at 5 ms: the host will not answer twice, so the session holds its answer
-  // and stages it again after its retry pause (100 ms), with the held member's batch and ticket.
-  const held = session.seal().batch;
-  assert.deepEqual(session.failed(held, 5), { members: [], held: [0] });
-  assert.deepEqual(session.outstanding, { preStep: { turn: 1, step: 1 } });
-  assert.equal(session.pollTimeout(), 105);
-  assert.equal(session.handleTimeout(104), null);
-  assert.deepEqual(session.handleTimeout(105), { retried: [[held, 0, 0]] });
-  session.persisted(session.seal().batch, 105);
-  assert.deepEqual(session.outstanding, { step: { turn: 1, step: 1 } });
-  assert.throws(() => session.record(1, 2, [{ type: 'model/output', data: {} }]), coxswain.StepClosedError);
-  assert.throws(() => session.record(1, 1, [{ type: 'turn/end', data: {} }]), coxswain.ReservedTypeError);
-  session.feed({ cancel: { cause: { kind: 'user' } } });
-  session.persisted(session.seal().batch, 10);
-  assert.equal(session.pollTimeout(), 1010);
-  assert.equal(session.handleTimeout(1009), null);
-  assert.equal(session.handleTimeout(1010), 0);
-  const ended = session.seal().entries.at(-1);
-  assert.deepEqual(ended, { type: 'turn/end', data: { turn: 1, reason: { kind: 'aborted', reason: { kind: 'user' } } } });
-  assert.match(session.hashSeed, /^[0-9a-f]{16}$/);
-  assert.throws(() => new Session(new Machine(), { maxMessageBytes: 0 }), coxswain.InvalidOptionsError);
-  assert.throws(() => new Session(new Machine(), { retryAfterMs: -1 }), coxswain.InvalidOptionsError);
-});
+// The agent's loop (`session.js` `Loop` over the native `NativeAgent`, the session layer's
+// `AgentLoop`): internal since issue 51 (decision 8), tested here through each of its calls.
 
-test('Session.stage: an answer staged alone crosses without text and stages what its JSON text stages', () => {
-  const { Session, RejectedError } = coxswain;
+/** A loop over a fresh machine; `hooks` the host wrote (both, unless told). */
+function loopOf(options = {}, hooks = { preStep: true, turnStopping: true }) {
+  const { Loop } = require('../session');
+  const { agentOptions } = require('../options');
+  return new Loop(new Machine({ memory: 4 }), agentOptions(options), hooks, 1);
+}
+
+/** A turn as plain data: replies (errors by kind), effects, the append's entry types, quiescent. */
+function plain(turn) {
+  const outputs = turn.outputs.map((o) => (o.error ? { reply: o.reply, error: o.error.kind } : o));
+  const entries = turn.append && Array.from({ length: turn.append.count }, (_, k) => turn.append.entries[k]?.type);
+  return JSON.parse(JSON.stringify({ outputs, entries, deadline: turn.deadline, quiescent: turn.quiescent }));
+}
+
+test('Loop: a command that crosses without text (a delivery, a word, enter by handle) does what its JSON text does', () => {
   const { ENCODED } = require('../log');
-  // The same turn through two sessions: one stages each answer alone (a word, or `enter` by
-  // handle: no text crosses), the other with a timeout beside it (not due: it stages nothing),
-  // which sends the batch as JSON text. Every reply, entry, log line and release is the same.
+  // The same turn through two loops: one hands each command alone (its fast path), the other
+  // beside a stale answer (dropped by the loop), which sends the batch as JSON text.
   const run = (alone) => {
-    const session = new Session(new Machine());
-    const seen = [];
+    const loop = loopOf();
     let seq = 1;
-    const stage = (command) => {
-      const { staged, batch, entries } = session.stage(alone ? [command] : [command, { timeout: 0 }], seq);
-      const result = alone ? staged : staged.slice(0, 1);
-      if (batch === null) return seen.push({ staged: result });
-      const lines = entries[ENCODED].lines;
-      seq += entries.length;
-      const released = session.persisted(batch, 0);
-      seen.push({ staged: result, entries: [...entries], lines, released, quiescent: session.quiescent });
-      return released;
+    const seen = [];
+    const step = (command) => {
+      let turn = loop.submit(alone ? [command] : [command, { nothing: ['step', 99, 99] }]);
+      seen.push(plain(turn));
+      while (turn.append !== null) {
+        seen.push(turn.append.entries[ENCODED].lines);
+        const { count } = turn.append;
+        turn = loop.appended(0, 0, seq, count);
+        seq += count;
+        seen.push(plain(turn));
+      }
+      return turn;
     };
     const message = userMessage('m', { parts: ['x'] });
-    const request = stage({ feed: { followup: message } }).find((r) => r.request).request.preStep;
-    stage({ answer: ['step', 1, 1, { step: 'completed' }] }); // not outstanding: refused, stale
-    stage({ answer: ['preStep', 1, 1, { preStep: { enter: request.messages } }] });
-    stage({ answer: ['step', 1, 1, { step: 'continue' }] });
-    const next = seen.at(-1).released.find((r) => r.request).request.preStep;
+    const request = step({ input: [1, { followup: message }] }).outputs.find((o) => o.request).request.preStep;
+    assert.ok(request.messages[0] === message, 'S8: the delivered object');
+    step({ answer: ['step', 1, 1, { step: 'completed' }] }); // not outstanding: stale, dropped
+    step({ answer: ['preStep', 1, 1, { preStep: { enter: request.messages } }] });
+    const next = step({ answer: ['step', 1, 1, { step: 'continue' }] }).outputs.find((o) => o.request).request.preStep;
     assert.equal(next.step, 2);
-    stage({ answer: ['preStep', 1, next.step, { preStep: 'reject' }] });
-    stage({ answer: ['turnStopping', 1, 0, { turnStopping: 'done' }] });
-    return { seen, message, request };
+    step({ answer: ['preStep', 1, 2, { preStep: 'reject' }] });
+    return seen;
   };
-  const [alone, together] = [run(true), run(false)];
-  assert.equal(alone.seen.length, 6);
-  assert.ok(alone.seen[1].staged[0] instanceof RejectedError && alone.seen[1].staged[0].kind === 'stale');
-  assert.ok(alone.request.messages[0] === alone.message, 'S8: the delivered object');
-  const plain = ({ seen }) => JSON.stringify(seen, (key, value) => (value instanceof Error ? [value.name, value.message] : value));
-  assert.equal(plain(alone), plain(together));
-  assert.deepEqual(
-    alone.seen.map((s) => [s.staged[0] instanceof RejectedError ? s.staged[0].kind : s.staged[0], s.entries?.map((e) => e.type), s.quiescent]),
-    [
-      [0, ['agent/inbox/spliced', 'turn/start', 'agent/inbox/spliced'], false],
-      ['stale', undefined, undefined],
-      [0, ['step/start', 'user/message'], false],
-      [0, ['step/end'], false],
-      [0, ['turn/end'], true], // a pre-step `reject` ends the turn
-      ['stale', undefined, undefined], // no turn-stopping call is outstanding then
-    ],
-  );
-  assert.deepEqual(alone.seen[4].entries[0].data, { turn: 1, reason: { kind: 'blocked' } });
+  const alone = run(true);
+  assert.deepEqual(alone, run(false));
+  const appends = alone.filter((s) => s.entries).map((s) => [s.entries, s.quiescent]);
+  assert.deepEqual(appends, [
+    [['agent/inbox/spliced', 'turn/start', 'agent/inbox/spliced'], false],
+    [['step/start', 'user/message'], false],
+    [['step/end'], false],
+    [['turn/end'], true], // a pre-step `reject` ends the turn
+  ]);
+  assert.match(alone.at(-2), /^\{"seq":7,"type":"turn\/end","data":\{"turn":1,"reason":\{"kind":"blocked"\}\}\}\n$/);
+});
+
+test('Loop: a failed append fails its members, a held answer is staged again after the pause, the grace, the ending', () => {
+  const loop = loopOf({ abortGraceMs: 1000, retryAfter: 100 });
+  const kinds = (turn) => turn.outputs.filter((o) => o.reply !== undefined).map((o) => [o.reply, o.found ?? o.failed ?? o.error?.kind ?? o.value]);
+  let turn = loop.submit([
+    { input: [1, { followup: userMessage('a', 'hi') }] },
+    { input: [2, { inject: userMessage('b', 'ctx') }] },
+    { input: [3, { inject: userMessage('b', 'ctx') }] },
+  ]);
+  assert.equal(turn.append.count, 4);
+  // The write failed (decision 4): every member fails (persistence), the agent goes on.
+  turn = loop.appended(1, 0, 0, 0);
+  assert.deepEqual(kinds(turn), [[1, 'persistence'], [2, 'persistence'], [3, 'persistence']]);
+  assert.equal(loop.state().lastTurn, 0);
+  turn = loop.submit([{ input: [4, { followup: userMessage('a', 'hi') }] }, { input: [5, { followup: userMessage('a', 'hi') }] }]);
+  turn = loop.appended(0, 0, 1, turn.append.count);
+  // The retry was refused against the first, staged before it: claimed, the memory holds it (S52).
+  assert.deepEqual(kinds(turn), [[4, true], [5, 'already-delivered']]);
+  const request = turn.outputs.find((o) => o.request).request.preStep;
+  turn = loop.submit([{ answer: ['preStep', 1, 1, { preStep: { enter: request.messages } }] }]);
+  // That write fails at 5 ms: the host will not answer twice, so the loop holds its answer and
+  // stages it again after the retry pause (100 ms).
+  turn = loop.appended(1, 5, 0, 0);
+  assert.deepEqual([turn.outputs, turn.append, turn.deadline], [[], null, 105]);
+  assert.equal(loop.timeout(104).append, null);
+  turn = loop.timeout(105);
+  assert.deepEqual(plain(turn).entries, ['step/start', 'user/message']);
+  turn = loop.appended(0, 105, 4, 2);
+  assert.deepEqual(turn.outputs.map((o) => Object.keys(o.request ?? {})), [['step']]);
+  // Host events outside their step, or of the machine's own type, are refused at once.
+  turn = loop.submit([
+    { record: [6, 1, 2, [{ type: 'model/output', data: {} }]] },
+    { record: [7, 1, 1, [{ type: 'turn/end', data: {} }]] },
+    { input: [8, { cancel: { cause: { kind: 'user' } } }] },
+  ]);
+  // The cancel writes no record: its batch is durable at once (at 105 ms, the clock last told).
+  assert.deepEqual(kinds(turn), [[7, 'reserved-type'], [6, 'step-closed'], [8, true]]);
+  assert.deepEqual([turn.append, turn.deadline], [null, 1105], 'the abort grace (S38, S39)');
+  assert.equal(loop.timeout(1104).append, null);
+  turn = loop.timeout(1105);
+  assert.deepEqual(plain(turn).outputs, [{ abandoned: true }]);
+  assert.deepEqual(turn.append.entries[turn.append.count - 1], {
+    type: 'turn/end', data: { turn: 1, reason: { kind: 'aborted', reason: { kind: 'user' } } },
+  });
+  turn = loop.appended(0, 1105, 6, turn.append.count);
+  assert.match(loop.hashSeed, /^[0-9a-f]{16}$/);
+  // Close: the loop ends; once the ending is published (`finish`) its caller is answered, and
+  // every later command at once (a fate too, S58).
+  turn = loop.submit([{ close: 9 }, { fate: [10, 'a'] }]);
+  assert.deepEqual(plain(turn).outputs, [{ ended: 'closed', why: 0 }]);
+  assert.deepEqual(kinds(loop.finish()), [[9, 'closed'], [10, { claimed: { end: 'aborted', step: 1, turn: 1 } }]]);
+  assert.deepEqual(kinds(loop.submit([{ input: [11, { inject: userMessage('c', 'x') }] }])), [[11, 'closed']]);
+});
+
+test('Agent.open refuses options out of bounds, naming them (retryAfter in ms, decision 6)', async () => {
+  const { Agent, MemoryLog, InvalidOptionsError } = coxswain;
+  await assert.rejects(Agent.open({}, new MemoryLog(), { maxMessageBytes: 0 }), {
+    name: 'InvalidOptionsError', message: 'maxMessageBytes 0 is not an integer within 1..=2^32-1',
+  });
+  await assert.rejects(Agent.open({}, new MemoryLog(), { retryAfter: -1 }), {
+    name: 'InvalidOptionsError', message: 'retryAfter -1 is not a finite number of milliseconds >= 0',
+  });
+  await assert.rejects(Agent.open({}, new MemoryLog(), { retryAfter: Infinity }), InvalidOptionsError);
+  // The defaults are the session layer's (Options::DEFAULT), read from the addon.
+  assert.deepEqual({ ...require('../options').DEFAULTS }, {
+    abortGraceMs: 5000, retryAfterMs: 100, maxBatch: 64, maxIdBytes: 256, maxMessageBytes: 1048576,
+  });
 });

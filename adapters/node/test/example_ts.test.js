@@ -29,14 +29,15 @@ function docCommands() {
 }
 
 // A new session: the notifications the example prints, m1's retry refused as already delivered
-// while turn 2 runs, then the last line.
+// while turn 2 runs (turn 1's end and turn 2's claim of m2 are one batch: no turn-stopping hook,
+// decision 1), then the last line.
 const FIRST_RUN = [
   'agent/inbox/inserted',
   'agent/status',
   'agent/inbox/claimed',
   'agent/inbox/inserted',
-  'already-delivered',
   'agent/inbox/claimed',
+  'already-delivered',
   'agent/status',
   'resumed 0 records; idle after turn 2',
   '',

@@ -11,7 +11,9 @@ const coxswain = require('..');
 const { plainFields } = require('../machine');
 const { ENCODED } = require('../log');
 
-const { Agent, Machine, MemoryLog, Session, parseLog, userMessage, InvalidInputError } = coxswain;
+const { Agent, Machine, MemoryLog, parseLog, userMessage, InvalidInputError } = coxswain;
+const { Loop } = require('../session');
+const { agentOptions } = require('../options');
 
 /** `message`'s fields again, with one field holding `undefined`: JSON text is the same, the three-string shortcut is not taken. */
 function viaText(message) {
@@ -51,25 +53,25 @@ test('plainFields: only `{id, source: {kind}, content}` of well-formed strings c
   }
 });
 
-test('a message of three strings is the message its JSON text makes: log lines, state, fingerprint', () => {
+test('a message of three strings is the message its JSON text makes: log lines, state, fingerprint', async () => {
   const content = 'héllo "quoted" \\ 😀\n';
   const line = (seq, id) =>
     `{"seq":${seq},"type":"agent/inbox/spliced","data":{"target":"next-step","start":${seq - 1},` +
     `"inserted":[{"id":"${id}","content":"héllo \\"quoted\\" \\\\ 😀\\n","source":{"kind":"user"}}]}}\n`;
-  // The session: the same log lines (the native message serialised), whichever way it crossed.
-  const session = new Session(new Machine({ memory: 4 }));
-  const lines = [];
-  for (const [seq, message] of [[1, userMessage('a', content)], [2, viaText(userMessage('b', content))]]) {
-    const { staged, batch, entries } = session.stage([{ feed: { inject: message } }], seq);
-    assert.deepEqual(staged, [0]);
-    session.persisted(batch, 0);
-    lines.push(entries[ENCODED].lines); // taken by `stage`: still there once the batch is persisted
-  }
-  assert.deepEqual(lines, [line(1, 'a'), line(2, 'b')]);
+  // The agent: the same log lines (the native message serialised), whichever way it crossed.
+  const log = new MemoryLog();
+  const { agent } = await Agent.open({}, log, { memory: 4 });
+  await agent.inject(userMessage('a', content));
+  await agent.inject(viaText(userMessage('b', content)));
+  assert.equal(log.bytes().toString('utf8'), line(1, 'a') + line(2, 'b'));
   assert.deepEqual(
-    session.state().nextStep.map((item) => item.message),
+    (await agent.pending()).nextStep.map((item) => JSON.parse(JSON.stringify(item.message))),
     [{ id: 'a', content, source: { kind: 'user' } }, { id: 'b', content, source: { kind: 'user' } }],
   );
+  // What JSON text cannot carry is refused, changing nothing and writing nothing.
+  await assert.rejects(agent.inject(userMessage('x', 'lone \ud800')), InvalidInputError);
+  assert.equal(log.bytes().toString('utf8'), line(1, 'a') + line(2, 'b'));
+  await agent.close();
   // The machine: each preset, then its native state read through a session that takes it.
   const machine = new Machine({ memory: 4 });
   const followed = userMessage('f', content);
@@ -84,14 +86,11 @@ test('a message of three strings is the message its JSON text makes: log lines, 
   assert.throws(() => machine.inject(userMessage('i', 'other')), coxswain.ConflictError);
   // What JSON text cannot carry is refused as before, changing nothing.
   assert.throws(() => machine.inject(userMessage('x', 'lone \ud800')), InvalidInputError);
-  const taken = new Session(machine);
+  const taken = new Loop(machine, agentOptions({}), { preStep: true, turnStopping: true }, 1);
   assert.deepEqual(
     taken.state().nextStep.map((item) => item.message),
     [{ id: 's', content, source: { kind: 'user' } }, { id: 'i', content, source: { kind: 'user' } }],
   );
-  const refused = session.stage([{ feed: { inject: userMessage('x', 'lone \ud800') } }], 3);
-  assert.ok(refused.staged[0] instanceof InvalidInputError);
-  assert.equal(refused.batch, null);
 });
 
 /** A MemoryLog whose `append` is its own (a subclass's): the agent awaits it and hands it the lines as text. */

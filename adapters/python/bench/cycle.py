@@ -11,8 +11,10 @@ agent.followup(message)`` then ``await agent.when_idle()``, a host whose step co
 N/10 cycles a round. ``asyncio floor`` is that turn's asyncio alone, nothing of coxswain: the
 caller's delivery done in line (a ``MemoryLog`` has no IO to wait for), one task for the step, which
 sets the idle Event the caller awaits. ``session alone`` is that turn's native work alone, no
-driver: its four batches staged, sealed, appended to a ``MemoryLog`` and released, in a loop. The
-floor and the session alone are what a turn through the ``Agent`` cannot do without.
+driver: its two batches staged, sealed, appended to a ``MemoryLog`` and released, in a loop. The
+floor and the session alone are what a turn through the ``Agent`` cannot do without. The host
+writes no pre-step or turn-stopping hook: the session layer answers them inside the batches
+that request them (a turn is two appends).
 
     python bench/cycle.py [--cycles N] [--repeat R]
 
@@ -62,27 +64,16 @@ def native_cycle(machine: _native.Machine, message: dict[str, object]) -> int:
 
 
 def session_turn(session: _native.Session, log: MemoryLog, message: Message) -> int:
-    """The native work of the agent's turn and nothing else: the four batches staged through
-    the typed entry points, sealed and encoded, appended to the ``MemoryLog`` and released,
-    with no driver around them (no effect carried out, no host call). Returns the releases."""
-
-    def commit() -> list[Any]:
-        sealed = session.seal_encoded(log.next_seq)
-        assert sealed is not None
-        batch, data, count = sealed
-        log.append_encoded(data, count)
-        return session.persisted(batch, 0.0)
-
-    session.deliver("followup", message)
-    released = commit()
-    request = released[-2]  # the pre-step request, before the follow-up's acknowledgement
-    turn = request.turn
-    session.answer_enter(("preStep", turn, 1), request.messages)
-    count = len(released) + len(commit())
-    session.answer_word(("step", turn, 1), "completed")
-    count += len(commit())
-    session.answer_word(("turnStopping", turn, 0), "done")
-    return count + len(commit())
+    """The native work of the agent's turn and nothing else: the follow-up and the step's answer
+    handed to the session layer's agent loop, each committed in line to the ``MemoryLog``
+    (staged, sealed, encoded, appended, released; the unwritten hooks answered by the session
+    inside those batches), with no driver around them (no output carried out, no host call).
+    Returns the outputs."""
+    session.deliver(None, "followup", message)
+    released = session.commit(log, 0.0, False)
+    request = released[-2]  # the step request, before the follow-up's reply
+    session.answer_word(("step", request.turn, request.step), "completed")
+    return len(released) + len(session.commit(log, 0.0, False))
 
 
 def baseline_cycle(queue: deque[tuple[int, int]]) -> int:
@@ -186,8 +177,8 @@ def main() -> None:
     floor = Floor(loop)
     floor_timed(loop, floor, warm)
     log = MemoryLog()
-    session = _native.Session(log.resume(0, None, 0).machine)
-    assert session_turn(session, log, message) == 12  # 8 effects, 4 acknowledgements
+    session = _native.Session(log.resume(0, None, 0).machine, pre_step=False, turn_stopping=False)
+    assert session_turn(session, log, message) == 7  # 6 effects, 1 reply
 
     cycles = args.cycles
     base, typed, nat, driven, bare, alone = medians(

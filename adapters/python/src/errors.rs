@@ -70,12 +70,7 @@ pub(crate) fn invalid_input(py: Python<'_>, message: String) -> PyErr {
 /// The exception of a batch call that does not fit the machine's state (nothing changed):
 /// `BatchError` with its `kind`, `already-open`, `not-open` or `undrained`.
 pub(crate) fn batch(py: Python<'_>, error: BatchError) -> PyErr {
-    let kind = match error {
-        BatchError::AlreadyOpen => "already-open",
-        BatchError::NotOpen => "not-open",
-        _ => "undrained",
-    };
-    raise(py, "BatchError", (error.to_string(), kind))
+    raise(py, "BatchError", (error.to_string(), error.kind()))
 }
 
 /// `TooDeep` (an `EncodeError`): a value nests deeper than a log record holds it, with the Rust

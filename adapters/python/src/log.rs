@@ -2,9 +2,11 @@
 //! Python side does the file IO (and the `fsync`) and calls these to encode, read back and
 //! restore, exactly as `adapters/tokio`'s `FileLog` and `Agent::open` do.
 
+use coxswain_binding_kit::options::{redelivery_shown, resume_options};
+use coxswain_binding_kit::records::{encode_values, RecordError};
 use coxswain_core::{Event, Message, Restorer};
-use coxswain_log::{check_message, encode, parse, Entry, HostEvent, Record};
-use coxswain_session::{ResumeError, ResumeOptions, ResumePlan, MAX_REDELIVERY};
+use coxswain_log::{check_message, parse, Record};
+use coxswain_session::{ResumeError, ResumeOptions, ResumePlan};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyInt, PyList};
 use serde_json::Value;
@@ -12,33 +14,6 @@ use serde_json::Value;
 use crate::errors;
 use crate::json::{to_py, to_value};
 use crate::machine::NativeMachine;
-
-/// One record to append: the machine's event (one of its six types) or the host's.
-fn entry(py: Python<'_>, record: &Value) -> PyResult<Entry> {
-    let Some(kind) = record.get("type").and_then(Value::as_str) else {
-        return Err(errors::raise(
-            py,
-            "EncodeError",
-            ("a record has a string `type`".to_owned(),),
-        ));
-    };
-    let data = record.get("data").cloned().unwrap_or(Value::Null);
-    if Event::TYPES.contains(&kind) {
-        let event = serde_json::json!({ "type": kind, "data": data });
-        return serde_json::from_value::<Event>(event)
-            .map(Entry::Machine)
-            .map_err(|e| {
-                errors::raise(
-                    py,
-                    "EncodeError",
-                    (format!("not a `{kind}` event of the machine: {e}"),),
-                )
-            });
-    }
-    HostEvent::new(kind, data)
-        .map(Entry::Host)
-        .map_err(|e| errors::raise(py, "EncodeError", (e.to_string(),)))
-}
 
 /// The lines of `records` (`{type, data}` each), numbered from `first_seq`: the bytes to append,
 /// every line ending in `\n`. Raises `EncodeError` (nothing encoded) for a record the reader
@@ -49,13 +24,15 @@ pub(crate) fn encode_records<'py>(
     first_seq: u64,
     records: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let mut out = Vec::new();
-    let mut seq = first_seq;
+    let mut values = Vec::new();
     for record in records.try_iter()? {
-        let entry = entry(py, &to_value(&record?)?)?;
-        encode(seq, &entry, &mut out).map_err(|e| errors::encode(py, &e))?;
-        seq = seq.saturating_add(1);
+        values.push(to_value(&record?)?);
     }
+    // The kit's one reading and encoding of records (as the Node binding's).
+    let out = encode_values(first_seq, values).map_err(|error| match error {
+        RecordError::Encode { error, .. } => errors::encode(py, &error),
+        other => errors::raise(py, "EncodeError", (other.to_string(),)),
+    })?;
     Ok(PyBytes::new(py, &out))
 }
 
@@ -85,9 +62,9 @@ pub(crate) fn parse_log<'py>(
 }
 
 /// The redelivery allowance `A` of crash repair (S59) a host passed, checked: an `int` (not a
-/// `bool`) from 0 to [`MAX_REDELIVERY`] (the session layer's `try_with_redelivery`, the one
-/// owner of the bound). Anything else raises `InvalidRedelivery` naming the value; an `int`
-/// beyond 64 bits is refused as above the bound, never converted.
+/// `bool`) from 0 to `MAX_REDELIVERY` (the kit's check: the session layer's
+/// `try_with_redelivery`, the one owner of the bound). Anything else raises `InvalidRedelivery`
+/// naming the value; an `int` beyond 128 bits is refused by its sign, never converted.
 #[pyfunction]
 pub(crate) fn check_redelivery(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<u64> {
     let refuse = |message: String| errors::raise(py, "InvalidRedelivery", (message, value));
@@ -98,22 +75,16 @@ pub(crate) fn check_redelivery(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyRe
             shown()?
         )));
     }
-    if value.lt(0)? {
-        return Err(refuse(format!(
-            "the redelivery allowance {} is negative (S59)",
-            shown()?
-        )));
-    }
-    let Ok(allowance) = value.extract::<u64>() else {
-        return Err(refuse(format!(
-            "the redelivery allowance {} is above {MAX_REDELIVERY} (S59)",
-            shown()?
-        )));
+    // The kit's one check (negative, or above the session layer's bound); an `int` beyond 128
+    // bits is shown as Python writes it, never converted.
+    let checked = match value.extract::<i128>() {
+        Ok(allowance) => redelivery_shown(allowance, allowance),
+        Err(_) => {
+            let beyond = if value.lt(0)? { i128::MIN } else { i128::MAX };
+            redelivery_shown(beyond, shown()?)
+        }
     };
-    ResumeOptions::default()
-        .try_with_redelivery(allowance)
-        .map(|options| options.redelivery)
-        .map_err(|error| refuse(error.to_string()))
+    checked.map_err(|error| refuse(error.to_string()))
 }
 
 /// The resume options of a host: its [`Config`](coxswain_core::Config) and the redelivery
@@ -126,8 +97,7 @@ fn options(
     redelivery: u64,
 ) -> PyResult<ResumeOptions> {
     let config = crate::machine::config(py, delivery_memory, max_pending, hash_seed)?;
-    ResumeOptions::from(config)
-        .try_with_redelivery(redelivery)
+    resume_options(config, i128::from(redelivery))
         .map_err(|error| errors::raise(py, "InvalidRedelivery", (error.to_string(), redelivery)))
 }
 

@@ -8,10 +8,13 @@
 //! input raises `Undrained` until the transition is settled) is kept here, beside the machine.
 
 use std::num::NonZeroUsize;
+use std::str::FromStr;
 
+use coxswain_binding_kit::options::{self, Memory};
+use coxswain_binding_kit::request;
 use coxswain_core::{
-    Config, Input, Machine, Message, MessageId, Output, Outstanding, PreStepAnswer, Rejected,
-    SharedMessage, Status, StepAnswer, Target, Transition, TurnStoppingAnswer,
+    AnswerWord, Config, Input, Machine, Message, MessageId, Output, Outstanding, PreStepAnswer,
+    Preset, Rejected, RequestKind, SharedMessage, Status, Target, Transition,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -33,33 +36,25 @@ pub(crate) struct NativeMachine {
     pub(crate) undrained: Option<Py<transition::Transition>>,
 }
 
+/// The pending list `name` (the core's `Target` words); raises `InvalidInput` naming another.
 fn target(py: Python<'_>, name: &str) -> PyResult<Target> {
-    serde_json::from_value(Value::String(name.to_owned())).map_err(|_| {
-        errors::invalid_input(
-            py,
-            format!("unknown target `{name}`: `next-turn` or `next-step`"),
-        )
+    Target::from_str(name).map_err(|unknown| {
+        errors::invalid_input(py, format!("{unknown}: `next-turn` or `next-step`"))
     })
 }
 
-/// The host's [`Config`]: a delivery memory of `delivery_memory` ids (S51), the admission
-/// bound `max_pending` (S55; `None`: unbounded, 0 raises `InvalidInput`) and the id indexes'
-/// `hash_seed` (the agent draws a random one: HashDoS).
+/// The host's [`Config`] (the kit's one reading): a delivery memory of `delivery_memory` ids
+/// (S51; `usize::MAX`: unbounded, S58), the admission bound `max_pending` (S55; `None`:
+/// unbounded, 0 raises `InvalidInput`) and the id indexes' `hash_seed` (the agent draws a
+/// random one: HashDoS).
 pub(crate) fn config(
     py: Python<'_>,
     delivery_memory: usize,
     max_pending: Option<usize>,
     hash_seed: u64,
 ) -> PyResult<Config> {
-    let config = Config::new()
-        .with_delivery_memory(delivery_memory)
-        .with_hash_seed(hash_seed);
-    match max_pending {
-        None => Ok(config),
-        Some(limit) => NonZeroUsize::new(limit)
-            .map(|limit| config.with_max_pending(limit))
-            .ok_or_else(|| errors::invalid_input(py, "max_pending is at least 1 (S55)".into())),
-    }
+    options::config(Memory::Ids(delivery_memory), max_pending, hash_seed)
+        .map_err(|error| errors::invalid_input(py, error.to_string()))
 }
 
 fn output_value(output: &Output) -> Value {
@@ -89,23 +84,9 @@ pub(crate) fn pending<'py>(
 }
 
 /// A request as `(kind, turn, step)`: `("preStep", turn, step)`, `("step", turn, step)` or
-/// `("turnStopping", turn, 0)`.
+/// `("turnStopping", turn, 0)` (the kit's spelling).
 pub(crate) fn outstanding(request: Outstanding) -> (&'static str, u64, u64) {
-    match request {
-        Outstanding::PreStep { turn, step } => ("preStep", turn, step),
-        Outstanding::Step { turn, step } => ("step", turn, step),
-        Outstanding::TurnStopping { turn } => ("turnStopping", turn, 0),
-    }
-}
-
-/// Every message an input carries must fit in the log records it can be written to (the log's
-/// own depth rule, `coxswain_log::check_message`, the bound the agent's admission holds too):
-/// `TooDeep` before anything changed, as the Node binding's machine refuses it.
-fn check_depth(py: Python<'_>, input: &Input) -> PyResult<()> {
-    input
-        .messages()
-        .try_for_each(|message| coxswain_log::check_message(message))
-        .map_err(|deep| errors::too_deep(py, &deep))
+    request::parts(request)
 }
 
 /// Applies one input; `None` only for a `remove`/`replace` of an id not pending (S15), which
@@ -176,13 +157,13 @@ pub(crate) fn delivery(
 ) -> PyResult<Input> {
     let py = message.py();
     let core = std::sync::Arc::new(core_message(message)?);
-    Ok(match (kind, target) {
-        ("followup", _) => Input::Followup(core),
-        ("steer", _) => Input::Steer(core),
-        ("inject", _) => Input::Inject(core),
-        (_, Some(name)) => Input::Send {
+    if let Ok(preset) = Preset::from_str(kind) {
+        return Ok(Input::preset(preset, core));
+    }
+    Ok(match target {
+        Some(name) => Input::Send {
             message: core,
-            target: target_named(py, name)?,
+            target: self::target(py, name)?,
             wakeup,
             expect: match expect {
                 None => None,
@@ -192,7 +173,7 @@ pub(crate) fn delivery(
                 ),
             },
         },
-        _ => return Err(errors::invalid_input(py, format!("no delivery `{kind}`"))),
+        None => return Err(errors::invalid_input(py, format!("no delivery `{kind}`"))),
     })
 }
 
@@ -225,24 +206,11 @@ pub(crate) fn entered(
 }
 
 /// The answer that is the word `answer` to the request `kind` (FORMAT.md's names: the core's
-/// own, read through its serde derive from the bare string, with no JSON value made); `None`
-/// for anything else (which then goes through `serde_json`, for its error).
+/// own `RequestKind` and `AnswerWord`, with no JSON value made); `None` for anything else
+/// (which then goes through `serde_json`, for its error).
 pub(crate) fn word_answer(kind: &str, answer: &str) -> Option<Input> {
-    use serde::de::value::{Error, StrDeserializer};
-    use serde::Deserialize;
-    let word = || StrDeserializer::<Error>::new(answer);
-    match kind {
-        "step" => StepAnswer::deserialize(word()).ok().map(Input::Step),
-        "turnStopping" => TurnStoppingAnswer::deserialize(word())
-            .ok()
-            .map(Input::TurnStopping),
-        "preStep" => PreStepAnswer::deserialize(word()).ok().map(Input::PreStep),
-        _ => None,
-    }
-}
-
-fn target_named(py: Python<'_>, name: &str) -> PyResult<Target> {
-    target(py, name)
+    let kind = RequestKind::from_str(kind).ok()?;
+    AnswerWord::of(kind, answer).ok().map(AnswerWord::input)
 }
 
 /// The fate of `id` in `machine` (S58), spelled by the core's `Fate::to_json`.
@@ -254,12 +222,9 @@ pub(crate) fn fate<'py>(
     to_py(py, &machine.fate(&MessageId::new(text_arg(id)?)).to_json())
 }
 
-/// The public status (S23) by name.
+/// The public status (S23) by name (the core's spelling).
 pub(crate) fn status_name(status: Status) -> &'static str {
-    match status {
-        Status::Idle => "idle",
-        Status::Running => "running",
-    }
+    status.as_str()
 }
 
 #[pymethods]
@@ -347,7 +312,6 @@ impl NativeMachine {
         let value = to_value(input)?;
         let input: Input = serde_json::from_value(value)
             .map_err(|e| errors::invalid_input(py, format!("not an input: {e}")))?;
-        check_depth(py, &input)?;
         let objects: Vec<Bound<'py, PyAny>> = given.map(|g| g.iter().collect()).unwrap_or_default();
         NativeMachine::typed(slf, input, &objects)
     }
@@ -366,7 +330,6 @@ impl NativeMachine {
     ) -> PyResult<Bound<'py, transition::Transition>> {
         let target = target.map(text_arg).transpose()?;
         let input = delivery(kind, message, target.as_deref(), wakeup, expect)?;
-        check_depth(slf.py(), &input)?;
         NativeMachine::typed(slf, input, std::slice::from_ref(message))
     }
 

@@ -1,24 +1,33 @@
-//! `coxswain._native.Session`: the session layer ([`coxswain_session::Session`]) for the asyncio
-//! agent, which only moves bytes, time and tasks. Every decision is the session's: what is
-//! admitted (id and message sizes, the log's nesting depth, host events only inside their step),
-//! how inputs are staged into a numbered batch, what a persisted batch releases (each member's
-//! effects, then its acknowledgement, in input order), how a failed batch is taken back (S5
-//! extended to a failed persistence) and what of it is fed again, when an aborted call is
-//! abandoned (the abort grace, S38–S40), and the code a host failure is written with.
+//! `coxswain._native.Session`: the session layer's agent loop ([`coxswain_session::AgentLoop`]) for
+//! the asyncio agent, which only moves bytes, time and tasks. Every decision is the loop's: which
+//! commands make a batch (up to `max_batch`; a `pending`, `fate` or `close` ends the batch before
+//! it), who waits for what (a waiter is any Python object the driver hands in: a future), what a
+//! host answer the session refuses means (`fail`, `host-invalid-answer`; a late one is dropped),
+//! what a hook the host did not write answers, the stop policy of a failed append, the defaults
+//! ([`Options::DEFAULT`]), and every error's kind name.
 //!
-//! Inputs are trace `"in"` values (FORMAT.md), effects the classes of `coxswain._types` (as
-//! `Machine.handle_typed` builds them), acknowledgements `(index, found)` tuples, times seconds
-//! on any monotonic clock (the agent passes `loop.time()`).
+//! The driver hands in commands (`deliver`, `feed`, `record`, `maintenance`, `job_ended`,
+//! `control`), host calls' outcomes (`answer_word`, `answer_enter`, `answer`, `returned_nothing`,
+//! `host_failed`) and the time (`handle_timeout`), writes what the loop seals (`commit` in line for
+//! a log that appends without IO, else `poll_append` / `appended`) and carries out the outputs, in
+//! order: an effect object of `coxswain._types`, or a tuple `(tag, a, b)`: `(0, waiter, value)` a
+//! reply, `(1, waiter, exception)` a failed one (its `kind` the loop's), `(2, (waiter, job), None)`
+//! a maintenance job to start, `(3, ending, None)` the agent ends (then `finish`), `(4, first_seq,
+//! records)` the records just appended (asked for by `records=True`). Times are seconds on any
+//! monotonic clock (the agent passes `loop.time()`).
 
 use std::time::Duration;
 
-use coxswain_core::{Input, Outstanding, PreStepAnswer};
-use coxswain_log::{encode, HostEvent};
+use coxswain_binding_kit::options::{saturating_seconds, seconds, session_options};
+use coxswain_binding_kit::records::{encode_entries, host_events};
+use coxswain_binding_kit::request::request;
+use coxswain_core::{Input, MessageId, Outstanding, Pending, PreStepAnswer};
 use coxswain_session::{
-    Ack, BatchMismatch, BatchNo, HostFailure, Limits, Options, Refused, Release, Session, Timeout,
+    AgentLoop, BatchMismatch, BatchNo, Command, Ending, Failure, Hooks, HostFailure, HostReply,
+    LogFailure, Options, Output, Refused, Reply,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use serde_json::Value;
 
 use crate::errors;
@@ -31,28 +40,44 @@ use crate::typed::{Builder, Messages};
 /// Where the agent's own error classes live.
 const AGENT_ERRORS: &str = "coxswain.asyncio._errors";
 
-/// A session over a machine (see the module docs).
+/// A waiter: whatever the driver hands in with a command (it gets it back with the reply).
+type Waiter = Py<PyAny>;
+
+/// The agent loop over a machine (see the module docs).
 #[pyclass(module = "coxswain._native", name = "Session")]
 pub(crate) struct NativeSession {
-    session: Session,
+    agent: AgentLoop<Waiter>,
     /// The sealed batch's lines (its buffer kept between batches).
     buffer: Vec<u8>,
     /// The Python objects of the messages the session's machine holds (S8: one object each).
     messages: Messages,
+    /// The last failed append's error: a `PersistenceError`'s cause.
+    log_error: Option<Py<PyAny>>,
 }
 
-/// Seconds as a [`Duration`]: negative or NaN is 0, too large is the largest.
-fn duration(seconds: f64) -> Duration {
-    if seconds.is_nan() || seconds <= 0.0 {
-        return Duration::ZERO;
-    }
-    Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
+/// A sealed batch, encoded into the session's buffer.
+struct Sealed<'py> {
+    batch: BatchNo,
+    count: usize,
+    /// Its records as `{type, data}` values, when asked for.
+    records: Option<Bound<'py, PyList>>,
 }
 
-/// The exception of a refused input or host event: nothing changed (S5).
+/// A sealed batch for the driver to append: `(batch, lines, count, records)`.
+type ToAppend<'py> = (u64, Bound<'py, PyBytes>, usize, Option<Bound<'py, PyList>>);
+
+/// Sets `kind` (the one spelling every language gives it, common.md decision 7) on `error`.
+fn with_kind(py: Python<'_>, error: PyErr, kind: &'static str) -> PyErr {
+    // An error class that takes no attribute keeps its own (a refusal's class spells it too).
+    let _ = error.value(py).setattr(pyo3::intern!(py, "kind"), kind);
+    error
+}
+
+/// The exception of a refused input or host event: nothing changed (S5). Its `kind` is
+/// [`Refused::kind`].
 fn refused(py: Python<'_>, refused: &Refused) -> PyErr {
     let message = refused.to_string();
-    match refused {
+    let error = match refused {
         Refused::Rejected(rejection) => errors::rejected(py, rejection),
         Refused::IdTooLong { bytes, max, .. } => {
             errors::raise_from(py, AGENT_ERRORS, "IdTooLong", (message, *bytes, *max))
@@ -66,133 +91,269 @@ fn refused(py: Python<'_>, refused: &Refused) -> PyErr {
         }
         Refused::Sealed => errors::raise(py, "BatchError", (message, "sealed")),
         _ => errors::raise(py, "Rejected", (message,)),
+    };
+    with_kind(py, error, refused.kind())
+}
+
+/// The exception of a call on an agent that has ended: `Disposed` (the core's), `Closed` or
+/// `Stopped`, its `kind` [`Ending::kind`].
+fn ended(py: Python<'_>, ending: Ending) -> PyErr {
+    let error = match ending {
+        Ending::Disposed => errors::raise(
+            py,
+            "Disposed",
+            ("the machine is disposed and accepts no input",),
+        ),
+        Ending::Closed => errors::raise_from(py, AGENT_ERRORS, "Closed", ("the agent is closed",)),
+        Ending::Stopped(why) => {
+            let why = match why {
+                LogFailure::Fenced => "another writer owns its log",
+                _ => "its log may hold a failed append",
+            };
+            let message = format!("the agent stopped ({why}): re-open it");
+            errors::raise_from(py, AGENT_ERRORS, "Stopped", (message,))
+        }
+    };
+    with_kind(py, error, ending.kind())
+}
+
+/// The exception of a failed command; its `kind` is [`Failure::kind`]. A persistence error's
+/// cause is `log_error`, the failed append's error.
+fn failed(py: Python<'_>, failure: &Failure, log_error: Option<&Py<PyAny>>) -> PyErr {
+    match failure {
+        Failure::Refused(why) => refused(py, why),
+        Failure::Ended(ending) => ended(py, *ending),
+        Failure::Persistence | Failure::Indeterminate => {
+            let cause = log_error.map(|error| error.bind(py).clone());
+            let message = cause
+                .as_ref()
+                .and_then(|error| error.str().ok())
+                .map(|text| text.to_string())
+                .unwrap_or_else(|| "the append failed".into());
+            let indeterminate = matches!(failure, Failure::Indeterminate);
+            let args = (message, failure.kind(), cause, indeterminate);
+            errors::raise_from(py, AGENT_ERRORS, "PersistenceError", args)
+        }
     }
 }
 
 /// The exception of a batch call naming a batch that is not being persisted (nothing changed).
 fn mismatch(py: Python<'_>, error: BatchMismatch) -> PyErr {
-    let kind = match error {
-        BatchMismatch::NotSealed => "not-sealed",
-        _ => "other-batch",
-    };
-    errors::raise(py, "BatchError", (error.to_string(), kind))
+    errors::raise(py, "BatchError", (error.to_string(), error.kind()))
 }
 
 fn encode_error(py: Python<'_>, message: String) -> PyErr {
     errors::raise(py, "EncodeError", (message,))
 }
 
+/// The request `(kind, turn, step)` names, as `outstanding` spells it (the kit's reading).
+fn request_named(py: Python<'_>, named: &(String, u64, u64)) -> PyResult<Outstanding> {
+    request(&named.0, named.1, named.2).map_err(|e| errors::invalid_input(py, e.to_string()))
+}
+
+/// A pending list as `(message, waking)` pairs, in order.
+fn pending_list<'py>(py: Python<'py>, items: &[Pending]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for item in items {
+        let message = serde_json::to_value(item.message()).unwrap_or(Value::Null);
+        list.append((to_py(py, &message)?, item.is_waking()))?;
+    }
+    Ok(list)
+}
+
+/// A reply's value: `found` for a delivery, `None` for a record, a job's end and `close`, both
+/// pending lists, or a fate as `Fate::to_json` spells it (S58).
+fn reply_value<'py>(py: Python<'py>, reply: &Reply) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match reply {
+        Reply::Delivered { found } => pyo3::types::PyBool::new(py, *found).to_owned().into_any(),
+        Reply::Pending {
+            next_turn,
+            next_step,
+        } => PyList::new(
+            py,
+            [pending_list(py, next_turn)?, pending_list(py, next_step)?],
+        )?
+        .into_any(),
+        Reply::Fate(fate) => to_py(py, &fate.to_json())?,
+        _ => py.None().into_bound(py),
+    })
+}
+
 #[pymethods]
 impl NativeSession {
-    /// A session over a copy of `machine` (fresh, or restored by `open_log`), with an abort
-    /// grace of `abort_grace` seconds and the admission limits `max_id_bytes` (an id's UTF-8
-    /// bytes) and `max_message_bytes` (a message's JSON), and a pause of `retry_after` seconds
-    /// after a failed batch before the session stages anything on its own again. Raises
-    /// `InvalidInput` for a negative or infinite time.
+    /// The defaults every driver takes (`coxswain_session::Options::DEFAULT`): `abort_grace`
+    /// and `retry_after` in seconds, `max_batch`, `max_id_bytes`, `max_message_bytes`.
+    #[classattr]
+    #[pyo3(name = "DEFAULTS")]
+    fn defaults(py: Python<'_>) -> PyResult<Py<PyDict>> {
+        let options = Options::DEFAULT;
+        let defaults = PyDict::new(py);
+        defaults.set_item("abort_grace", options.abort_grace.as_secs_f64())?;
+        defaults.set_item("retry_after", options.retry_after.as_secs_f64())?;
+        defaults.set_item("max_batch", options.max_batch)?;
+        defaults.set_item("max_id_bytes", options.limits.max_id_bytes)?;
+        defaults.set_item("max_message_bytes", options.limits.max_message_bytes)?;
+        Ok(defaults.unbind())
+    }
+
+    /// `closed`: the kind of the error of a call on a closed agent ([`Ending::kind`]).
+    #[classattr]
+    #[pyo3(name = "CLOSED")]
+    fn closed_kind() -> &'static str {
+        Ending::Closed.kind()
+    }
+
+    /// A loop over a copy of `machine` (fresh, or restored by `open_log`): an abort grace of
+    /// `abort_grace` seconds, a pause of `retry_after` seconds after a failed batch, batches of
+    /// up to `max_batch` commands, the admission limits `max_id_bytes` (an id's UTF-8 bytes) and
+    /// `max_message_bytes` (a message's JSON), and whether the host wrote `pre_step` and
+    /// `turn_stopping` (the session answers a hook it did not write). `None`: the default
+    /// (`DEFAULTS`). Raises `InvalidInput` for a negative or infinite time, or a `max_batch`
+    /// of 0.
     #[new]
-    #[pyo3(signature = (machine, abort_grace = 5.0, max_id_bytes = 256, max_message_bytes = 1 << 20, retry_after = 0.1))]
+    #[pyo3(signature = (machine, abort_grace = None, max_id_bytes = None, max_message_bytes = None, retry_after = None, max_batch = None, pre_step = true, turn_stopping = true))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         machine: PyRef<'_, NativeMachine>,
-        abort_grace: f64,
-        max_id_bytes: usize,
-        max_message_bytes: usize,
-        retry_after: f64,
+        abort_grace: Option<f64>,
+        max_id_bytes: Option<usize>,
+        max_message_bytes: Option<usize>,
+        retry_after: Option<f64>,
+        max_batch: Option<usize>,
+        pre_step: bool,
+        turn_stopping: bool,
     ) -> PyResult<Self> {
-        let seconds = |name: &str, value: f64| {
-            Duration::try_from_secs_f64(value).map_err(|_| {
-                errors::invalid_input(
-                    py,
-                    format!("{name} is a number of seconds, at least 0: {value}"),
-                )
-            })
+        let time = |name: &'static str, value: Option<f64>| {
+            value
+                .map(|value| seconds(name, value))
+                .transpose()
+                .map_err(|e| errors::invalid_input(py, e.to_string()))
         };
+        if max_batch == Some(0) {
+            return Err(errors::invalid_input(py, "max_batch is at least 1".into()));
+        }
+        let (abort_grace, retry_after) = (
+            time("abort_grace", abort_grace)?,
+            time("retry_after", retry_after)?,
+        );
         let options = Options {
-            abort_grace: seconds("abort_grace", abort_grace)?,
-            retry_after: seconds("retry_after", retry_after)?,
-            limits: Limits {
-                max_id_bytes,
-                max_message_bytes,
+            hooks: Hooks {
+                pre_step,
+                turn_stopping,
             },
+            max_batch: max_batch.unwrap_or(Options::DEFAULT.max_batch),
+            ..session_options(abort_grace, retry_after, max_id_bytes, max_message_bytes)
         };
         Ok(NativeSession {
-            session: Session::new(machine.machine.clone(), options),
+            agent: AgentLoop::new(machine.machine.clone(), options),
             buffer: Vec::new(),
             messages: Messages::default(),
+            log_error: None,
         })
     }
 
-    /// Stages an input (a trace `"in"` value) into the open batch; returns its place in it.
-    /// Raises the rejection's class (S5), `IdTooLong`, `MessageTooLarge`, `EncodeError` (too
-    /// deep for a log record), `InvalidInput` (not an input) or `TypeError` (not JSON).
-    fn feed(&mut self, py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<usize> {
+    // ----- commands: each answered through the outputs, with its waiter -----
+
+    /// An input (a trace `"in"` value). Raises `InvalidInput` (not an input) or `TypeError`
+    /// (not JSON) at once; a refusal is its reply.
+    fn feed(&mut self, py: Python<'_>, waiter: Waiter, input: &Bound<'_, PyAny>) -> PyResult<()> {
         let input: Input = serde_json::from_value(to_value(input)?)
             .map_err(|e| errors::invalid_input(py, format!("not an input: {e}")))?;
-        let ticket = self.session.feed(input).map_err(|e| refused(py, &e))?;
-        Ok(ticket.index)
+        self.agent.submit(Command::Input(input), waiter);
+        Ok(())
     }
 
     /// A follow-up, steer or inject (`kind`) of a typed `Message` (read from its fields, as
     /// `Machine.deliver` reads it), or a send of it when `target` is given (with `wakeup` and
-    /// the guard `expect`, S54): staged as `feed` stages it, and every output carrying it hands
-    /// back `message` (S8).
-    #[pyo3(signature = (kind, message, target = None, wakeup = false, expect = None))]
+    /// the guard `expect`, S54); every output carrying it hands back `message` (S8).
+    #[pyo3(signature = (waiter, kind, message, target = None, wakeup = false, expect = None))]
     fn deliver(
         &mut self,
-        py: Python<'_>,
+        waiter: Waiter,
         kind: &str,
         message: &Bound<'_, PyAny>,
         target: Option<&Bound<'_, PyAny>>,
         wakeup: bool,
         expect: Option<(String, u64)>,
-    ) -> PyResult<usize> {
+    ) -> PyResult<()> {
         let target = target.map(text_arg).transpose()?;
         let input = delivery(kind, message, target.as_deref(), wakeup, expect)?;
-        let carried = input.messages().next().cloned();
-        let ticket = self.session.feed(input).map_err(|e| refused(py, &e))?;
-        if let Some(carried) = carried {
-            self.messages.bind(&carried, message);
+        if let Some(carried) = input.messages().next() {
+            self.messages.bind(carried, message);
         }
-        Ok(ticket.index)
+        self.agent.submit(Command::Input(input), waiter);
+        Ok(())
     }
 
-    /// Stages the answer (a trace `"in"` value) of the host call made for `request` (`(kind,
-    /// turn, step)`, as `outstanding` says it), through `Session::host_answered` (an entered
-    /// batch too deep for a record is answered `fail`, `host-invalid-answer`, S38). `None`: that
-    /// request is not outstanding, the answer is late (an abandoned call's) and dropped (S4).
-    /// A value that is not an answer, or one the session still refuses, is answered `fail`
-    /// (`host-invalid-answer`) too: else the request would stay outstanding for ever.
-    fn answer(
+    /// Host events (`{type, data}` records) of step `step` of turn `turn`. Raises
+    /// `EncodeError` at once for a record that is none or of a type of the machine's own; a
+    /// step not running (`StepClosed`) or data too deep (`TooDeep`) is its reply.
+    fn record(
         &mut self,
         py: Python<'_>,
-        request: (String, u64, u64),
-        answer: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<usize>> {
-        let Some(request) = self.named(&request) else {
-            return Ok(None);
-        };
-        let parsed = to_value(answer)
-            .map_err(|e| e.to_string())
-            .and_then(|value| {
-                serde_json::from_value::<Input>(value).map_err(|e| format!("not an answer: {e}"))
-            });
-        self.answered(py, request, parsed)
+        waiter: Waiter,
+        turn: u64,
+        step: u64,
+        records: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let values = records
+            .try_iter()?
+            .map(|record| to_value(&record?))
+            .collect::<PyResult<Vec<_>>>()?;
+        let events = host_events(values).map_err(|e| encode_error(py, e.to_string()))?;
+        let command = Command::Record { turn, step, events };
+        self.agent.submit(command, waiter);
+        Ok(())
     }
 
-    /// `answer` with the word `word` (`"completed"`, `"done"`, `"reject"`, …: FORMAT.md's
-    /// names, read through the core's own), with no JSON value made; any other string is
-    /// answered as `answer` answers it.
+    /// A maintenance job `job`'s beginning (S43): once durable, the output `(2, (waiter, job),
+    /// None)` says to start it; a refusal (`Busy`) is its reply, `(1, (waiter, job), error)`.
+    fn maintenance(&mut self, py: Python<'_>, waiter: Waiter, job: Waiter) -> PyResult<()> {
+        let both = PyTuple::new(py, [waiter, job])?;
+        self.agent
+            .submit(Command::Maintenance, both.into_any().unbind());
+        Ok(())
+    }
+
+    /// The maintenance job started has ended; `waiter` is answered once its end is durable.
+    fn job_ended(&mut self, waiter: Waiter) {
+        self.agent.job_ended(waiter);
+    }
+
+    /// `pending` (both lists), `fate` (of the message `id`, S58) or `close`: answered once the
+    /// batch before it is durable. Raises `TypeError` at once for an `id` that is no text.
+    #[pyo3(signature = (waiter, kind, id = None))]
+    fn control(
+        &mut self,
+        py: Python<'_>,
+        waiter: Waiter,
+        kind: &str,
+        id: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let command = match (kind, id) {
+            ("pending", _) => Command::Pending,
+            ("close", _) => Command::Close,
+            ("fate", Some(id)) => Command::Fate(MessageId::new(text_arg(id)?)),
+            _ => return Err(errors::invalid_input(py, format!("no command `{kind}`"))),
+        };
+        self.agent.submit(command, waiter);
+        Ok(())
+    }
+
+    // ----- what a host call came back with (`request` is `(kind, turn, step)`) -----
+
+    /// The call returned the word `word` (`"completed"`, `"done"`, `"reject"`, …: FORMAT.md's
+    /// names, read through the core's own, no JSON value made). Anything that is not an answer
+    /// of `request` is an invalid answer (`fail`, `host-invalid-answer`).
     fn answer_word(
         &mut self,
         py: Python<'_>,
         request: (String, u64, u64),
         word: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<usize>> {
-        let Some(outstanding) = self.named(&request) else {
-            return Ok(None);
-        };
-        // A word that is no UTF-8 text (a lone surrogate) is no answer: the call fails
-        // (`host-invalid-answer`), as for any other, else the request would stay outstanding.
+    ) -> PyResult<()> {
+        let outstanding = request_named(py, &request)?;
+        // A word that is no UTF-8 text (a lone surrogate) is no answer either.
         let parsed = text_arg(word).map_err(|e| e.to_string()).and_then(|word| {
             match word_answer(&request.0, &word) {
                 Some(input) => Ok(input),
@@ -200,310 +361,343 @@ impl NativeSession {
                     .map_err(|e| format!("not an answer: {e}")),
             }
         });
-        self.answered(py, outstanding, parsed)
+        self.answered(outstanding, parsed);
+        Ok(())
     }
 
-    /// `answer` of a pre-step request (`request`) with `enter` of `messages` (`Message`
-    /// objects): the ones the session handed out go back as its own messages, with no
-    /// conversion, and every output carrying one hands back its object (S8).
+    /// The pre-step call answered `enter` of `messages` (`Message` objects): the ones the
+    /// session handed out go back as its own messages, with no conversion, and every output
+    /// carrying one hands back its object (S8).
     fn answer_enter(
         &mut self,
         py: Python<'_>,
         request: (String, u64, u64),
         messages: &Bound<'_, PyTuple>,
-    ) -> PyResult<Option<usize>> {
-        let Some(outstanding) = self.named(&request) else {
-            return Ok(None);
+    ) -> PyResult<()> {
+        let outstanding = request_named(py, &request)?;
+        let parsed = match entered(&self.messages, messages) {
+            Ok(batch) => {
+                for (message, object) in batch.iter().zip(messages.iter()) {
+                    self.messages.bind(message, &object);
+                }
+                Ok(Input::PreStep(PreStepAnswer::Enter(batch.into())))
+            }
+            Err(error) => Err(error.to_string()),
         };
-        let batch = match entered(&self.messages, messages) {
-            Ok(batch) => batch,
-            Err(error) => return self.answered(py, outstanding, Err(error.to_string())),
-        };
-        let input = Input::PreStep(PreStepAnswer::Enter(batch.clone().into()));
-        let staged = self.answered(py, outstanding, Ok(input))?;
-        for (message, object) in batch.iter().zip(messages.iter()) {
-            self.messages.bind(message, &object);
-        }
-        Ok(staged)
+        self.answered(outstanding, parsed);
+        Ok(())
     }
 
-    /// Stages `fail` for the host call made for `request`, which `failure`d (`panicked`,
-    /// `raised`, `cancelled`, `abandoned`, `invalid-answer`): the session's code and message
-    /// with `detail`. `None`: that request is not outstanding (a late failure, dropped).
+    /// The call answered `answer` (a trace `"in"` value); a value that is not an answer is an
+    /// invalid answer (`fail`, `host-invalid-answer`).
+    fn answer(
+        &mut self,
+        py: Python<'_>,
+        request: (String, u64, u64),
+        answer: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let outstanding = request_named(py, &request)?;
+        let parsed = to_value(answer)
+            .map_err(|e| e.to_string())
+            .and_then(|value| {
+                serde_json::from_value::<Input>(value).map_err(|e| format!("not an answer: {e}"))
+            });
+        self.answered(outstanding, parsed);
+        Ok(())
+    }
+
+    /// The call returned nothing (`None`): a hook answers what the missing hook answers; a
+    /// `step` gave no answer (`fail`, `host-invalid-answer`).
+    fn returned_nothing(&mut self, py: Python<'_>, request: (String, u64, u64)) -> PyResult<()> {
+        let outstanding = request_named(py, &request)?;
+        self.agent.host_answered(outstanding, HostReply::Nothing);
+        Ok(())
+    }
+
+    /// The call `failure`d (`panicked`, `raised`, `cancelled`, `abandoned`, `invalid-answer`):
+    /// the session answers `fail` with its code and `detail`.
     fn host_failed(
         &mut self,
         py: Python<'_>,
         request: (String, u64, u64),
         failure: &str,
         detail: &str,
-    ) -> PyResult<Option<usize>> {
+    ) -> PyResult<()> {
         let failure = crate::failure::named(py, failure)?;
-        let Some(request) = self.named(&request) else {
-            return Ok(None);
-        };
-        self.fail(py, request, failure, detail)
+        let outstanding = request_named(py, &request)?;
+        let reply = HostReply::Failed(failure, detail.to_owned());
+        self.agent.host_answered(outstanding, reply);
+        Ok(())
     }
 
-    /// Stages host events (`{type, data}` records) of step `step` of turn `turn`; returns the
-    /// member's place. Raises `StepClosed` unless that step is running, `EncodeError` for a type
-    /// of the machine's own or data too deep for a record.
-    fn record(
-        &mut self,
-        py: Python<'_>,
-        turn: u64,
-        step: u64,
-        records: &Bound<'_, PyAny>,
-    ) -> PyResult<usize> {
-        let mut events = Vec::new();
-        for record in records.try_iter()? {
-            let Value::Object(mut record) = to_value(&record?)? else {
-                return Err(encode_error(
-                    py,
-                    "a record is a `{type, data}` object".into(),
-                ));
-            };
-            let Some(Value::String(kind)) = record.remove("type") else {
-                return Err(encode_error(py, "a record has a string `type`".into()));
-            };
-            let data = record.remove("data").unwrap_or(Value::Null);
-            events.push(HostEvent::new(kind, data).map_err(|e| encode_error(py, e.to_string()))?);
-        }
-        self.session
-            .record(turn, step, events)
-            .map(|ticket| ticket.index)
-            .map_err(|e| refused(py, &e))
-    }
+    // ----- the driver's IO -----
 
-    /// Seals the staged batch for its write; returns its number, or `None` with nothing staged.
-    /// No member joins it until it is `persisted` or `failed`.
-    fn seal(&mut self) -> Option<u64> {
-        self.session.seal().map(|append| append.batch.0)
-    }
-
-    /// The sealed batch's lines (sealing it if `seal` was not called), numbered from
-    /// `first_seq`, and how many: append them as one write (`b""`, 0 when its inputs emitted no
-    /// event, or nothing is staged). Raises `EncodeError`: then report the batch `failed`.
-    fn encode<'py>(
-        &mut self,
-        py: Python<'py>,
-        first_seq: u64,
-    ) -> PyResult<(Bound<'py, PyBytes>, usize)> {
-        self.buffer.clear();
-        let Some(append) = self.session.seal() else {
-            return Ok((PyBytes::new(py, b""), 0));
-        };
-        let mut seq = first_seq;
-        for entry in append.entries {
-            encode(seq, entry, &mut self.buffer).map_err(|e| errors::encode(py, &e))?;
-            seq = seq.saturating_add(1);
-        }
-        Ok((PyBytes::new(py, &self.buffer), append.entries.len()))
-    }
-
-    /// `seal` and `encode` in one call: `(batch, lines, count)`, or `None` with nothing
-    /// staged. Raises `EncodeError` with the batch sealed (`seal` names it: report it `failed`).
-    fn seal_encoded<'py>(
-        &mut self,
-        py: Python<'py>,
-        first_seq: u64,
-    ) -> PyResult<Option<(u64, Bound<'py, PyBytes>, usize)>> {
-        let Some(batch) = self.seal() else {
-            return Ok(None);
-        };
-        let (lines, count) = self.encode(py, first_seq)?;
-        Ok(Some((batch, lines, count)))
-    }
-
-    /// The sealed batch's records as `{type, data}` values, in order (for subscribers; it seals
-    /// the batch as `seal` does).
-    fn records<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let records = PyList::empty(py);
-        if let Some(append) = self.session.seal() {
-            for entry in append.entries {
-                records.append(to_py(
-                    py,
-                    &serde_json::to_value(entry).unwrap_or(Value::Null),
-                )?)?;
-            }
-        }
-        Ok(records)
-    }
-
-    /// Batch `batch` is durable: what it releases, in input order: each member's effects, then
-    /// its acknowledgement `(index, found)` (`found` is false only for a `remove`/`replace` of
-    /// an id not pending, S15). An abort among them starts the abort grace at `now`. Raises
-    /// `BatchError` (`not-sealed`, `other-batch`; nothing changed).
-    fn persisted<'py>(
-        &mut self,
-        py: Python<'py>,
-        batch: u64,
-        now: f64,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let released = self
-            .session
-            .persisted(BatchNo(batch), duration(now))
-            .map_err(|e| mismatch(py, e))?;
-        let mut builder = Builder::new(py, &mut self.messages)?;
+    /// Everything to carry out now, in order (see the module docs).
+    fn outputs<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
-        for release in &released {
-            match release {
-                Release::Effect(effect) => out.append(builder.effect(effect)?)?,
-                // Refused against the batch's earlier members: it stands now they are durable.
-                Release::Ack(ticket, Ack::Refused(why)) => {
-                    out.append((ticket.index, refused(py, why).value(py).clone()))?;
-                }
-                Release::Ack(ticket, ack) => {
-                    let found = matches!(ack, Ack::Input { found: true } | Ack::Recorded);
-                    out.append((ticket.index, found))?;
-                }
-            }
-        }
+        self.drain(py, &out)?;
         Ok(out)
     }
 
-    /// Batch `batch` was not persisted at `now`: the machine is taken back to before it (S5).
-    /// Returns `(members, held)`: the places of the members that failed (answer each with the
-    /// failure) and of those whose answer the session holds (a host call's, a maintenance
-    /// job's end): it stages them again once its retry pause is over (`handle_timeout`), and
-    /// their callers wait for that. Raises `BatchError` as `persisted` does.
-    fn failed(
+    /// In line, for a log whose append does no IO (`log.append_encoded(lines, count)`, from
+    /// `log.next_seq`): seals, appends and reports every batch until nothing is left to write;
+    /// returns the outputs, in order (with `records`, each appended batch's records too).
+    fn commit<'py>(
+        &mut self,
+        py: Python<'py>,
+        log: &Bound<'py, PyAny>,
+        now: f64,
+        records: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let now = saturating_seconds(now);
+        let out = PyList::empty(py);
+        loop {
+            self.drain(py, &out)?;
+            let first_seq: u64 = log.getattr(pyo3::intern!(py, "next_seq"))?.extract()?;
+            let Some(sealed) = self.seal(py, first_seq, now, records)? else {
+                break;
+            };
+            let mut result = Ok(());
+            if sealed.count > 0 {
+                let lines = PyBytes::new(py, &self.buffer);
+                let appended =
+                    log.call_method1(pyo3::intern!(py, "append_encoded"), (lines, sealed.count));
+                if let Err(error) = appended {
+                    result = Err(self.log_failed(py, error.value(py)));
+                }
+            }
+            if let (Ok(()), Some(records)) = (result, sealed.records) {
+                out.append((4u8, first_seq, records))?;
+            }
+            self.agent
+                .appended(sealed.batch, result, now)
+                .map_err(|e| mismatch(py, e))?;
+        }
+        self.drain(py, &out)?;
+        Ok(out)
+    }
+
+    /// Seals what waits into the next batch: `(batch, lines, count, records)` to append as one
+    /// write (from `first_seq`; `count` 0: write nothing, still report it), then `appended`;
+    /// `None` when nothing is to be written (take the `outputs`: some may be answered).
+    fn poll_append<'py>(
+        &mut self,
+        py: Python<'py>,
+        first_seq: u64,
+        now: f64,
+        records: bool,
+    ) -> PyResult<Option<ToAppend<'py>>> {
+        let Some(sealed) = self.seal(py, first_seq, saturating_seconds(now), records)? else {
+            return Ok(None);
+        };
+        let lines = PyBytes::new(py, &self.buffer);
+        Ok(Some((sealed.batch.0, lines, sealed.count, sealed.records)))
+    }
+
+    /// Batch `batch` is in the log (`error` `None`) or its append raised `error` at `now`: a
+    /// `LogError` with `indeterminate` (may or may not be in the log) or `fenced` (another
+    /// writer owns it) stops the agent; any other failure fails the batch's members and the
+    /// agent goes on. Raises `BatchError` (`not-sealed`, `other-batch`; nothing changed).
+    #[pyo3(signature = (batch, error, now))]
+    fn appended(
         &mut self,
         py: Python<'_>,
         batch: u64,
+        error: Option<&Bound<'_, PyAny>>,
         now: f64,
-    ) -> PyResult<(Vec<usize>, Vec<usize>)> {
-        let failed = self
-            .session
-            .failed(BatchNo(batch), duration(now))
-            .map_err(|e| mismatch(py, e))?;
-        let places =
-            |tickets: &[coxswain_session::Ticket]| tickets.iter().map(|t| t.index).collect();
-        Ok((places(&failed.members), places(&failed.held)))
+    ) -> PyResult<()> {
+        let result = match error {
+            None => Ok(()),
+            Some(error) => Err(self.log_failed(py, error)),
+        };
+        self.agent
+            .appended(BatchNo(batch), result, saturating_seconds(now))
+            .map_err(|e| mismatch(py, e))
     }
 
     /// When to call `handle_timeout` next (the end of the retry pause after a failed batch, or
     /// the abort grace's deadline), if ever.
     fn poll_timeout(&self) -> Option<f64> {
-        self.session.poll_timeout().map(|at| at.as_secs_f64())
+        self.agent.poll_timeout().map(|at| at.as_secs_f64())
     }
 
-    /// Time has reached `now`. Returns what the session staged, as `(was, place)` pairs, or
-    /// `None`: the answers failed batches held, once the retry pause is over (`was` is the
-    /// held member's `(batch, place)`; `place` its new place, or the exception that refuses it
-    /// now: tell its caller), else the `fail` answer (code `host-abandoned`, S38–S40) of an
-    /// aborted call that outlived the abort grace (`was` is `None`; the call is dropped, a late
-    /// answer is refused). Call again while `poll_timeout` is not after `now`.
-    fn handle_timeout<'py>(
-        &mut self,
-        py: Python<'py>,
-        now: f64,
-    ) -> PyResult<Option<Bound<'py, PyList>>> {
-        let out = PyList::empty(py);
-        match self.session.handle_timeout(duration(now)) {
-            None => return Ok(None),
-            Some(Timeout::Abandoned { ticket, .. }) => {
-                out.append((None::<(u64, usize)>, ticket.index))?
-            }
-            Some(Timeout::Retried { answers }) => {
-                for (held, staged) in answers {
-                    let was = Some((held.batch.0, held.index));
-                    match staged {
-                        Ok(ticket) => {
-                            out.append((was, ticket.index.into_pyobject(py)?.into_any()))?
-                        }
-                        Err(why) => {
-                            out.append((was, refused(py, &why).value(py).clone().into_any()))?
-                        }
-                    }
-                }
-            }
-        }
-        Ok(Some(out))
+    /// Time has reached `now`: the answers a failed batch held are staged again, or an aborted
+    /// call that outlived the abort grace is answered `fail` (`host-abandoned`, S38–S40) and
+    /// its late answer dropped. Then commit. Nothing happens while a batch is being written:
+    /// call it again after (`poll_timeout` says when).
+    fn handle_timeout(&mut self, now: f64) {
+        self.agent.handle_timeout(saturating_seconds(now));
     }
+
+    /// The driver has stopped what ran and released the log after the ending: every caller
+    /// still waiting is answered (take the `outputs`); later commands are answered at once.
+    fn finish(&mut self) {
+        self.agent.finish();
+    }
+
+    /// The exception of a call on this agent once it has ended (`Closed` before it has).
+    fn ended_error<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        let ending = self.agent.ending().unwrap_or(Ending::Closed);
+        ended(py, ending).value(py).clone().into_any()
+    }
+
+    // ----- queries: the machine with a staged batch applied (read them with no batch) -----
 
     /// Whether members are staged or a batch is sealed.
     fn has_batch(&self) -> bool {
-        self.session.has_batch()
+        self.agent.has_batch()
     }
 
-    /// The public status (S23): `"idle"` or `"running"`. The queries show a staged batch
-    /// applied.
+    /// The public status (S23): `"idle"` or `"running"`.
     fn status(&self) -> &'static str {
-        status_name(self.session.machine().status())
+        status_name(self.agent.machine().status())
     }
 
     /// The last turn number (0 before the first, S27).
     fn last_turn(&self) -> u64 {
-        self.session.machine().last_turn()
+        self.agent.machine().last_turn()
     }
 
-    /// The fate of `id` (S58), as `Machine.fate` spells it (the core's `Fate::to_json`); a
-    /// query, answered in every phase, also once disposed. It shows a staged batch applied.
+    /// The fate of `id` (S58), as `Machine.fate` spells it (the core's `Fate::to_json`).
     fn fate<'py>(&self, py: Python<'py>, id: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        fate(py, self.session.machine(), id)
+        fate(py, self.agent.machine(), id)
     }
 
     /// No turn and no maintenance is running (S44).
     fn is_quiescent(&self) -> bool {
-        self.session.machine().is_quiescent()
+        self.agent.machine().is_quiescent()
     }
 
     /// The machine is disposed (S45).
     fn is_disposed(&self) -> bool {
-        self.session.machine().is_disposed()
+        self.agent.machine().is_disposed()
     }
 
     /// The seed of the id indexes' hasher.
     fn hash_seed(&self) -> u64 {
-        self.session.machine().config().hash_seed
+        self.agent.machine().config().hash_seed
     }
 
     /// One pending list (`"next-turn"` or `"next-step"`): `(message, waking)` in order.
     fn pending<'py>(&self, py: Python<'py>, list: &str) -> PyResult<Bound<'py, PyList>> {
-        pending(py, self.session.machine(), list)
+        pending(py, self.agent.machine(), list)
     }
 
     /// The outstanding request (S4) as `(kind, turn, step)`, or `None`.
     fn outstanding(&self) -> Option<(&'static str, u64, u64)> {
-        self.session.machine().outstanding().map(outstanding)
+        self.agent.machine().outstanding().map(outstanding)
+    }
+
+    /// How the agent ended (`"closed"`, `"disposed"`, `"stopped"`), if it has.
+    fn ending(&self) -> Option<&'static str> {
+        self.agent.ending().map(Ending::kind)
     }
 }
 
 impl NativeSession {
-    /// The outstanding request, if `request` names it (else the answer is late: S4).
-    fn named(&self, request: &(String, u64, u64)) -> Option<Outstanding> {
-        let now = self.session.machine().outstanding()?;
-        let (kind, turn, step) = outstanding(now);
-        ((kind, turn, step) == (request.0.as_str(), request.1, request.2)).then_some(now)
-    }
-
-    /// Stages `parsed`, the answer to `request`; an answer that is none (`Err`: why) or that
-    /// the session refuses fails the call instead (`host-invalid-answer`, S38): else the
-    /// request would stay outstanding for ever.
-    fn answered(
-        &mut self,
-        py: Python<'_>,
-        request: Outstanding,
-        parsed: Result<Input, String>,
-    ) -> PyResult<Option<usize>> {
-        let detail = match parsed.map(|input| self.session.answer(request, input)) {
-            Ok(Ok(ticket)) => return Ok(Some(ticket.index)),
-            Ok(Err(refusal)) => refusal.to_string(),
-            Err(detail) => detail,
+    /// A host call's outcome: its answer, or (`Err`: why) an invalid answer.
+    fn answered(&mut self, request: Outstanding, parsed: Result<Input, String>) {
+        let reply = match parsed {
+            Ok(input) => HostReply::Answer(input),
+            Err(detail) => HostReply::Failed(HostFailure::InvalidAnswer, detail),
         };
-        self.fail(py, request, HostFailure::InvalidAnswer, &detail)
+        self.agent.host_answered(request, reply);
     }
 
-    fn fail(
+    /// How `error` (what an append raised) failed it, by the stop policy's words; it is kept as
+    /// the cause of the `PersistenceError` its members get.
+    fn log_failed(&mut self, py: Python<'_>, error: &Bound<'_, PyAny>) -> LogFailure {
+        let flag = |name: &str| {
+            error
+                .getattr(name)
+                .and_then(|value| value.is_truthy())
+                .unwrap_or(false)
+        };
+        let failure = if flag("indeterminate") {
+            LogFailure::Indeterminate
+        } else if flag("fenced") {
+            LogFailure::Fenced
+        } else {
+            LogFailure::Failed
+        };
+        self.log_error = Some(error.clone().unbind());
+        let _ = py;
+        failure
+    }
+
+    /// Seals the next batch and encodes it from `first_seq` into the buffer. A batch that
+    /// cannot be encoded fails whole (S5: its members get a `PersistenceError`), and the next
+    /// is sealed. `None`: nothing to write.
+    fn seal<'py>(
         &mut self,
-        py: Python<'_>,
-        request: Outstanding,
-        failure: HostFailure,
-        detail: &str,
-    ) -> PyResult<Option<usize>> {
-        self.session
-            .host_failed(request, failure, detail)
-            .map(|ticket| Some(ticket.index))
-            .map_err(|e| refused(py, &e))
+        py: Python<'py>,
+        first_seq: u64,
+        now: Duration,
+        records: bool,
+    ) -> PyResult<Option<Sealed<'py>>> {
+        loop {
+            let Some(append) = self.agent.poll_append(now) else {
+                return Ok(None);
+            };
+            let (batch, count) = (append.batch, append.entries.len());
+            self.buffer.clear();
+            let failed = encode_entries(first_seq, append.entries, &mut self.buffer)
+                .err()
+                .map(|error| errors::encode(py, &error));
+            let listed = match (&failed, records) {
+                (None, true) => {
+                    let list = PyList::empty(py);
+                    for entry in append.entries {
+                        let value = serde_json::to_value(entry).unwrap_or(Value::Null);
+                        list.append(to_py(py, &value)?)?;
+                    }
+                    Some(list)
+                }
+                _ => None,
+            };
+            let Some(error) = failed else {
+                return Ok(Some(Sealed {
+                    batch,
+                    count,
+                    records: listed,
+                }));
+            };
+            self.log_error = Some(error.value(py).clone().into_any().unbind());
+            self.agent
+                .appended(batch, Err(LogFailure::Failed), now)
+                .map_err(|e| mismatch(py, e))?;
+        }
+    }
+
+    /// Moves the loop's outputs to `out`, in order (see the module docs).
+    fn drain(&mut self, py: Python<'_>, out: &Bound<'_, PyList>) -> PyResult<()> {
+        let mut builder = None;
+        while let Some(output) = self.agent.poll_output() {
+            match output {
+                Output::Reply(waiter, Ok(reply)) => {
+                    out.append((0u8, waiter, reply_value(py, &reply)?))?
+                }
+                Output::Reply(waiter, Err(failure)) => {
+                    let error = failed(py, &failure, self.log_error.as_ref());
+                    out.append((1u8, waiter, error.value(py).clone()))?
+                }
+                Output::Effect(effect) => {
+                    if builder.is_none() {
+                        builder = Some(Builder::new(py, &mut self.messages)?);
+                    }
+                    if let Some(builder) = builder.as_mut() {
+                        out.append(builder.effect(&effect)?)?;
+                    }
+                }
+                Output::StartJob(waiter) => out.append((2u8, waiter, py.None()))?,
+                // The call's task was cancelled with its scope: nothing more to stop, and the
+                // loop drops its late answer.
+                Output::Abandon(_) => {}
+                Output::Ended(ending) => out.append((3u8, ending.kind(), py.None()))?,
+            }
+        }
+        drop(builder);
+        self.messages.sweep();
+        Ok(())
     }
 }

@@ -5,13 +5,10 @@
 //! delivered through the typed API, else one made once; its event form (the dict in a splice's
 //! `inserted` and a `user/message` event's `data`) is likewise one dict.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
-
+use coxswain_binding_kit::Table;
 use coxswain_core::{
     Abort, Activity, CancelCause, Effect, ErrorInfo, Event, Message, MessageId, Notification,
-    Output, Request, SharedMessage, Status, Target, TurnEndReason,
+    Output, Request, SharedMessage, Status, TurnEndReason,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -42,86 +39,47 @@ pub(crate) fn classes(py: Python<'_>) -> PyResult<&Classes> {
     })
 }
 
-/// The hasher of the message table: its keys are addresses, never a caller's values, so a
-/// multiply-shift is as good as SipHash at a fraction of its cost.
-type Cheap = BuildHasherDefault<Mix>;
-
-/// A multiply-shift hasher of one address.
-#[derive(Default)]
-pub(crate) struct Mix(u64);
-
-impl Hasher for Mix {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        let n = n as u64;
-        self.0 = (n ^ (n >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-/// One message the core holds, with its Python objects.
+/// What the table keeps for one message the core holds: its Python objects.
 struct Held {
-    message: SharedMessage,
     object: Py<PyAny>,
     /// Its event form (`{"id", …fields}`), made once when an event first carries it.
     dict: Option<Py<PyDict>>,
 }
 
-/// The Python objects of the messages the core holds, by the core's `Arc` (S8: one object per
-/// message). A message the core no longer holds (its only owner is this table) is dropped once
-/// the table has doubled since its last sweep (amortized O(1) per message).
+/// The Python objects of the messages the core holds (S8: one object per message): the kit's
+/// identity table, each message's host key its object's address (a pre-step batch of the
+/// objects the core handed out goes back as the core's own messages). A message the core no
+/// longer holds (its only owner is this table) is dropped once the table has doubled since its
+/// last sweep (amortized O(1) per message).
 #[derive(Default)]
 pub(crate) struct Messages {
-    by_arc: HashMap<usize, Held, Cheap>,
-    /// A held object's address → its message's address (a pre-step batch of the objects the
-    /// core handed out goes back as the core's own messages).
-    by_object: HashMap<usize, usize, Cheap>,
-    sweep_at: usize,
+    table: Table<Held>,
+}
+
+/// The host key of a Python object: its address (the table holds the object: it stays unique).
+fn key(object: &Bound<'_, PyAny>) -> u64 {
+    object.as_ptr() as usize as u64
 }
 
 impl Messages {
     /// Binds `object` (the caller's `Message`) to the core's `message`: the outputs carrying it
     /// hand back `object`.
     pub(crate) fn bind(&mut self, message: &SharedMessage, object: &Bound<'_, PyAny>) {
-        let key = Arc::as_ptr(message) as usize;
-        if self.by_arc.contains_key(&key) {
-            return;
-        }
-        self.by_object.insert(object.as_ptr() as usize, key);
-        self.by_arc.insert(
-            key,
-            Held {
-                message: Arc::clone(message),
-                object: object.clone().unbind(),
-                dict: None,
-            },
-        );
+        let held = Held {
+            object: object.clone().unbind(),
+            dict: None,
+        };
+        self.table.bind(message, key(object), held);
     }
 
     /// The core's message behind a `Message` object it handed out, if the table holds it.
     pub(crate) fn message_of(&self, object: &Bound<'_, PyAny>) -> Option<SharedMessage> {
-        let key = self.by_object.get(&(object.as_ptr() as usize))?;
-        self.by_arc.get(key).map(|held| Arc::clone(&held.message))
+        self.table.message(key(object)).cloned()
     }
 
     /// Drops what the core no longer holds, once the table has doubled since the last sweep.
     pub(crate) fn sweep(&mut self) {
-        if self.by_arc.len() < self.sweep_at {
-            return;
-        }
-        self.by_arc
-            .retain(|_, held| Arc::strong_count(&held.message) > 1);
-        let held = &self.by_arc;
-        self.by_object.retain(|_, key| held.contains_key(key));
-        self.sweep_at = (self.by_arc.len() * 2).max(64);
+        drop(self.table.sweep());
     }
 
     /// The `Message` object of `message`: the bound one, else one made now (and bound).
@@ -131,7 +89,7 @@ impl Messages {
         classes: &Classes,
         message: &SharedMessage,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if let Some(held) = self.by_arc.get(&(Arc::as_ptr(message) as usize)) {
+        if let Some(held) = self.table.get(message) {
             return Ok(held.object.bind(py).clone());
         }
         let extra = PyDict::new(py);
@@ -165,10 +123,9 @@ impl Messages {
         message: &SharedMessage,
     ) -> PyResult<Bound<'py, PyDict>> {
         self.object(py, classes, message)?;
-        let key = Arc::as_ptr(message) as usize;
         if let Some(Held {
             dict: Some(dict), ..
-        }) = self.by_arc.get(&key)
+        }) = self.table.get(message)
         {
             return Ok(dict.bind(py).clone());
         }
@@ -177,21 +134,19 @@ impl Messages {
         for (key, value) in message.fields() {
             dict.set_item(key, to_py(py, value)?)?;
         }
-        if let Some(held) = self.by_arc.get_mut(&key) {
+        if let Some(held) = self.table.get_mut(message) {
             held.dict = Some(dict.clone().unbind());
         }
         Ok(dict)
     }
 }
 
-/// The kind of a turn end's reason that has no other field (the hot ones), as a word.
+/// The kind of a turn end's reason that has no other field (the hot ones), as the core spells
+/// it (`TurnEndKind`).
 fn reason_word(reason: &TurnEndReason) -> Option<&'static str> {
     match reason {
-        TurnEndReason::Completed => Some("completed"),
-        TurnEndReason::MaxTokens => Some("max-tokens"),
-        TurnEndReason::Blocked => Some("blocked"),
-        TurnEndReason::Interrupted => Some("interrupted"),
-        _ => None,
+        TurnEndReason::Aborted { .. } | TurnEndReason::Error { .. } => None,
+        other => Some(other.end_kind().as_str()),
     }
 }
 
@@ -289,10 +244,7 @@ impl<'py, 'm> Builder<'py, 'm> {
                     );
                 }
                 Some(EventData::Splice {
-                    target: match splice.target {
-                        Target::NextTurn => "next-turn",
-                        Target::NextStep => "next-step",
-                    },
+                    target: splice.target.as_str(),
                     start: splice.start,
                     removed: splice.removed_count,
                     inserted,
@@ -390,8 +342,8 @@ impl<'py, 'm> Builder<'py, 'm> {
             }
             Notification::Status { status } => {
                 let status = match status {
-                    Status::Idle => pyo3::intern!(py, "idle"),
-                    Status::Running => pyo3::intern!(py, "running"),
+                    Status::Idle => pyo3::intern!(py, Status::Idle.as_str()),
+                    Status::Running => pyo3::intern!(py, Status::Running.as_str()),
                 };
                 let status = status.clone().into_any().unbind();
                 Bound::new(py, outputs::StatusChanged { status })?.into_any()

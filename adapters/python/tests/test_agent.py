@@ -96,7 +96,9 @@ def test_a_followup_is_acknowledged_once_durable_and_runs_one_turn(tmp_path: Pat
 
 
 def test_subscribers_see_records_and_notifications_in_the_core_order(tmp_path: Path) -> None:
-    """As the tokio driver publishes: each input's records once durable, then its effects."""
+    """As the tokio driver publishes: each batch's records once durable, then its effects. The
+    host writes no pre-step hook: the session answers it inside the follow-up's batch (decision
+    1), so the step's start is in that batch."""
     seen: list[str] = []
 
     async def main() -> None:
@@ -115,8 +117,8 @@ def test_subscribers_see_records_and_notifications_in_the_core_order(tmp_path: P
 
     run(main)
     assert seen == [
-        "1 agent/inbox/spliced", "2 turn/start", "3 agent/inbox/spliced",
-        "Inserted", "running", "Claimed", "4 step/start", "5 user/message", "6 model/output", "7 step/end",
+        "1 agent/inbox/spliced", "2 turn/start", "3 agent/inbox/spliced", "4 step/start",
+        "5 user/message", "Inserted", "running", "Claimed", "6 model/output", "7 step/end",
         "8 turn/end", "idle", "ended disposed",
     ]
 
@@ -514,16 +516,18 @@ def failing_appends(monkeypatch: pytest.MonkeyPatch, *calls: int) -> list[int]:
 def test_a_failed_append_of_a_host_answer_is_fed_again_and_the_turn_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The batch holding the preStep answer fails: the session takes it back and hands the
-    answer back; fed again, the turn runs once, with no record twice."""
+    """The batch holding the step's answer fails: the session takes it back and holds the
+    answer; staged again after the retry pause, the turn runs once, with no record twice."""
     log = tmp_path / "s.jsonl"
 
     async def main() -> None:
         agent, _ = await Agent.open(Model(), log)
-        made = failing_appends(monkeypatch, 2)  # 1: the follow-up; 2: the preStep answer
+        # 1: the follow-up (its turn's start and step's start: no pre-step hook, decision 1);
+        # 2: the model output; 3: the step's answer.
+        made = failing_appends(monkeypatch, 3)
         await agent.followup(A)
         await agent.when_idle()
-        assert made[1] == made[2] == 2  # step/start and user/message, refused, then written
+        assert made == [5, 1, 2, 2]  # step/end and turn/end, refused, then written
         await agent.dispose()
 
     run(main)
@@ -562,7 +566,8 @@ def test_a_failed_maintenance_end_is_fed_again(
 
     async def main() -> None:
         agent, _ = await Agent.open(Model(), log)
-        made = failing_appends(monkeypatch, 3)  # 1: begin, 2: the follow-up, 3: the end
+        # The begin writes no record (no append); 1: the follow-up, 2: the end.
+        made = failing_appends(monkeypatch, 2)
 
         async def job(cancelled: asyncio.Event) -> str:
             await agent.followup(A)  # latched: the turn starts when the maintenance ends (S25)
@@ -570,8 +575,9 @@ def test_a_failed_maintenance_end_is_fed_again(
 
         assert await agent.run_maintenance(job) == "compacted"
         await agent.when_idle()
-        # 3: the end, and the latched turn's turn/start and claim, refused; 4: fed again.
-        assert made[:4] == [0, 1, 2, 2]
+        # 2: the end, and the latched turn's turn/start, claim and step's start (no pre-step
+        # hook: decision 1), refused; 3: staged again after the retry pause.
+        assert made[:3] == [1, 4, 4]
         await agent.dispose()
 
     run(main)
@@ -599,7 +605,7 @@ def test_a_maintenance_end_whose_append_failed_is_committed_after_the_retry_paus
 
     def append(self: FileLog, data: bytes, count: int) -> None:
         calls.append((count, time.monotonic()))
-        if len(calls) == 3:  # 1: the begin, 2: the latched follow-up, 3: the end
+        if len(calls) == 2:  # the begin writes nothing; 1: the latched follow-up, 2: the end
             raise LogError("append failed: injected")
         real(self, data, count)
         written.append(time.monotonic())
@@ -618,19 +624,20 @@ def test_a_maintenance_end_whose_append_failed_is_committed_after_the_retry_paus
         returned.append(time.monotonic())
         assert value == "compacted"  # the job's value, not a PersistenceError
         assert agent.ending is None
-        # The begin (no record), the follow-up, the end with the replayed turn's turn/start and
-        # claim (refused), the same end again: once, after the pause, before the caller returned.
-        assert [count for count, _ in calls[:4]] == [0, 1, 2, 2]
-        assert calls[3][1] - calls[2][1] >= 0.09  # loosely: the 100 ms retry pause
-        assert len(written) >= 3 and written[2] <= returned[0]
+        # The follow-up, the end with the replayed turn's turn/start, claim, step's start and
+        # entered message (refused), the same end again: once, after the pause, before the
+        # caller returned.
+        assert [count for count, _ in calls[:3]] == [1, 4, 4]
+        assert calls[2][1] - calls[1][1] >= 0.09  # loosely: the 100 ms retry pause
+        assert len(written) >= 2 and written[1] <= returned[0]
         await asyncio.wait_for(agent.when_idle(), 5)  # the replayed turn ran, and nothing else
         assert agent.ending is None and agent.status == "idle" and agent.last_turn == 1
-        # then the turn: its preStep answer, its model output, its step/end, its turn/end
-        assert [count for count, _ in calls] == [0, 1, 2, 2, 2, 1, 1, 1]
+        # then the turn: its model output, its step/end with its turn/end
+        assert [count for count, _ in calls] == [1, 4, 4, 1, 2]
         await agent.followup(B)  # quiescent: a follow-up opens a turn of its own
         await asyncio.wait_for(agent.when_idle(), 5)
         assert agent.ending is None and agent.last_turn == 2
-        assert [count for count, _ in calls] == [0, 1, 2, 2, 2, 1, 1, 1, 3, 2, 1, 1, 1]
+        assert [count for count, _ in calls] == [1, 4, 4, 1, 2, 5, 1, 2]
         await agent.dispose()
         assert agent.ending == "disposed"
 

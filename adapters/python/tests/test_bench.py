@@ -27,7 +27,8 @@ def test_the_restore_bench_prints_both_paths_and_their_ratio() -> None:
 
 def test_the_cycle_bench_prints_every_path_beside_the_deque() -> None:
     """A smoke run of ``bench/cycle.py``: every path's line, with its ratio to the baseline
-    (its asserts check each path does a whole cycle: 15 outputs, a turn, 12 releases)."""
+    (its asserts check each path does a whole cycle: 15 outputs, a turn, 7 outputs of the
+    agent loop)."""
     done = subprocess.run(
         [sys.executable, str(BENCH.with_name("cycle.py")), "--cycles", "200", "--repeat", "1"],
         check=True, timeout=120, capture_output=True, text=True,

@@ -318,31 +318,31 @@ def test_the_agent_refuses_a_message_one_past_the_log_depth_with_too_deep() -> N
     run(main)
 
 
-def test_the_machine_refuses_a_message_one_past_the_log_depth_with_too_deep() -> None:
-    # The log's own rule (the agent's bound, and the Node binding machine's): refused before
-    # the machine changes, so a host that persists the events never holds what no log takes.
+def test_a_bare_machine_takes_any_depth_and_the_log_refuses_what_it_cannot_hold() -> None:
+    """Decision 8 (issue 51): a bare ``Machine`` has no depth limit in any binding; the limit is
+    the log's. A message deeper than a log record holds is delivered (its events carry it), and
+    writing those events is what is refused, with the Rust ``TooDeep``'s text."""
     m = Machine()
-    m.inject(deep_message(124)).persisted()  # MAX_MESSAGE_DEPTH: accepted
-    before = (m.pending("next-turn"), m.pending("next-step"), m.phase)
-    deeper: list[Callable[[], object]] = [
+    deeper: list[Callable[[], Any]] = [
         lambda: m.followup(deep_message(125)),
-        lambda: m.steer(deep_message(125)),
-        lambda: m.send(deep_message(125), "next-step", False),
-        lambda: m.prepend("next-turn", deep_message(125)),
-        lambda: m.handle({"inject": deep_message(125).to_json()}),
+        lambda: m.steer(Message("s", nested(124))),
+        lambda: m.send(Message("t", nested(124)), "next-step", False),
+        lambda: m.prepend("next-turn", Message("p", nested(124))),
+        lambda: m.handle({"inject": Message("h", nested(124)).to_json()}),
     ]
     for deliver in deeper:
+        transition = deliver()
+        if hasattr(transition, "persisted"):
+            records = [{"type": e.type, "data": e.data} for e in transition.events]
+            transition.persisted()
+        else:  # `handle`'s trace form: (events, outputs)
+            records = [{"type": e["type"], "data": e["data"]} for e in transition[0]]
         with pytest.raises(TooDeep) as raised:
-            deliver()
-        assert str(raised.value) == (
-            "the value nests 125 levels deep; at most 124 fit in a log record"
-        )
-        assert (raised.value.depth, raised.value.max) == (125, 124)
-        assert (m.pending("next-turn"), m.pending("next-step"), m.phase) == before
-    # Any depth the binding carries (257 levels), not a recursion limit, gets the same refusal.
-    with pytest.raises(TooDeep) as raised:
-        m.inject(deep_message(257))
-    assert str(raised.value) == "the value nests 257 levels deep; at most 124 fit in a log record"
+            encode(records)
+        assert str(raised.value).startswith("the value nests ")
+        assert str(raised.value).endswith(" levels deep; at most 127 fit in a log record")
+    # Any depth the binding carries (257 levels), not a recursion limit, is taken.
+    m.inject(deep_message(257)).persisted()
     # Past that the value is not followed (a cycle): refused as unrepresentable.
     with pytest.raises(UnrepresentableValue) as unrepresentable:
         m.inject(deep_message(258))

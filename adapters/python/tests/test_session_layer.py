@@ -1,6 +1,8 @@
 """What the asyncio agent takes from the session layer (``coxswain-session``) instead of deciding
 itself: the host-failure codes, the resume, a random seed for the id indexes, and through
-``coxswain._native.Session`` group commit with rollback, admission and the abort grace."""
+``coxswain._native.Session`` (its agent loop) the batches, the waiters, group commit with
+rollback, the stop policy, admission, the abort grace, the hooks a host did not write and every
+error's kind (issue 51, decisions 1-7)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import pytest
 from coxswain import (AlreadyPending, BatchError, EncodeError, InvalidInput, Machine, Message,
                       StepAnswer, TurnMismatch, _native)
 from coxswain._native import Session, host_failure
-from coxswain.asyncio import Agent, Host, StepContext
+from coxswain.asyncio import (Agent, Host, LogError, MemoryLog, PersistenceError, StepContext,
+                              Stopped)
 
 
 def test_one_code_per_host_failure() -> None:
@@ -56,172 +59,272 @@ def test_a_machine_keeps_its_seed_and_every_agent_draws_its_own(tmp_path: Path) 
     assert len(set(seeds)) == 3, seeds
 
 
-# ----- coxswain._native.Session: the session layer as the asyncio agent drives it -----
+# ----- coxswain._native.Session: the session layer's agent loop as the asyncio agent drives it -----
 
 A = Message("a", "hi")
 B = Message("b", "more")
 
 
-def persist(session: Session, now: float = 0.0) -> list[Any]:
-    batch = session.seal()
-    assert batch is not None
-    return session.persisted(batch, now)
+def shape(outputs: list[Any]) -> list[Any]:
+    """Effects by class name; replies as ``(tag, waiter, value)`` with an error by its kind."""
+    return [
+        (o[0], o[1], getattr(o[2], "kind") if isinstance(o[2], BaseException) else o[2])
+        if isinstance(o, tuple) else type(o).__name__
+        for o in outputs
+    ]
 
 
-def shape(released: list[Any]) -> list[Any]:
-    return [r if isinstance(r, tuple) else type(r).__name__ for r in released]
+def write(session: Session, now: float = 0.0, error: BaseException | None = None,
+          first_seq: int = 1) -> list[Any]:
+    """Seals the next batch, reports it written (or failed with ``error``); its outputs."""
+    sealed = session.poll_append(first_seq, now, False)
+    assert sealed is not None
+    session.appended(sealed[0], error, now)
+    return session.outputs()
+
+
+def records(session: Session, now: float = 0.0) -> list[dict[str, Any]]:
+    """Seals the next batch with its records, reports it written; its records."""
+    sealed = session.poll_append(1, now, True)
+    assert sealed is not None and sealed[3] is not None
+    session.appended(sealed[0], None, now)
+    return sealed[3]
+
+
+def test_the_defaults_are_the_session_layers() -> None:
+    """Decision 6: every default is ``coxswain_session::Options::DEFAULT``'s, read from it."""
+    assert Session.DEFAULTS == {"abort_grace": 5.0, "retry_after": 0.1, "max_batch": 64,
+                                "max_id_bytes": 256, "max_message_bytes": 1 << 20}
+    assert Agent.DEFAULTS == Session.DEFAULTS and Session.CLOSED == "closed"
 
 
 def test_a_batch_is_staged_encoded_and_released_in_input_order() -> None:
-    session = Session(_native.Machine(), 5.0)
-    assert session.seal() is None and session.encode(1) == (b"", 0)
-    assert session.feed({"followup": A.to_json()}) == 0
-    assert session.feed({"inject": B.to_json()}) == 1
-    batch = session.seal()
-    assert batch == 1 and session.seal() == 1  # sealed: handed out again
-    with pytest.raises(BatchError) as sealed:
-        session.feed({"inject": Message("c", 1).to_json()})
-    assert sealed.value.kind == "sealed"
-    data, count = session.encode(7)
+    session = Session(_native.Machine())
+    assert session.poll_append(1, 0.0, False) is None and session.outputs() == []
+    session.feed("a", {"followup": A.to_json()})
+    session.feed("b", {"inject": B.to_json()})
+    sealed = session.poll_append(7, 0.0, True)
+    assert sealed is not None
+    batch, data, count, written = sealed
+    assert batch == 1 and session.poll_append(1, 0.0, False) is None  # being written
     assert count == 4 and data.count(b"\n") == 4 and data.startswith(b'{"seq":7,')
-    assert [r["type"] for r in session.records()] == [
+    assert [r["type"] for r in written or []] == [
         "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "agent/inbox/spliced"
     ]
     with pytest.raises(BatchError) as other:
-        session.persisted(2, 0.0)
+        session.appended(2, None, 0.0)
     assert other.value.kind == "other-batch"
-    # a's effects, then its acknowledgement (place 0, found); then b's.
-    assert shape(session.persisted(1, 0.0)) == [
-        "Inserted", "StatusChanged", "Begin", "Claimed", "PreStepRequest", (0, True),
-        "Inserted", (1, True),
+    session.appended(1, None, 0.0)
+    # a's effects, then its reply (found); then b's.
+    assert shape(session.outputs()) == [
+        "Inserted", "StatusChanged", "Begin", "Claimed", "PreStepRequest", (0, "a", True),
+        "Inserted", (0, "b", True),
     ]
     assert session.outstanding() == ("preStep", 1, 1) and session.last_turn() == 1
     with pytest.raises(BatchError) as not_sealed:
-        session.failed(1, 0.0)
+        session.appended(1, None, 0.0)
     assert not_sealed.value.kind == "not-sealed"
 
 
+def test_max_batch_bounds_a_batch_and_pending_fate_close_end_it() -> None:
+    """Decision 5: ``pending``, ``fate`` and ``close`` end the batch being gathered and are
+    answered once it is durable, against it; ``max_batch`` commands at most go in one."""
+    session = Session(_native.Machine(), max_batch=2)
+    for id in "xyz":
+        session.feed(id, {"inject": Message(id, 1).to_json()})
+    session.control("fate", "fate", "y")
+    session.control("pending", "pending")
+    assert shape(write(session)) == ["Inserted", (0, "x", True), "Inserted", (0, "y", True)]
+    assert shape(write(session)) == ["Inserted", (0, "z", True)]  # the fate ended it
+    assert session.poll_append(1, 0.0, False) is None  # both answered, nothing to write
+    [fate, (tag, waiter, (nt, ns))] = session.outputs()
+    assert fate == (0, "fate", {"pending": "next-step"})
+    assert (tag, waiter, nt, [m["id"] for m, _ in ns]) == (0, "pending", [], ["x", "y", "z"])
+    with pytest.raises(InvalidInput):
+        Session(_native.Machine(), max_batch=0)
+
+
 def test_a_failed_batch_is_taken_back_and_its_host_answer_staged_again_after_the_pause() -> None:
-    session = Session(_native.Machine(), 5.0)
-    session.feed({"followup": A.to_json()})
-    persist(session)
+    """Decision 4: a failed append fails its callers (``persistence``, its cause the log's
+    error) and the agent goes on; the host answer it held is staged again after the pause."""
+    session = Session(_native.Machine())
+    session.feed("a", {"followup": A.to_json()})
+    write(session)
     # A host answer and a caller's inject, in one batch that fails at 3.0 s.
-    assert session.answer(("preStep", 1, 1), {"preStep": {"enter": [A.to_json()]}}) == 0
-    assert session.feed({"inject": B.to_json()}) == 1
-    batch = session.seal()
-    assert batch is not None
-    assert session.failed(batch, 3.0) == ([1], [0])  # the inject failed; the answer is held
+    session.answer(("preStep", 1, 1), {"preStep": {"enter": [A.to_json()]}})
+    session.feed("b", {"inject": B.to_json()})
+    cause = LogError("disk full")
+    [(tag, waiter, error)] = write(session, 3.0, cause)
+    assert (tag, waiter, type(error), error.kind) == (1, "b", PersistenceError, "persistence")
+    assert error.log_error is cause and str(error) == "disk full" and not error.indeterminate
     assert session.pending("next-step") == [] and session.outstanding() == ("preStep", 1, 1)
-    assert not session.has_batch()
+    assert not session.has_batch() and session.ending() is None
     # The session's retry pause (0.1 s): nothing before it, then the answer is staged again.
     assert session.poll_timeout() == pytest.approx(3.1)
-    assert session.handle_timeout(3.05) is None
-    assert session.handle_timeout(3.1) == [((batch, 0), 0)]
+    session.handle_timeout(3.05)
+    assert not session.has_batch()
+    session.handle_timeout(3.1)
+    assert session.has_batch()
+    assert shape(write(session, 3.1)) == ["StepRequest"]
     assert session.outstanding() == ("step", 1, 1) and session.poll_timeout() is None
 
 
+@pytest.mark.parametrize("flag", ["indeterminate", "fenced"])
+def test_an_indeterminate_or_fenced_append_stops_the_agent(flag: str) -> None:
+    """Decision 4: only an append that may be in the log, or one another writer fenced, stops
+    the agent: its callers are told once the ending is out, and every later call is
+    ``stopped``; ``fate`` is still answered."""
+    session = Session(_native.Machine())
+    session.feed("a", {"followup": A.to_json()})
+    cause = LogError("eio", **{flag: True})  # type: ignore[arg-type]
+    assert shape(write(session, 0.0, cause)) == [(3, "stopped", None)]
+    assert session.ending() == "stopped"
+    session.finish()
+    [(tag, waiter, error)] = session.outputs()
+    kind = "indeterminate" if flag == "indeterminate" else "persistence"
+    assert (tag, waiter, error.kind, error.indeterminate) == (1, "a", kind, kind != "persistence")
+    session.feed("b", {"inject": B.to_json()})
+    session.control("fate", "fate", "a")
+    [(_, _, stopped), fate] = session.outputs()
+    assert type(stopped) is Stopped and stopped.kind == "stopped"
+    assert fate == (0, "fate", "unknown")
+    assert type(session.ended_error()) is Stopped
+
+
 def test_a_failed_maintenance_end_is_held_and_staged_again() -> None:
-    session = Session(_native.Machine(), 5.0, retry_after=1.0)
-    session.feed({"maintenance": "begin"})
-    persist(session)
-    session.feed({"inject": B.to_json()})
-    assert session.feed({"maintenance": "end"}) == 1
-    batch = session.seal()
-    assert batch is not None
-    assert session.failed(batch, 0.0) == ([0], [1])
+    session = Session(_native.Machine(), retry_after=1.0)
+    session.maintenance("begin", "job")
+    assert shape(write(session)) == ["Begin", (2, ("begin", "job"), None)]
+    session.feed("b", {"inject": B.to_json()})
+    session.job_ended("end")
+    assert shape(write(session, 0.0, LogError("x"))) == [(1, "b", "persistence")]
     assert not session.is_quiescent()  # still in maintenance until the end is staged again
-    assert session.handle_timeout(1.0) == [((batch, 1), 0)]
+    session.handle_timeout(1.0)
+    assert shape(write(session, 1.0)) == [(0, "end", None)]
     assert session.is_quiescent()
 
 
-def test_a_held_answer_refused_at_its_retry_names_why() -> None:
-    session = Session(_native.Machine(), 5.0)
-    session.feed({"followup": A.to_json()})
-    persist(session)
-    assert session.answer(("preStep", 1, 1), {"preStep": "reject"}) == 0
-    batch = session.seal()
-    assert batch is not None
-    assert session.failed(batch, 0.0) == ([], [0])
-    # Within the pause the request is answered anew (a host that answered twice): the held
-    # answer is stale when its retry comes (S4), and changes nothing.
-    assert session.answer(("preStep", 1, 1), {"preStep": "reject"}) == 0
-    persist(session)
-    assert session.outstanding() is None
-    [(was, why)] = session.handle_timeout(0.1) or []
-    assert was == (batch, 0) and isinstance(why, Exception), why
-    assert not session.has_batch() and session.poll_timeout() is None
-    with pytest.raises(InvalidInput):
-        Session(_native.Machine(), 5.0, retry_after=-1.0)
+def test_a_second_answer_to_one_call_is_dropped() -> None:
+    """S4: only the running call's first answer counts; a later one (a host that answered twice,
+    an abandoned call answering late) is dropped, not an error."""
+    session = Session(_native.Machine())
+    session.feed("a", {"followup": A.to_json()})
+    write(session)
+    session.answer(("preStep", 1, 1), {"preStep": "reject"})
+    session.answer(("preStep", 1, 1), {"preStep": "reject"})
+    assert [r["type"] for r in records(session)] == ["turn/end"]
+    assert session.outstanding() is None and not session.has_batch()
+    assert session.poll_append(1, 0.0, False) is None
 
 
 def test_a_host_answer_is_checked_against_its_request() -> None:
-    session = Session(_native.Machine(), 5.0)
-    session.feed({"followup": A.to_json()})
-    persist(session)
-    # Not the outstanding request: a late answer, dropped (S4).
-    assert session.answer(("step", 1, 1), {"step": "completed"}) is None
-    assert session.host_failed(("preStep", 1, 2), "raised", "x") is None
+    session = Session(_native.Machine())
+    session.feed("a", {"followup": A.to_json()})
+    write(session)
+    # Not the running call: a late answer, dropped (S4).
+    session.answer(("step", 1, 1), {"step": "completed"})
+    session.host_failed(("preStep", 1, 2), "raised", "x")
+    assert session.poll_append(1, 0.0, False) is None and session.outputs() == []
     # Not an answer of that request: the session answers `fail` (host-invalid-answer).
-    assert session.answer(("preStep", 1, 1), {"preStep": "completed"}) == 0
-    assert session.answer(("preStep", 1, 1), object()) is None  # answered already
-    ended = session.records()[-1]
+    session.answer(("preStep", 1, 1), {"preStep": "completed"})
+    session.answer(("preStep", 1, 1), object())  # answered already: dropped
+    ended = records(session)[-1]
     assert ended["type"] == "turn/end"
     assert ended["data"]["reason"]["error"]["code"] == "host-invalid-answer"
     with pytest.raises(InvalidInput):
         session.host_failed(("preStep", 1, 1), "exploded", "")
+    with pytest.raises(InvalidInput):
+        session.answer(("lunch", 1, 1), {"step": "completed"})
 
 
 def test_an_entered_batch_too_deep_for_the_log_fails_the_step_instead() -> None:
-    """S38: the host's answer cannot be written, so the session answers ``fail`` for it."""
-    session = Session(_native.Machine(), 5.0)
-    session.feed({"followup": A.to_json()})
-    persist(session)
+    """S38, decision 3: the host's answer cannot be written, so the session answers ``fail``
+    (``host-invalid-answer``, the refusal's text) for it."""
+    session = Session(_native.Machine())
+    session.feed("a", {"followup": A.to_json()})
+    write(session)
     deep: object = 1
     for _ in range(200):
         deep = [deep]
-    enter = {"preStep": {"enter": [Message("a", deep).to_json()]}}
-    assert session.answer(("preStep", 1, 1), enter) == 0
-    ended = session.records()[-1]
-    assert ended["data"]["reason"]["error"]["code"] == "host-invalid-answer"
+    session.answer(("preStep", 1, 1), {"preStep": {"enter": [Message("a", deep).to_json()]}})
+    error = records(session)[-1]["data"]["reason"]["error"]
+    assert error == {"code": "host-invalid-answer", "message": (
+        "the host's preStep call gave an invalid answer: the value nests 201 levels deep; at "
+        "most 124 fit in a log record")}
+
+
+def test_unwritten_hooks_are_answered_inside_the_batch_and_none_answers_as_they_do() -> None:
+    """Decisions 1, 2: no pre-step hook: the follow-up's batch holds the step's start; a
+    turn-stopping hook that returns nothing is done; a step that returns nothing is an invalid
+    answer."""
+    session = Session(_native.Machine(), pre_step=False)
+    session.feed("a", {"followup": A.to_json()})
+    assert [r["type"] for r in records(session)] == [
+        "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start", "user/message"]
+    assert shape(session.outputs()) == [
+        "Inserted", "StatusChanged", "Begin", "Claimed", "StepRequest", (0, "a", True)]
+    session.answer_word(("step", 1, 1), "completed")
+    assert [r["type"] for r in records(session)] == ["step/end"]
+    assert shape(session.outputs()) == ["TurnStoppingRequest"]
+    session.returned_nothing(("turnStopping", 1, 0))
+    [end] = records(session)
+    assert end["data"] == {"turn": 1, "reason": {"kind": "completed"}}
+    session.feed("b", {"followup": B.to_json()})
+    write(session)
+    session.returned_nothing(("step", 2, 1))
+    [_, end] = records(session)
+    assert end["data"]["reason"] == {"kind": "error", "error": {
+        "message": "the host's step call gave an invalid answer: it returned nothing",
+        "code": "host-invalid-answer"}}
 
 
 def test_the_abort_grace_is_a_deadline_the_driver_polls() -> None:
     session = Session(_native.Machine(), 1.5)
-    session.feed({"followup": A.to_json()})
-    persist(session, 1.0)
-    assert session.poll_timeout() is None
-    session.feed({"cancel": {"cause": {"kind": "user"}, "keepInbox": False}})
+    session.feed("a", {"followup": A.to_json()})
+    write(session, 1.0)
+    session.answer_word(("preStep", 1, 1), "reject")
+    session.feed("b", {"followup": B.to_json()})
+    write(session, 1.0)
+    assert session.outstanding() == ("preStep", 2, 1) and session.poll_timeout() is None
+    session.feed("c", {"cancel": {"cause": {"kind": "user"}, "keepInbox": False}})
     assert session.poll_timeout() is None  # not before the abort is released
-    assert shape(persist(session, 10.0)) == ["Abort", (0, True)]
+    assert shape(write(session, 10.0)) == ["Abort", (0, "c", True)]
     assert session.poll_timeout() == 11.5
-    assert session.handle_timeout(11.0) is None
-    assert session.handle_timeout(11.5) == [(None, 0)]  # staged: fail, code host-abandoned
+    session.handle_timeout(11.0)
+    assert not session.has_batch()
+    session.handle_timeout(11.5)  # staged: fail, code host-abandoned
     assert session.poll_timeout() is None
-    assert [r["data"]["reason"]["kind"] for r in session.records()] == ["aborted"]
-    persist(session, 11.5)
+    assert [r["data"]["reason"]["kind"] for r in records(session, 11.5)] == ["aborted"]
     assert session.is_quiescent() and session.outstanding() is None
+    session.answer_word(("preStep", 2, 1), "reject")  # the abandoned call, late: dropped
+    assert session.poll_append(1, 12.0, False) is None
 
 
 def test_admission_refusals_are_typed_and_change_nothing() -> None:
     from coxswain.asyncio import IdTooLong, MessageTooLarge, StepClosed
 
     session = Session(_native.Machine(), 5.0, 4, 64)
-    with pytest.raises(IdTooLong) as long:
-        session.feed({"inject": Message("abcde", 1).to_json()})
-    assert (long.value.bytes, long.value.max) == (5, 4)
-    with pytest.raises(MessageTooLarge):
-        session.feed({"inject": Message("a", "x" * 64).to_json()})
-    with pytest.raises(StepClosed):
-        session.record(1, 1, [{"type": "model/output", "data": {}}])
+    session.feed("long", {"inject": Message("abcde", 1).to_json()})
+    session.feed("large", {"inject": Message("a", "x" * 64).to_json()})
+    session.record("closed", 1, 1, [{"type": "model/output", "data": {}}])
+    assert session.poll_append(1, 0.0, False) is None
+    [long, large, closed] = session.outputs()
+    assert type(long[2]) is IdTooLong and (long[2].bytes, long[2].max) == (5, 4)
+    assert type(large[2]) is MessageTooLarge and type(closed[2]) is StepClosed
+    assert [o[:2] + (o[2].kind,) for o in (long, large, closed)] == [
+        (1, "long", "id-too-long"), (1, "large", "message-too-large"),
+        (1, "closed", "step-closed")]
     with pytest.raises(EncodeError):
-        session.record(1, 1, [{"type": "turn/end", "data": {}}])
+        session.record("w", 1, 1, [{"type": "turn/end", "data": {}}])
     with pytest.raises(InvalidInput):
-        session.feed({"nonsense": 1})
+        session.feed("w", {"nonsense": 1})
     with pytest.raises(TypeError):
-        session.feed({"inject": {"id": "a", "content": object()}})
-    assert not session.has_batch() and session.seal() is None
+        session.feed("w", {"inject": {"id": "a", "content": object()}})
+    assert not session.has_batch() and session.poll_append(1, 0.0, False) is None
     with pytest.raises(InvalidInput):
         Session(_native.Machine(), -1.0)
+    with pytest.raises(InvalidInput):
+        Session(_native.Machine(), retry_after=-1.0)
 
 
 # ----- the typed entry points the asyncio agent stages through (no JSON value made) -----
@@ -233,41 +336,45 @@ def test_typed_deliveries_and_answers_stage_what_their_json_forms_stage() -> Non
     delivered message hands back the caller's object (S8)."""
 
     def turn(typed: bool) -> tuple[bytes, list[Any]]:
-        session, lines, seen = Session(_native.Machine(), 5.0), b"", []
+        session, lines, seen = Session(_native.Machine()), b"", []
+        log = MemoryLog()
+        log.resume(0, None, 0)
 
         def commit() -> list[Any]:
             nonlocal lines
-            sealed = session.seal_encoded(len(lines.splitlines()) + 1)
-            assert sealed is not None
-            batch, data, count = sealed
-            assert count == data.count(b"\n")
-            lines += data
-            released = session.persisted(batch, 0.0)
+            released = session.commit(log, 0.0, False)
             seen.extend(released)
             return released
 
-        assert (session.deliver("followup", A) if typed
-                else session.feed({"followup": A.to_json()})) == 0
+        if typed:
+            session.deliver("a", "followup", A)
+        else:
+            session.feed("a", {"followup": A.to_json()})
         [request] = [r for r in commit() if type(r).__name__ == "PreStepRequest"]
-        assert (session.answer_enter(("preStep", 1, 1), request.messages) if typed
-                else session.answer(("preStep", 1, 1),
-                                    {"preStep": {"enter": [m.to_json() for m in request.messages]}})
-                ) == 0
+        if typed:
+            session.answer_enter(("preStep", 1, 1), request.messages)
+        else:
+            session.answer(("preStep", 1, 1),
+                           {"preStep": {"enter": [m.to_json() for m in request.messages]}})
         commit()
-        assert (session.answer_word(("step", 1, 1), "completed") if typed
-                else session.answer(("step", 1, 1), {"step": "completed"})) == 0
+        if typed:
+            session.answer_word(("step", 1, 1), "completed")
+        else:
+            session.answer(("step", 1, 1), {"step": "completed"})
         commit()
-        assert (session.answer_word(("turnStopping", 1, 0), "done") if typed
-                else session.answer(("turnStopping", 1, 0), {"turnStopping": "done"})) == 0
+        if typed:
+            session.answer_word(("turnStopping", 1, 0), "done")
+        else:
+            session.answer(("turnStopping", 1, 0), {"turnStopping": "done"})
         commit()
-        assert session.seal_encoded(99) is None
-        return lines, seen
+        assert commit() == []
+        return log.bytes(), seen
 
     typed, by_json = turn(True), turn(False)
-    assert typed[0] == by_json[0]
+    assert typed[0] == by_json[0] and typed[0].count(b"\n") == 7
     assert shape(typed[1]) == shape(by_json[1]) == [
-        "Inserted", "StatusChanged", "Begin", "Claimed", "PreStepRequest", (0, True),
-        "StepRequest", (0, True), "TurnStoppingRequest", (0, True), "StatusChanged", (0, True),
+        "Inserted", "StatusChanged", "Begin", "Claimed", "PreStepRequest", (0, "a", True),
+        "StepRequest", "TurnStoppingRequest", "StatusChanged",
     ]
     carried = [r.message for r in typed[1] if type(r).__name__ in ("Inserted", "Claimed")]
     carried += [m for r in typed[1] if type(r).__name__ == "PreStepRequest" for m in r.messages]
@@ -280,31 +387,35 @@ def test_typed_deliveries_and_answers_stage_what_their_json_forms_stage() -> Non
 def test_a_typed_answer_that_is_no_answer_fails_the_call_as_its_json_form_does() -> None:
     """A word that is not an answer of its request fails the call (``host-invalid-answer``,
     S38) with the detail ``answer`` writes; a late one is dropped (S4); a refused delivery
-    raises and changes nothing (S5)."""
+    is its caller's error, with its kind, and changes nothing (S5)."""
 
     def ended(typed: bool) -> dict[str, Any]:
-        session = Session(_native.Machine(), 5.0)
-        session.deliver("followup", A)
-        persist(session)
-        assert (session.answer_word(("step", 1, 1), "completed") if typed
-                else session.answer(("step", 1, 1), {"step": "completed"})) is None
-        assert (session.answer_word(("preStep", 1, 1), "completed") if typed
-                else session.answer(("preStep", 1, 1), {"preStep": "completed"})) == 0
-        record: dict[str, Any] = session.records()[-1]
+        session = Session(_native.Machine())
+        session.deliver("a", "followup", A)
+        write(session)
+        if typed:
+            session.answer_word(("step", 1, 1), "completed")
+            session.answer_word(("preStep", 1, 1), "completed")
+        else:
+            session.answer(("step", 1, 1), {"step": "completed"})
+            session.answer(("preStep", 1, 1), {"preStep": "completed"})
+        record: dict[str, Any] = records(session)[-1]
         return record
 
     assert ended(True) == ended(False)
     assert ended(True)["data"]["reason"]["error"]["code"] == "host-invalid-answer"
-    session = Session(_native.Machine(), 5.0)
-    session.deliver("followup", A)
-    session.deliver("inject", B)
-    persist(session)
+    session = Session(_native.Machine())
+    session.deliver("a", "followup", A)
+    session.deliver("b", "inject", B)
+    write(session)
     before = (session.pending("next-step"), session.status(), session.has_batch())
-    with pytest.raises(AlreadyPending):
-        session.deliver("send", B, "next-turn", True)
-    with pytest.raises(TurnMismatch):
-        session.deliver("send", Message("c", 1), "next-turn", True, ("idleAfter", 0))
+    session.deliver("again", "send", B, "next-turn", True)
+    session.deliver("guard", "send", Message("c", 1), "next-turn", True, ("idleAfter", 0))
+    assert session.poll_append(1, 0.0, False) is None
+    [again, guard] = session.outputs()
+    assert type(again[2]) is AlreadyPending and again[2].kind == "already-pending"
+    assert type(guard[2]) is TurnMismatch and guard[2].kind == "turn-mismatch"
     with pytest.raises(InvalidInput):
-        session.deliver("shout", Message("c", 1))
+        session.deliver("w", "shout", Message("c", 1))
     assert (session.pending("next-step"), session.status(), session.has_batch()) == before
     assert session.pending("next-step") == [(B.to_json(), False)]

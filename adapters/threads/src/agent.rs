@@ -1,141 +1,99 @@
-//! [`Agent`]: one driver thread over a [`Session`], a blocking [`Log`] and a [`Host`]. The
-//! thread moves inputs in, records out and time along; every decision is the session's.
+//! [`Agent`]: one driver thread, an IO loop over the session layer's agent loop
+//! ([`AgentLoop`]), a blocking [`Log`] and a [`Host`]. The thread moves commands in, batches to
+//! the log, host answers and time along; every decision is the loop's (which commands make a
+//! batch, who waits for what, refused and stale host answers, the stop policy, the defaults).
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use coxswain_core::{
-    Batch, CancelCause, Effect, Fate, Input, Machine, MessageId, Outstanding, PreStepAnswer,
-    Request, StepAnswer, TurnStoppingAnswer,
+    CancelCause, Effect, Fate, Input, Machine, MessageId, Outstanding, Pending, Request,
 };
-use coxswain_session::{Ack, HostFailure, Options, Refused, Release, Session, Timeout};
+use coxswain_session::{AgentLoop, Command, Ending, HostReply, Options, Output, Reply};
 
+use crate::error::AgentError;
+use crate::host::Host;
 use crate::log::{Log, LogError};
 
-/// The embedder's blocking work. Each call runs on a thread of its own; `cancelled` turns true
-/// when the turn is aborted. An `Err` answers `fail` (`host-raised`), a panic `host-panicked`.
-pub trait Host: Send + Sync + 'static {
-    /// Decide the step for the claimed `messages`. Default: enter them.
-    fn pre_step(&self, messages: &Batch, _cancelled: &AtomicBool) -> Result<PreStepAnswer, String> {
-        Ok(PreStepAnswer::Enter(messages.clone()))
-    }
-    /// Run step `step` of turn `turn` (the model call and its tools).
-    fn step(&self, turn: u64, step: u64, cancelled: &AtomicBool) -> Result<StepAnswer, String>;
-    /// Run the turn-stopping hooks. Default: done.
-    fn turn_stopping(&self, _cancelled: &AtomicBool) -> Result<TurnStoppingAnswer, String> {
-        Ok(TurnStoppingAnswer::Done)
-    }
+/// What the driver thread takes in.
+pub(crate) enum Msg {
+    Call(Command, Waiter),
+    /// A host call came back.
+    Answer(Outstanding, HostReply),
+    /// Answered once quiescent (`false`) or once ended (`true`), or at once if ended.
+    Idle(Sender<Result<(), AgentError>>, bool),
 }
 
-/// Why a call to the agent failed.
-#[derive(Clone, Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// The session refused the input: nothing changed (S5).
-    #[error(transparent)]
-    Rejected(#[from] Refused),
-    /// The append of the input's batch failed: the input is not in the log and the machine is
-    /// as if it had not been fed. The agent goes on; the input may be sent again.
-    #[error("the input's batch was not persisted: {0}")]
-    Persistence(String),
-    /// The append failed and its cut-back too: the input may or may not be in the log, and the
-    /// agent stopped. Re-open the log and look before sending it again.
-    #[error("the input may or may not be in the log: {0}")]
-    Indeterminate(String),
-    /// The agent has stopped (closed, or its log cannot say what it holds).
-    #[error("the agent has stopped")]
-    Stopped,
+/// The pending lists: NT, then NS.
+type Lists = (Vec<Pending>, Vec<Pending>);
+
+/// Who waits for a command's answer.
+pub(crate) enum Waiter {
+    Caller(Sender<Result<Reply, AgentError>>),
+    /// The handle was dropped: the thread ends once this close is answered.
+    Exit,
 }
 
-enum Command {
-    Input(Input, Sender<Result<bool, AgentError>>),
-    /// A host call's answer to its request (or the failure it stands for).
-    Answer(Outstanding, Result<Input, (HostFailure, String)>),
-    Idle(Sender<()>),
-    /// A fate query (S58), answered once the group's batch is settled.
-    Fate(MessageId, Sender<Fate>),
-    Close,
-}
-
-/// The driver's machine as it ended: what [`Agent::fate`] answers from once the thread is gone.
-type Last = Arc<Mutex<Option<Machine>>>;
-
-/// A session served by a driver thread.
+/// A session served by a driver thread. Dropping it closes the agent and waits for the thread.
 #[derive(Debug)]
 pub struct Agent {
-    tx: Sender<Command>,
+    pub(crate) tx: Sender<Msg>,
     thread: Option<JoinHandle<()>>,
-    last: Last,
 }
 
 /// The driver thread's state.
 struct Driver<H, L> {
-    session: Session,
-    log: L,
+    agent: AgentLoop<Waiter>,
+    /// Released when the agent ends.
+    log: Option<L>,
     host: Arc<H>,
-    tx: Sender<Command>,
+    tx: Sender<Msg>,
     start: Instant,
     cancelled: Arc<AtomicBool>,
-    /// Who waits for each member of the open batch (`None`: the driver's own answer).
-    replies: Vec<Option<Sender<Result<bool, AgentError>>>>,
-    idle: Vec<Sender<()>>,
-    /// Fate queries of the group being committed.
-    fates: Vec<(MessageId, Sender<Fate>)>,
-    max_batch: usize,
-    last: Last,
+    idle: Vec<(Sender<Result<(), AgentError>>, bool)>,
+    /// The last failed append's error.
+    failed: String,
+    closed: bool,
 }
 
 impl Agent {
-    /// Starts the driver thread over `machine` (fresh, or `FileLog::open`'s resumed one).
+    /// Starts the driver thread over `machine` (fresh, or `FileLog::open`'s resumed one), with
+    /// `options` (every default is [`Options::DEFAULT`]'s; its `hooks` are `host`'s).
     pub fn start<H: Host, L: Log>(host: H, log: L, machine: Machine, options: Options) -> Agent {
         let (tx, rx) = channel();
-        let last: Last = Arc::new(Mutex::new(None));
+        let hooks = host.hooks();
+        let options = Options { hooks, ..options };
         let mut driver = Driver {
-            session: Session::new(machine, options),
-            log,
+            agent: AgentLoop::new(machine, options),
+            log: Some(log),
             host: Arc::new(host),
             tx: tx.clone(),
             start: Instant::now(),
             cancelled: Arc::new(AtomicBool::new(false)),
-            replies: Vec::new(),
             idle: Vec::new(),
-            fates: Vec::new(),
-            max_batch: 64,
-            last: Arc::clone(&last),
+            failed: String::new(),
+            closed: false,
         };
+        let more = options.max_batch.max(1) - 1;
         let thread = std::thread::spawn(move || {
             while let Some(first) = driver.next(&rx) {
-                let mut group = vec![first];
-                group.extend(rx.try_iter().take(driver.max_batch));
-                if !driver.commit(group) {
-                    break;
-                }
+                driver.take(first);
+                rx.try_iter().take(more).for_each(|msg| driver.take(msg));
+                driver.pump();
             }
-            // The machine is kept (the driver's drop) before the queries still queued are
-            // dropped with `rx`: they read it instead.
-            drop(driver);
-            drop(rx);
         });
         Agent {
             tx,
             thread: Some(thread),
-            last,
         }
     }
 
     /// [`start`](Agent::start), then `resume` (S57) before any other input: parked work of a
-    /// restored log (S48; a redelivered message, S59) runs its turn without waiting for a new
-    /// waking send. Returns once the resume's events are durable. The threads driver's
-    /// `resume_on_open`: its open is the embedder's [`FileLog::open`](crate::FileLog::open),
-    /// then this.
-    ///
-    /// # Errors
-    ///
-    /// [`AgentError`] if the resume's batch was not persisted: the agent is closed again.
+    /// restored log (S48, S59) runs without waiting for a waking send.
+    /// Fails: [`AgentError`] if the resume was not persisted: the agent is closed again.
     pub fn start_resuming<H: Host, L: Log>(
         host: H,
         log: L,
@@ -143,90 +101,93 @@ impl Agent {
         options: Options,
     ) -> Result<Agent, AgentError> {
         let agent = Agent::start(host, log, machine, options);
-        match agent.resume() {
-            Ok(()) => Ok(agent),
-            Err(error) => {
-                agent.close();
-                Err(error)
-            }
-        }
+        agent.resume().map(|()| agent)
     }
 
-    /// `resume` (S57): starts parked waking work when idle, exactly as a waking send would;
-    /// otherwise changes and writes nothing. Returns once its events are durable.
-    ///
-    /// # Errors
-    ///
-    /// [`AgentError::Rejected`] once disposed (S45); [`AgentError`] for a failed append.
+    /// `resume` (S57): starts parked waking work when idle; otherwise writes nothing.
+    /// Fails: [`AgentError`]: `disposed` once disposed (S45), or a failed append.
     pub fn resume(&self) -> Result<(), AgentError> {
         self.input(Input::Resume {}).map(drop)
     }
 
-    /// `dispose` (S45): cancels everything; the session then refuses every input but still
-    /// answers [`fate`](Agent::fate). Returns once `disposed` is durable.
-    ///
-    /// # Errors
-    ///
-    /// [`AgentError`].
+    /// `dispose` (S45): cancels everything and ends the agent; every input is then refused
+    /// (`disposed`) but [`fate`](Agent::fate) is answered. Returns once `disposed` is durable
+    /// and the agent has ended (the running call answered, or abandoned after the grace).
+    /// Fails: [`AgentError`].
     pub fn dispose(&self) -> Result<(), AgentError> {
-        self.input(Input::Dispose {}).map(drop)
+        self.input(Input::Dispose {})?;
+        self.wait(true)
     }
 
-    /// What became of message `id` (S58), from the session's durable state: pending, claimed
-    /// (turn, first step that carried it, the turn's end), discarded, or unknown. A query: it
-    /// changes and writes nothing. Answered in every phase, also after dispose, and after the
-    /// driver stopped (from the machine as it left it). [`Fate::to_json`] renders it.
+    /// What became of message `id` (S58), from the durable state: pending, claimed (turn, first
+    /// step that carried it, the turn's end), discarded, or unknown. Changes and writes
+    /// nothing; answered in every phase, also once the agent ended. [`Fate::to_json`] renders
+    /// it.
     pub fn fate(&self, id: impl Into<MessageId>) -> Fate {
-        let id = id.into();
-        let (reply, answer) = channel();
-        if self.tx.send(Command::Fate(id.clone(), reply)).is_ok() {
-            if let Ok(fate) = answer.recv() {
-                return fate;
-            }
+        match self.ask(Command::Fate(id.into())) {
+            Ok(Reply::Fate(fate)) => fate,
+            _ => Fate::Unknown,
         }
-        // The thread ended: it kept its machine before it dropped this query.
-        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        last.as_ref()
-            .map_or(Fate::Unknown, |machine| machine.fate(&id))
+    }
+
+    /// The pending lists (S53), as durable: NT, then NS.
+    /// Fails: [`AgentError`] once the agent has ended.
+    pub fn pending(&self) -> Result<Lists, AgentError> {
+        match self.ask(Command::Pending)? {
+            Reply::Pending {
+                next_turn: nt,
+                next_step: ns,
+            } => Ok((nt, ns)),
+            _ => Ok(Lists::default()),
+        }
+    }
+
+    fn ask(&self, command: Command) -> Result<Reply, AgentError> {
+        let (reply, answer) = channel();
+        let call = Msg::Call(command, Waiter::Caller(reply));
+        self.tx.send(call).map_err(|_| AgentError::Stopped)?;
+        answer.recv().unwrap_or(Err(AgentError::Stopped))
     }
 
     /// Feeds one input; returns once its batch is durable (`false`: a `remove`/`replace` found
     /// nothing).
-    ///
-    /// # Errors
-    ///
-    /// [`AgentError`].
+    /// Fails: [`AgentError`].
     pub fn input(&self, input: Input) -> Result<bool, AgentError> {
-        let (reply, answer) = channel();
-        self.tx
-            .send(Command::Input(input, reply))
-            .map_err(|_| AgentError::Stopped)?;
-        answer.recv().unwrap_or(Err(AgentError::Stopped))
+        let answer = self.ask(Command::Input(input))?;
+        Ok(!matches!(answer, Reply::Delivered { found: false }))
     }
 
     /// `cancel(user)`: the running turn is aborted (S39).
-    ///
-    /// # Errors
-    ///
-    /// [`AgentError`].
+    /// Fails: [`AgentError`].
     pub fn cancel(&self) -> Result<bool, AgentError> {
-        self.input(Input::Cancel {
-            cause: CancelCause::User,
-            keep_inbox: false,
-        })
+        let (cause, keep_inbox) = (CancelCause::User, false);
+        self.input(Input::Cancel { cause, keep_inbox })
     }
 
-    /// Waits until no turn runs and nothing is being persisted.
-    pub fn when_idle(&self) {
+    /// Waits until no turn runs and nothing is being persisted, or the agent has ended.
+    /// Fails: [`AgentError`] once the agent has ended (`stopped`, `closed`; disposed: `Ok`).
+    pub fn when_idle(&self) -> Result<(), AgentError> {
+        self.wait(false)
+    }
+
+    fn wait(&self, ended: bool) -> Result<(), AgentError> {
         let (reply, idle) = channel();
-        if self.tx.send(Command::Idle(reply)).is_ok() {
-            let _ = idle.recv();
-        }
+        let sent = self.tx.send(Msg::Idle(reply, ended));
+        sent.map_err(|_| AgentError::Stopped)?;
+        idle.recv().unwrap_or(Err(AgentError::Stopped))
     }
 
-    /// Stops the driver thread and waits for it.
-    pub fn close(mut self) {
-        let _ = self.tx.send(Command::Close);
+    /// Closes the agent once what was sent before is durable: the log is released, later
+    /// inputs fail `closed`, [`fate`](Agent::fate) is still answered.
+    pub fn close(&self) {
+        let _ = self.ask(Command::Close);
+    }
+}
+
+impl Drop for Agent {
+    /// Closes the agent and waits for its thread.
+    fn drop(&mut self) {
+        let _ = self.tx.send(Msg::Call(Command::Close, Waiter::Exit));
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -234,157 +195,101 @@ impl Agent {
 }
 
 impl<H: Host, L: Log> Driver<H, L> {
-    /// The next command, or `None` to stop; a deadline passing in between (the retry of held
-    /// answers, an abort grace: the session's rules) stages what the session says, and commits.
-    fn next(&mut self, rx: &std::sync::mpsc::Receiver<Command>) -> Option<Command> {
-        loop {
-            let at = self.session.poll_timeout();
-            let wait = at.map(|at| at.saturating_sub(self.start.elapsed()));
-            match wait.map_or_else(
-                || rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                |wait| rx.recv_timeout(wait),
-            ) {
-                Ok(command) => return Some(command),
+    /// The next message, or `None` once closed; a deadline passing meanwhile (a retry pause, an
+    /// abort grace: the loop's) is handed to the loop.
+    fn next(&mut self, rx: &Receiver<Msg>) -> Option<Msg> {
+        while !self.closed {
+            let at = self.agent.poll_timeout();
+            let got = match at.map(|at| at.saturating_sub(self.start.elapsed())) {
+                Some(wait) => rx.recv_timeout(wait),
+                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match got {
+                Ok(msg) => return Some(msg),
                 Err(RecvTimeoutError::Disconnected) => return None,
                 Err(RecvTimeoutError::Timeout) => {
-                    // What the session staged is the driver's own: no caller waits for it.
-                    match self.session.handle_timeout(self.start.elapsed()) {
-                        Some(Timeout::Abandoned { .. }) => self.replies.push(None),
-                        Some(Timeout::Retried { answers }) => self.replies.extend(
-                            answers
-                                .iter()
-                                .filter(|(_, staged)| staged.is_ok())
-                                .map(|_| None),
-                        ),
-                        None => {}
-                    }
-                    if !self.commit(Vec::new()) {
-                        return None;
-                    }
+                    self.agent.handle_timeout(self.start.elapsed());
+                    self.pump();
                 }
             }
+        }
+        None
+    }
+
+    fn take(&mut self, msg: Msg) {
+        match msg {
+            Msg::Call(command, waiter) => self.agent.submit(command, waiter),
+            Msg::Answer(request, reply) if self.agent.ending().is_none() => {
+                self.agent.host_answered(request, reply);
+            }
+            Msg::Answer(..) => {} // the agent ended: nobody takes it
+            Msg::Idle(reply, ended) => self.idle.push((reply, ended)),
         }
     }
 
-    /// Stages `group`, appends the batch, and settles it. `false`: the agent stops.
-    fn commit(&mut self, group: Vec<Command>) -> bool {
-        let mut closing = false;
-        for command in group {
-            match command {
-                Command::Input(input, reply) => match self.session.feed(input) {
-                    Ok(_) => self.replies.push(Some(reply)),
-                    Err(refused) => drop(reply.send(Err(refused.into()))),
-                },
-                // A late answer of an abandoned call is refused as stale (S4): nothing to do.
-                Command::Answer(request, answer) => {
-                    let fed = match answer {
-                        Ok(input) => self.session.answer(request, input),
-                        Err((failure, why)) => self.session.host_failed(request, failure, &why),
-                    };
-                    self.replies.extend(fed.ok().map(|_| None));
-                }
-                Command::Idle(reply) => self.idle.push(reply),
-                Command::Fate(id, reply) => self.fates.push((id, reply)),
-                Command::Close => closing = true,
+    /// Carries out the loop's outputs and writes the batches it seals, until none is left.
+    fn pump(&mut self) {
+        loop {
+            while let Some(output) = self.agent.poll_output() {
+                self.carry_out(output);
             }
-        }
-        if let Some(append) = self.session.seal() {
+            let Some(append) = self.agent.poll_append(self.start.elapsed()) else {
+                break;
+            };
             let batch = append.batch;
-            match self.log.append(append.entries) {
-                Ok(()) => {
-                    let released = self
-                        .session
-                        .persisted(batch, self.start.elapsed())
-                        .unwrap_or_default();
-                    released
-                        .into_iter()
-                        .for_each(|release| self.release(release));
-                }
-                Err(error) => {
-                    // The answers it held are the session's to stage again (`Timeout::Retried`).
-                    let _ = self.session.failed(batch, self.start.elapsed());
-                    let stop = matches!(error, LogError::Indeterminate { .. });
-                    let why = match stop {
-                        true => AgentError::Indeterminate(error.to_string()),
-                        false => AgentError::Persistence(error.to_string()),
-                    };
-                    for reply in self.replies.drain(..).flatten() {
-                        let _ = reply.send(Err(why.clone()));
-                    }
-                    if stop {
-                        for (id, reply) in self.fates.drain(..) {
-                            let _ = reply.send(self.session.machine().fate(&id));
-                        }
-                        return false;
-                    }
-                }
-            }
+            let written = match (append.entries, self.log.as_mut()) {
+                ([], _) => Ok(()),
+                (entries, Some(log)) => log.append(entries),
+                (_, None) => Err(LogError::Replaced),
+            };
+            let result = written.map_err(|error| {
+                self.failed = error.to_string();
+                error.failure()
+            });
+            let _ = self.agent.appended(batch, result, self.start.elapsed());
         }
-        // Queries see the group's settled state (persisted, or taken back).
-        for (id, reply) in self.fates.drain(..) {
-            let _ = reply.send(self.session.machine().fate(&id));
+        while let Some(output) = self.agent.poll_output() {
+            self.carry_out(output);
         }
-        if self.session.machine().is_quiescent() && !self.session.has_batch() {
-            for reply in self.idle.drain(..) {
-                let _ = reply.send(());
-            }
-        }
-        !closing
+        let (ending, quiet) = (self.agent.ending(), self.agent.machine().is_quiescent());
+        self.idle.retain(|(reply, until_ended)| {
+            let idle = match ending {
+                Some(Ending::Disposed) => Ok(()),
+                Some(ending) => Err(AgentError::ended(ending)),
+                None if quiet && !until_ended => Ok(()),
+                None => return true,
+            };
+            drop(reply.send(idle));
+            false
+        });
     }
 
-    fn release(&mut self, release: Release) {
-        match release {
-            Release::Ack(ticket, ack) => {
-                let answer = match ack {
-                    Ack::Refused(refused) => Err(refused.into()),
-                    ack => Ok(matches!(ack, Ack::Input { found: true } | Ack::Recorded)),
-                };
-                if let Some(Some(reply)) = self.replies.get_mut(ticket.index).map(Option::take) {
-                    let _ = reply.send(answer);
-                }
-                if ticket.index + 1 == self.replies.len() {
-                    self.replies.clear();
-                }
+    fn carry_out(&mut self, output: Output<Waiter>) {
+        match output {
+            Output::Reply(Waiter::Caller(reply), answer) => {
+                drop(reply.send(answer.map_err(|f| AgentError::of(f, &self.failed))));
             }
-            Release::Effect(Effect::Begin(_)) => self.cancelled = Arc::new(AtomicBool::new(false)),
-            Release::Effect(Effect::Abort(_)) => self.cancelled.store(true, Ordering::SeqCst),
-            Release::Effect(Effect::Request(request)) => self.call(request),
-            Release::Effect(_) => {}
+            Output::Reply(Waiter::Exit, _) => self.closed = true,
+            Output::Effect(Effect::Begin(_)) => self.cancelled = Arc::new(AtomicBool::new(false)),
+            Output::Effect(Effect::Abort(_)) => self.cancelled.store(true, Ordering::SeqCst),
+            Output::Effect(Effect::Request(request)) => self.call(request),
+            Output::Ended(_) => {
+                // Nothing runs on: the call's token trips, the log (and its lock) is released.
+                self.cancelled.store(true, Ordering::SeqCst);
+                drop(self.log.take());
+                self.agent.finish();
+            }
+            // An abandoned call's thread runs on; the loop drops its late answer.
+            _ => {}
         }
     }
-}
 
-impl<H, L> Drop for Driver<H, L> {
-    /// Keeps the machine for [`Agent::fate`] (S58: answered after the driver is gone too).
-    fn drop(&mut self) {
-        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        *last = Some(self.session.machine().clone());
-    }
-}
-
-impl<H: Host, L: Log> Driver<H, L> {
-    /// Runs a host call on a thread of its own; its answer comes back as a command.
+    /// Runs a host call on a thread of its own; its answer comes back as a message.
     fn call(&self, request: Request) {
         let (host, cancelled, tx) = (self.host.clone(), self.cancelled.clone(), self.tx.clone());
         std::thread::spawn(move || {
-            let outstanding = request.outstanding();
-            let answer = catch_unwind(AssertUnwindSafe(|| match &request {
-                Request::PreStep { messages, .. } => {
-                    host.pre_step(messages, &cancelled).map(Input::PreStep)
-                }
-                Request::Step { turn, step } => {
-                    host.step(*turn, *step, &cancelled).map(Input::Step)
-                }
-                Request::TurnStopping { .. } => {
-                    host.turn_stopping(&cancelled).map(Input::TurnStopping)
-                }
-            }));
-            let answer = match answer {
-                Ok(Ok(input)) => Ok(input),
-                Ok(Err(detail)) => Err((HostFailure::Raised, detail)),
-                Err(_) => Err((HostFailure::Panicked, String::new())),
-            };
-            let _ = tx.send(Command::Answer(outstanding, answer));
+            let reply = crate::host::call(&*host, &request, &cancelled);
+            let _ = tx.send(Msg::Answer(request.outstanding(), reply));
         });
     }
 }

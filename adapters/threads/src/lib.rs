@@ -12,7 +12,14 @@
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod agent;
+mod error;
+mod host;
 mod log;
+mod recorder;
 
-pub use agent::{Agent, AgentError, Host};
+pub use agent::Agent;
+pub use coxswain_session::Hooks;
+pub use error::AgentError;
+pub use host::Host;
 pub use log::{FileLog, Log, LogError};
+pub use recorder::Recorder;

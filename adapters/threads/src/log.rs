@@ -7,7 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use coxswain_log::{encode, read_log, Entry, NotRegularFile, ReadLogError, MAX_LINE_BYTES};
-use coxswain_session::{RedeliveryTooLarge, ResumeError, ResumeOptions, ResumePlan};
+use coxswain_session::{LogFailure, RedeliveryTooLarge, ResumeError, ResumeOptions, ResumePlan};
 
 /// Why the log failed.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +54,22 @@ pub enum LogError {
     /// written, and every append fails so until the log is looked at.
     #[error("the log file was removed or replaced; nothing was written")]
     Replaced,
+    /// Another writer owns the session (a [`Log`] of your own that fences, like a lease): nothing
+    /// was written, and the agent stops.
+    #[error("another writer owns the session: {0}")]
+    Fenced(String),
+}
+
+impl LogError {
+    /// How the agent loop reads this failure (its stop policy,
+    /// [`LogFailure::stops_the_agent`]): indeterminate and fenced stop the agent.
+    pub fn failure(&self) -> LogFailure {
+        match self {
+            LogError::Indeterminate { .. } => LogFailure::Indeterminate,
+            LogError::Fenced(_) => LogFailure::Fenced,
+            _ => LogFailure::Failed,
+        }
+    }
 }
 
 /// Where a session's records go: [`append`](Log::append) makes one batch durable, or fails

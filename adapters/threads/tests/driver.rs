@@ -80,7 +80,7 @@ fn a_followup_runs_its_turn_and_a_file_log_resumes_it() {
     let (log, plan) = FileLog::open(&path, Config::new()).unwrap();
     let agent = Agent::start(model(), log, plan.machine, Options::default());
     assert!(agent.input(user("m1")).unwrap());
-    agent.when_idle();
+    agent.when_idle().unwrap();
     agent.close();
     let (_, plan) = FileLog::open(&path, Config::new()).unwrap();
     assert_eq!((plan.records, plan.machine.last_turn()), (7, 1));
@@ -120,7 +120,7 @@ fn a_failed_append_of_a_host_answer_is_fed_again_and_the_turn_ends() {
     };
     let agent = Agent::start(model(), log.clone(), Machine::new(), Options::default());
     agent.input(user("m1")).unwrap();
-    agent.when_idle();
+    agent.when_idle().unwrap();
     agent.close();
     let events = log.events.lock().unwrap().clone();
     assert_eq!(
@@ -150,7 +150,7 @@ fn an_aborted_call_that_ignores_its_cancellation_is_abandoned_after_the_grace() 
         std::thread::sleep(Duration::from_millis(5));
     }
     agent.cancel().unwrap();
-    agent.when_idle(); // well before the hung step would return
+    agent.when_idle().unwrap(); // well before the hung step would return
     agent.close();
     let events = log.events.lock().unwrap().clone();
     assert!(events.contains(&Event::TurnEnd {

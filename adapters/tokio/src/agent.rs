@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use coxswain_core::{Fate, Input, MessageId};
 use coxswain_log::HostEvent;
+use coxswain_session::Command;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::channel::{Command, Inner, Job, Reply};
+use crate::channel::{Call, Inner, Job, Reply, Waiter};
 use crate::error::{AgentError, Ending};
 use crate::updates::PendingSnapshot;
 
@@ -75,7 +76,7 @@ impl Agent {
                 let _ = value_tx.send(job(token).await);
             })
         });
-        self.request(|reply| Command::Maintenance { job, reply })
+        self.request(|reply| (Command::Maintenance, Waiter::Job(job, reply)))
             .await??;
         value_rx.await.map_err(|_| AgentError::JobPanicked)
     }
@@ -100,7 +101,7 @@ impl Agent {
     /// Resolves once the driver has ended; fails with [`AgentError::FinalSync`] if the final sync
     /// failed (also when the driver had ended before, for another reason).
     pub async fn close(&self) -> Result<(), AgentError> {
-        let _ = self.inner.tx.send(Command::Close).await;
+        let _ = self.inner.tx.send((Command::Close, Waiter::Close)).await;
         match self.wait_ended().await {
             (_, Some(error)) => Err(AgentError::FinalSync(error)),
             (_, None) => Ok(()),
@@ -113,7 +114,7 @@ impl Agent {
         if self
             .inner
             .tx
-            .send(Command::Pending { reply })
+            .send((Command::Pending, Waiter::Pending(reply)))
             .await
             .is_err()
         {
@@ -141,10 +142,7 @@ impl Agent {
     pub async fn fate(&self, id: impl Into<MessageId>) -> Fate {
         let id = id.into();
         let (reply, answer) = oneshot::channel();
-        let asked = self.inner.tx.send(Command::Fate {
-            id: id.clone(),
-            reply,
-        });
+        let asked = (self.inner.tx).send((Command::Fate(id.clone()), Waiter::Fate(reply)));
         if asked.await.is_ok() {
             if let Ok(fate) = answer.await {
                 return fate;
@@ -172,26 +170,21 @@ impl Agent {
         step: u64,
         events: Vec<HostEvent>,
     ) -> Result<(), AgentError> {
-        self.request(|reply| Command::Record {
-            turn,
-            step,
-            events,
-            reply,
-        })
-        .await?
+        let record = Command::Record { turn, step, events };
+        self.request(|reply| (record, Waiter::Done(reply))).await?
     }
 
     /// A caller's input (the delivery methods of `deliver.rs`); the host's answers never
     /// come through here (the driver feeds them).
     pub(crate) async fn input(&self, input: Input) -> Result<bool, AgentError> {
-        self.request(|reply| Command::Input { input, reply })
+        self.request(|reply| (Command::Input(input), Waiter::Input(reply)))
             .await?
     }
 
     /// Sends a command and waits for its reply; a driver that is gone answers with how it ended.
     async fn request<T>(
         &self,
-        command: impl FnOnce(Reply<T>) -> Command,
+        command: impl FnOnce(Reply<T>) -> Call,
     ) -> Result<Result<T, AgentError>, AgentError> {
         let (reply, answer) = oneshot::channel();
         if self.inner.tx.send(command(reply)).await.is_err() {

@@ -1,12 +1,13 @@
-//! What an [`Agent`](crate::Agent) handle and its driver task share: the command channel, the
-//! published state's receiver and the updates, and the commands themselves.
+//! What an [`Agent`](crate::Agent) handle and its driver task share: the command channel (the
+//! session layer's [`Command`]s, each with who waits for its answer), the published state's
+//! receiver and the updates.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
-use coxswain_core::{Fate, Input, Machine, MessageId};
-use coxswain_log::HostEvent;
+use coxswain_core::{Fate, Machine};
+use coxswain_session::Command;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -16,7 +17,7 @@ use crate::updates::{PendingSnapshot, State, Updates};
 /// A handle's ties to its driver.
 #[derive(Debug)]
 pub(crate) struct Inner {
-    pub(crate) tx: mpsc::Sender<Command>,
+    pub(crate) tx: mpsc::Sender<Call>,
     pub(crate) state: watch::Receiver<State>,
     pub(crate) updates: Arc<Updates>,
     /// The driver's machine as it ended: what [`Agent::fate`](crate::Agent::fate) answers from
@@ -26,31 +27,25 @@ pub(crate) struct Inner {
 
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, AgentError>>;
 
+/// A command for the driver, and who waits for its answer.
+pub(crate) type Call = (Command, Waiter);
+
 /// A maintenance job, as the driver spawns it.
 pub(crate) type Job =
     Box<dyn FnOnce(CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 
-pub(crate) enum Command {
-    Input {
-        input: Input,
-        reply: Reply<bool>,
-    },
-    Maintenance {
-        job: Job,
-        reply: Reply<()>,
-    },
-    Record {
-        turn: u64,
-        step: u64,
-        events: Vec<HostEvent>,
-        reply: Reply<()>,
-    },
-    Pending {
-        reply: oneshot::Sender<PendingSnapshot>,
-    },
-    Fate {
-        id: MessageId,
-        reply: oneshot::Sender<Fate>,
-    },
+/// Who waits for a command's answer: the agent loop's waiter.
+pub(crate) enum Waiter {
+    /// An input: whether it found its id (`false` only for an edit of an id not pending).
+    Input(Reply<bool>),
+    /// Host events, or a maintenance job's end.
+    Done(Reply<()>),
+    /// A maintenance job: spawned once its beginning is durable.
+    Job(Job, Reply<()>),
+    /// The pending lists; dropped once the agent has ended (the handle reads the ending).
+    Pending(oneshot::Sender<PendingSnapshot>),
+    /// A fate (S58); dropped only if the driver vanished (the handle reads its last machine).
+    Fate(oneshot::Sender<Fate>),
+    /// `close`, or the driver's own (its handles gone): the caller waits for the ending.
     Close,
 }

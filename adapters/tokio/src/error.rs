@@ -8,7 +8,7 @@ use coxswain_core::{Expect, MessageId, Rejected, Target};
 use coxswain_log::{
     CorruptLine, EncodeError, LineTooLong, NotRegularFile, RepairError, ReservedType, TooDeep,
 };
-use coxswain_session::Refused;
+use coxswain_session::{LogFailure, Refused};
 
 use crate::options::InvalidOptions;
 #[cfg(doc)]
@@ -142,6 +142,34 @@ impl AgentError {
         }
     }
 
+    /// The error's kind: the one name every language gives it (the same string in the Python
+    /// and Node bindings). A refusal's is its [`Refused::kind`] (the core's
+    /// [`Rejected::kind`]: `already-pending`, `already-delivered`, `conflict`,
+    /// `turn-mismatch`, `full`, `busy`, `disposed`…; `id-too-long`, `message-too-large`,
+    /// `too-deep`, `step-closed`); the agent's own are `persistence`, `indeterminate`,
+    /// `stopped` and `closed`; this driver's alone `final-sync`, `reserved` (a host event of
+    /// the machine's own type) and `job-panicked`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AgentError::Rejected(rejected) => rejected.kind(),
+            AgentError::AlreadyDelivered(_) => "already-delivered",
+            AgentError::Conflict(_) => "conflict",
+            AgentError::TurnMismatch(_) => "turn-mismatch",
+            AgentError::Full { .. } => "full",
+            AgentError::Persistence(_) => "persistence",
+            AgentError::Indeterminate(_) => "indeterminate",
+            AgentError::FinalSync(_) => "final-sync",
+            AgentError::TooDeep(_) => "too-deep",
+            AgentError::Stopped => "stopped",
+            AgentError::Closed => "closed",
+            AgentError::StepClosed => "step-closed",
+            AgentError::Reserved(_) => "reserved",
+            AgentError::JobPanicked => "job-panicked",
+            AgentError::MessageTooLarge { .. } => "message-too-large",
+            AgentError::IdTooLong { .. } => "id-too-long",
+        }
+    }
+
     /// Whether the error says the message was delivered already: `AlreadyDelivered`, or an id
     /// still pending (`Rejected(AlreadyPending)`) for the same message. A retry that gets either
     /// can stop retrying. A [`Conflict`](AgentError::Conflict) is not: the id belongs to another
@@ -168,6 +196,16 @@ pub enum Ending {
 }
 
 impl Ending {
+    /// The ending's kind, as every language names it: `disposed`, `closed` or `stopped` (the
+    /// session layer's [`Ending::kind`](coxswain_session::Ending::kind)).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Ending::Disposed => "disposed",
+            Ending::Closed => "closed",
+            Ending::Stopped(_) => "stopped",
+        }
+    }
+
     /// What a call gets once the driver has ended this way.
     pub(crate) fn error(&self) -> AgentError {
         match self {
@@ -329,11 +367,24 @@ impl LogError {
         matches!(self, LogError::Fenced { .. })
     }
 
+    /// How a failed append with this error failed, for the session layer's agent loop (which
+    /// owns the stop policy, [`LogFailure::stops_the_agent`]): [`LogFailure::Indeterminate`]
+    /// for [`LogError::Indeterminate`], [`LogFailure::Fenced`] for [`LogError::Fenced`], else
+    /// [`LogFailure::Failed`] (not in the log).
+    pub fn failure(&self) -> LogFailure {
+        match self {
+            LogError::Indeterminate { .. } => LogFailure::Indeterminate,
+            LogError::Fenced { .. } => LogFailure::Fenced,
+            _ => LogFailure::Failed,
+        }
+    }
+
     /// True when the agent writing this log must stop: the batch may or may not be in the log
     /// ([`LogError::Indeterminate`]), or another writer owns the session now
-    /// ([`LogError::Fenced`]). After any other failed append the agent goes on.
+    /// ([`LogError::Fenced`]). After any other failed append the agent goes on. The session
+    /// layer's policy ([`LogFailure::stops_the_agent`]) on [`failure`](LogError::failure).
     pub fn stops_the_agent(&self) -> bool {
-        self.is_indeterminate() || self.is_fenced()
+        self.failure().stops_the_agent()
     }
 }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use coxswain_core::{Batch, Input, PreStepAnswer, Request, StepAnswer, TurnStoppingAnswer};
 use coxswain_log::HostEvent;
+use coxswain_session::Hooks;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -21,6 +22,17 @@ use crate::error::AgentError;
 /// closes only then. A call that panics answers `fail` with code `host-panicked` (the session
 /// layer's [`HostFailure`](coxswain_session::HostFailure) vocabulary).
 pub trait Host: Send + Sync + 'static {
+    /// The optional hooks this host wrote: declare them, e.g. [`Hooks::NONE`] when you write
+    /// only [`step`](Host::step). The session answers the others itself, inside the batch that
+    /// requested them, with no call and no write of their own (a missing
+    /// [`pre_step`](Host::pre_step) enters the claimed batch as it is, a missing
+    /// [`turn_stopping`](Host::turn_stopping) is done): a quiet turn takes 2 appends instead of
+    /// 4. Read once, when the agent opens. The default, [`Hooks::ALL`], calls every hook (the
+    /// trait's default bodies answer what the session would, one append later).
+    fn hooks(&self) -> Hooks {
+        Hooks::ALL
+    }
+
     /// The pre-step decision (hooks, prompt assembly) for the claimed batch (S29). The default
     /// enters the claimed batch as it is.
     fn pre_step(&self, cx: PreStepContext) -> impl Future<Output = PreStepAnswer> + Send {

@@ -1,11 +1,13 @@
 //! # coxswain-tokio
 //!
-//! The tokio runtime side of coxswain: one driver task per agent owns the sans-IO session layer
-//! (`coxswain_session::Session`, the core's [`coxswain_core::Machine`] inside it) and the
-//! agent's [`DurableLog`]; an [`Agent`] handle delivers to it; the embedder's [`Host`] does the
-//! asynchronous work the core asks for. The driver only moves bytes and time: every delivery
-//! decision (routing, latch, claims, turns) is the core's, and group commit, rollback, the
-//! retry pause, the abort grace, admission and the host-failure codes are the session's.
+//! The tokio runtime side of coxswain: one driver task per agent, an IO loop over the sans-IO
+//! session layer's agent loop (`coxswain_session::AgentLoop`, the core's
+//! [`coxswain_core::Machine`] inside it) and the agent's [`DurableLog`]; an [`Agent`] handle
+//! delivers to it; the embedder's [`Host`] does the asynchronous work the core asks for. The
+//! driver only moves bytes and time: every delivery decision (routing, latch, claims, turns) is
+//! the core's, and group commit, rollback, who waits for what, the stop policy, the retry
+//! pause, the abort grace, admission, the hooks a host did not write ([`Hooks`]) and the
+//! host-failure codes are the session's.
 //!
 //! ```
 //! use coxswain_tokio::coxswain_core::{ErrorInfo, Message, StepAnswer};
@@ -66,6 +68,8 @@ pub use log::{DurableLog, FileLog, LogBytes, LogError, MemoryLog, ReadBack, Sync
 pub use open::Recovery;
 pub use options::{InvalidOptions, Options};
 pub use segment::{SegmentLog, SessionLog};
+
+pub use coxswain_session::{Hooks, LogFailure};
 pub use updates::{PendingSnapshot, Update};
 
 pub use coxswain_core;

@@ -8,7 +8,7 @@ use std::time::Duration;
 #[cfg(doc)]
 use crate::{Agent, AgentError};
 use coxswain_core::Config;
-use coxswain_session::{Limits, RedeliveryTooLarge, ResumeOptions};
+use coxswain_session::{Hooks, Limits, RedeliveryTooLarge, ResumeOptions};
 
 /// An [`Options`] value out of its bounds.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -59,6 +59,11 @@ pub struct Options {
     /// once that batch is durable. 1 appends (and syncs) once per input.
     /// `1..=`[`Options::MAX_CAPACITY`]; default [`Options::DEFAULT_MAX_BATCH`].
     pub max_batch: usize,
+    /// The pause after a failed append before the session stages anything on its own again
+    /// (the host answers the failed batch held, written again; an abandoned call's `fail`): a
+    /// failing log is not written to again at once. A batch persisted meanwhile ends the pause.
+    /// Default [`Options::DEFAULT_RETRY_AFTER`].
+    pub retry_after: Duration,
     /// How long a host call may run on after its activity was aborted (a `cancel`, or the
     /// cancel that [`dispose`](Agent::dispose) makes) before the driver drops it and answers
     /// `fail` (code [`ABANDONED`](Options::ABANDONED)) on its behalf. A failure after a cancel
@@ -108,6 +113,7 @@ impl Default for Options {
             update_capacity: 1024,
             delivery_memory: Options::DEFAULT_DELIVERY_MEMORY,
             max_batch: Options::DEFAULT_MAX_BATCH,
+            retry_after: Options::DEFAULT_RETRY_AFTER,
             abort_grace: Options::DEFAULT_ABORT_GRACE,
             max_message_bytes: Options::DEFAULT_MAX_MESSAGE_BYTES,
             max_id_bytes: Options::DEFAULT_MAX_ID_BYTES,
@@ -128,16 +134,23 @@ impl Options {
     /// docs/performance.md).
     pub const DEFAULT_DELIVERY_MEMORY: usize = 256;
 
-    /// The default `max_batch`: 64 inputs per append, the default `channel_capacity` (a group
-    /// takes what waits in the channel). On the bench disk 64 records per `fdatasync` reach
-    /// most of what larger groups do, and a group's acknowledgements wait for its whole append.
-    pub const DEFAULT_MAX_BATCH: usize = 64;
+    /// The default `max_batch`: the session layer's
+    /// ([`coxswain_session::Options::DEFAULT`]), 64 inputs per append, the default
+    /// `channel_capacity` (a group takes what waits in the channel). On the bench disk 64
+    /// records per `fdatasync` reach most of what larger groups do, and a group's
+    /// acknowledgements wait for its whole append.
+    pub const DEFAULT_MAX_BATCH: usize = coxswain_session::Options::DEFAULT.max_batch;
 
-    /// The default `abort_grace`: 30 s. A model call that honours its token stops within
-    /// milliseconds; a streaming HTTP call that does not still ends within its own read timeout,
-    /// commonly 30–60 s. Past 30 s the user who pressed stop has waited long enough, and the
-    /// dropped call's late answer is ignored anyway.
-    pub const DEFAULT_ABORT_GRACE: Duration = Duration::from_secs(30);
+    /// The default `abort_grace`: the session layer's, 5 s, as in every driver and binding
+    /// ([`coxswain_session::Options::DEFAULT`]). A model call that honours its token stops
+    /// within milliseconds; past 5 s the user who pressed stop has waited long enough, and the
+    /// dropped call's late answer is ignored anyway. A host whose calls need longer to wind
+    /// down sets it.
+    pub const DEFAULT_ABORT_GRACE: Duration = coxswain_session::Options::DEFAULT.abort_grace;
+
+    /// The default `retry_after`: the session layer's, 100 ms
+    /// ([`coxswain_session::Options::DEFAULT`]).
+    pub const DEFAULT_RETRY_AFTER: Duration = coxswain_session::Options::DEFAULT.retry_after;
 
     /// The default `max_message_bytes`: 1 MiB of encoded JSON, far above a prompt or a tool's
     /// context item, and small enough that 64 queued calls stay well under 100 MB.
@@ -193,16 +206,18 @@ impl Options {
         }
     }
 
-    /// The session layer's options: the abort grace and the size limits (and the session's
-    /// retry pause after a failed append).
-    pub(crate) fn session(&self) -> coxswain_session::Options {
+    /// The session layer's options: the abort grace, the retry pause, the size limits, the
+    /// batch bound, and the `hooks` the host wrote ([`Host::hooks`](crate::Host::hooks)).
+    pub(crate) fn session(&self, hooks: Hooks) -> coxswain_session::Options {
         coxswain_session::Options {
             abort_grace: self.abort_grace,
+            retry_after: self.retry_after,
             limits: Limits {
                 max_id_bytes: self.max_id_bytes,
                 max_message_bytes: self.max_message_bytes,
             },
-            ..coxswain_session::Options::DEFAULT
+            hooks,
+            max_batch: self.max_batch,
         }
     }
 

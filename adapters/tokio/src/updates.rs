@@ -1,6 +1,6 @@
 //! What an agent publishes: live updates ([`Update`]) and the state its handles read.
 
-use coxswain_core::{Machine, Notification, Pending, Status, Target};
+use coxswain_core::{Machine, Notification, Pending, Status};
 use coxswain_log::Entry;
 use tokio::sync::broadcast;
 
@@ -34,15 +34,6 @@ pub struct PendingSnapshot {
     pub next_turn: Vec<Pending>,
     /// NS, in order.
     pub next_step: Vec<Pending>,
-}
-
-impl PendingSnapshot {
-    pub(crate) fn of(machine: &Machine) -> Self {
-        PendingSnapshot {
-            next_turn: machine.pending(Target::NextTurn).cloned().collect(),
-            next_step: machine.pending(Target::NextStep).cloned().collect(),
-        }
-    }
 }
 
 /// The live-update channel. A tokio broadcast channel allocates all its slots up front, so it is

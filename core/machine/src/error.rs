@@ -110,6 +110,17 @@ pub enum BatchError {
     Undrained,
 }
 
+impl BatchError {
+    /// The refusal's kind: `already-open`, `not-open` or `undrained`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BatchError::AlreadyOpen => "already-open",
+            BatchError::NotOpen => "not-open",
+            BatchError::Undrained => "undrained",
+        }
+    }
+}
+
 /// What an input tried to complete (for [`Rejected::UnexpectedCompletion`]): an answer to a
 /// request of one [`RequestKind`], or `end_maintenance`.
 ///
@@ -214,6 +225,17 @@ pub enum LogViolation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batch_errors_have_one_kind_each() {
+        let kinds = [
+            BatchError::AlreadyOpen,
+            BatchError::NotOpen,
+            BatchError::Undrained,
+        ]
+        .map(|error| error.kind());
+        assert_eq!(kinds, ["already-open", "not-open", "undrained"]);
+    }
 
     #[test]
     fn errors_read_well() {

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::input::Target;
+use crate::input::{Target, UnknownName};
 use crate::output::TurnEndReason;
 
 /// The `kind` of a turn-end reason (S36), without its details: what a fate record keeps of the
@@ -14,7 +14,8 @@ use crate::output::TurnEndReason;
 /// assert_eq!(TurnEndReason::Interrupted.end_kind(), TurnEndKind::Interrupted);
 /// assert_eq!(TurnEndKind::MaxTokens.as_str(), "max-tokens");
 /// assert_eq!("blocked".parse(), Ok(TurnEndKind::Blocked));
-/// assert_eq!("later".parse::<TurnEndKind>(), Err(()));
+/// let unknown = "later".parse::<TurnEndKind>().unwrap_err();
+/// assert_eq!(unknown.to_string(), "unknown turn-end kind `later`");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TurnEndKind {
@@ -33,6 +34,16 @@ pub enum TurnEndKind {
 }
 
 impl TurnEndKind {
+    /// Every kind, in S36's order.
+    pub const ALL: [TurnEndKind; 6] = [
+        TurnEndKind::Completed,
+        TurnEndKind::MaxTokens,
+        TurnEndKind::Blocked,
+        TurnEndKind::Aborted,
+        TurnEndKind::Error,
+        TurnEndKind::Interrupted,
+    ];
+
     /// The kind as the wire spells it.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -47,19 +58,14 @@ impl TurnEndKind {
 }
 
 impl std::str::FromStr for TurnEndKind {
-    type Err = ();
+    type Err = UnknownName;
 
-    /// One of the six kinds the wire spells; anything else is `Err(())`.
-    fn from_str(kind: &str) -> Result<Self, ()> {
-        Ok(match kind {
-            "completed" => TurnEndKind::Completed,
-            "max-tokens" => TurnEndKind::MaxTokens,
-            "blocked" => TurnEndKind::Blocked,
-            "aborted" => TurnEndKind::Aborted,
-            "error" => TurnEndKind::Error,
-            "interrupted" => TurnEndKind::Interrupted,
-            _ => return Err(()),
-        })
+    /// One of the six kinds the wire spells; anything else is an error naming it.
+    fn from_str(kind: &str) -> Result<Self, UnknownName> {
+        TurnEndKind::ALL
+            .into_iter()
+            .find(|end| end.as_str() == kind)
+            .ok_or_else(|| UnknownName::new("turn-end kind", kind))
     }
 }
 
@@ -260,5 +266,26 @@ mod tests {
         ] {
             assert_eq!(Fate::from_json(&bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn turn_end_kinds_parse_back_and_unknown_kinds_are_errors() {
+        let words: Vec<_> = TurnEndKind::ALL.map(TurnEndKind::as_str).to_vec();
+        assert_eq!(
+            words,
+            [
+                "completed",
+                "max-tokens",
+                "blocked",
+                "aborted",
+                "error",
+                "interrupted"
+            ]
+        );
+        for kind in TurnEndKind::ALL {
+            assert_eq!(kind.as_str().parse::<TurnEndKind>(), Ok(kind));
+        }
+        let unknown = "Completed".parse::<TurnEndKind>().unwrap_err();
+        assert_eq!(unknown.to_string(), "unknown turn-end kind `Completed`");
     }
 }

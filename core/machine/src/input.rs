@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::message::{Batch, MessageId, SharedMessage};
+use crate::output::RequestKind;
 
 /// Which pending list a delivery joins (S16).
 ///
@@ -156,11 +157,133 @@ pub struct UnknownName {
 }
 
 impl UnknownName {
-    fn new(what: &'static str, found: &str) -> Self {
+    /// The error for `found`, which names no `what` (`target`, `preset`, `request`, …): its text
+    /// is `unknown WHAT `FOUND`` (the name shown as an id is, escaped and cut short).
+    pub fn new(what: &'static str, found: &str) -> Self {
         UnknownName {
             what,
             found: found.to_owned(),
         }
+    }
+
+    /// The vocabulary the name is not in (`target`, `preset`, …).
+    pub fn what(&self) -> &'static str {
+        self.what
+    }
+
+    /// The name that was given.
+    pub fn found(&self) -> &str {
+        &self.found
+    }
+}
+
+/// The host's answers that are one word (FORMAT.md: `{"step": "completed"}`, `{"turnStopping":
+/// "done"}`, `{"preStep": "reject"}` …): the one table of them, in a fixed order (a binding may
+/// name a word by its index in [`AnswerWord::ALL`]). Each word answers one request kind, and no
+/// two kinds share a word.
+///
+/// ```
+/// use coxswain_core::{AnswerWord, Input, RequestKind, StepAnswer};
+///
+/// assert_eq!(AnswerWord::ALL.map(AnswerWord::as_str), ["completed", "max-tokens", "continue", "done", "reject"]);
+/// assert_eq!("continue".parse(), Ok(AnswerWord::Continue));
+/// assert_eq!(AnswerWord::Continue.request(), RequestKind::Step);
+/// assert_eq!(AnswerWord::Continue.input(), Input::Step(StepAnswer::Continue));
+/// let unknown = "stop".parse::<AnswerWord>().unwrap_err();
+/// assert_eq!(unknown.to_string(), "unknown answer word `stop`");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AnswerWord {
+    /// `step`: `completed`.
+    Completed,
+    /// `step`: `max-tokens`.
+    MaxTokens,
+    /// `step`: `continue`.
+    Continue,
+    /// `turnStopping`: `done`.
+    Done,
+    /// `preStep`: `reject`.
+    Reject,
+}
+
+impl AnswerWord {
+    /// Every word, in its fixed order.
+    pub const ALL: [AnswerWord; 5] = [
+        AnswerWord::Completed,
+        AnswerWord::MaxTokens,
+        AnswerWord::Continue,
+        AnswerWord::Done,
+        AnswerWord::Reject,
+    ];
+
+    /// The word as the wire spells it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AnswerWord::Completed => "completed",
+            AnswerWord::MaxTokens => "max-tokens",
+            AnswerWord::Continue => "continue",
+            AnswerWord::Done => "done",
+            AnswerWord::Reject => "reject",
+        }
+    }
+
+    /// The kind of request the word answers.
+    pub const fn request(self) -> RequestKind {
+        match self {
+            AnswerWord::Completed | AnswerWord::MaxTokens | AnswerWord::Continue => {
+                RequestKind::Step
+            }
+            AnswerWord::Done => RequestKind::TurnStopping,
+            AnswerWord::Reject => RequestKind::PreStep,
+        }
+    }
+
+    /// The word answering a request of kind `request`.
+    ///
+    /// # Errors
+    ///
+    /// An [`UnknownName`] naming the word when it is no answer word, or not one of that
+    /// request's (`unknown step answer `done``).
+    pub fn of(request: RequestKind, word: &str) -> Result<AnswerWord, UnknownName> {
+        let what = match request {
+            RequestKind::PreStep => "preStep answer",
+            RequestKind::Step => "step answer",
+            RequestKind::TurnStopping => "turnStopping answer",
+        };
+        AnswerWord::ALL
+            .into_iter()
+            .find(|answer| answer.request() == request && answer.as_str() == word)
+            .ok_or_else(|| UnknownName::new(what, word))
+    }
+
+    /// The input that answers with this word.
+    pub fn input(self) -> Input {
+        match self {
+            AnswerWord::Completed => Input::Step(StepAnswer::Completed),
+            AnswerWord::MaxTokens => Input::Step(StepAnswer::MaxTokens),
+            AnswerWord::Continue => Input::Step(StepAnswer::Continue),
+            AnswerWord::Done => Input::TurnStopping(TurnStoppingAnswer::Done),
+            AnswerWord::Reject => Input::PreStep(PreStepAnswer::Reject),
+        }
+    }
+}
+
+impl fmt::Display for AnswerWord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for AnswerWord {
+    type Err = UnknownName;
+
+    /// Parses an answer word (`completed`, `max-tokens`, `continue`, `done`, `reject`); anything
+    /// else is an error naming it.
+    fn from_str(word: &str) -> Result<Self, Self::Err> {
+        AnswerWord::ALL
+            .into_iter()
+            .find(|answer| answer.as_str() == word)
+            .ok_or_else(|| UnknownName::new("answer word", word))
     }
 }
 
@@ -558,6 +681,34 @@ mod tests {
         assert_eq!(
             "nudge".parse::<Preset>().unwrap_err().to_string(),
             "unknown preset `nudge`"
+        );
+    }
+
+    #[test]
+    fn answer_words_parse_back_and_read_as_their_inputs() {
+        for word in AnswerWord::ALL {
+            assert_eq!(word.as_str().parse::<AnswerWord>(), Ok(word));
+            assert_eq!(AnswerWord::of(word.request(), word.as_str()), Ok(word));
+            assert_eq!(word.to_string(), word.as_str());
+            // The word is the answer's own wire spelling, under its request's key.
+            let wire = serde_json::to_value(word.input()).unwrap();
+            assert_eq!(wire, json!({ word.request().as_str(): word.as_str() }));
+        }
+        assert_eq!(
+            "stop".parse::<AnswerWord>().unwrap_err().to_string(),
+            "unknown answer word `stop`"
+        );
+        // A word of another request is no answer to this one.
+        assert_eq!(
+            AnswerWord::of(RequestKind::Step, "done")
+                .unwrap_err()
+                .to_string(),
+            "unknown step answer `done`"
+        );
+        let unknown = AnswerWord::of(RequestKind::PreStep, "enter").unwrap_err();
+        assert_eq!(
+            (unknown.what(), unknown.found()),
+            ("preStep answer", "enter")
         );
     }
 

@@ -42,8 +42,8 @@ pub use error::{BatchError, Completion, InvalidLog, LogViolation, Rejected};
 pub use fate::{Fate, TurnEndKind};
 pub use inbox::Pending;
 pub use input::{
-    CancelCause, Details, ErrorInfo, Expect, Input, MaintenanceInput, PreStepAnswer, Preset,
-    StepAnswer, Target, TurnStoppingAnswer, UnknownName,
+    AnswerWord, CancelCause, Details, ErrorInfo, Expect, Input, MaintenanceInput, PreStepAnswer,
+    Preset, StepAnswer, Target, TurnStoppingAnswer, UnknownName,
 };
 pub use machine::{Behaviour, Machine, RestorerBehaviour};
 pub use message::{Batch, Message, MessageId, SharedMessage, ShownId, BATCH_INLINE};

@@ -403,6 +403,37 @@ pub enum Status {
     Running,
 }
 
+impl Status {
+    /// Both statuses, `idle` first.
+    pub const ALL: [Status; 2] = [Status::Idle, Status::Running];
+
+    /// The status as the wire spells it: `idle` or `running`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Status::Idle => "idle",
+            Status::Running => "running",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Status {
+    type Err = crate::input::UnknownName;
+
+    /// Parses `idle` or `running`; anything else is an error naming it.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Status::ALL
+            .into_iter()
+            .find(|status| status.as_str() == name)
+            .ok_or_else(|| crate::input::UnknownName::new("status", name))
+    }
+}
+
 /// Work the machine asks the host to do ([example](Effect#examples)).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -575,6 +606,31 @@ impl fmt::Display for RequestKind {
     }
 }
 
+impl std::str::FromStr for RequestKind {
+    type Err = crate::input::UnknownName;
+
+    /// Parses a request's wire name (`preStep`, `step`, `turnStopping`); anything else is an
+    /// error naming it (`unknown request `stop``).
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        RequestKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+            .ok_or_else(|| crate::input::UnknownName::new("request", name))
+    }
+}
+
+impl RequestKind {
+    /// The request of this kind for turn `turn`, step `step` (a `turnStopping` request has no
+    /// step: `step` is ignored).
+    pub const fn outstanding(self, turn: u64, step: u64) -> Outstanding {
+        match self {
+            RequestKind::PreStep => Outstanding::PreStep { turn, step },
+            RequestKind::Step => Outstanding::Step { turn, step },
+            RequestKind::TurnStopping => Outstanding::TurnStopping { turn },
+        }
+    }
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
@@ -667,6 +723,38 @@ mod tests {
     fn round_trip(output: Output, wire: Value) {
         assert_eq!(serde_json::to_value(&output).unwrap(), wire);
         assert_eq!(serde_json::from_value::<Output>(wire).unwrap(), output);
+    }
+
+    #[test]
+    fn request_kinds_and_statuses_parse_back_and_unknown_names_are_errors() {
+        let kinds: Vec<_> = RequestKind::ALL.map(RequestKind::as_str).to_vec();
+        assert_eq!(kinds, ["preStep", "step", "turnStopping"]);
+        for kind in RequestKind::ALL {
+            assert_eq!(kind.as_str().parse::<RequestKind>(), Ok(kind));
+            assert_eq!(kind.outstanding(4, 2).kind(), kind);
+        }
+        assert_eq!(
+            RequestKind::TurnStopping.outstanding(4, 2),
+            Outstanding::TurnStopping { turn: 4 }
+        );
+        assert_eq!(
+            "pre-step".parse::<RequestKind>().unwrap_err().to_string(),
+            "unknown request `pre-step`"
+        );
+        let statuses: Vec<_> = Status::ALL.map(Status::as_str).to_vec();
+        assert_eq!(statuses, ["idle", "running"]);
+        for status in Status::ALL {
+            assert_eq!(status.as_str().parse::<Status>(), Ok(status));
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                json!(status.as_str())
+            );
+            assert_eq!(status.to_string(), status.as_str());
+        }
+        assert_eq!(
+            "Running".parse::<Status>().unwrap_err().to_string(),
+            "unknown status `Running`"
+        );
     }
 
     #[test]

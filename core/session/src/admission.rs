@@ -79,6 +79,23 @@ pub enum Refused {
     Sealed,
 }
 
+impl Refused {
+    /// The refusal's kind, the one spelling every binding uses (common to all languages): the
+    /// core's [`Rejected::kind`] for a rejection, else `id-too-long`, `message-too-large`,
+    /// `too-deep`, `step-closed`, `stale` or `sealed`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Refused::Rejected(rejected) => rejected.kind(),
+            Refused::IdTooLong { .. } => "id-too-long",
+            Refused::MessageTooLarge { .. } => "message-too-large",
+            Refused::TooDeep(_) => "too-deep",
+            Refused::StepClosed { .. } => "step-closed",
+            Refused::Stale { .. } => "stale",
+            Refused::Sealed => "sealed",
+        }
+    }
+}
+
 /// Checks every message an input carries.
 pub(crate) fn admit(input: &Input, limits: Limits) -> Result<(), Refused> {
     match input {
@@ -225,5 +242,48 @@ mod tests {
             admit_events(None, 2, 1, &[event]),
             Err(Refused::StepClosed { turn: 2, step: 1 })
         );
+    }
+
+    #[test]
+    fn every_refusal_has_its_kind() {
+        use coxswain_core::RequestKind;
+        let deep = coxswain_log::TooDeep {
+            depth: 200,
+            max: 128,
+        };
+        let refusals = [
+            Refused::Rejected(Rejected::Busy),
+            Refused::IdTooLong {
+                bytes: 300,
+                max: 256,
+            },
+            Refused::MessageTooLarge {
+                id: "a".into(),
+                bytes: 9,
+                max: 8,
+            },
+            Refused::TooDeep(deep),
+            Refused::StepClosed { turn: 1, step: 2 },
+            Refused::Stale {
+                request: RequestKind::Step.outstanding(1, 1),
+            },
+            Refused::Sealed,
+        ];
+        let kinds = refusals.map(|refused| refused.kind());
+        assert_eq!(
+            kinds,
+            [
+                "busy",
+                "id-too-long",
+                "message-too-large",
+                "too-deep",
+                "step-closed",
+                "stale",
+                "sealed"
+            ]
+        );
+        // A rejection's kind is the core's own.
+        let rejected = Rejected::AlreadyPending("a".into());
+        assert_eq!(Refused::from(rejected.clone()).kind(), rejected.kind());
     }
 }

@@ -75,6 +75,16 @@ pub enum BatchMismatch {
     },
 }
 
+impl BatchMismatch {
+    /// The mismatch's kind: `not-sealed` or `other-batch`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BatchMismatch::NotSealed => "not-sealed",
+            BatchMismatch::Other { .. } => "other-batch",
+        }
+    }
+}
+
 /// What a failed batch hands back ([`Session::failed`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failed {

@@ -2,7 +2,11 @@
 //! durable log (the `code` of the `fail` answer the session feeds on the host's behalf), whatever
 //! its language. A driver says *what happened* ([`HostFailure`]); the session decides the answer.
 
-use coxswain_core::{ErrorInfo, Input, Outstanding, PreStepAnswer, StepAnswer, TurnStoppingAnswer};
+use std::str::FromStr;
+
+use coxswain_core::{
+    ErrorInfo, Input, Outstanding, PreStepAnswer, StepAnswer, TurnStoppingAnswer, UnknownName,
+};
 
 /// How a host call (the `preStep`, `step` or `turnStopping` request) failed to answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -41,6 +45,18 @@ impl HostFailure {
             HostFailure::Cancelled => "host-cancelled",
             HostFailure::Abandoned => "host-abandoned",
             HostFailure::InvalidAnswer => "host-invalid-answer",
+        }
+    }
+
+    /// The failure's name, its code without `host-`: `panicked`, `raised`, `cancelled`,
+    /// `abandoned` or `invalid-answer` (what a driver says happened; [`FromStr`] reads it back).
+    pub const fn name(self) -> &'static str {
+        match self {
+            HostFailure::Panicked => "panicked",
+            HostFailure::Raised => "raised",
+            HostFailure::Cancelled => "cancelled",
+            HostFailure::Abandoned => "abandoned",
+            HostFailure::InvalidAnswer => "invalid-answer",
         }
     }
 
@@ -83,6 +99,19 @@ impl HostFailure {
     }
 }
 
+impl FromStr for HostFailure {
+    type Err = UnknownName;
+
+    /// Parses a failure's [`name`](HostFailure::name) (`raised`, …); anything else (a code
+    /// with its `host-` included) is an error naming it: `unknown host failure `exploded``.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        HostFailure::ALL
+            .into_iter()
+            .find(|failure| failure.name() == name)
+            .ok_or_else(|| UnknownName::new("host failure", name))
+    }
+}
+
 impl std::fmt::Display for HostFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.code())
@@ -110,6 +139,28 @@ mod tests {
             assert_eq!(HostFailure::from_code(failure.code()), Some(failure));
         }
         assert_eq!(HostFailure::from_code("host-panic"), None);
+    }
+
+    #[test]
+    fn one_name_each_and_back() {
+        let names: Vec<_> = HostFailure::ALL.map(HostFailure::name).to_vec();
+        assert_eq!(
+            names,
+            [
+                "panicked",
+                "raised",
+                "cancelled",
+                "abandoned",
+                "invalid-answer"
+            ]
+        );
+        for failure in HostFailure::ALL {
+            assert_eq!(failure.name().parse::<HostFailure>(), Ok(failure));
+            assert_eq!(failure.code(), format!("host-{}", failure.name()));
+        }
+        let unknown = "host-raised".parse::<HostFailure>().unwrap_err();
+        assert_eq!(unknown.to_string(), "unknown host failure `host-raised`");
+        assert_eq!(unknown.found(), "host-raised");
     }
 
     #[test]

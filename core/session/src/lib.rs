@@ -16,6 +16,9 @@
 //!   invalid answer, one `code` each in the log.
 //! * **Admission** ([`Limits`], [`Refused`]): id and message sizes, the log's nesting depth, host
 //!   events only inside their step; the S55 bound is the core's.
+//! * **The agent loop** ([`AgentLoop`]): which commands make a batch, who waits for what, a
+//!   refused host answer, the stop policy, the defaults ([`Options::DEFAULT`]) and the hooks a
+//!   host did not write ([`Hooks`]): a driver in any language is an IO loop over it.
 //! * **Resume** ([`ResumePlan`]): from a log's bytes or records, the torn tail to cut, the
 //!   closers to write, the restored machine with the host's configuration and hash seed.
 //!
@@ -25,14 +28,18 @@
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod admission;
+mod agent_loop;
 mod batch;
 mod failure;
+mod hooks;
 mod resume;
 mod session;
 
 pub use admission::{Limits, Refused};
+pub use agent_loop::{AgentLoop, Command, Ending, Failure, HostReply, LogFailure, Output, Reply};
 pub use batch::{Ack, Append, BatchMismatch, BatchNo, Failed, Release, Ticket, Timeout};
 pub use failure::HostFailure;
+pub use hooks::{default_answer, Hooks};
 pub use resume::{
     ByteRepair, RedeliveryTooLarge, ResumeError, ResumeOptions, ResumePlan, Resuming,
     MAX_REDELIVERY,

@@ -15,8 +15,10 @@ use coxswain_log::{Entry, HostEvent};
 use crate::admission::{admit, admit_events, Limits, Refused};
 use crate::batch::{Ack, Append, BatchMismatch, BatchNo, Failed, Release, Ticket, Timeout};
 use crate::failure::HostFailure;
+use crate::hooks::{default_answer, Hooks};
 
-/// How a session behaves: the abort grace, the retry pause and the admission limits.
+/// How a session behaves: the abort grace, the retry pause, the admission limits, the hooks the
+/// host wrote and the batch size. [`Options::DEFAULT`] holds every driver's defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
     /// How long an aborted host call may take to answer before the session answers `fail`
@@ -29,14 +31,24 @@ pub struct Options {
     pub retry_after: Duration,
     /// The size limits on what sends carry.
     pub limits: Limits,
+    /// The optional hooks the host wrote: the session answers the others itself, inside the
+    /// batch that requested them ([`Hooks`]).
+    pub hooks: Hooks,
+    /// The most commands an [`AgentLoop`](crate::AgentLoop) gathers into one batch (at least
+    /// 1).
+    pub max_batch: usize,
 }
 
 impl Options {
-    /// A 5-second abort grace, a 100-millisecond retry pause and the default [`Limits`].
+    /// Every driver's defaults: a 5-second abort grace, a 100-millisecond retry pause, the
+    /// default [`Limits`], both hooks written ([`Hooks::ALL`]) and batches of up to 64
+    /// commands.
     pub const DEFAULT: Options = Options {
         abort_grace: Duration::from_secs(5),
         retry_after: Duration::from_millis(100),
         limits: Limits::DEFAULT,
+        hooks: Hooks::ALL,
+        max_batch: 64,
     };
 }
 
@@ -216,16 +228,53 @@ impl Session {
         };
         let found = transition.is_some();
         if let Some(transition) = transition {
+            let from = self.staging.effects.len();
             self.staging
                 .entries
                 .extend(transition.events().iter().cloned().map(Entry::Machine));
             self.staging.effects.extend(transition.persisted());
+            self.answer_unwritten_hooks(from);
         }
         let ticket = self.join(Ack::Input { found });
         self.staging
             .answers
             .extend(again.map(|(request, input)| (ticket.index, request, input)));
         Ok(ticket)
+    }
+
+    /// Answers, inside the member being staged, every request among its effects from `from` on
+    /// whose hook the host did not write ([`Hooks`]): the request is not released (no host
+    /// call), and the answer's records and effects join the member. Answers chain (a turn's end
+    /// may open the next turn and request its pre-step) until a request the host answers.
+    fn answer_unwritten_hooks(&mut self, mut from: usize) {
+        let hooks = self.options.hooks;
+        while let Some(at) = self.staging.effects[from..]
+            .iter()
+            .position(|effect| matches!(effect, Effect::Request(request) if !hooks.writes(request.outstanding())))
+        {
+            let at = from + at;
+            let Effect::Request(request) = self.staging.effects.remove(at) else {
+                return;
+            };
+            let Some(answer) = hooks.answer_unwritten(&request) else {
+                return;
+            };
+            // The answer to the request the machine just made cannot be refused; were it, the
+            // request would stay outstanding and the host is asked after all.
+            match self.machine.handle(answer) {
+                Ok(transition) => {
+                    self.staging
+                        .entries
+                        .extend(transition.events().iter().cloned().map(Entry::Machine));
+                    self.staging.effects.splice(at..at, transition.persisted());
+                    from = at;
+                }
+                Err(_) => {
+                    self.staging.effects.insert(at, Effect::Request(request));
+                    return;
+                }
+            }
+        }
     }
 
     /// Stages host events of the running step `step` of turn `turn` (model output, tool calls):
@@ -265,11 +314,52 @@ impl Session {
     /// abandoned call: S4); otherwise as [`feed`](Session::feed).
     pub fn answer(&mut self, request: Outstanding, answer: Input) -> Result<Ticket, Refused> {
         self.check_outstanding(request)?;
-        match self.feed(answer) {
-            Err(Refused::TooDeep(deep)) => {
-                self.host_failed(request, HostFailure::InvalidAnswer, &deep.to_string())
-            }
-            fed => fed,
+        let invalid = match self.feed(answer) {
+            Err(refused @ Refused::Sealed) => return Err(refused),
+            Err(refused) => refused,
+            Ok(ticket) => match self.staging.members.last() {
+                // Refused against staged members: not a member, but an invalid answer.
+                Some(Member {
+                    ack: Ack::Refused(_),
+                    ..
+                }) => {
+                    let Some(Member {
+                        ack: Ack::Refused(refused),
+                        ..
+                    }) = self.staging.members.pop()
+                    else {
+                        return Ok(ticket);
+                    };
+                    self.staging
+                        .answers
+                        .retain(|(index, ..)| *index != ticket.index);
+                    refused
+                }
+                _ => return Ok(ticket),
+            },
+        };
+        self.host_failed(request, HostFailure::InvalidAnswer, &invalid.to_string())
+    }
+
+    /// The host's call for `request` returned nothing (Python's `None`, JavaScript's
+    /// `undefined`): a hook answers what the missing hook answers ([`Hooks`]); a `step` gave
+    /// no answer, and the session answers `fail` ([`HostFailure::InvalidAnswer`]) for it.
+    ///
+    /// # Errors
+    ///
+    /// As [`answer`](Session::answer).
+    pub fn returned_nothing(
+        &mut self,
+        request: &coxswain_core::Request,
+    ) -> Result<Ticket, Refused> {
+        let outstanding = request.outstanding();
+        match default_answer(request) {
+            Some(answer) => self.answer(outstanding, answer),
+            None => self.host_failed(
+                outstanding,
+                HostFailure::InvalidAnswer,
+                "it returned nothing",
+            ),
         }
     }
 

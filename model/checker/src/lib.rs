@@ -31,7 +31,8 @@ pub use differential::{view, JsonLog, Mismatch, Outcome, EQUIVALENCE};
 pub use model::{Action, Bound, Cause, DeliveryModel, State, LIVENESS};
 pub use monitor::{Fact, Invariant, Monitor, Violation, REDELIVERY};
 pub use session::{
-    check_session, SessionAction, SessionBound, SessionModel, SessionProperty, SessionReport,
-    SessionState, SessionVerdict,
+    check_agent, check_session, AgentAction, AgentBound, AgentModel, AgentProperty, AgentReport,
+    AgentState, AgentVerdict, SessionAction, SessionBound, SessionModel, SessionProperty,
+    SessionReport, SessionState, SessionVerdict, Submit,
 };
 pub use stateright;

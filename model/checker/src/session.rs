@@ -17,6 +17,9 @@
 //!   is no longer outstanding;
 //! * [`SessionProperty::AnswersRetried`]: once the retry pause after a failed batch is over, the
 //!   answers it held (the host does not answer twice) are staged again, not lost.
+//!
+//! The agent loop over the session ([`coxswain_session::AgentLoop`]) has a model of its own,
+//! driven as a driver drives it: [`check_agent`] (module `agent`, [`AgentProperty`]).
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -29,6 +32,13 @@ use coxswain_core::{
 use coxswain_log::{Entry, HostEvent};
 use coxswain_session::{Ack, HostFailure, Options, Refused, Release, Session, Timeout};
 use stateright::{Checker, Model, Property};
+
+mod agent;
+
+pub use agent::{
+    check_agent, AgentAction, AgentBound, AgentModel, AgentProperty, AgentReport, AgentState,
+    AgentVerdict, Submit,
+};
 
 /// The abort grace of the model's sessions, in its time unit (seconds).
 const GRACE: u64 = 1;

@@ -790,7 +790,7 @@ mod tests {
             let mutated = mutate(&source, &mutant).unwrap_or_else(|e| panic!("{e}"));
             assert_ne!(mutated, source);
         }
-        assert_eq!(MUTANTS.len(), 39);
+        assert_eq!(MUTANTS.len(), 48);
         let source = std::fs::read_to_string(workspace().join(UNCHANGED.file)).unwrap();
         assert_eq!(mutate(&source, &UNCHANGED).as_deref(), Ok(source.as_str()));
     }

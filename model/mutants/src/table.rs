@@ -5,7 +5,9 @@
 //! crate's unit tests check it on every `cargo test`), so a change to the core that moves a
 //! snippet fails loudly instead of leaving a mutant that no longer mutates anything.
 
-use coxswain_checker::{Invariant, SessionProperty, EQUIVALENCE, LIVENESS};
+use coxswain_checker::{AgentProperty, Invariant, SessionProperty, EQUIVALENCE, LIVENESS};
+
+mod agent;
 
 /// A model-checker property: an `always` invariant of the monitor, the `always` equivalence to
 /// the executable spec, or the I9 liveness property.
@@ -19,6 +21,8 @@ pub enum Property {
     Liveness,
     /// `always`: a property of the session layer's model ([`coxswain_checker::check_session`]).
     Session(SessionProperty),
+    /// `always`: a property of the agent loop's model ([`coxswain_checker::check_agent`]).
+    Agent(AgentProperty),
 }
 
 impl Property {
@@ -29,6 +33,7 @@ impl Property {
             Property::Equivalence => EQUIVALENCE,
             Property::Liveness => LIVENESS,
             Property::Session(property) => property.name(),
+            Property::Agent(property) => property.name(),
         }
     }
 }
@@ -64,8 +69,31 @@ pub struct Mutant {
     pub max_pending: u8,
 }
 
-/// Every mutant, in the order of the old seeded bugs.
-pub const MUTANTS: [Mutant; 39] = [
+/// Every mutant: the core's and the session's, in the order of the old seeded bugs, then the
+/// agent loop's ([`agent::AGENT`]).
+pub const MUTANTS: [Mutant; 48] = join(CORE, agent::AGENT);
+
+/// Two lists of mutants as one.
+const fn join<const A: usize, const B: usize, const N: usize>(
+    first: [Mutant; A],
+    then: [Mutant; B],
+) -> [Mutant; N] {
+    assert!(A + B == N, "the mutant lists' lengths do not add up");
+    let mut all = [UNCHANGED; N];
+    let mut i = 0;
+    while i < A {
+        all[i] = first[i];
+        i += 1;
+    }
+    while i < N {
+        all[i] = then[i - A];
+        i += 1;
+    }
+    all
+}
+
+/// The mutants of the core and of the session layer.
+const CORE: [Mutant; 39] = [
     Mutant {
         name: "ClaimForgetsStep",
         rule: "S28",

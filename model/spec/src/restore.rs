@@ -157,19 +157,7 @@ impl Spec {
                         turn.unseen
                             .extend(removed.into_iter().map(|item| (target, item)));
                     }
-                    // S59: a splice carrying `redelivery` counts once for each id it inserts.
-                    let d = data.and_then(Value::as_object);
-                    if d.is_some_and(|d| d.contains_key("redelivery")) {
-                        let inserted = d.and_then(|d| d.get("inserted")).and_then(Value::as_array);
-                        // (Its ids are distinct: `replay_splice` refused a batch with a
-                        // duplicate, S13.)
-                        for id in inserted.into_iter().flatten().map(msg_id) {
-                            match redeliveries.iter_mut().find(|(held, _)| held == id) {
-                                Some((_, n)) => *n += 1,
-                                None => redeliveries.push((id.to_string(), 1)),
-                            }
-                        }
-                    }
+                    count_redeliveries(data, &mut redeliveries);
                 }
                 // Every other event is read past.
                 _ => {}
@@ -262,5 +250,21 @@ impl Spec {
         };
         self.memory_after_splice(&removed, left);
         Ok((target, removed, left))
+    }
+}
+
+/// S59: a splice carrying `redelivery` counts once for each id it inserts. (Its ids are
+/// distinct: `replay_splice` refused a batch with a duplicate, S13.)
+fn count_redeliveries(data: Option<&Value>, redeliveries: &mut Vec<(String, u64)>) {
+    let d = data.and_then(Value::as_object);
+    if !d.is_some_and(|d| d.contains_key("redelivery")) {
+        return;
+    }
+    let inserted = d.and_then(|d| d.get("inserted")).and_then(Value::as_array);
+    for id in inserted.into_iter().flatten().map(msg_id) {
+        match redeliveries.iter_mut().find(|(held, _)| held == id) {
+            Some((_, n)) => *n += 1,
+            None => redeliveries.push((id.to_string(), 1)),
+        }
     }
 }

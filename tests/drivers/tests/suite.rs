@@ -19,7 +19,7 @@ use coxswain_core::{
     Transition, TurnEndKind, TurnEndReason,
 };
 use coxswain_log::Entry;
-use coxswain_session::Options;
+use coxswain_session::{Hooks, Options};
 
 /// How long an aborted call may run on in these tests.
 const GRACE: Duration = Duration::from_millis(200);
@@ -50,6 +50,8 @@ enum Fault {
 struct Shared {
     events: Arc<Mutex<Vec<Event>>>,
     faults: Arc<Mutex<Vec<Option<Fault>>>>,
+    /// The appends written.
+    appends: Arc<Mutex<usize>>,
 }
 
 impl Shared {
@@ -68,6 +70,7 @@ impl Shared {
             faults.remove(0)
         };
         if fault.is_none() {
+            *lock(&self.appends) += 1;
             lock(&self.events).extend(entries.iter().filter_map(|entry| match entry {
                 Entry::Machine(event) => Some(event.clone()),
                 Entry::Host(_) => None,
@@ -101,6 +104,7 @@ enum Failure {
     Persistence,
     Indeterminate,
     Stopped,
+    Closed,
     Other(String),
 }
 
@@ -111,7 +115,11 @@ trait Driver: Sized {
     const REFUSED_1001: &'static str;
     /// How an input after dispose is rejected (S45, S57).
     const DISPOSED: &'static str;
-    fn open(script: Script, log: Shared) -> Self;
+    fn open(script: Script, log: Shared) -> Self {
+        Self::open_with_hooks(script, log, Hooks::ALL)
+    }
+    /// Opens an agent whose host declares `hooks` (issue 51, decision 1).
+    fn open_with_hooks(script: Script, log: Shared, hooks: Hooks) -> Self;
     /// Opens the JSON-lines file log at `path` with a delivery memory of 256, crash repair's
     /// redelivery allowance `redelivery` (S59) and, if `resume_on_open`, a `resume` (S57)
     /// before anything else; returns the agent and how many messages repair redelivered.
@@ -126,6 +134,8 @@ trait Driver: Sized {
     fn dispose(&self) -> Result<(), Failure>;
     fn fate(&self, id: &str) -> Fate;
     fn when_idle(&self);
+    /// Closes the agent; the handle stays (later calls fail `closed`, `fate` is answered).
+    fn close_now(&self);
     fn close(self);
 }
 
@@ -219,6 +229,36 @@ fn a_deaf_host_is_abandoned_after_the_grace<D: Driver>() {
     agent.close();
     let user = coxswain_core::CancelCause::User;
     assert_eq!(log.turn_ends(), [TurnEndReason::Aborted { reason: user }]);
+}
+
+/// Decision 1: a host that declares no hooks is called for its step only; the session answers
+/// pre-step and turn-stopping inside the batches that asked: the same log in 2 appends, where a
+/// host with every hook takes 4.
+fn a_host_without_hooks_runs_a_quiet_turn_in_two_appends<D: Driver>() {
+    for (hooks, appends) in [(Hooks::NONE, 2), (Hooks::ALL, 4)] {
+        let log = Shared::default();
+        let agent = D::open_with_hooks(Script::Complete, log.clone(), hooks);
+        assert_eq!(agent.followup("m1"), Ok(()));
+        agent.when_idle();
+        agent.close();
+        assert_eq!(log.types(), TURN);
+        assert_eq!(*lock(&log.appends), appends, "{hooks:?}");
+    }
+}
+
+/// Decision 7: once closed, an input fails `closed` and `fate` is still answered (S58).
+fn after_close_an_input_fails_closed_and_fate_is_answered<D: Driver>() {
+    let log = Shared::default();
+    let agent = D::open(Script::Complete, log.clone());
+    assert_eq!(agent.followup("m1"), Ok(()));
+    agent.when_idle();
+    agent.close_now();
+    assert_eq!(agent.followup("m2"), Err(Failure::Closed));
+    let completed = Some(TurnEndKind::Completed);
+    assert_eq!(agent.fate("m1"), claimed(1, Some(1), completed));
+    assert_eq!(agent.fate("m2"), Fate::Unknown);
+    agent.close();
+    assert_eq!(log.types(), TURN);
 }
 
 /// The delivery memory every §13 test uses: the tokio driver's default.
@@ -471,6 +511,8 @@ macro_rules! suite {
                 an_indeterminate_append_stops_the_agent,
                 a_host_panic_ends_the_turn_host_panicked,
                 a_deaf_host_is_abandoned_after_the_grace,
+                a_host_without_hooks_runs_a_quiet_turn_in_two_appends,
+                after_close_an_input_fails_closed_and_fate_is_answered,
                 s59_redelivery_one_reinserts_the_claimed_unseen_steer,
                 s50_default_options_redeliver_nothing,
                 s57_resume_on_open_runs_the_redelivered_work,
@@ -507,9 +549,13 @@ mod tokio_impl {
         agent: Agent,
     }
 
-    struct Scripted(Script);
+    struct Scripted(Script, Hooks);
 
     impl Host for Scripted {
+        fn hooks(&self) -> Hooks {
+            self.1
+        }
+
         async fn step(&self, _cx: StepContext) -> StepAnswer {
             match self.0 {
                 Script::Complete => {}
@@ -556,6 +602,7 @@ mod tokio_impl {
             AgentError::Persistence(_) => Failure::Persistence,
             AgentError::Indeterminate(_) => Failure::Indeterminate,
             AgentError::Stopped => Failure::Stopped,
+            AgentError::Closed => Failure::Closed,
             other => Failure::Other(other.to_string()),
         }
     }
@@ -586,7 +633,7 @@ mod tokio_impl {
             options.resume_on_open = resume_on_open;
             let opened = runtime.block_on(async {
                 let log = FileLog::open(path).await.map_err(|e| e.to_string())?;
-                Agent::open_with(options, Scripted(Script::Complete), log)
+                Agent::open_with(options, Scripted(Script::Complete, Hooks::ALL), log)
                     .await
                     .map_err(|e| e.to_string())
             });
@@ -606,11 +653,12 @@ mod tokio_impl {
             self.runtime.block_on(self.agent.fate(MessageId::new(id)))
         }
 
-        fn open(script: Script, log: Shared) -> Self {
+        fn open_with_hooks(script: Script, log: Shared, hooks: Hooks) -> Self {
             let runtime = runtime();
             let mut options = coxswain_tokio::Options::default();
             options.abort_grace = GRACE;
-            let opened = Agent::open_with(options, Scripted(script), Log(log, MemoryLog::new()));
+            let host = Scripted(script, hooks);
+            let opened = Agent::open_with(options, host, Log(log, MemoryLog::new()));
             let (agent, _) = runtime.block_on(opened).unwrap();
             Tokio { runtime, agent }
         }
@@ -629,6 +677,10 @@ mod tokio_impl {
             let _ = self.runtime.block_on(self.agent.when_idle());
         }
 
+        fn close_now(&self) {
+            let _ = self.runtime.block_on(self.agent.close());
+        }
+
         fn close(self) {
             let _ = self.runtime.block_on(self.agent.close());
         }
@@ -642,9 +694,13 @@ mod threads_impl {
 
     pub(super) struct Threads(Agent);
 
-    struct Scripted(Script);
+    struct Scripted(Script, Hooks);
 
     impl Host for Scripted {
+        fn hooks(&self) -> Hooks {
+            self.1
+        }
+
         fn step(&self, _: u64, _: u64, _cancelled: &AtomicBool) -> Result<StepAnswer, String> {
             match self.0 {
                 Script::Complete => {}
@@ -656,6 +712,14 @@ mod threads_impl {
     }
 
     struct Blocking(Shared);
+
+    pub(super) fn host(script: Script, hooks: Hooks) -> impl Host {
+        Scripted(script, hooks)
+    }
+
+    pub(super) fn blocking(log: Shared) -> impl Log {
+        Blocking(log)
+    }
 
     impl Log for Blocking {
         fn append(&mut self, entries: &[Entry]) -> Result<(), LogError> {
@@ -675,6 +739,7 @@ mod threads_impl {
             AgentError::Persistence(_) => Failure::Persistence,
             AgentError::Indeterminate(_) => Failure::Indeterminate,
             AgentError::Stopped => Failure::Stopped,
+            AgentError::Closed => Failure::Closed,
             other => Failure::Other(other.to_string()),
         }
     }
@@ -696,7 +761,7 @@ mod threads_impl {
                 abort_grace: GRACE,
                 ..Options::default()
             };
-            let (host, machine) = (Scripted(Script::Complete), plan.machine);
+            let (host, machine) = (Scripted(Script::Complete, Hooks::ALL), plan.machine);
             let agent = match resume_on_open {
                 true => {
                     Agent::start_resuming(host, log, machine, options).map_err(|e| e.to_string())?
@@ -718,15 +783,15 @@ mod threads_impl {
             self.0.fate(MessageId::new(id))
         }
 
-        fn open(script: Script, log: Shared) -> Self {
+        fn open_with_hooks(script: Script, log: Shared, hooks: Hooks) -> Self {
             let options = Options {
                 abort_grace: GRACE,
                 ..Options::default()
             };
             Threads(Agent::start(
-                Scripted(script),
+                Scripted(script, hooks),
                 Blocking(log),
-                Machine::new(),
+                Machine::with_config(Config::new().with_delivery_memory(MEMORY)),
                 options,
             ))
         }
@@ -741,7 +806,11 @@ mod threads_impl {
         }
 
         fn when_idle(&self) {
-            self.0.when_idle();
+            let _ = self.0.when_idle();
+        }
+
+        fn close_now(&self) {
+            self.0.close();
         }
 
         fn close(self) {
@@ -764,4 +833,58 @@ fn the_suite_holds_both_drivers_to_one_log() {
     a.close();
     b.close();
     assert_eq!(*lock(&tokio.events), *lock(&threads.events));
+}
+
+/// Decision 7 on the threads driver: every error's kind, pinned (tokio's are pinned in
+/// `adapters/tokio/tests/driver/agent_loop.rs`).
+#[test]
+fn every_threads_error_has_its_kind() {
+    use coxswain_core::Rejected;
+    use coxswain_session::Refused;
+    use coxswain_threads::AgentError;
+    let kinds = [
+        (
+            AgentError::Rejected(Rejected::AfterDisposal.into()),
+            "disposed",
+        ),
+        (AgentError::Rejected(Rejected::Busy.into()), "busy"),
+        (
+            AgentError::Rejected(Refused::IdTooLong { bytes: 2, max: 1 }),
+            "id-too-long",
+        ),
+        (AgentError::Persistence("disk full".into()), "persistence"),
+        (AgentError::Indeterminate("eio".into()), "indeterminate"),
+        (AgentError::Stopped, "stopped"),
+        (AgentError::Closed, "closed"),
+    ];
+    for (error, kind) in kinds {
+        assert_eq!(error.kind(), kind, "{error:?}");
+    }
+}
+
+/// Decision 6 on the threads driver: the retry pause is the options' (here 1 s): the pre-step
+/// answer's failed append is written again that long after, and the turn ends once.
+#[test]
+fn the_threads_retry_pause_is_the_options() {
+    use coxswain_threads::Agent;
+    let log = Shared::with_faults(&[None, Some(Fault::Clean)]);
+    let options = Options {
+        retry_after: Duration::from_secs(1),
+        ..Options::default()
+    };
+    let host = threads_impl::host(Script::Complete, Hooks::ALL);
+    let agent = Agent::start(
+        host,
+        threads_impl::blocking(log.clone()),
+        Machine::new(),
+        options,
+    );
+    let start = Instant::now();
+    agent.input(Input::Followup(followup("m1").into())).unwrap();
+    agent.when_idle().unwrap();
+    let took = start.elapsed();
+    assert!(took >= Duration::from_secs(1), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    agent.close();
+    assert_eq!(log.types(), TURN);
 }

@@ -48,14 +48,19 @@ class LogError(CoxswainError):
     """Reading, writing or syncing the log file failed. From an append: the batch is not in the
     log. ``indeterminate``: a failed append could not be cut back (or the file was found shorter
     than the log, and a cut-back never extends a file), so the log may or may not hold it;
-    ``undo`` is why the cut-back failed (a :class:`LogTruncated` for a shorter file)."""
+    ``undo`` is why the cut-back failed (a :class:`LogTruncated` for a shorter file).
+    ``fenced``: another writer owns the session (a log of the embedder's that fences writers
+    raises it so). An agent whose append fails ``indeterminate`` or ``fenced`` stops (the
+    session layer's stop policy); after any other failure it goes on."""
 
     def __init__(
-        self, message: str, *, indeterminate: bool = False, undo: BaseException | None = None
+        self, message: str, *, indeterminate: bool = False, undo: BaseException | None = None,
+        fenced: bool = False,
     ) -> None:
         super().__init__(message)
         self.indeterminate = indeterminate
         self.undo = undo
+        self.fenced = fenced
 
 
 class NotRegularFile(LogError):

@@ -73,7 +73,8 @@ async fn s38_a_step_that_ignores_the_cancel_is_dropped_after_the_grace_and_the_t
 async fn s45_dispose_ends_even_when_the_pre_step_ignores_its_token() {
     let host = FakeHost::new().on_pre_step(|_cx| std::future::pending::<PreStepAnswer>());
     let log = MemoryLog::new();
-    let (agent, _) = Agent::open_with(grace(30), host.clone(), log.clone())
+    // The default grace: the session layer's 5 s, as in every driver (issue 51, decision 6).
+    let (agent, _) = Agent::open_with(Options::default(), host.clone(), log.clone())
         .await
         .unwrap();
     agent.followup(user("a")).await.unwrap();
@@ -81,6 +82,7 @@ async fn s45_dispose_ends_even_when_the_pre_step_ignores_its_token() {
     let disposed_at = tokio::time::Instant::now();
     within_an_hour(agent.dispose()).await.unwrap();
     assert_eq!(disposed_at.elapsed(), Options::DEFAULT_ABORT_GRACE);
+    assert_eq!(disposed_at.elapsed(), Duration::from_secs(5));
     assert_eq!(
         brief(&log),
         [

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod agent_loop;
 mod cancel;
 mod concurrency;
 mod crash;

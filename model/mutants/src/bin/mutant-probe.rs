@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use coxswain_checker::stateright::Model;
 use coxswain_checker::{
-    check, check_session, Action, Bound, DeliveryModel, SessionBound, SessionProperty, Verdict,
+    check, check_agent, check_session, Action, AgentBound, AgentProperty, Bound, DeliveryModel,
+    SessionBound, SessionProperty, Verdict,
 };
 use serde_json::json;
 
@@ -47,6 +48,9 @@ fn main() -> ExitCode {
     };
     if let Some(session) = SessionProperty::named(wanted) {
         return probe_session(session);
+    }
+    if let Some(agent) = AgentProperty::named(wanted) {
+        return probe_agent(agent);
     }
     let mut bound = Bound::CI.with_memory(memory).with_max_pending(max_pending);
     if let [_, messages, operations, tool_steps] = args.as_slice() {
@@ -120,6 +124,36 @@ fn probe_session(property: SessionProperty) -> ExitCode {
         .find(|p| p.name == property.name())
         .and_then(|p| p.counterexample.as_ref())
         .map(|(actions, detail)| format!("{detail} (after {actions:?})"));
+    let out = json!({
+        "property": property.name(),
+        "failing": failing,
+        "exhaustive": report.exhaustive,
+        "unique_states": report.unique_states,
+        "elapsed_ms": 0,
+        "detail": detail,
+        "crash_restore": false,
+        "trace": null,
+    });
+    println!("{out}");
+    ExitCode::SUCCESS
+}
+
+/// The agent loop's killer: its model at its CI bound, stopping at the first counterexample to
+/// `property`. Its counterexamples are agent-loop paths, not FORMAT.md traces (no `trace`).
+fn probe_agent(property: AgentProperty) -> ExitCode {
+    let report = check_agent(AgentBound::CI, 2, Some(property.name()));
+    let failing: Vec<&str> = report
+        .properties
+        .iter()
+        .filter(|p| p.counterexample.is_some())
+        .map(|p| p.name)
+        .collect();
+    let detail = report
+        .properties
+        .iter()
+        .find(|p| p.name == property.name())
+        .and_then(|p| p.counterexample.as_ref())
+        .map(|(hooks, actions, detail)| format!("{detail} (hooks {hooks:?}, after {actions:?})"));
     let out = json!({
         "property": property.name(),
         "failing": failing,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 from .._types import Enter, Message, PreStepAnswer, StepAnswer, TurnStoppingAnswer
 from ._inputs import Calls
 
 __all__ = ["Host", "PreStepContext", "StepContext", "TurnStoppingContext", "Scope",
-           "enter_claimed", "STOP"]
+           "enter_claimed", "STOP", "written", "HostCall"]
 
 
 class Scope:
@@ -83,9 +83,11 @@ class Host(Protocol):
     session answers it ``fail`` (``host-abandoned``) and drops its late answer (S38–S40). An
     exception answers ``fail`` (``host-raised``), an answer that is not one ``fail``
     (``host-invalid-answer``): the session layer's vocabulary (``coxswain_session::HostFailure``);
-    the core decides what the answer means. Subclass it to inherit the defaults of ``pre_step``
-    (enter the claimed batch) and ``turn_stopping`` (done): the agent answers a default as it
-    would, without a task for it."""
+    the core decides what the answer means. ``pre_step`` and ``turn_stopping`` are optional: a
+    host without one (or with ``Host``'s own, unchanged) is answered by the session layer inside
+    the batch that requested it, with no call and no write of its own (``pre_step`` enters the
+    claimed batch, ``turn_stopping`` is done); a hook that returns ``None`` answers the same. A
+    ``step`` that returns ``None`` gave no answer: ``fail`` (``host-invalid-answer``)."""
 
     async def pre_step(self, cx: PreStepContext) -> PreStepAnswer:
         """The pre-step decision (S29)."""
@@ -98,3 +100,39 @@ class Host(Protocol):
     async def turn_stopping(self, cx: TurnStoppingContext) -> TurnStoppingAnswer:
         """The turn-stopping hooks (S33)."""
         return STOP
+
+
+def written(host: Host, hook: str) -> bool:
+    """Whether ``host`` wrote ``hook``: it has one, and not ``Host``'s own (decision 1)."""
+    method = getattr(host, hook, None)
+    return method is not None and getattr(method, "__func__", None) is not getattr(Host, hook)
+
+
+class HostCall:
+    """One host call's task body: it awaits the hook, then reports what the call did to
+    ``report(key, failure, value)``: returned ``value`` (``failure`` ``None``), ``raised`` (the
+    error's message, its repr when it has none) or was ``cancelled`` (also before it began)."""
+
+    __slots__ = ("_report", "_key", "_answered")
+
+    def __init__(self, report: Callable[[Any, str | None, Any], None], key: Any) -> None:
+        self._report, self._key, self._answered = report, key, False
+
+    async def run(self, method: Callable[[Any], Awaitable[Any]], cx: Any) -> None:
+        try:
+            value = await method(cx)
+        except asyncio.CancelledError:  # a cancel answers it too (S40)
+            self._answered = True
+            self._report(self._key, "cancelled", "")
+        except Exception as error:
+            self._answered = True
+            self._report(self._key, "raised", str(error) or repr(error))
+        else:
+            self._answered = True
+            self._report(self._key, None, value)
+
+    def unstarted(self, task: asyncio.Task[Any]) -> None:
+        """The task ended: a call cancelled before its first line never answered."""
+        if not self._answered:
+            self._answered = True
+            self._report(self._key, "cancelled", "")

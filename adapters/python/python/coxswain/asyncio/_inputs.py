@@ -1,35 +1,21 @@
 """What callers hand an :class:`~coxswain.asyncio.Agent`'s driver: each call as the command it
 sends (a delivery as the trace ``"in"`` value it stands for, docs/FORMAT.md). Declarations only:
-the driver (``_agent.py``) moves the commands, the session layer decides what they do."""
+the driver (``_agent.py``) moves the commands, the session layer's agent loop decides what they
+do."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, TypeVar
 
 from .._machine import Pending
-from .._types import CancelCause, Expect, Message, Target
+from .._native import Session
+from .._types import CancelCause, Expect, Fate, Message, Target
 from ._errors import Closed
 
-__all__ = ["Command", "Calls"]
+__all__ = ["Calls"]
 
 T = TypeVar("T")
-
-
-@dataclass(slots=True)
-class Command:
-    """For the driver: ``deliver`` (a typed delivery: ``Session.deliver``'s arguments),
-    ``input`` (a trace ``"in"`` value; ``job``: a maintenance begin's job and its end's future),
-    ``record`` (``(turn, step, records)``), a host call's answer (its request, then a ``word``,
-    the messages it would ``enter``, or any other ``answer`` as its trace value) or
-    ``failed`` (what happened), a ``timeout`` (the session's deadline passed), ``pending`` or
-    ``close``."""
-
-    kind: str
-    arg: Any
-    reply: "asyncio.Future[Any] | None"
-    job: "tuple[Callable[[asyncio.Event], Awaitable[Any]], asyncio.Future[Any]] | None" = None
 
 
 class Calls:
@@ -37,17 +23,18 @@ class Calls:
     is durable, or raises the refusal (nothing changed, S5) or ``PersistenceError`` (not in the
     log, and the machine as before it: send it again)."""
 
-    async def _send(self, kind: str, arg: Any, job: Any = None) -> Any:
-        """Queues the command and returns its answer (the driver's)."""
+    async def _send(self, command: str, *args: Any) -> Any:
+        """Hands the agent loop ``command`` (``deliver``, ``feed``, ``record``, ``maintenance``,
+        ``control``: the native session's method) with ``args``; returns its answer."""
         raise NotImplementedError
 
     async def _input(self, input: Any) -> bool:
-        found: bool = await self._send("input", input)
+        found: bool = await self._send("feed", input)
         return found
 
     async def _record(self, turn: int, step: int, records: list[Any]) -> None:
         """Host events of a running step (``StepContext.record``)."""
-        await self._send("record", (turn, step, records))
+        await self._send("record", turn, step, records)
 
     async def send(self, message: Message, target: Target, wakeup: bool, *,
                    expect: Expect | None = None) -> None:
@@ -55,7 +42,7 @@ class Calls:
         :class:`~coxswain.TurnMismatch` (after the identity checks: the retry of an accepted
         guarded send raises ``AlreadyPending`` or ``AlreadyDelivered``, S13, S52)."""
         guard = None if expect is None else (expect.kind, expect.number)
-        await self._send("deliver", ("send", message, target, wakeup, guard))
+        await self._send("deliver", "send", message, target, wakeup, guard)
 
     async def steer_expecting(self, turn: int, message: Message) -> None:
         """A steer meant for turn ``turn`` (S54): it joins that turn at its next step boundary,
@@ -70,15 +57,15 @@ class Calls:
 
     async def followup(self, message: Message) -> None:
         """A follow-up: a turn of its own (S22)."""
-        await self._send("deliver", ("followup", message))
+        await self._send("deliver", "followup", message)
 
     async def steer(self, message: Message) -> None:
         """Steering: joins the running turn at its next step boundary."""
-        await self._send("deliver", ("steer", message))
+        await self._send("deliver", "steer", message)
 
     async def inject(self, message: Message) -> None:
         """Context that rides along with the next step; never wakes (S20)."""
-        await self._send("deliver", ("inject", message))
+        await self._send("deliver", "inject", message)
 
     async def remove(self, id: str) -> bool:
         """Removes a pending message (S15); false if it was not pending."""
@@ -117,15 +104,28 @@ class Calls:
             except Exception as error:
                 value.set_exception(error)
             except asyncio.CancelledError:
-                value.set_exception(Closed("the maintenance job was cancelled"))
+                closed = Closed("the maintenance job was cancelled")
+                closed.kind = Session.CLOSED
+                value.set_exception(closed)
 
-        ended: asyncio.Future[bool] = loop.create_future()
-        await self._send("input", {"maintenance": "begin"}, (wrapped, ended))
-        await ended
+        await self._send("maintenance", wrapped)  # once its end is durable
         return await value
+
+    async def resume(self) -> None:
+        """``resume`` (S57): starts parked waking work (restored or redelivered items park,
+        S48) as a waking send would, once durable; otherwise nothing changes. Raises
+        :class:`~coxswain.Disposed` only once disposed."""
+        await self._input({"resume": {}})
+
+    async def fate(self, id: str) -> Fate:
+        """What became of ``id`` (S58), as of the last durable batch: pending, discarded,
+        claimed by a turn (with the first step that carried it and how that turn ended), or
+        unknown (never an error). A query: it changes nothing, and is answered also once the
+        agent ended (disposed, closed or stopped), from its machine as it ended."""
+        return Fate(await self._send("control", "fate", id))
 
     async def pending(self) -> tuple[tuple[Pending, ...], tuple[Pending, ...]]:
         """A snapshot of both pending lists: ``(NT, NS)``, as of the last durable batch."""
         nt, ns = (tuple(Pending(Message.from_json(message), waking) for message, waking in items)
-                  for items in await self._send("pending", None))
+                  for items in await self._send("control", "pending"))
         return nt, ns

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass
-from typing import AsyncIterator, Literal, Mapping, Union
+from typing import AsyncIterator, Literal, Mapping, Sequence, Union
 
+from .._native import Session
 from .._types import JSON, Notification
 
 __all__ = ["Ending", "Recovery", "Recorded", "Notified", "Ended", "Lagged", "Update", "Reports"]
@@ -107,9 +108,19 @@ class Reports:
     _ended: asyncio.Event
     _subscribers: list[_Subscriber]
     _final_sync: Exception | None
+    _session: Session
 
     def _ended_error(self) -> Exception:
-        raise NotImplementedError
+        """The error of a call once the agent has ended (the session layer's, with its kind)."""
+        return self._session.ended_error()
+
+    def _publish(self, update: Update) -> None:
+        for subscriber in self._subscribers:
+            subscriber.put(update)
+
+    def _publish_records(self, first_seq: int, records: Sequence[Mapping[str, JSON]]) -> None:
+        for seq, record in enumerate(records, first_seq):
+            self._publish(Recorded(seq, record))
 
     async def _released(self) -> None:
         """Waits for the driver to end and release its log; raises that last sync's error."""
