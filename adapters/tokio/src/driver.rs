@@ -184,22 +184,25 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
     async fn pump(&mut self) {
         loop {
             self.carry_out_all().await;
-            let Some(append) = self.agent.poll_append(self.start.elapsed()) else {
+            let Some(batch) = self
+                .agent
+                .poll_append(self.start.elapsed())
+                .map(|a| a.batch)
+            else {
                 break;
             };
             // The loop tells a refused command at once: answer it before the write, as this
-            // driver always has (not after a sync). The loop's entries stay borrowed until
-            // `appended`, so the batch is copied (records published below move out of it).
-            let (batch, entries) = (append.batch, append.entries.to_vec());
+            // driver always has (not after a sync); then the sealed batch is written.
             self.carry_out_all().await;
+            let entries = self.agent.sealed().map_or(&[][..], |append| append.entries);
             let written = match self.log.as_mut() {
                 _ if entries.is_empty() => Ok(0), // nothing to write
-                Some(log) => log.append(&entries).await,
+                Some(log) => log.append(entries).await,
                 None => Err(LogError::Failed),
             };
             let updates = &self.links.updates;
             if let (Ok(first), true) = (&written, updates.watched()) {
-                for (seq, entry) in (*first..).zip(entries) {
+                for (seq, entry) in (*first..).zip(entries.iter().cloned()) {
                     updates.send(Update::Recorded { seq, entry });
                 }
             }

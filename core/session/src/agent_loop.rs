@@ -384,6 +384,13 @@ impl<W> AgentLoop<W> {
         self.session.seal()
     }
 
+    /// The batch [`poll_append`](AgentLoop::poll_append) sealed, handed out again until it is
+    /// reported: a driver carries out the outputs that staging it produced (a refused command
+    /// is told before the write), then writes it.
+    pub fn sealed(&self) -> Option<Append<'_>> {
+        self.session.sealed()
+    }
+
     /// The batch sealed by [`poll_append`](AgentLoop::poll_append) is durable (`Ok`) or its
     /// append failed (`Err`) at `now`.
     ///

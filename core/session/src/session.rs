@@ -400,6 +400,15 @@ impl Session {
         })
     }
 
+    /// The batch being persisted, handed out again (`None` unless one is sealed): a driver that
+    /// did something else between [`seal`](Session::seal) and its write.
+    pub fn sealed(&self) -> Option<Append<'_>> {
+        self.staging.sealed.then_some(Append {
+            batch: self.batch,
+            entries: &self.staging.entries,
+        })
+    }
+
     /// The sealed batch is durable: releases every member's effects, then its acknowledgement,
     /// in input order. An abort among them starts the abort grace at `now`. It ends a retry
     /// pause: the answers a failed batch held are due at once ([`poll_timeout`] is `now`).
