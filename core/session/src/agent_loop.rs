@@ -201,8 +201,8 @@ enum Queued<W> {
     JobEnded(W),
 }
 
-/// One agent's loop over a [`Session`], sans-IO: see the [module](self). `W` is the driver's
-/// waiter (a reply channel, a promise's number, a future).
+/// One agent's loop over a [`Session`], sans-IO: what it decides is in the [crate](crate)'s
+/// overview. `W` is the driver's waiter (a reply channel, a promise's number, a future).
 ///
 /// # Examples
 ///

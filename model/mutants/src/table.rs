@@ -70,7 +70,7 @@ pub struct Mutant {
 }
 
 /// Every mutant: the core's and the session's, in the order of the old seeded bugs, then the
-/// agent loop's ([`agent::AGENT`]).
+/// agent loop's (`table/agent.rs`).
 pub const MUTANTS: [Mutant; 48] = join(CORE, agent::AGENT);
 
 /// Two lists of mutants as one.
