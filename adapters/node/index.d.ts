@@ -424,7 +424,7 @@ export interface AgentOptions {
   /** The largest message admitted, in bytes of its JSON encoding (`MessageTooLargeError`); default 1 MiB. */
   maxMessageBytes?: number | null;
   /** The pause after a failed batch, in milliseconds, before the session stages the answers it held again (and a grace the rollback put back fires); default 100. */
-  retryAfter?: number | null;
+  retryAfterMs?: number | null;
   /** The delivery memory's capacity (S51); default 256, at most 2^20, or `'unbounded'` (S58). Pass the same at every open. */
   memory?: Memory;
   /**

@@ -33,17 +33,17 @@ function agentOptions(options) {
   if (!Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > MAX_CAPACITY) {
     throw new errors.InvalidOptionsError(`maxBatch ${maxBatch} is not within 1..=${MAX_CAPACITY}`);
   }
-  const [grace, retry] = [options.abortGraceMs ?? null, options.retryAfter ?? null];
+  const [grace, retry] = [options.abortGraceMs ?? null, options.retryAfterMs ?? null];
   if (grace !== null && !(typeof grace === 'number' && grace >= 0)) {
     throw new errors.InvalidOptionsError(`abortGraceMs ${grace} is not a number >= 0 (Infinity: never)`);
   }
   if (retry !== null && !(typeof retry === 'number' && retry >= 0 && retry < Infinity)) {
-    throw new errors.InvalidOptionsError(`retryAfter ${retry} is not a finite number of milliseconds >= 0`);
+    throw new errors.InvalidOptionsError(`retryAfterMs ${retry} is not a finite number of milliseconds >= 0`);
   }
   const [maxIdBytes, maxMessageBytes] = [size(options, 'maxIdBytes'), size(options, 'maxMessageBytes')];
   return {
     memory, maxBatch, maxPending, redelivery: redeliver, resumeOnOpen,
-    abortGraceMs: grace, retryAfter: retry, maxIdBytes, maxMessageBytes,
+    abortGraceMs: grace, retryAfterMs: retry, maxIdBytes, maxMessageBytes,
   };
 }
 

@@ -61,7 +61,7 @@ class Loop {
   constructor(machine, o, hooks, nextSeq) {
     const options = {
       abortGraceMs: o.abortGraceMs ?? undefined,
-      retryAfterMs: o.retryAfter ?? undefined,
+      retryAfterMs: o.retryAfterMs ?? undefined,
       maxIdBytes: o.maxIdBytes ?? undefined,
       maxMessageBytes: o.maxMessageBytes ?? undefined,
       maxBatch: o.maxBatch,

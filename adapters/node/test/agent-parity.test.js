@@ -129,7 +129,7 @@ function scriptedHost(written, release) {
 function agentOptions(options = {}) {
   const o = { memory: 256 };
   if (options.abort_grace_ms !== undefined) o.abortGraceMs = options.abort_grace_ms;
-  if (options.retry_after_ms !== undefined) o.retryAfter = options.retry_after_ms;
+  if (options.retry_after_ms !== undefined) o.retryAfterMs = options.retry_after_ms;
   if (options.max_batch !== undefined) o.maxBatch = options.max_batch;
   if (options.max_pending !== undefined) o.maxPending = options.max_pending;
   return o;

@@ -153,7 +153,7 @@ test('Loop: a command that crosses without text (a delivery, a word, enter by ha
 });
 
 test('Loop: a failed append fails its members, a held answer is staged again after the pause, the grace, the ending', () => {
-  const loop = loopOf({ abortGraceMs: 1000, retryAfter: 100 });
+  const loop = loopOf({ abortGraceMs: 1000, retryAfterMs: 100 });
   const kinds = (turn) => turn.outputs.filter((o) => o.reply !== undefined).map((o) => [o.reply, o.found ?? o.failed ?? o.error?.kind ?? o.value]);
   let turn = loop.submit([
     { input: [1, { followup: userMessage('a', 'hi') }] },
@@ -205,15 +205,15 @@ test('Loop: a failed append fails its members, a held answer is staged again aft
   assert.deepEqual(kinds(loop.submit([{ input: [11, { inject: userMessage('c', 'x') }] }])), [[11, 'closed']]);
 });
 
-test('Agent.open refuses options out of bounds, naming them (retryAfter in ms, decision 6)', async () => {
+test('Agent.open refuses options out of bounds, naming them (retryAfterMs, as abortGraceMs: decision 6)', async () => {
   const { Agent, MemoryLog, InvalidOptionsError } = coxswain;
   await assert.rejects(Agent.open({}, new MemoryLog(), { maxMessageBytes: 0 }), {
     name: 'InvalidOptionsError', message: 'maxMessageBytes 0 is not an integer within 1..=2^32-1',
   });
-  await assert.rejects(Agent.open({}, new MemoryLog(), { retryAfter: -1 }), {
-    name: 'InvalidOptionsError', message: 'retryAfter -1 is not a finite number of milliseconds >= 0',
+  await assert.rejects(Agent.open({}, new MemoryLog(), { retryAfterMs: -1 }), {
+    name: 'InvalidOptionsError', message: 'retryAfterMs -1 is not a finite number of milliseconds >= 0',
   });
-  await assert.rejects(Agent.open({}, new MemoryLog(), { retryAfter: Infinity }), InvalidOptionsError);
+  await assert.rejects(Agent.open({}, new MemoryLog(), { retryAfterMs: Infinity }), InvalidOptionsError);
   // The defaults are the session layer's (Options::DEFAULT), read from the addon.
   assert.deepEqual({ ...require('../options').DEFAULTS }, {
     abortGraceMs: 5000, retryAfterMs: 100, maxBatch: 64, maxIdBytes: 256, maxMessageBytes: 1048576,
