@@ -450,9 +450,11 @@ impl<W> AgentLoop<W> {
                 }
             }
             Some(Timeout::Abandoned { request, .. }) => {
-                self.call = None;
                 self.members.push(Waiter::Loop);
-                self.outputs.push_back(Output::Abandon(request));
+                // Once per call: a grace that fires again (its batch failed) has nothing to drop.
+                if self.call.take().is_some() {
+                    self.outputs.push_back(Output::Abandon(request));
+                }
             }
             None => {}
         }

@@ -442,3 +442,25 @@ fn the_defaults_are_owned_here() {
     assert_eq!(defaults.hooks, Hooks::ALL);
     let _ = PreStepAnswer::Reject;
 }
+
+/// A grace that fires again after the batch holding the abandoned call's `fail` failed stages the
+/// `fail` again, but the call was dropped once: one `Abandon` per call.
+#[test]
+fn a_call_is_abandoned_once_even_when_its_fail_is_staged_twice() {
+    let mut agent = agent(Hooks::NONE);
+    agent.submit(followup("m1"), "a");
+    write(&mut agent);
+    agent.submit(cancel(), "c");
+    write(&mut agent);
+    outputs(&mut agent);
+    let deadline = agent.poll_timeout().unwrap();
+    agent.handle_timeout(deadline);
+    write_with(&mut agent, Err(LogFailure::Failed), deadline);
+    assert_eq!(outputs(&mut agent), ["abandon step"]);
+    let again = agent.poll_timeout().unwrap();
+    assert_eq!(again, deadline + Options::DEFAULT.retry_after);
+    agent.handle_timeout(again);
+    write_with(&mut agent, Ok(()), again);
+    assert_eq!(outputs(&mut agent), Vec::<String>::new());
+    assert!(agent.machine().is_quiescent());
+}
