@@ -23,6 +23,7 @@ const CRATES = [
   ['core/log', 'log', 'coxswain-log'],
   ['core/session', 'session', 'coxswain-session'],
   ['adapters/kit', 'kit', 'coxswain-binding-kit'],
+  ['model/conformance', 'conformance', 'coxswain-conformance'],
 ];
 
 function copy(from, to) {

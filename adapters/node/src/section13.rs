@@ -5,7 +5,10 @@
 //! reference subject does (the core's [`Restorer`], its `repair` pushed after the log).
 //! `resume` (S57) is an ordinary input: `{"resume": {}}` crosses as any other.
 
+use std::num::NonZeroUsize;
+
 use coxswain_binding_kit::options::{self, redelivery, Memory};
+use coxswain_conformance::Line;
 use coxswain_core::{Config, Event, InvalidLog, Machine, MessageId, Output, Restorer};
 use coxswain_session::MAX_REDELIVERY;
 use napi_derive::napi;
@@ -68,63 +71,31 @@ impl Given {
                 repair: None,
             });
         }
-        let Some(object) = value.as_object() else {
+        if !value.is_object() {
             return Err("given is neither null nor an object".into());
+        }
+        // The conformance kit's one reading of a trace's `given` line (FORMAT.md).
+        let line = Line::from_value(&json!({ "given": value }));
+        let Line::Given {
+            log,
+            seed_length,
+            memory,
+            max_pending,
+            repair,
+        } = line.map_err(|error| format!("given {error}"))?
+        else {
+            return Err("given is not a given line".into());
         };
-        let log = match object.get("log") {
-            None => Vec::new(),
-            Some(Value::Array(log)) => log.clone(),
-            Some(_) => return Err("given `log` is not an array".into()),
+        let memory = match memory {
+            Config::UNBOUNDED_DELIVERY_MEMORY => Memory::Unbounded,
+            ids => Memory::Ids(ids),
         };
-        let count = |key: &str| match object.get(key) {
-            None => Ok(0),
-            Some(n) => n
-                .as_u64()
-                .and_then(|n| usize::try_from(n).ok())
-                .ok_or_else(|| format!("given `{key}` is not a non-negative integer")),
-        };
-        let memory = match object.get("memory") {
-            // S58: the capacity may be `unbounded`.
-            Some(Value::String(word)) if word == "unbounded" => Memory::Unbounded,
-            Some(Value::String(_)) => {
-                return Err(
-                    "given `memory` is neither a non-negative integer nor \"unbounded\"".into(),
-                )
-            }
-            _ => Memory::Ids(count("memory")?),
-        };
-        let max_pending = match object.get("maxPending") {
-            None | Some(Value::Null) => None,
-            Some(n) => Some(
-                n.as_u64()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| String::from("given `maxPending` is not a positive integer"))?,
-            ),
-        };
-        // The kit's one reading of a host's numbers (0 is refused above, with the field's name).
-        let config =
-            options::config(memory, max_pending, 0).map_err(|error| format!("given: {error}"))?;
-        // S59: `repair: {redeliver: A}`, `A` an integer >= 0 (the reference subject's reading:
-        // a trace's allowance is not bounded by an open's `MAX_REDELIVERY`).
-        let repair = match object.get("repair") {
-            None => None,
-            Some(repair) => Some(
-                repair
-                    .as_object()
-                    .filter(|repair| repair.len() == 1)
-                    .and_then(|repair| repair.get("redeliver"))
-                    .and_then(Value::as_u64)
-                    .ok_or_else(|| {
-                        String::from(
-                            "given `repair` is not {\"redeliver\": A} with an integer A >= 0",
-                        )
-                    })?,
-            ),
-        };
+        // The kit's one reading of a host's numbers.
+        let config = options::config(memory, max_pending.map(NonZeroUsize::get), 0)
+            .map_err(|error| format!("given: {error}"))?;
         Ok(Given {
             log,
-            seed_length: count("seedLength")?,
+            seed_length,
             config,
             repair,
         })

@@ -18,13 +18,13 @@ pub trait Host: Send + Sync + 'static {
     }
     /// Decide the step for the claimed `messages`. Default: enter them.
     fn pre_step(&self, messages: &Batch, _cancelled: &AtomicBool) -> Result<PreStepAnswer, String> {
-        Ok(PreStepAnswer::Enter(messages.clone()))
+        Ok(coxswain_session::pre_step_default(messages.clone()))
     }
     /// Run step `step` of turn `turn` (the model call and its tools).
     fn step(&self, turn: u64, step: u64, cancelled: &AtomicBool) -> Result<StepAnswer, String>;
     /// Run the turn-stopping hooks. Default: done.
     fn turn_stopping(&self, _cancelled: &AtomicBool) -> Result<TurnStoppingAnswer, String> {
-        Ok(TurnStoppingAnswer::Done)
+        Ok(coxswain_session::turn_stopping_default())
     }
 }
 

@@ -36,7 +36,7 @@ pub trait Host: Send + Sync + 'static {
     /// The pre-step decision (hooks, prompt assembly) for the claimed batch (S29). The default
     /// enters the claimed batch as it is.
     fn pre_step(&self, cx: PreStepContext) -> impl Future<Output = PreStepAnswer> + Send {
-        async move { PreStepAnswer::Enter(cx.messages) }
+        async move { coxswain_session::pre_step_default(cx.messages) }
     }
 
     /// The step: the model call and its tools (S32). Tool-produced context is an ordinary
@@ -51,7 +51,7 @@ pub trait Host: Send + Sync + 'static {
         cx: TurnStoppingContext,
     ) -> impl Future<Output = TurnStoppingAnswer> + Send {
         drop(cx);
-        async { TurnStoppingAnswer::Done }
+        async { coxswain_session::turn_stopping_default() }
     }
 }
 

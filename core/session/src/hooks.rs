@@ -9,7 +9,7 @@
 //!   what the missing hook answers. A `step` that returns nothing gave no answer at all: the
 //!   session answers `fail` with [`HostFailure::InvalidAnswer`] on its behalf (S38).
 
-use coxswain_core::{Input, Outstanding, PreStepAnswer, Request, TurnStoppingAnswer};
+use coxswain_core::{Batch, Input, Outstanding, PreStepAnswer, Request, TurnStoppingAnswer};
 
 #[cfg(doc)]
 use crate::HostFailure;
@@ -68,9 +68,20 @@ impl Default for Hooks {
 pub fn default_answer(request: &Request) -> Option<Input> {
     match request {
         Request::PreStep { messages, .. } => {
-            Some(Input::PreStep(PreStepAnswer::Enter(messages.clone())))
+            Some(Input::PreStep(pre_step_default(messages.clone())))
         }
-        Request::TurnStopping { .. } => Some(Input::TurnStopping(TurnStoppingAnswer::Done)),
+        Request::TurnStopping { .. } => Some(Input::TurnStopping(turn_stopping_default())),
         Request::Step { .. } => None,
     }
+}
+
+/// What a missing `preStep` hook answers for the claimed `messages`: enter them as they are
+/// (S29). A driver whose host interface has default methods answers with this.
+pub fn pre_step_default(messages: Batch) -> PreStepAnswer {
+    PreStepAnswer::Enter(messages)
+}
+
+/// What a missing `turnStopping` hook answers: done (S33).
+pub fn turn_stopping_default() -> TurnStoppingAnswer {
+    TurnStoppingAnswer::Done
 }

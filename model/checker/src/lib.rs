@@ -32,7 +32,7 @@ pub use model::{Action, Bound, Cause, DeliveryModel, State, LIVENESS};
 pub use monitor::{Fact, Invariant, Monitor, Violation, REDELIVERY};
 pub use session::{
     check_agent, check_session, AgentAction, AgentBound, AgentModel, AgentProperty, AgentReport,
-    AgentState, AgentVerdict, SessionAction, SessionBound, SessionModel, SessionProperty,
-    SessionReport, SessionState, SessionVerdict, Submit,
+    AgentState, AgentVerdict, ModelReport, ModelVerdict, SessionAction, SessionBound, SessionModel,
+    SessionProperty, SessionReport, SessionState, SessionVerdict, Submit,
 };
 pub use stateright;

@@ -31,9 +31,12 @@ use coxswain_core::{
 };
 use coxswain_log::{Entry, HostEvent};
 use coxswain_session::{Ack, HostFailure, Options, Refused, Release, Session, Timeout};
-use stateright::{Checker, Model, Property};
+use stateright::{Model, Property};
 
 mod agent;
+mod report;
+
+pub use report::{ModelReport, ModelVerdict};
 
 pub use agent::{
     check_agent, AgentAction, AgentBound, AgentModel, AgentProperty, AgentReport, AgentState,
@@ -721,35 +724,11 @@ impl Model for SessionModel {
     }
 }
 
-/// The verdict of one property of a session-model run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SessionVerdict {
-    /// The property's name.
-    pub name: &'static str,
-    /// `always`: whether it holds; `sometimes`: whether it was reached.
-    pub ok: bool,
-    /// For a broken `always` property: the path's actions and what broke.
-    pub counterexample: Option<(Vec<SessionAction>, Arc<str>)>,
-}
+/// A session-model property's verdict; its counterexample is the path's actions and what broke.
+pub type SessionVerdict = ModelVerdict<(Vec<SessionAction>, Arc<str>)>;
 
 /// What a session-model run proved.
-#[derive(Clone, Debug)]
-pub struct SessionReport {
-    /// Distinct states explored.
-    pub unique_states: usize,
-    /// Whether the whole bound was explored.
-    pub exhaustive: bool,
-    /// Every property with its verdict.
-    pub properties: Vec<SessionVerdict>,
-}
-
-impl SessionReport {
-    /// Every `always` property holds and every `sometimes` one was reached, over the whole
-    /// bound.
-    pub fn passed(&self) -> bool {
-        self.exhaustive && self.properties.iter().all(|p| p.ok)
-    }
-}
+pub type SessionReport = ModelReport<(Vec<SessionAction>, Arc<str>)>;
 
 /// Checks the session model exhaustively (breadth first) on `threads` threads; with `stop_at`,
 /// stops at that property's first counterexample (the mutant runner's killer).
@@ -758,47 +737,16 @@ pub fn check_session(
     threads: usize,
     stop_at: Option<&'static str>,
 ) -> SessionReport {
-    let model = SessionModel::new(bound);
-    let mut builder = model.clone().checker().threads(threads.max(1));
-    if let Some(name) = stop_at {
-        builder = builder.finish_when(stateright::HasDiscoveries::AnyOf(
-            std::collections::BTreeSet::from([name]),
-        ));
-    }
-    let checker = builder.spawn_bfs().join();
-    let discoveries = checker.discoveries();
-    let properties = model
-        .properties()
-        .into_iter()
-        .map(|property| {
-            let found = discoveries.get(property.name);
-            let always = !matches!(property.expectation, stateright::Expectation::Sometimes);
-            SessionVerdict {
-                name: property.name,
-                ok: if always {
-                    found.is_none()
-                } else {
-                    found.is_some()
-                },
-                counterexample: found.filter(|_| always).map(|path| {
-                    let detail = path
-                        .last_state()
-                        .violation
-                        .as_ref()
-                        .map_or_else(|| Arc::from(""), |(_, detail)| detail.clone());
-                    let steps: Vec<(SessionState, Option<SessionAction>)> = path.clone().into();
-                    let actions = steps.into_iter().filter_map(|(_, action)| action).collect();
-                    (actions, detail)
-                }),
-            }
-        })
-        .collect();
-    let stopped = stop_at.is_some_and(|name| discoveries.contains_key(name));
-    SessionReport {
-        unique_states: checker.unique_state_count(),
-        exhaustive: !stopped,
-        properties,
-    }
+    report::check(SessionModel::new(bound), threads, stop_at, |path| {
+        let detail = path
+            .last_state()
+            .violation
+            .as_ref()
+            .map_or_else(|| Arc::from(""), |(_, detail)| detail.clone());
+        let steps: Vec<(SessionState, Option<SessionAction>)> = path.clone().into();
+        let actions = steps.into_iter().filter_map(|(_, action)| action).collect();
+        (actions, detail)
+    })
 }
 
 #[cfg(test)]
@@ -820,6 +768,6 @@ mod tests {
         let broken: Vec<_> = report.properties.iter().filter(|p| !p.ok).collect();
         assert!(broken.is_empty(), "{broken:#?}");
         assert!(report.exhaustive);
-        println!("{} states", report.unique_states);
+        assert_eq!(report.unique_states, 3_098);
     }
 }

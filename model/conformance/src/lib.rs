@@ -108,6 +108,64 @@ pub enum Line {
     },
 }
 
+/// A `given` line's body (FORMAT.md): the log, the seed boundary, the memory, the admission
+/// bound and the repair.
+fn given(body: &Value) -> Result<Line, String> {
+    let log = match body.get("log") {
+        None => Vec::new(),
+        Some(log) => log
+            .as_array()
+            .cloned()
+            .ok_or_else(|| String::from("`log` is not an array"))?,
+    };
+    let count = |key: &str| match body.get(key) {
+        None => Ok(0),
+        Some(n) => n
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| format!("`{key}` is not an integer")),
+    };
+    // S55: `P ≥ 1`; absent (or `null`) is unbounded.
+    let max_pending = match body.get("maxPending") {
+        None | Some(Value::Null) => None,
+        Some(n) => Some(
+            n.as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .and_then(NonZeroUsize::new)
+                .ok_or_else(|| String::from("`maxPending` is not a positive integer"))?,
+        ),
+    };
+    // S58: the capacity may be `"unbounded"`.
+    let memory = match body.get("memory") {
+        Some(Value::String(word)) if word == "unbounded" => Config::UNBOUNDED_DELIVERY_MEMORY,
+        Some(Value::String(_)) => {
+            return Err("`memory` is neither a non-negative integer nor \"unbounded\"".into())
+        }
+        _ => count("memory")?,
+    };
+    // S59: `repair: {redeliver: A}`, `A ≥ 0`.
+    let repair = match body.get("repair") {
+        None => None,
+        Some(repair) => Some(
+            repair
+                .as_object()
+                .filter(|repair| repair.len() == 1)
+                .and_then(|repair| repair.get("redeliver"))
+                .and_then(Value::as_u64)
+                .ok_or_else(|| {
+                    String::from("`repair` is not {\"redeliver\": A} with an integer A >= 0")
+                })?,
+        ),
+    };
+    Ok(Line::Given {
+        log,
+        seed_length: count("seedLength")?,
+        memory,
+        max_pending,
+        repair,
+    })
+}
+
 impl Line {
     /// One trace line from its JSON value (a one-key object), as [`Trace::parse`] reads it; the
     /// ports kit parses `PORTS.md`'s `{"in": INPUT}` and `{"given": G}` with it too.
@@ -120,64 +178,7 @@ impl Line {
         };
         let line = match key.as_str() {
             "note" => Line::Note(body.as_str().unwrap_or_default().to_owned()),
-            "given" => {
-                let log = match body.get("log") {
-                    None => Vec::new(),
-                    Some(log) => log
-                        .as_array()
-                        .cloned()
-                        .ok_or_else(|| String::from("`log` is not an array"))?,
-                };
-                let count = |key: &str| match body.get(key) {
-                    None => Ok(0),
-                    Some(n) => n
-                        .as_u64()
-                        .and_then(|n| usize::try_from(n).ok())
-                        .ok_or_else(|| format!("`{key}` is not an integer")),
-                };
-                // S55: `P ≥ 1`; absent (or `null`) is unbounded.
-                let max_pending = match body.get("maxPending") {
-                    None | Some(Value::Null) => None,
-                    Some(n) => Some(
-                        n.as_u64()
-                            .and_then(|n| usize::try_from(n).ok())
-                            .and_then(NonZeroUsize::new)
-                            .ok_or_else(|| {
-                                String::from("`maxPending` is not a positive integer")
-                            })?,
-                    ),
-                };
-                // S58: the capacity may be `"unbounded"`.
-                let memory = match body.get("memory") {
-                    Some(Value::String(word)) if word == "unbounded" => {
-                        Config::UNBOUNDED_DELIVERY_MEMORY
-                    }
-                    _ => count("memory")?,
-                };
-                // S59: `repair: {redeliver: A}`, `A ≥ 0`.
-                let repair = match body.get("repair") {
-                    None => None,
-                    Some(repair) => Some(
-                        repair
-                            .as_object()
-                            .filter(|repair| repair.len() == 1)
-                            .and_then(|repair| repair.get("redeliver"))
-                            .and_then(Value::as_u64)
-                            .ok_or_else(|| {
-                                String::from(
-                                    "`repair` is not {\"redeliver\": A} with an integer A >= 0",
-                                )
-                            })?,
-                    ),
-                };
-                Line::Given {
-                    log,
-                    seed_length: count("seedLength")?,
-                    memory,
-                    max_pending,
-                    repair,
-                }
-            }
+            "given" => given(body)?,
             "in" => Line::In(
                 serde_json::from_value(body.clone())
                     .map_err(|e| format!("unknown input {body}: {e}"))?,
@@ -1139,7 +1140,7 @@ mod tests {
                 ),
                 (
                     r#"{"given":{"memory":"all"}}"#,
-                    "`memory` is not an integer",
+                    "`memory` is neither a non-negative integer nor \"unbounded\"",
                 ),
             ] {
                 assert_eq!(

@@ -345,7 +345,7 @@ mod threads_impl {
         fn pre_step(&self, messages: &Batch, _: &AtomicBool) -> Result<PreStepAnswer, String> {
             if !self.0.writes("pre_step") {
                 // Declared missing: never called; answered as the session would if it were.
-                return Ok(PreStepAnswer::Enter(messages.clone()));
+                return Ok(coxswain_session::pre_step_default(messages.clone()));
             }
             Ok(match self.0.pre_step() {
                 PreStepScript::Nothing | PreStepScript::EnterClaimed => {
@@ -398,7 +398,7 @@ mod threads_impl {
 
         fn turn_stopping(&self, _: &AtomicBool) -> Result<TurnStoppingAnswer, String> {
             if !self.0.writes("turn_stopping") {
-                return Ok(TurnStoppingAnswer::Done);
+                return Ok(coxswain_session::turn_stopping_default());
             }
             match self.0.turn_stopping() {
                 TurnStoppingScript::Done | TurnStoppingScript::Nothing => {

@@ -36,7 +36,7 @@ use coxswain_core::{
 };
 use coxswain_log::Entry;
 use coxswain_session::{AgentLoop, BatchNo, Ending, Hooks, LogFailure, Options};
-use stateright::{Checker, Model, Property};
+use stateright::{Model, Property};
 
 mod drive;
 
@@ -578,36 +578,12 @@ impl Model for AgentModel {
     }
 }
 
-/// The verdict of one property of an agent-model run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgentVerdict {
-    /// The property's name.
-    pub name: &'static str,
-    /// `always`: whether it holds; `sometimes`: whether it was reached.
-    pub ok: bool,
-    /// For a broken `always` property: the path's actions (from a host with both hooks
-    /// written, or none) and what broke.
-    pub counterexample: Option<(Hooks, Vec<AgentAction>, Arc<str>)>,
-}
+/// An agent-model property's verdict; its counterexample is the path's actions (from a host
+/// with both hooks written, or none) and what broke.
+pub type AgentVerdict = super::ModelVerdict<(Hooks, Vec<AgentAction>, Arc<str>)>;
 
 /// What an agent-model run proved.
-#[derive(Clone, Debug)]
-pub struct AgentReport {
-    /// Distinct states explored.
-    pub unique_states: usize,
-    /// Whether the whole bound was explored.
-    pub exhaustive: bool,
-    /// Every property with its verdict.
-    pub properties: Vec<AgentVerdict>,
-}
-
-impl AgentReport {
-    /// Every `always` property holds and every `sometimes` one was reached, over the whole
-    /// bound.
-    pub fn passed(&self) -> bool {
-        self.exhaustive && self.properties.iter().all(|p| p.ok)
-    }
-}
+pub type AgentReport = super::ModelReport<(Hooks, Vec<AgentAction>, Arc<str>)>;
 
 /// Checks the agent model exhaustively (breadth first) on `threads` threads; with `stop_at`,
 /// stops at that property's first counterexample (the mutant runner's killer).
@@ -616,45 +592,14 @@ pub fn check_agent(
     threads: usize,
     stop_at: Option<&'static str>,
 ) -> AgentReport {
-    let model = AgentModel::new(bound);
-    let mut builder = model.clone().checker().threads(threads.max(1));
-    if let Some(name) = stop_at {
-        builder = builder.finish_when(stateright::HasDiscoveries::AnyOf(
-            std::collections::BTreeSet::from([name]),
-        ));
-    }
-    let checker = builder.spawn_bfs().join();
-    let discoveries = checker.discoveries();
-    let properties = model
-        .properties()
-        .into_iter()
-        .map(|property| {
-            let found = discoveries.get(property.name);
-            let always = !matches!(property.expectation, stateright::Expectation::Sometimes);
-            AgentVerdict {
-                name: property.name,
-                ok: if always {
-                    found.is_none()
-                } else {
-                    found.is_some()
-                },
-                counterexample: found.filter(|_| always).map(|path| {
-                    let last = path.last_state();
-                    let detail = last
-                        .violation
-                        .as_ref()
-                        .map_or_else(|| Arc::from(""), |(_, detail)| detail.clone());
-                    (last.hooks, last.path.to_vec(), detail)
-                }),
-            }
-        })
-        .collect();
-    let stopped = stop_at.is_some_and(|name| discoveries.contains_key(name));
-    AgentReport {
-        unique_states: checker.unique_state_count(),
-        exhaustive: !stopped,
-        properties,
-    }
+    super::report::check(AgentModel::new(bound), threads, stop_at, |path| {
+        let last = path.last_state();
+        let detail = last
+            .violation
+            .as_ref()
+            .map_or_else(|| Arc::from(""), |(_, detail)| detail.clone());
+        (last.hooks, last.path.to_vec(), detail)
+    })
 }
 
 #[cfg(test)]
@@ -673,8 +618,8 @@ mod tests {
             None,
         );
         let broken: Vec<_> = report.properties.iter().filter(|p| !p.ok).collect();
-        println!("{} states", report.unique_states);
         assert!(broken.is_empty(), "{broken:#?}");
         assert!(report.exhaustive);
+        assert_eq!(report.unique_states, 10_679);
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use coxswain_checker::stateright::Model;
 use coxswain_checker::{
     check, check_agent, check_session, Action, AgentBound, AgentProperty, Bound, DeliveryModel,
-    SessionBound, SessionProperty, Verdict,
+    ModelReport, SessionBound, SessionProperty, Verdict,
 };
 use serde_json::json;
 
@@ -112,36 +112,27 @@ fn main() -> ExitCode {
 /// to `property`. Its counterexamples are session paths, not FORMAT.md traces (no `trace`).
 fn probe_session(property: SessionProperty) -> ExitCode {
     let report = check_session(SessionBound::CI, 2, Some(property.name()));
-    let failing: Vec<&str> = report
-        .properties
-        .iter()
-        .filter(|p| p.counterexample.is_some())
-        .map(|p| p.name)
-        .collect();
-    let detail = report
-        .properties
-        .iter()
-        .find(|p| p.name == property.name())
-        .and_then(|p| p.counterexample.as_ref())
-        .map(|(actions, detail)| format!("{detail} (after {actions:?})"));
-    let out = json!({
-        "property": property.name(),
-        "failing": failing,
-        "exhaustive": report.exhaustive,
-        "unique_states": report.unique_states,
-        "elapsed_ms": 0,
-        "detail": detail,
-        "crash_restore": false,
-        "trace": null,
-    });
-    println!("{out}");
-    ExitCode::SUCCESS
+    print_path_report(property.name(), &report, |(actions, detail)| {
+        format!("{detail} (after {actions:?})")
+    })
 }
 
 /// The agent loop's killer: its model at its CI bound, stopping at the first counterexample to
 /// `property`. Its counterexamples are agent-loop paths, not FORMAT.md traces (no `trace`).
 fn probe_agent(property: AgentProperty) -> ExitCode {
     let report = check_agent(AgentBound::CI, 2, Some(property.name()));
+    print_path_report(property.name(), &report, |(hooks, actions, detail)| {
+        format!("{detail} (hooks {hooks:?}, after {actions:?})")
+    })
+}
+
+/// Prints a session- or agent-model run as the runner reads it: `shown` spells the
+/// counterexample of `property`.
+fn print_path_report<C>(
+    property: &str,
+    report: &ModelReport<C>,
+    shown: impl Fn(&C) -> String,
+) -> ExitCode {
     let failing: Vec<&str> = report
         .properties
         .iter()
@@ -151,11 +142,11 @@ fn probe_agent(property: AgentProperty) -> ExitCode {
     let detail = report
         .properties
         .iter()
-        .find(|p| p.name == property.name())
+        .find(|p| p.name == property)
         .and_then(|p| p.counterexample.as_ref())
-        .map(|(hooks, actions, detail)| format!("{detail} (hooks {hooks:?}, after {actions:?})"));
+        .map(shown);
     let out = json!({
-        "property": property.name(),
+        "property": property,
         "failing": failing,
         "exhaustive": report.exhaustive,
         "unique_states": report.unique_states,
