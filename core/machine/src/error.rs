@@ -112,6 +112,16 @@ pub enum BatchError {
 
 impl BatchError {
     /// The refusal's kind: `already-open`, `not-open` or `undrained`.
+    ///
+    /// ```
+    /// use coxswain_core::{BatchError, Machine};
+    ///
+    /// let mut machine = Machine::new();
+    /// let refused = machine.commit_batch().unwrap_err();
+    /// assert_eq!(refused, BatchError::NotOpen);
+    /// assert_eq!(refused.kind(), "not-open");
+    /// assert_eq!(refused.to_string(), "no batch is open");
+    /// ```
     pub fn kind(&self) -> &'static str {
         match self {
             BatchError::AlreadyOpen => "already-open",

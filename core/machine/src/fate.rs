@@ -35,6 +35,13 @@ pub enum TurnEndKind {
 
 impl TurnEndKind {
     /// Every kind, in S36's order.
+    ///
+    /// ```
+    /// use coxswain_core::TurnEndKind;
+    ///
+    /// let words = TurnEndKind::ALL.map(TurnEndKind::as_str);
+    /// assert_eq!(words, ["completed", "max-tokens", "blocked", "aborted", "error", "interrupted"]);
+    /// ```
     pub const ALL: [TurnEndKind; 6] = [
         TurnEndKind::Completed,
         TurnEndKind::MaxTokens,

@@ -149,6 +149,15 @@ impl FromStr for Preset {
 
 /// A name that is not in a closed vocabulary (a target or a preset)
 /// ([example](Target#examples)).
+///
+/// ```
+/// use coxswain_core::UnknownName;
+///
+/// let unknown = UnknownName::new("preset", "nudge");
+/// assert_eq!(unknown.what(), "preset");
+/// assert_eq!(unknown.found(), "nudge");
+/// assert_eq!(unknown.to_string(), "unknown preset `nudge`");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {what} {}", crate::ShownId::new(found))]
 pub struct UnknownName {
@@ -244,6 +253,14 @@ impl AnswerWord {
     ///
     /// An [`UnknownName`] naming the word when it is no answer word, or not one of that
     /// request's (`unknown step answer `done``).
+    ///
+    /// ```
+    /// use coxswain_core::{AnswerWord, RequestKind};
+    ///
+    /// assert_eq!(AnswerWord::of(RequestKind::TurnStopping, "done"), Ok(AnswerWord::Done));
+    /// let refused = AnswerWord::of(RequestKind::Step, "done").unwrap_err();
+    /// assert_eq!(refused.to_string(), "unknown step answer `done`");
+    /// ```
     pub fn of(request: RequestKind, word: &str) -> Result<AnswerWord, UnknownName> {
         let what = match request {
             RequestKind::PreStep => "preStep answer",

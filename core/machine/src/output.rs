@@ -394,6 +394,13 @@ pub enum Notification {
 
 /// The public status (S23): `running` while a driver runs, `idle` otherwise
 /// ([example](Effect#examples)).
+///
+/// ```
+/// use coxswain_core::Status;
+///
+/// assert_eq!(Status::ALL.map(Status::as_str), ["idle", "running"]);
+/// assert_eq!("running".parse(), Ok(Status::Running));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
