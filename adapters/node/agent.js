@@ -291,6 +291,7 @@ for (const [name, input] of Object.entries(INPUTS)) {
 function failureOf(error) {
   if (error instanceof errors.IndeterminateError) return INDETERMINATE;
   if (error instanceof errors.LogFailedError || error instanceof errors.LockedError) return FENCED;
+  if (error instanceof errors.LogIoError && error.kind === 'fenced') return FENCED;
   return FAILED;
 }
 

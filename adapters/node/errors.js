@@ -161,9 +161,31 @@ class LineTooLongError extends CorruptLogError {
   }
 }
 
-/** Reading, writing or syncing the log failed. From an append: the batch is not in the log. */
+/**
+ * Reading, writing or syncing the log failed. From an append: the batch is not in the log.
+ * `kind` is the shared file log's (`coxswain_file_log::LogError::kind`): `io` here, or its
+ * subclass's; `path` the file.
+ */
 class LogIoError extends CoxswainError {
-  constructor(message, options, kind = 'log-io') { super(kind, message, options); }
+  constructor(message, options, kind = 'io') {
+    super(kind, message, options);
+    /** The log's file. @type {string | undefined} */
+    this.path = options && options.path;
+  }
+}
+/**
+ * The file system holding the log is full (`ENOSPC`, or a quota): nothing of the append is in
+ * the log (it was cut back). Free space and send again.
+ */
+class LogStorageFullError extends LogIoError {
+  constructor(message, options) { super(message, options, 'storage-full'); }
+}
+/**
+ * The process may not open, write or lock the log's file, or sync its directory (`EACCES`,
+ * `EPERM`, a read-only file system): nothing was written.
+ */
+class LogPermissionDeniedError extends LogIoError {
+  constructor(message, options) { super(message, options, 'permission-denied'); }
 }
 /**
  * The log's path names something that is not a regular file (a FIFO, a directory, a socket, a
@@ -171,7 +193,7 @@ class LogIoError extends CoxswainError {
  */
 class NotRegularFileError extends LogIoError {
   constructor(filePath, fileType) {
-    super(`${filePath}: not a regular file (${fileType})`, undefined, 'not-regular-file');
+    super(`${filePath}: not a regular file (${fileType})`, undefined, 'not-regular');
     /** @type {string} */
     this.path = filePath;
     /** What it is, in the Rust logs' words: `a FIFO`, `a directory`, `a socket`, `a character device`, `a block device`, `not a file`. @type {string} */
@@ -184,7 +206,7 @@ class NotRegularFileError extends LogIoError {
  */
 class LogReplacedError extends LogIoError {
   constructor(filePath) {
-    super(`the log file ${filePath} was removed or replaced`, undefined, 'log-replaced');
+    super(`the log file ${filePath} was removed or replaced`, undefined, 'replaced');
     /** @type {string} */
     this.path = filePath;
   }
@@ -199,7 +221,7 @@ class LogTruncatedError extends LogIoError {
     super(
       `the log file ${filePath} was truncated: it holds ${found} bytes where this log wrote ${expected}`,
       undefined,
-      'log-truncated',
+      'truncated',
     );
     /** @type {string} */
     this.path = filePath;
@@ -220,7 +242,7 @@ class LogTamperedError extends LogIoError {
     const what = found === expected
       ? `its last bytes are not the ones this log wrote (${found} bytes)`
       : `it holds ${found} bytes where this log wrote ${expected}`;
-    super(`the log file ${filePath} was written by another writer: ${what}`, undefined, 'log-tampered');
+    super(`the log file ${filePath} was written by another writer: ${what}`, undefined, 'tampered');
     /** @type {string} */
     this.path = filePath;
     /** The file's length as this log left it. @type {number} */
@@ -246,16 +268,20 @@ class IndeterminateError extends CoxswainError {
 class EncodeError extends CoxswainError {
   constructor(message) { super('encode', message); }
 }
-/** Another writer holds the log file's `flock` (another FileLog, here or in Rust). */
+/** Another writer holds the log file's `flock` (another FileLog, here, in Python or in Rust). */
 class LockedError extends CoxswainError {
-  constructor(message) { super('locked', message); }
+  constructor(message, filePath = undefined) {
+    super('locked', message);
+    /** The log's file. @type {string | undefined} */
+    this.path = filePath;
+  }
 }
 /**
  * An earlier append was indeterminate (or the tail repair failed): the log cannot say what it
  * holds and takes no more appends until re-opened.
  */
 class LogFailedError extends CoxswainError {
-  constructor(message = 'an earlier append was indeterminate; re-open the log') { super('log-failed', message); }
+  constructor(message = 'an earlier append was indeterminate; re-open the log') { super('failed', message); }
 }
 
 /**
@@ -287,7 +313,7 @@ class BatchError extends CoxswainError {
     super(kind, why[kind] ?? kind);
   }
 }
-/** The agent was closed. */
+/** The agent was closed, or the log (then `path` names its file). */
 class ClosedError extends CoxswainError {
   constructor(message = 'the agent is closed') { super('closed', message); }
 }
@@ -321,6 +347,71 @@ class InvalidRedeliveryError extends InvalidOptionsError {
     /** The refused value, as given. */
     this.value = value;
   }
+}
+
+/**
+ * The error of the shared file log's failure (src/filelog.rs): a rejection whose message is the
+ * JSON text `{kind, message, path, …}`. The class is chosen by `kind` alone
+ * (`coxswain_file_log::LogError::kind`, the name every language gives it), never by an errno or
+ * the message's words; `kind` and `path` are kept as they came, and a message that does not name
+ * the file gets its path in front. Anything else (not such a rejection) is a `LogIoError`
+ * naming `filePath`.
+ */
+function logError(error, filePath) {
+  let reason;
+  if (typeof error?.message === 'string' && error.message.startsWith('{')) {
+    try {
+      reason = JSON.parse(error.message);
+    } catch {
+      reason = undefined;
+    }
+  }
+  if (reason === undefined || typeof reason.kind !== 'string') {
+    const message = error instanceof Error ? error.message : String(error);
+    return Object.assign(new LogIoError(`${filePath}: ${message}`, { cause: error }), { path: filePath });
+  }
+  return fromReason(reason, filePath);
+}
+
+/** The error of one reason (`{kind, message, path, …}`). */
+function fromReason(reason, filePath) {
+  const where = reason.path ?? filePath;
+  const named = reason.message.includes(where) ? reason.message : `${where}: ${reason.message}`;
+  let made;
+  switch (reason.kind) {
+    case 'replaced': made = new LogReplacedError(where); break;
+    case 'truncated': made = new LogTruncatedError(where, reason.expected, reason.found); break;
+    case 'tampered': made = new LogTamperedError(where, reason.expected, reason.found); break;
+    case 'not-regular': made = new NotRegularFileError(where, reason.fileType); break;
+    case 'locked': made = new LockedError(named, where); break;
+    case 'storage-full': made = new LogStorageFullError(named); break;
+    case 'permission-denied': made = new LogPermissionDeniedError(named); break;
+    case 'line-too-long': made = new LineTooLongError(where, reason.line, reason.max); break;
+    case 'corrupt': made = new CorruptLogError(named, reason.line); break;
+    case 'invalid': made = new InvalidLogError(named, reason.line); break;
+    case 'failed': made = new LogFailedError(named); break;
+    case 'closed': made = new ClosedError(named); break;
+    case 'too-deep': made = new TooDeepError(reason.detail ?? named, { depth: reason.depth, max: reason.max }); break;
+    case 'encode':
+    case 'seq-exhausted': made = new EncodeError(named); break;
+    case 'indeterminate': {
+      const cause = nested(reason.error, filePath);
+      made = new IndeterminateError(named, { cause, undo: nested(reason.undo, filePath) });
+      break;
+    }
+    default: made = new LogIoError(named); // io, and the segment and PostgreSQL logs' kinds
+  }
+  made.kind = reason.kind;
+  made.path = where;
+  if (made.message !== named && reason.kind !== 'too-deep') made.message = named;
+  return made;
+}
+
+/** An indeterminate append's cause or undo: a log error, or an i/o error in the OS's words. */
+function nested(reason, filePath) {
+  if (reason === undefined) return undefined;
+  if (reason.kind !== 'io') return fromReason(reason, filePath);
+  return Object.assign(new LogIoError(reason.message), { path: reason.path ?? filePath });
 }
 
 const REJECTIONS = {
@@ -380,6 +471,8 @@ module.exports = {
   CorruptLogError,
   LineTooLongError,
   LogIoError,
+  LogStorageFullError,
+  LogPermissionDeniedError,
   NotRegularFileError,
   LogReplacedError,
   LogTruncatedError,
@@ -399,4 +492,5 @@ module.exports = {
   InvalidRedeliveryError,
   rejection,
   refusal,
+  logError,
 };

@@ -184,31 +184,48 @@ export class IdTooLongError extends RejectedError { readonly kind: 'id-too-long'
 /** A message's JSON encoding is larger than `maxMessageBytes` (the session layer's admission); nothing changed. */
 export class MessageTooLargeError extends RejectedError { readonly kind: 'message-too-large'; readonly bytes?: number; readonly max?: number; readonly wasDelivered: false; }
 export class InvalidInputError extends CoxswainError { readonly kind: 'invalid-input'; }
-export class InvalidLogError extends CoxswainError { readonly kind: 'invalid-log'; readonly line?: number; }
-export class CorruptLogError extends CoxswainError { readonly kind: 'corrupt-log' | 'line-too-long'; readonly line: number; }
+/** A log the machine cannot be restored from (S46, S47); nothing was restored or written. From a `FileLog`: the kind `invalid` (the shared file log's) and `path`. */
+export class InvalidLogError extends CoxswainError { readonly kind: 'invalid-log' | 'invalid'; readonly line?: number; readonly path?: string; }
+/** A complete line of a log that is not a valid record; nothing was written. From a `FileLog`: the kind `corrupt` (the shared file log's) and `path`. */
+export class CorruptLogError extends CoxswainError { readonly kind: 'corrupt-log' | 'corrupt' | 'line-too-long'; readonly line: number; readonly path?: string; }
 /** A line of the log file is longer than the longest record a session writes (`{path}: line {line} is longer than {max} bytes (the longest record a session writes)`): the read stopped there. */
 export class LineTooLongError extends CorruptLogError { readonly kind: 'line-too-long'; readonly path: string; /** The limit: the Rust logs' `MAX_LINE_BYTES` (2 MiB). */ readonly max: number; }
-/** Reading, writing or syncing the log failed; from an append, the batch is not in the log. */
-export class LogIoError extends CoxswainError { readonly kind: 'log-io' | 'log-replaced' | 'log-truncated' | 'log-tampered' | 'not-regular-file'; }
-/** The log's path names a FIFO, a directory, a socket or a device (`{path}: not a regular file (a FIFO)`): refused at open, nothing read or written. */
-export class NotRegularFileError extends LogIoError { readonly kind: 'not-regular-file'; readonly path: string; readonly fileType: string; }
+/**
+ * The kinds of the shared file log's errors (`coxswain_file_log::LogError::kind`): the one name
+ * every language gives each, and the `kind` of the error a `FileLog` rejects with.
+ */
+export type LogErrorKind =
+  | 'io' | 'indeterminate' | 'corrupt' | 'invalid' | 'not-regular' | 'line-too-long' | 'encode' | 'too-deep'
+  | 'seq-exhausted' | 'failed' | 'locked' | 'replaced' | 'truncated' | 'tampered' | 'storage-full'
+  | 'permission-denied' | 'closed' | 'session-open' | 'writer-stopped' | 'fenced';
+/** Reading, writing or syncing the log failed (`{path}: …`); from an append, the batch is not in the log. `kind` is `io` here, its subclass's, or another log's (`session-open`, `writer-stopped`, `fenced`). */
+export class LogIoError extends CoxswainError { readonly kind: 'io' | 'replaced' | 'truncated' | 'tampered' | 'not-regular' | 'storage-full' | 'permission-denied' | 'session-open' | 'writer-stopped' | 'fenced'; readonly path?: string; }
+/** The log's file system is full (`ENOSPC`, a quota): nothing of the append is in the log (it was cut back); free space and send again. */
+export class LogStorageFullError extends LogIoError { readonly kind: 'storage-full'; readonly path: string; }
+/** The process may not open, write or lock the log's file, or sync its directory (`EACCES`, `EPERM`, a read-only file system): nothing was written. */
+export class LogPermissionDeniedError extends LogIoError { readonly kind: 'permission-denied'; readonly path: string; }
+/** The log's path names a FIFO, a directory, a socket or a device (`{path}: not a regular file (a FIFO)`): refused at open, never opened blocking, nothing read or written. */
+export class NotRegularFileError extends LogIoError { readonly kind: 'not-regular'; readonly path: string; readonly fileType: string; }
 /** The file at the log's path was removed, renamed or replaced; nothing more is acknowledged. */
-export class LogReplacedError extends LogIoError { readonly kind: 'log-replaced'; readonly path: string; }
+export class LogReplacedError extends LogIoError { readonly kind: 'replaced'; readonly path: string; }
 /** The log's file is shorter than what this log wrote (cut in place: `copytruncate`, `: > file`); nothing more is acknowledged. */
-export class LogTruncatedError extends LogIoError { readonly kind: 'log-truncated'; readonly path: string; readonly expected: number; readonly found: number; }
+export class LogTruncatedError extends LogIoError { readonly kind: 'truncated'; readonly path: string; readonly expected: number; readonly found: number; }
 /** Another writer appended to the log's file (`found > expected`) or overwrote its end (`found === expected`); nothing more is acknowledged. */
-export class LogTamperedError extends LogIoError { readonly kind: 'log-tampered'; readonly path: string; readonly expected: number; readonly found: number; }
-/** An append failed and its cut-back failed too or was not tried (the file was shorter than the log: `undo` is a `LogTruncatedError`); the batch may or may not be in the log. */
-export class IndeterminateError extends CoxswainError { readonly kind: 'indeterminate'; readonly undo?: Error; }
-export class EncodeError extends CoxswainError { readonly kind: 'encode'; }
+export class LogTamperedError extends LogIoError { readonly kind: 'tampered'; readonly path: string; readonly expected: number; readonly found: number; }
+/** An append failed and its cut-back failed too or was not tried (the file was shorter than the log: `undo` is a `LogTruncatedError`); the batch may or may not be in the log. `cause` is why the append failed. */
+export class IndeterminateError extends CoxswainError { readonly kind: 'indeterminate'; readonly undo?: Error; readonly path?: string; }
+/** A record cannot be encoded (`seq-exhausted`: no record may take `seq` 2^64 - 1); nothing was written. */
+export class EncodeError extends CoxswainError { readonly kind: 'encode' | 'seq-exhausted'; readonly path?: string; }
 /** An earlier append was indeterminate: the log takes no more appends until re-opened. */
-export class LogFailedError extends CoxswainError { readonly kind: 'log-failed'; }
-export class LockedError extends CoxswainError { readonly kind: 'locked'; }
+export class LogFailedError extends CoxswainError { readonly kind: 'failed'; readonly path?: string; }
+/** Another writer holds the log file's `flock` (another FileLog, here, in Python or in Rust): `the log {path} is locked by another writer`. */
+export class LockedError extends CoxswainError { readonly kind: 'locked'; readonly path?: string; }
 /** The append of the input's batch failed (`cause`: the log's error): the input is not in the log, the machine is as if it had not been fed, the agent goes on; send it again. */
 export class PersistenceError extends CoxswainError { readonly kind: 'persistence'; readonly cause: unknown; }
 /** The agent stopped after an indeterminate append (the log could not say whether a batch is in it): re-open it from its log. */
 export class StoppedError extends CoxswainError { readonly kind: 'stopped'; }
-export class ClosedError extends CoxswainError { readonly kind: 'closed'; }
+/** The agent was closed, or the log (`the log file {path} is closed`: then `path` names its file). */
+export class ClosedError extends CoxswainError { readonly kind: 'closed'; readonly path?: string; }
 export class StepClosedError extends CoxswainError { readonly kind: 'step-closed'; }
 export class ReservedTypeError extends CoxswainError { readonly kind: 'reserved-type'; }
 export class FinalSyncError extends CoxswainError { readonly kind: 'final-sync'; }
@@ -333,7 +350,7 @@ export interface ParsedLog {
   unterminated: boolean;
   nextSeq: number;
 }
-/** Where the agent's durable events go (FileLog, MemoryLog, or your own). */
+/** Where the agent's durable events go (MemoryLog, or your own; a FileLog resumes in Rust). */
 export interface DurableLog {
   readAll(): Promise<Uint8Array>;
   repairTail(read: { completeLen: number; torn: { line: number; bytes: number } | null; unterminated: boolean; nextSeq: number }): Promise<void>;
@@ -348,12 +365,20 @@ export interface DurableLog {
   close(): Promise<void>;
 }
 export type SyncPolicy = 'every-append' | 'per-turn' | 'never';
-/** The JSON-lines file log (adapters/tokio's FileLog format), holding the file's `flock` while open (`LockedError` for a second writer). */
-export class FileLog implements DurableLog {
+/**
+ * The JSON-lines file log: the one Rust file log every coxswain runtime writes
+ * (`coxswain-file-log`), its IO on libuv's thread pool. It holds the file's `flock` while open
+ * (`LockedError` for a second writer); a FIFO, a directory or a socket is refused at open
+ * (`NotRegularFileError`). Its calls run one at a time, in the order made. Every error it
+ * rejects with has the shared log's `kind` (`LogErrorKind`) and the file's `path`.
+ */
+export class FileLog {
   static open(path: string, options?: { sync?: SyncPolicy }): Promise<FileLog>;
+  /** The file's absolute path. */
   readonly path: string;
-  readAll(): Promise<Buffer>;
-  repairTail(read: { completeLen: number; torn: { line: number; bytes: number } | null; unterminated: boolean; nextSeq: number }): Promise<void>;
+  /** The `seq` the next appended record takes (1 before the log was read back). */
+  readonly nextSeq: number;
+  /** Appends as one write (reading the log back and repairing its tail first, if no agent resumed it); the first record's `seq`. */
   append(entries: Entry[]): Promise<number>;
   sync(): Promise<void>;
   close(): Promise<void>;
@@ -470,7 +495,7 @@ export type Update =
  * every language (`persistence`, `indeterminate`, `stopped`, `closed`, `disposed`, a refusal's).
  */
 export class Agent {
-  static open(host: Host, log: DurableLog, options?: AgentOptions): Promise<{ agent: Agent; recovery: Recovery }>;
+  static open(host: Host, log: FileLog | DurableLog, options?: AgentOptions): Promise<{ agent: Agent; recovery: Recovery }>;
   /** With `expect`, accepted only while the guard holds, else `TurnMismatchError` (S54). */
   send(message: Message, target: Target, wakeup: boolean, options?: { expect?: Expect }): Promise<void>;
   /** A steer meant for turn `turn`: rejects with `TurnMismatchError` once it ended or was stopped (S54). */

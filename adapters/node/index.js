@@ -41,6 +41,8 @@ module.exports = {
   CorruptLogError: errors.CorruptLogError,
   LineTooLongError: errors.LineTooLongError,
   LogIoError: errors.LogIoError,
+  LogStorageFullError: errors.LogStorageFullError,
+  LogPermissionDeniedError: errors.LogPermissionDeniedError,
   NotRegularFileError: errors.NotRegularFileError,
   LogReplacedError: errors.LogReplacedError,
   LogTruncatedError: errors.LogTruncatedError,

@@ -13,6 +13,9 @@
 //! multi-tenant case), and the same 1000 agents each a session of one shared segment log
 //! (`SegmentLog`: one sync for many sessions).
 //!
+//! `COXSWAIN_BENCH_SYNC` picks the file logs' sync policy by its name (`every-append`, the
+//! default; `per-turn`; `never`: the cost of the log without the disk's `fdatasync`).
+//!
 //! The logs go in `$COXSWAIN_BENCH_DIR` (default: a temporary directory under the target
 //! directory, i.e. the build's disk). Every case runs [`ROUNDS`] times, interleaved; medians are
 //! reported. A smoke run (`cargo test --benches`) uses tiny sizes and
@@ -130,6 +133,13 @@ fn main() {
         .enable_all()
         .build()
         .expect("a runtime");
+    let policy = match std::env::var("COXSWAIN_BENCH_SYNC").as_deref() {
+        Ok("never") => SyncPolicy::Never,
+        Ok("per-turn") => SyncPolicy::PerTurn,
+        Ok("every-append") | Err(_) => SyncPolicy::EveryAppend,
+        Ok(other) => panic!("COXSWAIN_BENCH_SYNC={other}: not every-append, per-turn or never"),
+    };
+    println!("sync policy: {policy:?}");
     let rounds = if full { ROUNDS } else { 1 };
     let mut reports: Vec<Vec<LoadReport>> = cases.iter().map(|_| Vec::new()).collect();
     for round in 0..rounds {
@@ -137,7 +147,7 @@ fn main() {
             let load = Load {
                 target: Target::Files {
                     dir: dir.path().join(case.name),
-                    policy: SyncPolicy::EveryAppend,
+                    policy,
                     shared: case.shared,
                 },
                 agents: case.agents,

@@ -169,6 +169,7 @@ fn no_crate_depends_on_a_layer_above_its_own() {
             vec![
                 "coxswain",
                 "coxswain-binding-kit",
+                "coxswain-file-log",
                 "coxswain-load",
                 "coxswain-node",
                 "coxswain-postgres",

@@ -121,7 +121,7 @@ const NO_RUN: &[(&str, &str)] = &[
     ),
     (
         "docs/node.md",
-        "npm --prefix adapters/node ci && npm --prefix adapters/node run build",
+        "npm --prefix adapters/node ci && npm --prefix adapters/node run build:test",
     ),
     (
         "docs/node.md",

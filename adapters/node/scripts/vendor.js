@@ -3,7 +3,8 @@
 // workspace of its own, so that the tarball installs anywhere and builds from source
 // (scripts/install.js; nothing prebuilt). `rust/` holds the binding's crate (`rust/node`: this
 // directory's Cargo.toml, build.rs and src/) and the pure crates it uses
-// (`rust/crates/{machine,log,session}`, from core/, and `rust/crates/kit`, the bindings' kit), under a manifest made from the repository's
+// (`rust/crates/{machine,log,session}`, from core/, `rust/crates/kit`, the bindings' kit, and
+// `rust/crates/filelog`, the one file log of every runtime), under a manifest made from the repository's
 // own (its package fields, dependency versions and lints; only these members) and its lockfile,
 // trimmed offline to what these crates use, so the install builds with `--locked` the exact
 // versions the repository tests. `--clean` (postpack) removes `rust/` again.
@@ -23,6 +24,7 @@ const CRATES = [
   ['core/log', 'log', 'coxswain-log'],
   ['core/session', 'session', 'coxswain-session'],
   ['adapters/kit', 'kit', 'coxswain-binding-kit'],
+  ['adapters/filelog', 'filelog', 'coxswain-file-log'],
   ['model/conformance', 'conformance', 'coxswain-conformance'],
 ];
 

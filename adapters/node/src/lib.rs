@@ -17,9 +17,10 @@
 //! * SPEC §13 (module `section13`): the query `fate` (S58) on the machine, crash repair's
 //!   redelivery allowance (S59) checked by the session layer's one owner of its bound
 //!   ([`redelivery_refusal`]), and a trace's `given` with `memory: "unbounded"` and `repair`.
-//! * The JSON-lines record format of `coxswain-log` ([`encode_records`], [`parse_log`]), so the
-//!   log written from Node has one owner: the Rust crate that `coxswain verify` and the tokio
-//!   adapter's `FileLog` use — and [`FileLock`], the same `flock` that `FileLog` takes.
+//! * The JSON-lines record format of `coxswain-log` ([`encode_records`], [`parse_log`]), and
+//!   [`NativeFileLog`]: the one file log of every runtime (`coxswain-file-log`), its IO on
+//!   libuv's thread pool, so the log written from Node is the log the tokio and threads drivers,
+//!   Python and `coxswain run --log` write: one owner of its format and of its durability rules.
 //!
 //! On the hot path a transition crosses as a *tape* (the module `tape`, decoded by `tape.js`):
 //! one string of small numbers, decoded in JavaScript into object literals, with every message
@@ -40,7 +41,9 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bound;
-mod lock;
+#[cfg(feature = "faults")]
+mod faults;
+mod filelog;
 mod log;
 mod machine;
 mod section13;
@@ -48,7 +51,7 @@ mod session;
 mod tape;
 mod wire;
 
-pub use lock::FileLock;
+pub use filelog::{open_file_log, NativeFileLog};
 pub use log::{encode_records, host_failure, max_line_bytes, parse_log};
 pub use machine::{Core, NativeMachine, Shared};
 pub use section13::{max_redelivery, redelivery_refusal};

@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::bound::Bound;
+use crate::filelog::NativeFileLog;
 use crate::section13::Given;
 use crate::tape::{self, Handles, Tape};
 use crate::wire;
@@ -150,6 +151,20 @@ impl NativeMachine {
                     "interrupted": plan.interrupted,
                 }}))
             }
+        }
+    }
+
+    /// Takes the session `log`'s last resume restored (`NativeFileLog.resume`, the shared file
+    /// log's `FileLog::resume`) as this machine: `false` (and this machine unchanged) if there is
+    /// none to take.
+    #[napi]
+    pub fn adopt_resumed(&mut self, log: &NativeFileLog) -> bool {
+        match log.take_resumed() {
+            Some(machine) => {
+                self.core.borrow_mut().machine = machine;
+                true
+            }
+            None => false,
         }
     }
 

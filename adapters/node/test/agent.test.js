@@ -2,6 +2,7 @@
 // The Agent driver: the tokio adapter's semantics over the JSON-lines FileLog, and logs that
 // pass `coxswain verify` and resume across Node and Rust in both directions.
 
+const { faults } = require('./support/faults');
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -242,7 +243,8 @@ test('a log that S46 refuses is left as it was (CorruptLogError, InvalidLogError
   fs.writeFileSync(file, invalid);
   await assert.rejects(Agent.open(textHost, await FileLog.open(file)), (error) => {
     assert.ok(error instanceof coxswain.InvalidLogError);
-    assert.equal(error.kind, 'invalid-log');
+    assert.equal(error.kind, 'invalid'); // the shared file log's kind (coxswain_file_log::LogError::kind)
+    assert.equal(error.path, file);
     assert.equal(error.line, 1);
     return true;
   });
@@ -659,18 +661,14 @@ test('sync policies: every-append syncs each append, per-turn only a turn/end, n
   for (const sync of ['every-append', 'per-turn', 'never']) {
     const file = tempLog(t);
     const log = await FileLog.open(file, { sync });
-    let syncs = 0;
-    const datasync = log._file.datasync.bind(log._file);
-    log._file.datasync = () => {
-      syncs += 1;
-      return datasync();
-    };
+    // The syncs (`fdatasync`) the shared Rust log did to the file (src/filelog.rs counts them).
+    const syncs = () => faults(log).fileOperations()[0];
     const { agent } = await Agent.open(textHost, log);
     await agent.followup(userMessage('a', 'x'));
     await agent.whenIdle();
-    const beforeEnd = syncs;
+    const beforeEnd = syncs();
     await agent.close(); // the final sync
-    counts[sync] = [beforeEnd, syncs];
+    counts[sync] = [beforeEnd, syncs()];
     assert.equal(cli('verify', file).status, 0);
   }
   // One session: 3 appends (the follow-up with the pre-step the loop answers in its batch, the

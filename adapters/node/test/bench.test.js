@@ -33,3 +33,15 @@ test('bench/restore.js restores the same log through Agent.open and the Rust res
   assert.match(lines[2], /^the Rust restore of the same bytes \(ResumePlan::from_bytes\): \d+\.\d ms$/);
   assert.match(lines[3], /^ratio Agent\.open\/Rust: \d+\.\d\dx$/);
 });
+
+test('bench/filelog.js prints the agent on a FileLog at sync on and off', () => {
+  const bench = spawnSync(process.execPath, [path.join(__dirname, '..', 'bench', 'filelog.js'), '20', '1'], {
+    encoding: 'utf8',
+  });
+  assert.equal(bench.status, 0, bench.stderr);
+  const lines = bench.stdout.trim().split('\n');
+  assert.equal(lines.length, 3);
+  assert.match(lines[0], /^node v\d+\.\d+\.\d+, the agent on a FileLog, 20 cycles, median of 1 rounds$/);
+  assert.match(lines[1], /^agent, FileLog every-append \(sync on\): \d+\.\d µs\/cycle$/);
+  assert.match(lines[2], /^agent, FileLog never \(sync off\): \d+\.\d µs\/cycle$/);
+});

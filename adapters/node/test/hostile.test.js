@@ -69,7 +69,7 @@ test('a FIFO, a directory or a socket is refused at open with NotRegularFileErro
     assert.ok(error instanceof coxswain.LogIoError && error instanceof coxswain.CoxswainError);
     assert.equal(error.message, `${file}: not a regular file (${kind})`);
     assert.equal(error.name, 'NotRegularFileError');
-    assert.equal(error.kind, 'not-regular-file');
+    assert.equal(error.kind, 'not-regular'); // the shared file log's kind
     assert.equal(error.path, file);
     assert.equal(error.fileType, kind);
   }
@@ -111,7 +111,7 @@ test('a line longer than the limit is refused naming the path and the line, the 
   fs.writeFileSync(file, ' '.repeat(MAX_LINE_BYTES + 1));
   await assert.rejects(Agent.open({}, await FileLog.open(file)), (error) => error.line === 1 && error.kind === 'line-too-long');
   fs.writeFileSync(file, `${'a'.repeat(MAX_LINE_BYTES)}\n`);
-  await assert.rejects(Agent.open({}, await FileLog.open(file)), (error) => error.kind === 'corrupt-log' && error.line === 1);
+  await assert.rejects(Agent.open({}, await FileLog.open(file)), (error) => error instanceof coxswain.CorruptLogError && error.kind === 'corrupt' && error.line === 1);
 });
 
 test('a record of the limit reads back', async (t) => {

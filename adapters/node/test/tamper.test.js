@@ -7,6 +7,7 @@
 // not the log's); only an indeterminate one stops it, its error thrown only once `ending` and
 // `whenIdle()` say it stopped, and the log then refuses every append.
 
+const { faults } = require('./support/faults');
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -82,7 +83,7 @@ test('truncated to 0 through another handle: nothing more is acknowledged', asyn
   fs.truncateSync(file, 0);
   const error = refused(await rejection(agent.inject(userMessage('c', 'hi'))));
   assert.ok(error instanceof coxswain.LogTruncatedError);
-  assert.deepEqual([error.kind, error.path, error.expected, error.found], ['log-truncated', file, HISTORY, 0]);
+  assert.deepEqual([error.kind, error.path, error.expected, error.found], ['truncated', file, HISTORY, 0]);
   assert.equal(error.message, `the log file ${file} was truncated: it holds 0 bytes where this log wrote ${HISTORY}`);
   await goesOn(agent, coxswain.LogTruncatedError);
   const closed = await rejection(agent.close());
@@ -110,7 +111,7 @@ test('appended to by another writer: nothing more is acknowledged, the foreign l
   fs.appendFileSync(file, 'hello\n'); // echo hello >> session.jsonl
   const error = refused(await rejection(agent.inject(userMessage('c', 'hi'))));
   assert.ok(error instanceof coxswain.LogTamperedError);
-  assert.deepEqual([error.kind, error.expected, error.found], ['log-tampered', HISTORY, HISTORY + 6]);
+  assert.deepEqual([error.kind, error.expected, error.found], ['tampered', HISTORY, HISTORY + 6]);
   assert.equal(
     error.message,
     `the log file ${file} was written by another writer: it holds ${HISTORY + 6} bytes where this log wrote ${HISTORY}`,
@@ -134,20 +135,20 @@ test('overwritten at its end (the same length): found by its last bytes', async 
   await assert.rejects(agent.close(), coxswain.FinalSyncError);
 });
 
-test('replaced (renamed over): LogReplacedError, nothing written to either file', async (t) => {
+test('replaced (renamed over): LogReplacedError, nothing left written in either file', async (t) => {
   const file = tempLog(t);
   const { agent, log } = await history(file);
   const old = fs.openSync(file, 'r'); // the log's own inode, unlinked by the rename
   fs.writeFileSync(`${file}.other`, '');
   fs.renameSync(`${file}.other`, file);
-  let wrote = false;
-  const write = log._write.bind(log);
-  log._write = (bytes) => { wrote = true; return write(bytes); };
+  const writes = writesOf(log);
   const error = refused(await rejection(agent.inject(userMessage('c', 'hi'))));
   assert.ok(error instanceof coxswain.LogReplacedError);
-  assert.deepEqual([error.kind, error.path], ['log-replaced', file]);
+  assert.deepEqual([error.kind, error.path], ['replaced', file]);
   assert.equal(error.message, `the log file ${file} was removed or replaced`);
-  assert.equal(wrote, false, 'found before the write');
+  // The shared log checks the path after its write (the tokio log's rule: one `stat` an
+  // append): its one write went to its own file, now unlinked, and was cut back.
+  assert.equal(writesOf(log), writes + 1);
   assert.equal(fs.fstatSync(old).size, HISTORY);
   fs.closeSync(old);
   await goesOn(agent, coxswain.LogReplacedError);
@@ -179,14 +180,19 @@ test('an overwrite in the middle is not detected (as docs/tokio.md says): the ne
   assert.equal(reopened.line, 1);
 });
 
-// A write that another writer races: the log's own write, patched. -------------------------------
+// A write that another writer races: the shared log's file operations, faulted (src/filelog.rs). --
 
-/** A FileLog holding the history, read back and repaired as an agent opens it. */
+/** How many writes the shared Rust log made to its file. */
+function writesOf(log) {
+  return faults(log).fileOperations()[1];
+}
+
+/** A FileLog holding the history, read back and repaired as an agent opens it (an empty append does that). */
 async function opened(file) {
   const { agent } = await history(file);
   await agent.close();
   const log = await FileLog.open(file);
-  await log.repairTail(coxswain.parseLog(await log.readAll()));
+  assert.equal(await log.append([]), 9);
   return log;
 }
 
@@ -195,14 +201,8 @@ async function opened(file) {
  * append landing after the log's check), then writes `budget` bytes and fails (`null`: all).
  */
 function racing(log, file, size, budget) {
-  const real = log._write.bind(log);
-  log._write = async (bytes) => {
-    log._write = real;
-    fs.truncateSync(file, size);
-    if (budget === null) return real(bytes);
-    await real(bytes.subarray(0, budget));
-    throw new Error('write failed (injected)');
-  };
+  assert.equal(log.path, file);
+  faults(log).raceNextWrite(size, budget ?? undefined);
 }
 
 const entries = [{ type: 'model/output', data: { n: 0 } }];
@@ -211,16 +211,16 @@ test("the issue's step 5: a failing append after a truncation writes nothing, ne
   const file = tempLog(t);
   const log = await opened(file);
   fs.truncateSync(file, 0);
-  let wrote = false;
-  log._write = async () => { wrote = true; throw new Error('write failed (injected)'); };
+  const writes = writesOf(log);
+  racing(log, file, 0, 0); // a write, if one were made, would fail
   const error = await rejection(log.append(entries));
   assert.ok(error instanceof coxswain.LogTruncatedError);
   assert.deepEqual([error.expected, error.found], [HISTORY, 0]);
-  assert.equal(wrote, false);
+  assert.equal(writesOf(log), writes);
   assert.equal(fs.statSync(file).size, 0);
   // Not latched: the next append is checked again, and refused again.
   await assert.rejects(log.append(entries), coxswain.LogTruncatedError);
-  assert.equal(wrote, false);
+  assert.equal(writesOf(log), writes);
   await log.close();
 });
 
@@ -274,16 +274,11 @@ test('another writer racing an append is cut back with it: the batch is not in t
 test('a failed sync is cut back: the caller gets the persistence error, the agent goes on, the log holds what was acknowledged', async (t) => {
   const file = tempLog(t);
   const { agent, log } = await history(file);
-  const datasync = log._file.datasync.bind(log._file);
-  let failures = 1;
-  log._file.datasync = async () => {
-    if (failures-- > 0) throw new Error('sync failed (injected)');
-    return datasync();
-  };
+  faults(log).failSyncs(1);
   const error = await rejection(agent.inject(userMessage('c', 'hi')));
   assert.ok(error instanceof coxswain.PersistenceError);
-  assert.equal(error.cause.kind, 'log-io');
-  assert.equal(error.cause.message, 'log i/o failed: sync failed (injected)');
+  assert.equal(error.cause.kind, 'io');
+  assert.equal(error.cause.message, `${file}: log i/o failed: sync failed (injected)`);
   assert.equal(fs.statSync(file).size, HISTORY, 'cut back');
   assert.equal(agent.ending, null, 'the agent goes on');
   assert.deepEqual((await agent.pending()).nextStep.map((p) => p.message.id), ['b'], 'c was rolled back');

@@ -4,17 +4,21 @@ One cycle, as the core's cycle bench (benches/benches/cycle.rs): followup -> cla
 answered enter -> step answered completed -> turnStopping answered done, every transition settled
 (events read, then ``persisted()``): 15 outputs. The baseline does the same queue work in pure
 Python: a ``collections.deque`` gets 8, 3, 2 and 2 outputs pushed and drained per input.
-``native`` is the same cycle on the raw JSON layer the port uses (no typed objects). ``agent``
+``native`` is the same cycle on the raw JSON layer the port uses (no typed objects). ``Agent``
 is a whole turn through the asyncio ``Agent`` on a ``MemoryLog`` (no disk): ``await
 agent.followup(message)`` then ``await agent.when_idle()``, a host whose step completes at once
-(the same 15 outputs, the driver task, its Futures and the host call's task besides); it runs
-N/10 cycles a round. ``asyncio floor`` is that turn's asyncio alone, nothing of coxswain: the
-caller's delivery done in line (a ``MemoryLog`` has no IO to wait for), one task for the step, which
-sets the idle Event the caller awaits. ``session alone`` is that turn's native work alone, no
-driver: its two batches staged, sealed, appended to a ``MemoryLog`` and released, in a loop. The
-floor and the session alone are what a turn through the ``Agent`` cannot do without. The host
-writes no pre-step or turn-stopping hook: the session layer answers them inside the batches
-that request them (a turn is two appends).
+(the same 15 outputs, the driver's Futures and the host call's task besides; on CPython 3.12+ that
+task starts eagerly, and the whole turn is done inside ``followup``, no pass of the event loop);
+it runs N/10 cycles a round. The second ``Agent`` row is the same turn on a ``FileLog`` with
+``sync="never"`` (no fsync; each batch still written, and checked, in a worker thread the driver
+task awaits: two a turn), N/100 cycles a round. ``asyncio floor`` is that turn's asyncio alone,
+nothing of coxswain: the caller's delivery done in line (a ``MemoryLog`` has no IO to wait for),
+one task for the step (started on the loop's next pass, as on 3.11), which sets the idle Event the
+caller awaits. ``session alone`` is that turn's native work alone, no driver: its two batches
+staged, sealed, appended to a ``MemoryLog`` and released, in a loop. The floor and the session
+alone are what a turn through the ``Agent`` on 3.11 cannot do without. The host writes no
+pre-step or turn-stopping hook: the session layer answers them inside the batches that request
+them (a turn is two appends).
 
     python bench/cycle.py [--cycles N] [--repeat R]
 
@@ -27,8 +31,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import tempfile
 import time
 from collections import deque
+from pathlib import Path
 from typing import Any, Callable
 
 from coxswain import Enter, Machine, Message, PreStepRequest, StepAnswer, _native
@@ -174,6 +180,12 @@ def main() -> None:
     warm = max(1, agent_cycles // 10)
     agent_timed(loop, agent, message, warm)
     assert agent.last_turn == warm and agent.status == "idle"  # every cycle a whole turn
+    scratch = tempfile.TemporaryDirectory(prefix="coxswain-cycle-")
+    on_file, _ = loop.run_until_complete(Agent.open(
+        Completes(), Path(scratch.name) / "cycle.jsonl", delivery_memory=0, sync="never"))
+    file_cycles = max(1, args.cycles // 100)
+    agent_timed(loop, on_file, message, max(1, file_cycles // 10))
+    assert on_file.last_turn == max(1, file_cycles // 10) and on_file.status == "idle"
     floor = Floor(loop)
     floor_timed(loop, floor, warm)
     log = MemoryLog()
@@ -181,25 +193,30 @@ def main() -> None:
     assert session_turn(session, log, message) == 7  # 6 effects, 1 reply
 
     cycles = args.cycles
-    base, typed, nat, driven, bare, alone = medians(
+    base, typed, nat, driven, filed, bare, alone = medians(
         [
             lambda: timed(lambda: baseline_cycle(queue), cycles),
             lambda: timed(lambda: typed_cycle(machine, message), cycles),
             lambda: timed(lambda: native_cycle(native, raw), cycles),
             lambda: agent_timed(loop, agent, message, agent_cycles),
+            lambda: agent_timed(loop, on_file, message, file_cycles),
             lambda: floor_timed(loop, floor, agent_cycles),
             lambda: timed(lambda: session_turn(session, log, message), agent_cycles),
         ],
         args.repeat,
     )
     loop.run_until_complete(agent.dispose())
+    loop.run_until_complete(on_file.dispose())
     loop.close()
+    scratch.cleanup()
     print(f"cycles: {args.cycles} x {args.repeat} rounds (median), {CYCLE_OUTPUTS} outputs each")
     print(f"baseline (deque)  {base * 1e6:8.2f} us/cycle")
     print(f"coxswain typed    {typed * 1e6:8.2f} us/cycle  ratio {typed / base:6.1f}x baseline")
     print(f"coxswain native   {nat * 1e6:8.2f} us/cycle  ratio {nat / base:6.1f}x baseline")
     print(f"asyncio Agent     {driven * 1e6:8.2f} us/cycle  ratio {driven / base:6.1f}x baseline"
           f"  (MemoryLog, {agent_cycles} cycles a round)")
+    print(f"asyncio Agent     {filed * 1e6:8.2f} us/cycle  ratio {filed / base:6.1f}x baseline"
+          f"  (FileLog, sync never, {file_cycles} cycles a round)")
     print(f"asyncio floor     {bare * 1e6:8.2f} us/cycle  ratio {bare / base:6.1f}x baseline"
           "  (the same turn's asyncio alone)")
     print(f"session alone     {alone * 1e6:8.2f} us/cycle  ratio {alone / base:6.1f}x baseline"

@@ -4,7 +4,9 @@
 //! outputs in wire order, [`session`] is the session layer (`coxswain-session`) the asyncio
 //! agent drives (group commit with rollback, admission, the abort grace, the host-failure codes),
 //! [`log`] exposes `coxswain-log`'s record format (encode, read back, restore with crash repair
-//! //! through the session layer's `ResumePlan`), [`failure`] the session layer's host-failure codes.
+//! through the session layer's `ResumePlan`), [`filelog`] the one file log every runtime writes
+//! (`coxswain-file-log`, its IO with the GIL released), [`failure`] the session layer's
+//! host-failure codes.
 //! The typed API, the asyncio driver (an IO loop over [`session`]) and the port are Python
 //! (`python/coxswain`).
 #![forbid(unsafe_code)]
@@ -16,6 +18,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod errors;
 mod failure;
+#[cfg(feature = "faults")]
+mod faults;
+mod filelog;
 mod json;
 mod log;
 mod machine;
@@ -30,6 +35,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<machine::NativeMachine>()?;
+    module.add_class::<filelog::NativeFileLog>()?;
     module.add_class::<session::NativeSession>()?;
     module.add_class::<transition::Transition>()?;
     outputs::add(module)?;

@@ -89,7 +89,7 @@ pub(crate) fn check_redelivery(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyRe
 
 /// The resume options of a host: its [`Config`](coxswain_core::Config) and the redelivery
 /// allowance, checked by the session layer (`InvalidRedelivery` above its bound, S59).
-fn options(
+pub(crate) fn options(
     py: Python<'_>,
     delivery_memory: usize,
     max_pending: Option<usize>,

@@ -21,7 +21,8 @@ use std::time::Duration;
 use coxswain_binding_kit::options::{saturating_seconds, seconds, session_options};
 use coxswain_binding_kit::records::{encode_entries, host_events};
 use coxswain_binding_kit::request::request;
-use coxswain_core::{Input, MessageId, Outstanding, Pending, PreStepAnswer};
+use coxswain_core::{Event, Input, MessageId, Outstanding, Pending, PreStepAnswer};
+use coxswain_log::Entry;
 use coxswain_session::{
     AgentLoop, BatchMismatch, BatchNo, Command, Ending, Failure, Hooks, HostFailure, HostReply,
     LogFailure, Options, Output, Refused, Reply,
@@ -31,6 +32,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use serde_json::Value;
 
 use crate::errors;
+use crate::filelog::NativeFileLog;
 use crate::json::{text_arg, to_py, to_value};
 use crate::machine::{
     delivery, entered, fate, outstanding, pending, status_name, word_answer, NativeMachine,
@@ -59,12 +61,20 @@ pub(crate) struct NativeSession {
 struct Sealed<'py> {
     batch: BatchNo,
     count: usize,
+    /// Whether it ends a turn (a `turn/end`): what a log syncing per turn syncs on.
+    ends_turn: bool,
     /// Its records as `{type, data}` values, when asked for.
     records: Option<Bound<'py, PyList>>,
 }
 
-/// A sealed batch for the driver to append: `(batch, lines, count, records)`.
-type ToAppend<'py> = (u64, Bound<'py, PyBytes>, usize, Option<Bound<'py, PyList>>);
+/// A sealed batch for the driver to append: `(batch, lines, count, records, ends_turn)`.
+type ToAppend<'py> = (
+    u64,
+    Bound<'py, PyBytes>,
+    usize,
+    Option<Bound<'py, PyList>>,
+    bool,
+);
 
 /// Sets `kind` (the one spelling every language gives it, common.md decision 7) on `error`.
 fn with_kind(py: Python<'_>, error: PyErr, kind: &'static str) -> PyErr {
@@ -439,8 +449,9 @@ impl NativeSession {
         Ok(out)
     }
 
-    /// In line, for a log whose append does no IO (`log.append_encoded(lines, count)`, from
-    /// `log.next_seq`): seals, appends and reports every batch until nothing is left to write;
+    /// In line, for a log whose append does no IO or does not wait for the disk
+    /// (`log.append_encoded(lines, count)`, from `log.next_seq`; the native `FileLog` called
+    /// directly): seals, appends and reports every batch until nothing is left to write;
     /// returns the outputs, in order (with `records`, each appended batch's records too).
     fn commit<'py>(
         &mut self,
@@ -451,17 +462,31 @@ impl NativeSession {
     ) -> PyResult<Bound<'py, PyList>> {
         let now = saturating_seconds(now);
         let out = PyList::empty(py);
+        // The shared file log itself (a `FileLog` that does not sync on its own): appended to
+        // from here, the lines never becoming Python bytes.
+        let native = log.cast::<NativeFileLog>().ok();
         loop {
             self.drain(py, &out)?;
-            let first_seq: u64 = log.getattr(pyo3::intern!(py, "next_seq"))?.extract()?;
+            let first_seq: u64 = match &native {
+                Some(native) => native.get().next_seq(),
+                None => log.getattr(pyo3::intern!(py, "next_seq"))?.extract()?,
+            };
             let Some(sealed) = self.seal(py, first_seq, now, records)? else {
                 break;
             };
             let mut result = Ok(());
             if sealed.count > 0 {
-                let lines = PyBytes::new(py, &self.buffer);
-                let appended =
-                    log.call_method1(pyo3::intern!(py, "append_encoded"), (lines, sealed.count));
+                let appended = match &native {
+                    Some(native) => native
+                        .get()
+                        .append_lines(py, &self.buffer, sealed.count, sealed.ends_turn)
+                        .map(drop),
+                    None => {
+                        let lines = PyBytes::new(py, &self.buffer);
+                        let method = pyo3::intern!(py, "append_encoded");
+                        log.call_method1(method, (lines, sealed.count)).map(drop)
+                    }
+                };
                 if let Err(error) = appended {
                     result = Err(self.log_failed(py, error.value(py)));
                 }
@@ -477,9 +502,11 @@ impl NativeSession {
         Ok(out)
     }
 
-    /// Seals what waits into the next batch: `(batch, lines, count, records)` to append as one
-    /// write (from `first_seq`; `count` 0: write nothing, still report it), then `appended`;
-    /// `None` when nothing is to be written (take the `outputs`: some may be answered).
+    /// Seals what waits into the next batch: `(batch, lines, count, records, ends_turn)` to
+    /// append as one write (from `first_seq`; `count` 0: write nothing, still report it;
+    /// `ends_turn`: it holds a `turn/end`, what a log syncing per turn syncs on), then
+    /// `appended`; `None` when nothing is to be written (take the `outputs`: some may be
+    /// answered).
     fn poll_append<'py>(
         &mut self,
         py: Python<'py>,
@@ -491,7 +518,13 @@ impl NativeSession {
             return Ok(None);
         };
         let lines = PyBytes::new(py, &self.buffer);
-        Ok(Some((sealed.batch.0, lines, sealed.count, sealed.records)))
+        Ok(Some((
+            sealed.batch.0,
+            lines,
+            sealed.count,
+            sealed.records,
+            sealed.ends_turn,
+        )))
     }
 
     /// Batch `batch` is in the log (`error` `None`) or its append raised `error` at `now`: a
@@ -640,6 +673,10 @@ impl NativeSession {
                 return Ok(None);
             };
             let (batch, count) = (append.batch, append.entries.len());
+            let ends_turn = append
+                .entries
+                .iter()
+                .any(|entry| matches!(entry, Entry::Machine(Event::TurnEnd { .. })));
             self.buffer.clear();
             let failed = encode_entries(first_seq, append.entries, &mut self.buffer)
                 .err()
@@ -659,6 +696,7 @@ impl NativeSession {
                 return Ok(Some(Sealed {
                     batch,
                     count,
+                    ends_turn,
                     records: listed,
                 }));
             };

@@ -36,7 +36,11 @@ def test_the_cycle_bench_prints_every_path_beside_the_deque() -> None:
     lines = done.stdout.strip().splitlines()
     assert lines[0] == "cycles: 200 x 1 rounds (median), 15 outputs each"
     assert re.fullmatch(r"baseline \(deque\) +\d+\.\d\d us/cycle", lines[1])
-    names = ["coxswain typed", "coxswain native", "asyncio Agent", "asyncio floor", "session alone"]
+    names = ["coxswain typed", "coxswain native", "asyncio Agent", "asyncio Agent",
+             "asyncio floor", "session alone"]
     assert len(lines) == 2 + len(names)
     for name, line in zip(names, lines[2:]):
         assert re.match(rf"{name} +\d+\.\d\d us/cycle  ratio +\d+\.\dx baseline", line), line
+    # The Agent on a MemoryLog, then on a FileLog with sync off (issue 52).
+    assert lines[4].endswith("  (MemoryLog, 20 cycles a round)"), lines[4]
+    assert lines[5].endswith("  (FileLog, sync never, 2 cycles a round)"), lines[5]

@@ -105,8 +105,9 @@ def test_a_batch_is_staged_encoded_and_released_in_input_order() -> None:
     session.feed("b", {"inject": B.to_json()})
     sealed = session.poll_append(7, 0.0, True)
     assert sealed is not None
-    batch, data, count, written = sealed
+    batch, data, count, written, ends_turn = sealed
     assert batch == 1 and session.poll_append(1, 0.0, False) is None  # being written
+    assert not ends_turn  # no `turn/end` in it (what a log syncing per turn syncs on)
     assert count == 4 and data.count(b"\n") == 4 and data.startswith(b'{"seq":7,')
     assert [r["type"] for r in written or []] == [
         "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "agent/inbox/spliced"

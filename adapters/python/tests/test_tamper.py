@@ -307,25 +307,35 @@ def test_another_writer_racing_an_append_is_cut_back_with_it(
     file.close()
 
 
-def test_a_removed_log_is_refused_before_anything_is_written(
+def test_a_removed_log_is_refused_and_keeps_nothing_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Removed (``rm session.jsonl``) or replaced: the append is refused (``LogReplaced``) before a
-    byte is written to the ghost file the log still holds open."""
+    """Removed (``rm session.jsonl``) or replaced: the append is refused (``LogReplaced``) and
+    the ghost file the log still holds open keeps nothing of it. (Issue 52: the shared Rust log
+    checks the path after its write, not before, so the write is made and cut back; the Python
+    log checked before and wrote nothing.)"""
     path = tmp_path / "s.jsonl"
     file = opened(path)
     writes: list[bytes] = []
     real = FileLog._write_all
-    monkeypatch.setattr(FileLog, "_write_all", staticmethod(lambda fd, data: writes.append(data)))
+
+    def write(fd: int, data: bytes) -> None:
+        writes.append(data)
+        real(fd, data)
+
+    monkeypatch.setattr(FileLog, "_write_all", staticmethod(write))
     os.link(path, tmp_path / "kept")  # the log's file, still reachable under another name
     os.unlink(path)
-    with pytest.raises(LogReplaced):
+    with pytest.raises(LogReplaced) as removed:
         file.append(records(1))
+    assert removed.value.path == str(path) and not removed.value.indeterminate
+    assert (tmp_path / "kept").stat().st_size == HISTORY  # cut back
     (tmp_path / "other").write_bytes(b"")
     os.rename(tmp_path / "other", path)
     with pytest.raises(LogReplaced):
         file.append(records(1))
-    assert writes == [] and (tmp_path / "kept").stat().st_size == HISTORY
+    assert len(writes) == 2 and (tmp_path / "kept").stat().st_size == HISTORY
+    assert path.read_bytes() == b""  # nothing reached the file now at the path
     monkeypatch.setattr(FileLog, "_write_all", staticmethod(real))
     os.replace(tmp_path / "kept", path)  # put back: the log is its file again and takes appends
     assert file.append(records(1)) == [9]
@@ -370,7 +380,12 @@ def test_a_log_refuses_every_append_after_an_indeterminate_one(
     assert first.value.indeterminate
     with pytest.raises(LogError) as again:
         file.append(records(1))
-    assert again.value.indeterminate and "re-open it" in str(again.value)
+    # Issue 52: the shared log's `failed` (this append wrote nothing; the earlier one is
+    # indeterminate), in its words.
+    assert again.value.kind == "failed" and not again.value.indeterminate
+    assert str(again.value) == (
+        f"{path}: an earlier append may or may not be in the log; re-open the log"
+    )
     assert path.read_bytes() == b'{"seq":9,"'
 
 
@@ -387,7 +402,7 @@ def test_a_failed_append_fails_its_batch_and_the_agent_goes_on(
         with pytest.raises(PersistenceError) as caught:
             await agent.inject(C)
         assert not caught.value.indeterminate and caught.value.log_error is not None
-        assert str(caught.value) == "append failed: sync failed (injected)"
+        assert str(caught.value) == f"{path}: log i/o failed: sync failed (injected)"
         assert agent.ending is None and path.stat().st_size == HISTORY
         assert [p.message.id for p in (await agent.pending())[1]] == ["b"]  # taken back (S5)
         await agent.inject(C)  # sent again: accepted (not AlreadyPending), and durable

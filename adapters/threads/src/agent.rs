@@ -54,14 +54,15 @@ struct Driver<H, L> {
     start: Instant,
     cancelled: Arc<AtomicBool>,
     idle: Vec<(Sender<Result<(), AgentError>>, bool)>,
-    /// The last failed append's error.
-    failed: String,
+    /// The last failed append's error, and the final sync's.
+    failed: LogError,
+    final_sync: Option<LogError>,
     closed: bool,
 }
 
 impl Agent {
-    /// Starts the driver thread over `machine` (fresh, or `FileLog::open`'s resumed one), with
-    /// `options` (every default is [`Options::DEFAULT`]'s; its `hooks` are `host`'s).
+    /// Starts the driver thread over `machine` (fresh, or [`open_log`](crate::open_log)'s
+    /// resumed one), with `options` (every default is [`Options::DEFAULT`]'s; `hooks`: `host`'s).
     pub fn start<H: Host, L: Log>(host: H, log: L, machine: Machine, options: Options) -> Agent {
         let (tx, rx) = channel();
         let hooks = host.hooks();
@@ -74,21 +75,19 @@ impl Agent {
             start: Instant::now(),
             cancelled: Arc::new(AtomicBool::new(false)),
             idle: Vec::new(),
-            failed: String::new(),
+            failed: LogError::Failed, // set before any caller is told an append failed
+            final_sync: None,
             closed: false,
         };
         let more = options.max_batch.max(1) - 1;
-        let thread = std::thread::spawn(move || {
+        let thread = Some(std::thread::spawn(move || {
             while let Some(first) = driver.next(&rx) {
                 driver.take(first);
                 rx.try_iter().take(more).for_each(|msg| driver.take(msg));
                 driver.pump();
             }
-        });
-        Agent {
-            tx,
-            thread: Some(thread),
-        }
+        }));
+        Agent { tx, thread }
     }
 
     /// [`start`](Agent::start), then `resume` (S57) before any other input: parked work of a
@@ -112,8 +111,8 @@ impl Agent {
 
     /// `dispose` (S45): cancels everything and ends the agent; every input is then refused
     /// (`disposed`) but [`fate`](Agent::fate) is answered. Returns once `disposed` is durable
-    /// and the agent has ended (the running call answered, or abandoned after the grace).
-    /// Fails: [`AgentError`].
+    /// and the agent has ended (the running call answered, or abandoned after the grace), its
+    /// log synced and released. Fails: [`AgentError`] (`final-sync` if that sync failed).
     pub fn dispose(&self) -> Result<(), AgentError> {
         self.input(Input::Dispose {})?;
         self.wait(true)
@@ -135,17 +134,17 @@ impl Agent {
     pub fn pending(&self) -> Result<Lists, AgentError> {
         match self.ask(Command::Pending)? {
             Reply::Pending {
-                next_turn: nt,
-                next_step: ns,
-            } => Ok((nt, ns)),
+                next_turn,
+                next_step,
+            } => Ok((next_turn, next_step)),
             _ => Ok(Lists::default()),
         }
     }
 
     fn ask(&self, command: Command) -> Result<Reply, AgentError> {
         let (reply, answer) = channel();
-        let call = Msg::Call(command, Waiter::Caller(reply));
-        self.tx.send(call).map_err(|_| AgentError::Stopped)?;
+        let sent = self.tx.send(Msg::Call(command, Waiter::Caller(reply)));
+        sent.map_err(|_| AgentError::Stopped)?;
         answer.recv().unwrap_or(Err(AgentError::Stopped))
     }
 
@@ -177,10 +176,16 @@ impl Agent {
         idle.recv().unwrap_or(Err(AgentError::Stopped))
     }
 
-    /// Closes the agent once what was sent before is durable: the log is released, later
-    /// inputs fail `closed`, [`fate`](Agent::fate) is still answered.
+    /// Closes the agent once what was sent before is durable: the log is synced and released,
+    /// later inputs fail `closed`, [`fate`](Agent::fate) is still answered.
     pub fn close(&self) {
-        let _ = self.ask(Command::Close);
+        let _ = self.close_checked();
+    }
+
+    /// [`close`](Agent::close), saying whether the log's final sync failed (`final-sync`, also
+    /// when the agent had ended before). Fails: [`AgentError`].
+    pub fn close_checked(&self) -> Result<(), AgentError> {
+        self.ask(Command::Close).map(drop)
     }
 }
 
@@ -188,9 +193,7 @@ impl Drop for Agent {
     /// Closes the agent and waits for its thread.
     fn drop(&mut self) {
         let _ = self.tx.send(Msg::Call(Command::Close, Waiter::Exit));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        let _ = self.thread.take().map(JoinHandle::join);
     }
 }
 
@@ -240,11 +243,12 @@ impl<H: Host, L: Log> Driver<H, L> {
             let written = match (append.entries, self.log.as_mut()) {
                 ([], _) => Ok(()),
                 (entries, Some(log)) => log.append(entries),
-                (_, None) => Err(LogError::Replaced),
+                (_, None) => Err(LogError::Failed), // released: the loop seals nothing then
             };
             let result = written.map_err(|error| {
-                self.failed = error.to_string();
-                error.failure()
+                let failure = error.failure();
+                self.failed = error;
+                failure
             });
             let _ = self.agent.appended(batch, result, self.start.elapsed());
         }
@@ -254,6 +258,7 @@ impl<H: Host, L: Log> Driver<H, L> {
         let (ending, quiet) = (self.agent.ending(), self.agent.machine().is_quiescent());
         self.idle.retain(|(reply, until_ended)| {
             let idle = match ending {
+                Some(Ending::Disposed) if *until_ended => AgentError::synced(&self.final_sync),
                 Some(Ending::Disposed) => Ok(()),
                 Some(ending) => Err(AgentError::ended(ending)),
                 None if quiet && !until_ended => Ok(()),
@@ -267,16 +272,16 @@ impl<H: Host, L: Log> Driver<H, L> {
     fn carry_out(&mut self, output: Output<Waiter>) {
         match output {
             Output::Reply(Waiter::Caller(reply), answer) => {
-                drop(reply.send(answer.map_err(|f| AgentError::of(f, &self.failed))));
+                drop(reply.send(AgentError::answer(answer, &self.failed, &self.final_sync)));
             }
             Output::Reply(Waiter::Exit, _) => self.closed = true,
             Output::Effect(Effect::Begin(_)) => self.cancelled = Arc::new(AtomicBool::new(false)),
             Output::Effect(Effect::Abort(_)) => self.cancelled.store(true, Ordering::SeqCst),
             Output::Effect(Effect::Request(request)) => self.call(request),
             Output::Ended(_) => {
-                // Nothing runs on: the call's token trips, the log (and its lock) is released.
+                // The call's token trips; the log is synced (a failed append too) and released.
                 self.cancelled.store(true, Ordering::SeqCst);
-                drop(self.log.take());
+                self.final_sync = self.log.take().and_then(|mut log| log.sync().err());
                 self.agent.finish();
             }
             // An abandoned call's thread runs on; the loop drops its late answer.

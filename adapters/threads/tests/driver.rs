@@ -10,7 +10,7 @@ use std::time::Duration;
 use coxswain_core::{Config, Event, Input, Machine, Message, StepAnswer, TurnEndReason};
 use coxswain_log::Entry;
 use coxswain_session::Options;
-use coxswain_threads::{Agent, AgentError, FileLog, Host, Log, LogError};
+use coxswain_threads::{open_log, Agent, AgentError, Host, Log, LogError};
 
 /// A model that completes every step, or (`hang`) runs on until the test ends.
 struct Model {
@@ -50,8 +50,8 @@ impl Log for Memory {
             Some((at, false)) if at == n => return Err(std::io::Error::other("disk full").into()),
             Some((at, true)) if at == n => {
                 return Err(LogError::Indeterminate {
-                    error: std::io::Error::other("eio"),
-                    undo: std::io::Error::other("eio again"),
+                    error: Arc::new(std::io::Error::other("eio")),
+                    undo: Arc::new(std::io::Error::other("eio again")),
                 })
             }
             _ => {}
@@ -77,12 +77,12 @@ fn inject(id: &str) -> Input {
 fn a_followup_runs_its_turn_and_a_file_log_resumes_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session.jsonl");
-    let (log, plan) = FileLog::open(&path, Config::new()).unwrap();
+    let (log, plan) = open_log(&path, Config::new()).unwrap();
     let agent = Agent::start(model(), log, plan.machine, Options::default());
     assert!(agent.input(user("m1")).unwrap());
     agent.when_idle().unwrap();
     agent.close();
-    let (_, plan) = FileLog::open(&path, Config::new()).unwrap();
+    let (_, plan) = open_log(&path, Config::new()).unwrap();
     assert_eq!((plan.records, plan.machine.last_turn()), (7, 1));
     assert!(plan.closers.is_empty() && plan.machine.is_quiescent());
 }
@@ -212,15 +212,16 @@ fn fate_is_answered_after_the_driver_stopped() {
 fn a_removed_or_replaced_file_log_writes_nothing_more() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session.jsonl");
-    let (log, plan) = FileLog::open(&path, Config::new()).unwrap();
+    let (log, plan) = open_log(&path, Config::new()).unwrap();
     let agent = Agent::start(model(), log, plan.machine, Options::default());
     assert!(agent.input(inject("a")).unwrap());
     let written = std::fs::read(&path).unwrap();
     std::fs::rename(&path, dir.path().join("moved.jsonl")).unwrap();
     std::fs::write(&path, b"").unwrap(); // another file under the name
     let refused = agent.input(inject("b"));
+    let replaced = |e: &LogError| matches!(e, LogError::Replaced { path: p } if *p == path);
     assert!(
-        matches!(&refused, Err(AgentError::Persistence(why)) if why.contains("removed or replaced")),
+        matches!(&refused, Err(AgentError::Persistence(e)) if replaced(e)),
         "{refused:?}"
     );
     std::fs::remove_file(&path).unwrap();

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use coxswain_core::Config;
 use coxswain_log::MAX_LINE_BYTES;
-use coxswain_threads::{FileLog, LogError};
+use coxswain_threads::{open_log, LogError, OpenError};
 
 /// Opens `path` on another thread: its error text, or a failure if it did not return within
 /// 10 s (a FIFO blocks an open for reading until a writer comes).
@@ -18,12 +18,15 @@ fn open_error(path: &Path) -> (String, LogError) {
     let (tx, rx) = mpsc::channel();
     let owned = path.to_owned();
     std::thread::spawn(move || {
-        let _ = tx.send(FileLog::open(&owned, Config::new()).err());
+        let _ = tx.send(open_log(&owned, Config::new()).err());
     });
     let error = rx
         .recv_timeout(Duration::from_secs(10))
         .expect("the open returned at once")
         .expect("the open failed");
+    let OpenError::Log(error) = error else {
+        panic!("{error:?}");
+    };
     (error.to_string(), error)
 }
 
@@ -51,6 +54,7 @@ fn a_fifo_a_directory_and_a_socket_are_refused_at_open() {
     for (path, kind) in not_files(dir.path()) {
         let (text, error) = open_error(&path);
         assert!(matches!(error, LogError::NotRegular(_)), "{error:?}");
+        assert_eq!(error.kind(), "not-regular");
         assert_eq!(
             text,
             format!("{}: not a regular file ({kind})", path.display())
@@ -67,7 +71,7 @@ fn a_line_longer_than_any_record_stops_the_read_at_its_line() {
     std::fs::write(&path, &content).unwrap();
     let (text, error) = open_error(&path);
     assert!(
-        matches!(&error, LogError::LineTooLong { error, .. } if error.line == 2),
+        matches!(&error, LogError::LineTooLong { line: 2, path: p, .. } if *p == path),
         "{error:?}"
     );
     assert_eq!(
@@ -82,6 +86,6 @@ fn a_line_longer_than_any_record_stops_the_read_at_its_line() {
     // A final line of exactly the limit is a torn tail (not JSON), repaired as one.
     content.truncate(content.len() - 1);
     std::fs::write(&path, &content).unwrap();
-    let opened = FileLog::open(&path, Config::new());
+    let opened = open_log(&path, Config::new());
     assert!(opened.is_ok(), "{:?}", opened.err());
 }

@@ -51,7 +51,6 @@ mod channel;
 mod deliver;
 mod driver;
 mod error;
-mod file;
 mod host;
 mod log;
 mod open;
@@ -61,8 +60,8 @@ mod segment;
 mod updates;
 
 pub use agent::Agent;
+pub use coxswain_file_log::LogFile;
 pub use error::{AgentError, Ending, OpenError};
-pub use file::LogFile;
 pub use host::{Host, PreStepContext, StepContext, TurnStoppingContext};
 pub use log::{DurableLog, FileLog, LogBytes, LogError, MemoryLog, ReadBack, SyncPolicy};
 pub use open::Recovery;

@@ -25,10 +25,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use coxswain_core::Event;
 
 pub use crate::error::LogError;
-use crate::file::{
-    check_end, check_identity, check_prefix, cut_back, identity, open_locked, End, LogFile,
-};
-use coxswain_log::{encode, parse, CorruptLine, Entry, LineBuffer, Reader, Record, Tail, TornTail};
+pub(crate) use coxswain_file_log::seqs;
+use coxswain_file_log::{recycle, Advance, LogFile, Reading, TailFix};
+pub use coxswain_file_log::{ReadBack, SyncPolicy};
+use coxswain_log::{encode, parse, CorruptLine, Entry, Record};
 
 /// Where an agent's durable events go: an append-only sequence of records with contiguous `seq`.
 ///
@@ -68,100 +68,17 @@ pub trait DurableLog: Send + 'static {
     fn sync(&mut self) -> impl Future<Output = Result<(), LogError>> + Send;
 }
 
-/// What [`DurableLog::read_back`] found.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ReadBack {
-    /// How many complete records were read (and handed to the visitor).
-    pub records: usize,
-    /// A torn final record, left out (S50); [`DurableLog::repair_tail`] drops it.
-    pub torn: Option<TornTail>,
-    /// The last record was whole but lacked its `\n` (a log written elsewhere); it was read, and
-    /// [`DurableLog::repair_tail`] adds the `\n`.
-    pub unterminated: bool,
-}
-
-impl ReadBack {
-    /// What a log read back: how many complete records, and the torn tail it left out.
-    pub fn new(records: usize, torn: Option<TornTail>) -> Self {
-        ReadBack {
-            records,
-            torn,
-            unterminated: false,
-        }
-    }
-}
-
-/// When a [`FileLog`] syncs on its own (an explicit [`sync`](DurableLog::sync) always does). A
-/// sync is `fdatasync` (the data and the file's size, not its timestamps); with group commit one
-/// sync covers a whole group of inputs.
+/// The JSON-lines file log (`coxswain-file-log`'s [`FileLog`](coxswain_file_log::FileLog),
+/// every runtime's one file log) on tokio: each call runs the blocking log on tokio's blocking
+/// pool, and a read back visits its records on the calling task, one chunk read at a time.
 ///
-/// | policy | a process crash (the OS survives) | a power loss or kernel crash |
-/// | --- | --- | --- |
-/// | `EveryAppend` | loses nothing acknowledged | loses nothing acknowledged |
-/// | `PerTurn` | loses nothing acknowledged | may lose what was acknowledged since the last turn ended |
-/// | `Never` | loses nothing acknowledged | may lose everything acknowledged since the agent opened |
-///
-/// Under every policy a crash inside an append loses only inputs that were never acknowledged
-/// (a torn final line is dropped at the next open, S50). Under the lazy policies a power loss
-/// can also take back acknowledged records: which of the unsynced bytes survive is up to the
-/// file system (ext4 with `data=ordered` keeps a prefix of them).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SyncPolicy {
-    /// After every append, before it returns: nothing is acknowledged that a power loss can
-    /// take back. The default.
-    #[default]
-    EveryAppend,
-    /// After an append that ends a turn (`turn/end`): deliveries in between are acknowledged once
-    /// written to the OS (safe against a process crash, not a power loss).
-    PerTurn,
-    /// Never on its own; only on an explicit `sync` (an agent syncs when it ends): safe against
-    /// a process crash, not a power loss.
-    Never,
-}
-
-/// The buffer a [`FileLog`] keeps between appends; a larger batch's buffer is given back.
-const KEPT_BUFFER: usize = 64 * 1024;
-
-/// How much of the file a read takes at a time.
-const READ_CHUNK: usize = 1 << 20;
-
-/// The embedded default log: a JSON-lines file, one `{seq, type, data}` record per line.
-///
-/// * [`open`](FileLog::open) creates the file if needed, takes an exclusive advisory lock
-///   (`flock`) on it for the log's whole life (a second writer gets [`LogError::Locked`]), and
-///   syncs its directory (a relative path's too). It reads nothing. A path that names a FIFO, a
-///   directory, a socket or a device is refused before it is opened ([`LogError::NotRegular`]).
-/// * [`read_back`](DurableLog::read_back) streams the file through the log's own handle, one
-///   record at a time (memory does not grow with the file, nor with a line: a line longer than
-///   [`MAX_LINE_BYTES`](coxswain_log::MAX_LINE_BYTES) stops the read,
-///   [`LogError::LineTooLong`]), and changes nothing;
-///   [`repair_tail`](DurableLog::repair_tail) then drops a torn tail (S50).
-/// * Every append and sync checks that the path still names the file this log writes
-///   ([`LogError::Replaced`]) and that the file still has the length and the last bytes this log
-///   left it with ([`LogError::Truncated`], [`LogError::Tampered`]); see below. A failed append
-///   is cut back ([`DurableLog::append`]); the cut never extends the file.
-///
-/// # What it checks of its file
-///
-/// Before every append it checks that its file still has the length it left it at and still
-/// ends in the last 32 bytes it wrote (one `fstat`, one `pread`); after the write and its sync,
-/// and before acknowledging, it checks the same of the new end and that the path still names the
-/// file (one `stat` more); every [`sync`](DurableLog::sync) checks it too. So a file removed,
-/// renamed or replaced ([`LogError::Replaced`]), cut in place (`logrotate`'s `copytruncate`,
-/// `: > file`: [`LogError::Truncated`]), or appended to or overwritten at its end by a writer
-/// that ignores the lock ([`LogError::Tampered`]) fails the append instead of acknowledging it
-/// (and every append after it, each checking afresh). An append refused before its write wrote
-/// nothing; one whose write the check after it refused is cut back, to the acknowledged length
-/// and only if the file is at least that long and ends as the log left it there
-/// ([`LogError::Indeterminate`] otherwise). A [`SegmentLog`](crate::SegmentLog)'s committer
-/// checks its file the same way.
-///
-/// Not detected: bytes overwritten in place before the last 32 the log wrote (the same length,
-/// the same end), a change undone before the next check, and a change that lands after an
-/// append's last check (the records it acknowledged are lost; the next append or sync reports
-/// it).
+/// Everything it checks of its file, what an append's result means and what it fails with are
+/// the shared log's: see [`coxswain_file_log::FileLog`]. In short: [`open`](FileLog::open) locks
+/// the file (`flock`; a second writer, in any language, gets [`LogError::Locked`]) and refuses
+/// anything but a regular file ([`LogError::NotRegular`]); every append and sync checks that the
+/// path still names the file ([`LogError::Replaced`]) and that the file still has the length and
+/// last bytes this log left it with ([`LogError::Truncated`], [`LogError::Tampered`]); a failed
+/// append is cut back, never extending the file ([`LogError::Indeterminate`] when it cannot be).
 ///
 /// # Its file operations
 ///
@@ -171,59 +88,12 @@ const READ_CHUNK: usize = 1 << 20;
 #[derive(Debug)]
 pub struct FileLog<F = File> {
     path: PathBuf,
-    /// The file and its write state; `None` while a blocking task holds it, or if that task was
-    /// lost.
-    io: Option<Box<FileIo<F>>>,
-    policy: SyncPolicy,
-    next_seq: u64,
-    read: ReadState,
-    failed: bool,
-}
-
-#[derive(Debug)]
-struct FileIo<F> {
-    file: F,
-    path: PathBuf,
-    /// The file's identity when opened: device and inode.
-    id: (u64, u64),
-    /// Where the log left the file: everything up to here is acknowledged (or read back).
-    end: End,
-    /// How much of `end` the file is held to.
-    held: Held,
-    /// The file's length when it was last read back (its tail is repaired against it).
-    read_len: u64,
+    /// The blocking log; `None` while a blocking task holds it, or if that task was lost.
+    log: Option<Box<coxswain_file_log::FileLog<F>>>,
+    /// The log was read back and its tail repaired: appends are encoded from its `next_seq`.
+    ready: bool,
+    /// The append buffer, kept between appends.
     buffer: Vec<u8>,
-}
-
-/// What the checks hold the file to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Held {
-    /// Not repaired yet: the log's end is not known (only the path is checked).
-    Unknown,
-    /// The file ends exactly at the log's end.
-    Exact,
-    /// A failed cut-back may have left this log's own bytes after the end: the file holds the
-    /// end and perhaps more.
-    AtLeast,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ReadState {
-    /// Not read yet: the first append reads (and repairs) first.
-    Unread,
-    /// Read, tail not yet repaired.
-    Read(TailFix),
-    /// The log ends on a complete line; appends go after `len`.
-    Ready,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum TailFix {
-    None,
-    /// Cut the file to this length.
-    Cut(u64),
-    /// The file's last record lacks its `\n`.
-    Terminate,
 }
 
 impl FileLog {
@@ -252,15 +122,14 @@ impl<F: LogFile> FileLog<F> {
         policy: SyncPolicy,
         wrap: impl FnOnce(File) -> F + Send + 'static,
     ) -> Result<FileLog<F>, LogError> {
-        let path = std::path::absolute(path.as_ref())?;
-        let io = blocking(move || FileIo::open(path, wrap)).await??;
+        let path = path.as_ref().to_owned();
+        let log = blocking(move || coxswain_file_log::FileLog::open_wrapped(path, policy, wrap))
+            .await??;
         Ok(FileLog {
-            path: io.path.clone(),
-            io: Some(Box::new(io)),
-            policy,
-            next_seq: 1,
-            read: ReadState::Unread,
-            failed: false,
+            path: log.path().to_owned(),
+            log: Some(Box::new(log)),
+            ready: false,
+            buffer: Vec::new(),
         })
     }
 
@@ -272,37 +141,30 @@ impl<F: LogFile> FileLog<F> {
     /// The capacity of the append buffer kept between appends.
     #[cfg(test)]
     fn buffer_capacity(&self) -> usize {
-        self.io.as_ref().map_or(0, |io| io.buffer.capacity())
+        self.buffer.capacity()
     }
 
-    /// Runs `f` on the file in a blocking task. A lost task (it cannot panic: no code in it
-    /// does) leaves the log unusable.
-    async fn with_io<T: Send + 'static>(
+    /// The blocking log, when no blocking task holds it.
+    fn log(&mut self) -> Result<&mut coxswain_file_log::FileLog<F>, LogError> {
+        self.log.as_deref_mut().ok_or(LogError::Failed)
+    }
+
+    /// Runs `f` on the blocking log in a blocking task. A lost task (it cannot panic: no code
+    /// in it does) leaves the log unusable.
+    async fn with_log<T: Send + 'static>(
         &mut self,
-        f: impl FnOnce(&mut FileIo<F>) -> T + Send + 'static,
+        f: impl FnOnce(&mut coxswain_file_log::FileLog<F>) -> T + Send + 'static,
     ) -> Result<T, LogError> {
-        let Some(mut io) = self.io.take() else {
+        let Some(mut log) = self.log.take() else {
             return Err(LogError::Failed);
         };
-        let (io, value) = blocking(move || {
-            let value = f(&mut io);
-            (io, value)
+        let (log, value) = blocking(move || {
+            let value = f(&mut log);
+            (log, value)
         })
         .await?;
-        self.io = Some(io);
+        self.log = Some(log);
         Ok(value)
-    }
-
-    /// Reads (if not yet) and repairs the tail (if not yet): appends go after a complete line.
-    async fn ensure_ready(&mut self) -> Result<(), LogError> {
-        if self.read == ReadState::Unread {
-            self.read_back(&mut |_| ControlFlow::Continue(())).await?;
-        }
-        if let ReadState::Read(fix) = self.read {
-            self.with_io(move |io| io.repair_tail(fix)).await??;
-            self.read = ReadState::Ready;
-        }
-        Ok(())
     }
 }
 
@@ -311,239 +173,65 @@ impl<F: LogFile> DurableLog for FileLog<F> {
         &mut self,
         visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
     ) -> Result<ReadBack, LogError> {
+        self.ready = false;
         // Read through this log's own handle, and only while the path still names it.
-        self.with_io(|io| io.check_identity()).await??;
-        let mut reader = Reader::new();
-        let mut lines = LineBuffer::new();
-        let mut offset = 0u64;
+        let mut reading = self.with_log(|log| log.start_read()).await??;
         loop {
-            let chunk = self
-                .with_io(move |io| io.read_chunk(offset))
-                .await?
-                .map_err(LogError::from)?;
-            if chunk.is_empty() {
-                break;
-            }
-            offset += chunk.len() as u64;
-            let flow = lines
-                .feed(&chunk, |line| Ok::<_, LogError>(visit(reader.line(line)?)))
-                .map_err(|error| error.at(&self.path))?;
-            if flow.is_break() {
-                self.read = ReadState::Unread;
-                return Ok(ReadBack::new(reader.records(), None));
+            let offset = reading.offset();
+            let chunk = self.with_log(move |log| log.read_chunk(offset)).await??;
+            let visit: &mut dyn FnMut(Record) -> ControlFlow<()> = visit;
+            match reading
+                .advance(&chunk, visit)
+                .map_err(|error| error.in_file(&self.path))?
+            {
+                Advance::More(more) => reading = more,
+                Advance::Done(read, end) => {
+                    self.log()?.read_ended(end);
+                    return Ok(read);
+                }
             }
             tokio::task::yield_now().await;
         }
-        let (torn, fix) = if lines.rest().is_empty() {
-            (None, TailFix::None)
-        } else {
-            match reader.last(lines.rest()) {
-                Tail::Torn(torn) => (Some(torn), TailFix::Cut(reader.complete_len())),
-                Tail::Unterminated(record) => {
-                    let _ = visit(record);
-                    (None, TailFix::Terminate)
-                }
-            }
-        };
-        self.next_seq = reader.next_seq();
-        self.read = ReadState::Read(fix);
-        let complete = reader.complete_len();
-        self.with_io(move |io| {
-            io.end = End::unread(complete);
-            io.held = Held::Unknown;
-            io.read_len = offset;
-        })
-        .await?;
-        Ok(ReadBack {
-            records: reader.records(),
-            torn,
-            unterminated: fix == TailFix::Terminate,
-        })
     }
 
     async fn repair_tail(&mut self) -> Result<(), LogError> {
-        self.ensure_ready().await
-    }
-
-    async fn append(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
-        if self.failed {
-            return Err(LogError::Failed);
+        if !self.ready {
+            self.with_log(|log| log.repair_tail()).await??;
+            self.ready = true;
         }
-        self.ensure_ready().await?;
-        if batch.is_empty() {
-            return Ok(self.next_seq);
-        }
-        let first = self.next_seq;
-        let next = first
-            .checked_add(batch.len() as u64)
-            .ok_or(LogError::SeqExhausted)?;
-        let Some(io) = self.io.as_mut() else {
-            return Err(LogError::Failed);
-        };
-        io.buffer.clear();
-        for (seq, entry) in seqs(first, batch.len()).zip(batch) {
-            if let Err(error) = encode(seq, entry, &mut io.buffer) {
-                io.buffer.clear();
-                return Err(error.into());
-            }
-        }
-        let sync = match self.policy {
-            SyncPolicy::EveryAppend => true,
-            SyncPolicy::PerTurn => batch
-                .iter()
-                .any(|entry| matches!(entry, Entry::Machine(Event::TurnEnd { .. }))),
-            SyncPolicy::Never => false,
-        };
-        let written = self.with_io(move |io| io.append_buffer(sync)).await;
-        match written {
-            Ok(Ok(())) => {
-                self.next_seq = next;
-                Ok(first)
-            }
-            // Cut back cleanly: the file ends where it did, and the next append may go on.
-            Ok(Err(error)) if !error.is_indeterminate() => Err(error),
-            Ok(Err(error)) | Err(error) => {
-                self.failed = true;
-                Err(error)
-            }
-        }
-    }
-
-    async fn sync(&mut self) -> Result<(), LogError> {
-        self.with_io(|io| io.sync()).await?
-    }
-}
-
-impl<F: LogFile> FileIo<F> {
-    fn open(path: PathBuf, wrap: impl FnOnce(File) -> F) -> Result<FileIo<F>, LogError> {
-        let (file, meta) = open_locked(&path)?;
-        Ok(FileIo {
-            file: wrap(file),
-            path,
-            id: identity(&meta),
-            end: End::unread(meta.len()),
-            held: Held::Unknown,
-            read_len: meta.len(),
-            buffer: Vec::new(),
-        })
-    }
-
-    /// The path still names this file, and the file is still linked.
-    fn check_identity(&self) -> Result<(), LogError> {
-        check_identity(&self.file, &self.path, self.id)
-    }
-
-    fn read_chunk(&self, offset: u64) -> io::Result<Vec<u8>> {
-        let mut chunk = vec![0; READ_CHUNK];
-        let mut filled = 0;
-        while filled < chunk.len() {
-            match self
-                .file
-                .read_at(&mut chunk[filled..], offset + filled as u64)
-            {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => return Err(error),
-            }
-        }
-        chunk.truncate(filled);
-        Ok(chunk)
-    }
-
-    /// Repairs the tail as the read back found it, once the file is checked to be as it was
-    /// read (the same file, the same length), then learns the file's last bytes.
-    fn repair_tail(&mut self, fix: TailFix) -> Result<(), LogError> {
-        check_end(
-            &self.file,
-            &self.path,
-            &End::unread(self.read_len),
-            Some(self.id),
-        )?;
-        let len = match fix {
-            TailFix::None => self.read_len,
-            TailFix::Cut(len) => {
-                self.file.set_len(len)?;
-                self.file.sync_data()?;
-                len
-            }
-            TailFix::Terminate => {
-                self.file.append(b"\n")?;
-                self.file.sync_data()?;
-                self.read_len + 1
-            }
-        };
-        self.end = End::read(&self.file, len)?;
-        self.held = Held::Exact;
         Ok(())
     }
 
-    /// The file still ends as this log left it (`end`), and (`named`) the path still names it.
-    fn check_end(&self, end: &End, named: bool) -> Result<(), LogError> {
-        let id = named.then_some(self.id);
-        match self.held {
-            Held::Unknown if named => self.check_identity(),
-            Held::Unknown => Ok(()),
-            Held::Exact => check_end(&self.file, &self.path, end, id),
-            Held::AtLeast => check_prefix(&self.file, &self.path, end, id),
+    async fn append(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
+        self.repair_tail().await?;
+        let first = self.log()?.next_seq();
+        let mut buffer = std::mem::take(&mut self.buffer);
+        let encoded = seqs(first, batch.len())
+            .zip(batch)
+            .try_for_each(|(seq, entry)| encode(seq, entry, &mut buffer));
+        if let Err(error) = encoded {
+            recycle(&mut buffer);
+            self.buffer = buffer;
+            return Err(error.into());
         }
-    }
-
-    /// Checks the file still ends as this log left it (nothing is written otherwise: the
-    /// batch is not in the log), writes the encoded batch, syncs it if asked, and checks the
-    /// file is still the log's and ends in the batch. On a failure after the write began the
-    /// file is cut back to the last acknowledged length and the cut synced ([`cut_back`]).
-    fn append_buffer(&mut self, sync: bool) -> Result<(), LogError> {
-        let buffer = std::mem::take(&mut self.buffer);
-        let result = self.write_checked(&buffer, sync);
+        let ends_turn = batch
+            .iter()
+            .any(|entry| matches!(entry, Entry::Machine(Event::TurnEnd { .. })));
+        let count = batch.len();
+        let (mut buffer, written) = self
+            .with_log(move |log| {
+                let written = log.append_encoded(&buffer, count, ends_turn);
+                (buffer, written)
+            })
+            .await?;
+        recycle(&mut buffer);
         self.buffer = buffer;
-        self.buffer.clear();
-        if self.buffer.capacity() > KEPT_BUFFER {
-            self.buffer.shrink_to(KEPT_BUFFER);
-        }
-        result
+        written
     }
 
-    fn write_checked(&mut self, bytes: &[u8], sync: bool) -> Result<(), LogError> {
-        self.check_end(&self.end, false)?;
-        let after = self.end.after(bytes);
-        match self.write_and_sync(bytes, sync, &after) {
-            Ok(()) => {
-                self.end = after;
-                Ok(())
-            }
-            Err(error) => Err(self.undo(error)),
-        }
+    async fn sync(&mut self) -> Result<(), LogError> {
+        self.with_log(|log| log.sync()).await?
     }
-
-    fn write_and_sync(&self, bytes: &[u8], sync: bool, after: &End) -> Result<(), LogError> {
-        self.file.append(bytes)?;
-        if sync {
-            self.file.sync_data()?;
-        }
-        self.check_end(after, true)
-    }
-
-    /// Cuts a failed append back to the acknowledged length and syncs the cut; if that failed,
-    /// the file may hold this log's bytes after its end from now on.
-    fn undo(&mut self, error: LogError) -> LogError {
-        let error = cut_back(&self.file, &self.path, &self.end, error);
-        if error.is_indeterminate() && self.held == Held::Exact {
-            self.held = Held::AtLeast;
-        }
-        error
-    }
-
-    fn sync(&mut self) -> Result<(), LogError> {
-        self.file.sync_data()?;
-        self.check_end(&self.end, true)
-    }
-}
-
-/// The `seq` numbers of `len` records from `first` (no overflow: the caller checked that
-/// `first + len` fits).
-pub(crate) fn seqs(first: u64, len: usize) -> impl Iterator<Item = u64> {
-    (0..len as u64).map(move |offset| first.saturating_add(offset))
 }
 
 pub(crate) async fn blocking<T: Send + 'static>(
@@ -643,32 +331,15 @@ impl LogBytes {
         &mut self,
         visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
     ) -> Result<ReadBack, LogError> {
-        let mut reader = Reader::new();
-        let mut rest: &[u8] = &self.bytes;
-        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
-            let record = reader.line(&rest[..end])?;
-            rest = &rest[end + 1..];
-            if visit(record).is_break() {
-                return Ok(ReadBack::new(reader.records(), None));
-            }
+        // The file log's own reading of the bytes (its line limit included).
+        let visit: &mut dyn FnMut(Record) -> ControlFlow<()> = visit;
+        let mut reading = Reading::new();
+        if reading.feed(&self.bytes, visit)?.is_break() {
+            return Ok(reading.stopped().0);
         }
-        let (torn, fix) = if rest.is_empty() {
-            (None, TailFix::None)
-        } else {
-            match reader.last(rest) {
-                Tail::Torn(torn) => (Some(torn), TailFix::Cut(reader.complete_len())),
-                Tail::Unterminated(record) => {
-                    let _ = visit(record);
-                    (None, TailFix::Terminate)
-                }
-            }
-        };
-        self.tail = Some((fix, reader.next_seq()));
-        Ok(ReadBack {
-            records: reader.records(),
-            torn,
-            unterminated: fix == TailFix::Terminate,
-        })
+        let (read, end) = reading.finish(visit);
+        self.tail = Some((end.tail_fix(), end.next_seq()));
+        Ok(read)
     }
 
     /// Makes the bytes end on a complete line (drops a torn tail, or ends an unterminated last
@@ -739,8 +410,9 @@ impl DurableLog for MemoryLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::file::parent_dir;
     use coxswain_core::TurnEndReason;
+    use coxswain_file_log::file::parent_dir;
+    use coxswain_file_log::KEPT_BUFFER;
     use coxswain_log::{HostEvent, Problem};
     use serde_json::json;
 

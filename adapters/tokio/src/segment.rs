@@ -50,11 +50,12 @@ use coxswain_log::{
 };
 use tokio::sync::oneshot;
 
-use crate::file::{
-    check_end, check_identity, cut_back, identity, open_locked, read_exact_at, End, LogFile,
-};
 use crate::log::{blocking, seqs};
 use crate::{DurableLog, LogError, ReadBack};
+use coxswain_file_log::file::{
+    check_end, check_identity, cut_back, identity, open_locked, read_exact_at, End, LogFile,
+};
+use coxswain_file_log::{repair_tail, TailFix};
 
 /// How much of the file a read at open takes at a time.
 const READ_CHUNK: usize = 1 << 20;
@@ -139,13 +140,6 @@ impl Job {
         // The session may have stopped waiting; nothing to do then.
         let _ = reply.send(result);
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum TailFix {
-    None,
-    Cut(u64),
-    Terminate,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -419,7 +413,8 @@ impl<F: LogFile> Committer<F> {
     ) -> Result<(Committer<F>, Index), LogError> {
         let (file, meta) = open_locked(&path)?;
         let file = wrap(file);
-        let (index, len, read_len, lines, fix) = scan(&file).map_err(|error| error.at(&path))?;
+        let (index, len, read_len, lines, fix) =
+            scan(&file).map_err(|error| error.in_file(&path))?;
         Ok((
             Committer {
                 file: Arc::new(file),
@@ -538,26 +533,7 @@ impl<F: LogFile> Committer<F> {
         if self.repaired {
             return Ok(());
         }
-        check_end(
-            &*self.file,
-            &self.path,
-            &End::unread(self.read_len),
-            Some(self.id),
-        )?;
-        let len = match self.fix {
-            TailFix::None => self.read_len,
-            TailFix::Cut(len) => {
-                self.file.set_len(len)?;
-                self.file.sync_data()?;
-                len
-            }
-            TailFix::Terminate => {
-                self.file.append(b"\n")?;
-                self.file.sync_data()?;
-                self.read_len + 1
-            }
-        };
-        self.end = End::read(&*self.file, len)?;
+        self.end = repair_tail(&*self.file, &self.path, self.id, self.read_len, self.fix)?;
         self.fix = TailFix::None;
         self.repaired = true;
         Ok(())

@@ -432,10 +432,13 @@ mod threads_impl {
                     Ok(())
                 }
                 Some(Fault::Fail) => Err(std::io::Error::other("disk full (injected)").into()),
-                Some(Fault::Fenced) => Err(LogError::Fenced("lease lost (injected)".into())),
+                Some(Fault::Fenced) => Err(LogError::Fenced {
+                    session: "s".to_owned(),
+                    epoch: 1,
+                }),
                 Some(Fault::Indeterminate) => Err(LogError::Indeterminate {
-                    error: std::io::Error::other("eio (injected)"),
-                    undo: std::io::Error::other("eio again (injected)"),
+                    error: Arc::new(std::io::Error::other("eio (injected)")),
+                    undo: Arc::new(std::io::Error::other("eio again (injected)")),
                 }),
             }
         }

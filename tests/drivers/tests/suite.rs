@@ -690,7 +690,7 @@ mod tokio_impl {
 mod threads_impl {
     use super::*;
     use coxswain_session::ResumeOptions;
-    use coxswain_threads::{Agent, AgentError, FileLog, Host, Log, LogError};
+    use coxswain_threads::{open_log, Agent, AgentError, Host, Log, LogError};
 
     pub(super) struct Threads(Agent);
 
@@ -727,8 +727,8 @@ mod threads_impl {
                 None => Ok(()),
                 Some(Fault::Clean) => Err(std::io::Error::other("disk full").into()),
                 Some(Fault::Indeterminate) => Err(LogError::Indeterminate {
-                    error: std::io::Error::other("eio"),
-                    undo: std::io::Error::other("eio again"),
+                    error: Arc::new(std::io::Error::other("eio")),
+                    undo: Arc::new(std::io::Error::other("eio again")),
                 }),
             }
         }
@@ -756,7 +756,7 @@ mod threads_impl {
             let config = Config::new().with_delivery_memory(MEMORY);
             // Unchecked here on purpose: the open is the check (S59).
             let resume = ResumeOptions::from(config).with_redelivery(redelivery);
-            let (log, plan) = FileLog::open(path, resume).map_err(|e| e.to_string())?;
+            let (log, plan) = open_log(path, resume).map_err(|e| e.to_string())?;
             let options = Options {
                 abort_grace: GRACE,
                 ..Options::default()
@@ -841,7 +841,7 @@ fn the_suite_holds_both_drivers_to_one_log() {
 fn every_threads_error_has_its_kind() {
     use coxswain_core::Rejected;
     use coxswain_session::Refused;
-    use coxswain_threads::AgentError;
+    use coxswain_threads::{AgentError, LogError};
     let kinds = [
         (
             AgentError::Rejected(Rejected::AfterDisposal.into()),
@@ -852,8 +852,9 @@ fn every_threads_error_has_its_kind() {
             AgentError::Rejected(Refused::IdTooLong { bytes: 2, max: 1 }),
             "id-too-long",
         ),
-        (AgentError::Persistence("disk full".into()), "persistence"),
-        (AgentError::Indeterminate("eio".into()), "indeterminate"),
+        (AgentError::Persistence(LogError::Failed), "persistence"),
+        (AgentError::Indeterminate(LogError::Failed), "indeterminate"),
+        (AgentError::FinalSync(LogError::Failed), "final-sync"),
         (AgentError::Stopped, "stopped"),
         (AgentError::Closed, "closed"),
     ];

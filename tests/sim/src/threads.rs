@@ -80,8 +80,8 @@ impl Log for SimLog {
                 self.disk
                     .with(|bytes| bytes.extend_from_slice(&lines[..part]));
                 return Err(LogError::Indeterminate {
-                    error: eio("torn write"),
-                    undo: eio("truncate"),
+                    error: Arc::new(eio("torn write")),
+                    undo: Arc::new(eio("truncate")),
                 });
             }
             _ => {}

@@ -21,6 +21,14 @@ from ._errors import (
     InvalidLog,
     InvalidRedelivery,
     LineTooLong,
+    LogError,
+    LogLocked,
+    LogPermissionDenied,
+    LogReplaced,
+    LogStorageFull,
+    LogTampered,
+    LogTruncated,
+    NotRegularFile,
     Rejected,
     TooDeep,
     TurnMismatch,
@@ -28,7 +36,6 @@ from ._errors import (
     UnexpectedCompletion,
     UnrepresentableValue,
 )
-from ._filelog import NotRegularFile
 from ._machine import Machine, Outstanding, Pending, Phase, Repaired, Transition
 from ._native import VERSION as __version__
 from ._types import (
@@ -72,7 +79,8 @@ __all__ = [
     "CancelCause", "Claimed", "Conflict", "CorruptLog", "CoxswainError", "DeliveryMemory",
     "Discarded", "Disposed", "DisposedOutput", "Effect", "EncodeError", "Enter", "ErrorInfo",
     "Event", "Expect", "Fail", "Fate", "Full", "Inserted", "InvalidInput", "InvalidLog",
-    "InvalidRedelivery", "JSON", "LineTooLong", "Machine", "Message",
+    "InvalidRedelivery", "JSON", "LineTooLong", "LogError", "LogLocked", "LogPermissionDenied",
+    "LogReplaced", "LogStorageFull", "LogTampered", "LogTruncated", "Machine", "Message",
     "NotRegularFile", "Notification", "Outstanding", "Output", "Pending", "Phase",
     "PreStepAnswer", "PreStepRequest", "Reject", "Rejected", "Repaired", "Request", "Status",
     "StatusChanged", "StepAnswer", "StepRequest", "Target", "TooDeep", "Transition",

@@ -8,6 +8,7 @@ or was delivered); a :class:`Conflict` is a caller bug (S56), never success.
 
 from __future__ import annotations
 
+import os
 from typing import ClassVar
 
 from ._types import Expect, Target
@@ -31,6 +32,14 @@ __all__ = [
     "InvalidRedelivery",
     "CorruptLog",
     "LineTooLong",
+    "LogError",
+    "LogLocked",
+    "LogPermissionDenied",
+    "LogReplaced",
+    "LogStorageFull",
+    "LogTampered",
+    "LogTruncated",
+    "NotRegularFile",
     "BatchError",
     "EncodeError",
     "TooDeep",
@@ -189,11 +198,21 @@ class UnrepresentableValue(InvalidInput, TypeError):
 
 
 class CorruptLog(CoxswainError):
-    """A stored log that cannot be read back or restored; names the 1-based line."""
+    """A stored log that cannot be read back or restored; names the 1-based line. From a log
+    file: ``kind`` is ``corrupt`` (a line that is no record) or ``invalid`` (records the core
+    does not accept, S46, S47), ``path`` the file (``None`` for bytes parsed in memory)."""
 
-    def __init__(self, message: str, line: int) -> None:
+    def __init__(
+        self, message: str, line: int, *, kind: str = "corrupt",
+        path: str | os.PathLike[str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.line = line
+        #: ``corrupt`` or ``invalid`` (``line-too-long`` for :class:`LineTooLong`): the Rust
+        #: log's kind (``coxswain_file_log::LogError::kind``).
+        self.kind = kind
+        #: The log file, if it is one.
+        self.path = None if path is None else os.fspath(path)
 
 
 class LineTooLong(CorruptLog):
@@ -201,14 +220,16 @@ class LineTooLong(CorruptLog):
     (``MAX_LINE_BYTES``, the Rust logs' limit): the read stopped there, holding no more of the
     line than the limit and one chunk. Nothing was restored or written."""
 
-    def __init__(self, path: str, line: int, max: int) -> None:
+    def __init__(self, path: str | os.PathLike[str], line: int, max: int) -> None:
         super().__init__(
             f"{path}: line {line} is longer than {max} bytes (the longest record a session "
             "writes)",
             line,
+            kind="line-too-long",
+            path=path,
         )
         #: The log file's path.
-        self.path = path
+        self.path: str = os.fspath(path)
         #: The limit.
         self.max = max
 
@@ -229,3 +250,118 @@ class TooDeep(EncodeError):
         self.depth = depth
         #: The most it may nest where it is written.
         self.max = max
+
+
+# ----- the log's errors: one class per kind of ``coxswain_file_log::LogError`` -----
+
+
+class LogError(CoxswainError):
+    """A log failed: reading, writing, syncing or opening its file. ``kind`` is the Rust log's
+    name for what failed (``coxswain_file_log::LogError::kind``, the one vocabulary every
+    language uses: ``io``, ``indeterminate``, ``failed``, ``closed``, ``seq-exhausted``,
+    ``fenced``, … and the kinds of the subclasses), ``path`` the file (``None`` for a log that
+    is no file), and the message names the file.
+
+    From an append, the batch is not in the log, except ``indeterminate``: a failed append
+    could not be cut back (or the file was found shorter than the log, and a cut-back never
+    extends a file), so the log may or may not hold it; ``undo`` is why the cut-back failed (a
+    :class:`LogTruncated` for a shorter file) and ``__cause__`` why the append failed. The log
+    then takes no more appends (``failed``) until it is re-opened. ``fenced``: another writer
+    owns the session (a log of the embedder's that fences writers raises it so). An agent whose
+    append fails ``indeterminate`` or ``fenced`` stops (the session layer's stop policy); after
+    any other failure it goes on."""
+
+    #: The kind of the class's errors.
+    KIND: ClassVar[str] = "io"
+
+    def __init__(
+        self, message: str, *, indeterminate: bool = False, undo: BaseException | None = None,
+        fenced: bool = False, kind: str | None = None,
+        path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.indeterminate = indeterminate
+        self.undo = undo
+        self.fenced = fenced
+        if kind is None:
+            kind = "indeterminate" if indeterminate else "fenced" if fenced else self.KIND
+        #: The Rust log's kind of the error.
+        self.kind: str = kind
+        #: The log file.
+        self.path: str | None = None if path is None else os.fspath(path)
+
+
+class NotRegularFile(LogError):
+    """The log's path names something that is not a regular file (a FIFO, a directory, a
+    socket, a device): refused at open, before anything is read or written (a FIFO is never
+    opened blocking: that could hang). ``file_type`` says what it is, in the Rust logs'
+    words."""
+
+    KIND = "not-regular"
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str], file_type: str,
+                 kind: str | None = None) -> None:
+        super().__init__(message, kind=kind, path=path)
+        self.path: str = os.fspath(path)
+        #: ``a FIFO``, ``a directory``, ``a socket``, ``a character device``, ``a block
+        #: device`` or ``not a file``.
+        self.file_type = file_type
+
+
+class LogLocked(LogError):
+    """Another writer holds the log's file (another ``FileLog``, here or in another process, in
+    any language, or an agent not yet closed): refused at open, nothing read or written."""
+
+    KIND = "locked"
+
+
+class LogStorageFull(LogError):
+    """The log's file system is full (``ENOSPC``, or a quota): nothing of the append is in the
+    log (it was cut back). Free space and send again."""
+
+    KIND = "storage-full"
+
+
+class LogPermissionDenied(LogError):
+    """The process may not open, write or lock the log's file, or sync its directory
+    (``EACCES``, ``EPERM``, a read-only file system): nothing was written."""
+
+    KIND = "permission-denied"
+
+
+class LogReplaced(LogError):
+    """The file at the log's path is no longer the one this log writes: it was removed, renamed
+    or replaced. Nothing more is acknowledged."""
+
+    KIND = "replaced"
+
+
+class _Length(LogError):
+    """A log error about the file's length: as this log left it (``expected``) and now
+    (``found``)."""
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str], expected: int, found: int,
+                 kind: str | None = None) -> None:
+        super().__init__(message, kind=kind, path=path)
+        self.path: str = os.fspath(path)
+        #: The file's length as this log left it.
+        self.expected = expected
+        #: Its length now.
+        self.found = found
+
+
+class LogTruncated(_Length):
+    """The log's file is shorter than what this log wrote (cut in place: a ``logrotate`` with
+    ``copytruncate``, a ``: > file``): records acknowledged before may be gone. Nothing more is
+    acknowledged; from an append, the batch is not in the log."""
+
+    KIND = "truncated"
+
+
+class LogTampered(_Length):
+    """Another writer wrote to the log's file, ignoring its lock: it is longer than what this log
+    wrote (``found > expected``: appended to), or does not end in the bytes this log wrote last
+    (``found == expected``: overwritten at its end). Nothing more is acknowledged; from an
+    append, the batch is not in the log."""
+
+    KIND = "tampered"

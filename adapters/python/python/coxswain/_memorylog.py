@@ -40,7 +40,7 @@ class MemoryLog(RecordLog):
         from 0 to 1000 raises :class:`~coxswain.InvalidRedelivery` first, nothing read."""
         allowance = _native.check_redelivery(redelivery)
         if self._held:
-            raise LogError("the memory log is held by another agent")
+            raise LogError("the memory log is held by another agent", kind="locked")
         (machine, closers, interrupted, records, cut_to, torn, unterminated, next_seq,
          redelivered) = _native.resume_log(self.bytes(), memory_capacity(delivery_memory),
                                            max_pending, hash_seed, allowance)
@@ -65,7 +65,7 @@ class MemoryLog(RecordLog):
     def append_encoded(self, data: builtins.bytes, count: int) -> None:
         """Appends ``count`` encoded records (:class:`~coxswain.log.LogError` once closed)."""
         if self._closed:
-            raise LogError("the memory log is closed")
+            raise LogError("the memory log is closed", kind="closed")
         if data:
             self._chunks.append(bytes(data))
             self._next_seq += count
@@ -73,7 +73,7 @@ class MemoryLog(RecordLog):
     def sync(self) -> None:
         """Nothing to make durable (:class:`~coxswain.log.LogError` once closed)."""
         if self._closed:
-            raise LogError("the memory log is closed")
+            raise LogError("the memory log is closed", kind="closed")
 
     def close(self) -> None:
         """Lets the log go: no more appends until it is resumed again; the bytes stay readable."""

@@ -14,15 +14,17 @@ from typing import Any, Iterable, Mapping
 from . import _native
 from ._errors import LineTooLong
 from ._filelog import (
-    FileLog, LogError, LogReplaced, LogTampered, LogTruncated, NotRegularFile, ReadBack,
+    FileLog, LogError, LogLocked, LogPermissionDenied, LogReplaced, LogStorageFull, LogTampered,
+    LogTruncated, NotRegularFile, ReadBack, SyncPolicy,
 )
 from ._machine import Machine
 from ._memorylog import MemoryLog
 from ._types import JSON, DeliveryMemory, Event, memory_capacity
 
 __all__ = [
-    "encode", "parse", "restore", "Restored", "FileLog", "LineTooLong", "LogError", "LogReplaced",
-    "LogTampered", "LogTruncated", "MemoryLog", "NotRegularFile", "ReadBack",
+    "encode", "parse", "restore", "Restored", "FileLog", "LineTooLong", "LogError", "LogLocked",
+    "LogPermissionDenied", "LogReplaced", "LogStorageFull", "LogTampered", "LogTruncated",
+    "MemoryLog", "NotRegularFile", "ReadBack", "SyncPolicy",
 ]
 
 

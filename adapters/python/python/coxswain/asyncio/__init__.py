@@ -4,7 +4,8 @@ log file (the format of ``adapters/tokio``'s FileLog; ``coxswain verify`` reads 
 
 from .._errors import LineTooLong
 from .._filelog import (
-    FileLog, LogError, LogReplaced, LogTampered, LogTruncated, NotRegularFile, ReadBack,
+    FileLog, LogError, LogLocked, LogPermissionDenied, LogReplaced, LogStorageFull, LogTampered,
+    LogTruncated, NotRegularFile, ReadBack, SyncPolicy,
 )
 from .._memorylog import MemoryLog
 from ._agent import (
@@ -28,9 +29,11 @@ from ._host import Host, PreStepContext, StepContext, TurnStoppingContext
 
 __all__ = [
     "Agent", "AgentError", "Closed", "Ended", "Ending", "FileLog", "Host", "IdTooLong", "Lagged",
-    "LineTooLong", "LogError", "LogReplaced", "LogTampered", "LogTruncated", "MemoryLog",
-    "MessageTooLarge", "NotRegularFile", "Notified",
+    "LineTooLong", "LogError", "LogLocked", "LogPermissionDenied", "LogReplaced",
+    "LogStorageFull", "LogTampered", "LogTruncated", "MemoryLog", "MessageTooLarge",
+    "NotRegularFile", "Notified",
     "PersistenceError",
     "PreStepContext", "ReadBack", "Recorded", "Recovery", "StepClosed", "StepContext", "Stopped",
+    "SyncPolicy",
     "TurnStoppingContext", "Update",
 ]

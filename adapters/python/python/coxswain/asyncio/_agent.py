@@ -2,9 +2,9 @@
 Rust ``coxswain_session::AgentLoop``), which decides which commands make a batch, who waits for
 what, what an unwritten hook answers, what a refused host answer means, which failed appends stop
 the agent, the defaults and every error's kind. The driver moves commands, bytes, time and tasks.
-A ``MemoryLog``'s append does no IO: what waits is committed in line, in the call that brings it
-(one native call seals, appends and reports every batch). A file's append waits in a thread: a
-driver task writes, and the callers that arrive meanwhile are the next batch (group commit)."""
+A ``MemoryLog``'s append and an unsynced ``FileLog``'s (``sync="never"``: the page cache) are
+committed in line, in the call that brings them; one that syncs waits on the log's writer thread,
+and the callers that arrive meanwhile are the next batch (group commit)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ import os
 from functools import partial
 from typing import Any, Awaitable, Callable, cast
 
-from .._filelog import FileLog, LogError
+from .._filelog import FileLog, LogError, SyncPolicy
 from .._memorylog import MemoryLog
 from .._native import Session, check_redelivery
 from .._types import (Abort, Begin, DeliveryMemory, Enter, Notification, PreStepRequest,
                       Request, StatusChanged, StepRequest, TurnStoppingRequest, answer_json)
 from ._errors import (AgentError, Closed, IdTooLong, MessageTooLarge, PersistenceError,
                       StepClosed, Stopped)
-from ._host import (Host, HostCall, PreStepContext, Scope, StepContext, TurnStoppingContext,
-                    written)
+from ._host import (EAGER, Host, HostCall, Scope, launch, pre_step_context, start,
+                    step_context, turn_stopping_context, written)
 from ._inputs import Calls
 from ._updates import Ended, Ending, Lagged, Notified, Recorded, Recovery, Reports, Update
 
@@ -32,14 +32,16 @@ __all__ = ["Agent", "AgentError", "Closed", "Stopped", "PersistenceError", "Step
 
 
 class Agent(Calls, Reports):
-    """A handle to one running agent: its calls (``_inputs.Calls``) hand the agent loop commands;
-    ``_updates.Reports`` reads what the driver reports."""
+    """One running agent: its calls (``_inputs.Calls``) hand the loop commands; ``Reports``."""
 
     DEFAULT_DELIVERY_MEMORY = 256
     #: The default admission bound (S55), as the tokio adapter's ``Options::max_pending``.
     DEFAULT_MAX_PENDING = 10_000
     #: The session layer's defaults (``Options::DEFAULT``), the times in seconds.
     DEFAULTS: dict[str, Any] = dict(Session.DEFAULTS)
+    #: Host calls started eagerly in a row (CPython 3.12+, ``_host.start``) before the loop has a
+    #: pass (a host that never suspends cannot starve it); refilled when entered from the loop.
+    EAGER_CALLS = 16
 
     def __init__(self, host: Host, log: FileLog | MemoryLog, session: Session) -> None:
         self._host, self._log, self._session = host, log, session
@@ -47,6 +49,7 @@ class Agent(Calls, Reports):
         # Each host call's and job's task starts from a copy of the opener's context.
         self._context = contextvars.copy_context()
         self._busy = self._again = False
+        self._eager = self.EAGER_CALLS
         self._wake: asyncio.Future[None] | None = None  # the driver task waits for a command
         self._timer: asyncio.TimerHandle | None = None  # on the loop's next deadline
         self._scope, self._subscribers = Scope(), []
@@ -56,7 +59,9 @@ class Agent(Calls, Reports):
         self._status, self._last_turn = session.status(), session.last_turn()
         self._settled()
         self._task: asyncio.Task[None] | None = None
-        if not isinstance(log, MemoryLog):
+        # An append that syncs runs off the loop (a driver task awaits it), so the loop never
+        # waits for the disk; the others are committed in line.
+        if not (isinstance(log, MemoryLog) or log.sync_policy == "never"):
             self._task = self._loop.create_task(self._run(), name="coxswain-agent")
 
     @classmethod
@@ -66,7 +71,8 @@ class Agent(Calls, Reports):
                    max_pending: int | None = DEFAULT_MAX_PENDING,
                    abort_grace: float | None = None, retry_after: float | None = None,
                    max_id_bytes: int | None = None, max_message_bytes: int | None = None,
-                   redelivery: int = 0, resume_on_open: bool = False) -> tuple[Agent, Recovery]:
+                   redelivery: int = 0, resume_on_open: bool = False,
+                   sync: SyncPolicy = "every-append") -> tuple[Agent, Recovery]:
         """Opens an agent on the log file at ``path`` (missing or empty: a new session), resumed
         and repaired (``FileLog.open``: S46–S50), or on a :class:`~coxswain.log.MemoryLog`.
         ``max_pending``: the admission bound (S55, ``None``: unbounded; pass it and
@@ -78,7 +84,8 @@ class Agent(Calls, Reports):
         ``max_message_bytes`` (beyond them a send raises :class:`IdTooLong`,
         :class:`MessageTooLarge`). ``redelivery``: crash repair's allowance (S59), an ``int``
         from 0 to 1000, else :class:`~coxswain.InvalidRedelivery` before anything is read.
-        ``resume_on_open``: once open, send ``resume`` (S57); default off (S48)."""
+        ``resume_on_open``: once open, send ``resume`` (S57); default off (S48). ``sync``: the
+        file's :data:`~coxswain.log.SyncPolicy` (else :class:`~coxswain.InvalidInput`)."""
         allowance = check_redelivery(redelivery)
         if (max_batch is not None and max_batch < 1) or (max_pending is not None
                                                          and max_pending < 1):
@@ -88,8 +95,8 @@ class Agent(Calls, Reports):
         if isinstance(path, MemoryLog):
             log, resumed = path, path.resume(delivery_memory, max_pending, seed, allowance)
         else:
-            log, resumed = await asyncio.to_thread(FileLog.open, path, delivery_memory,
-                                                   max_pending, seed, allowance)
+            log, resumed = await asyncio.to_thread(partial(
+                FileLog.open, path, delivery_memory, max_pending, seed, allowance, sync=sync))
         try:
             session = Session(resumed.machine, abort_grace, max_id_bytes, max_message_bytes,
                               retry_after, max_batch, written(host, "pre_step"),
@@ -132,17 +139,17 @@ class Agent(Calls, Reports):
         return await reply  # answered already when it was committed in line
 
     def _kick(self) -> None:
-        """Has the loop take what came in: in line on a log that appends without IO (or once
-        ended: only answers are left), else by waking the driver task."""
+        """Has the loop take what came in: in line (no driver task, or ended), else its task."""
         self._again = True
         if self._busy:
             return
         if self._task is None or self._ending is not None:
-            self._busy = True
+            self._busy, self._eager = True, self.EAGER_CALLS
             try:
                 while self._again:
                     self._again = False
-                    self._carry_out(self._session.commit(self._log, self._loop.time(),
+                    log = self._log if isinstance(self._log, MemoryLog) else self._log.committer()
+                    self._carry_out(self._session.commit(log, self._loop.time(),
                                                          bool(self._subscribers)))
             finally:
                 self._busy = False
@@ -151,24 +158,25 @@ class Agent(Calls, Reports):
             self._wake.set_result(None)
 
     async def _run(self) -> None:
-        """The driver task of a file's log: each batch written in a thread; the callers that
-        arrive meanwhile wait together, and are the next batch (group commit)."""
-        session, log, loop = self._session, self._log, self._loop
+        """The driver task of a file's log: each batch written on its writer thread; the callers
+        that arrive meanwhile wait together, and are the next batch (group commit)."""
+        session, log, loop = self._session, cast(FileLog, self._log), self._loop
         while self._ending is None:
             if not self._again:
                 self._wake = loop.create_future()
                 await self._wake
+                self._eager = self.EAGER_CALLS
                 continue
             self._again = False
             sealed = session.poll_append(log.next_seq, loop.time(), bool(self._subscribers))
             if sealed is not None:
                 self._again = True  # what came meanwhile is the next batch
-                batch, data, count, records = sealed
+                batch, data, count, records, ends_turn = sealed
                 error: BaseException | None = None
                 if count:
                     self._busy = True
                     try:
-                        await asyncio.to_thread(log.append_encoded, data, count)
+                        await log.append_in_thread(data, count, ends_turn)
                     except Exception as failed:
                         error = failed
                     finally:
@@ -182,41 +190,37 @@ class Agent(Calls, Reports):
     def _carry_out(self, outputs: list[Any]) -> None:
         """Carries out the loop's outputs, in order: replies, effects, jobs, the ending."""
         for output in outputs:
-            if type(output) is not tuple:
-                self._effect(output)
-                continue
-            tag, waiter, value = output
-            if tag < 2:  # a reply: ok, or failed (a maintenance job's: `(reply, job)`)
-                if type(waiter) is tuple:
-                    waiter = waiter[0]
-                if not waiter.done():
-                    (waiter.set_exception if tag else waiter.set_result)(value)
-            elif tag == 2:  # a maintenance job's beginning is durable: run it in its activity
-                (reply, job), scope = waiter, self._scope
-                scope.task = self._loop.create_task(job(scope.cancelled),
-                                                    context=self._context.copy())
-                scope.task.add_done_callback(partial(self._job_ended, reply))
-            elif tag == 3:
-                self._end(waiter)
-            else:  # the records just appended, for subscribers
-                self._publish_records(waiter, value)
-
-    def _effect(self, effect: Any) -> None:
-        kind = type(effect)
-        if kind is StatusChanged:
-            self._status = effect.status
-            if self._subscribers:
-                self._publish(Notified(effect))
-        elif kind is StepRequest or kind is PreStepRequest or kind is TurnStoppingRequest:
-            self._call_host(effect, self._scope)
-        elif kind is Begin:
-            self._scope = Scope()
-            if isinstance(effect.activity, int):
-                self._last_turn = effect.activity
-        elif kind is Abort:
-            self._scope.cancel()
-        elif self._subscribers:  # the other notifications
-            self._publish(Notified(cast(Notification, effect)))
+            kind = type(output)
+            if kind is tuple:
+                tag, waiter, value = output
+                if tag < 2:  # a reply: ok, or failed (a maintenance job's: `(reply, job)`)
+                    if type(waiter) is tuple:
+                        waiter = waiter[0]
+                    if not waiter.done():
+                        (waiter.set_exception if tag else waiter.set_result)(value)
+                elif tag == 2:  # a maintenance job's beginning is durable: run it in its activity
+                    (reply, job), scope = waiter, self._scope
+                    scope.call = None
+                    scope.task = start(self._loop, job(scope.cancelled), self._context.copy())
+                    scope.task.add_done_callback(partial(self._job_ended, reply))
+                elif tag == 3:
+                    self._end(waiter)
+                else:  # the records just appended, for subscribers
+                    self._publish_records(waiter, value)
+            elif kind is StatusChanged:  # the effects
+                self._status = output.status
+                if self._subscribers:
+                    self._publish(Notified(output))
+            elif kind is StepRequest or kind is PreStepRequest or kind is TurnStoppingRequest:
+                self._call_host(output, self._scope)
+            elif kind is Begin:
+                self._scope = Scope()
+                if isinstance(output.activity, int):
+                    self._last_turn = output.activity
+            elif kind is Abort:
+                self._scope.cancel()
+            elif self._subscribers:  # the other notifications
+                self._publish(Notified(cast(Notification, output)))
 
     def _settled(self) -> None:
         """After a commit: the idle state, and the timer on the loop's next deadline."""
@@ -240,24 +244,24 @@ class Agent(Calls, Reports):
         self._kick()
 
     def _call_host(self, request: Request, scope: Scope) -> None:
-        """Starts the host call in a task of its own (the scope cancels it), which reports as
-        it ends; its done callback only a call cancelled before its first line ran."""
+        """Starts the host call in a task of its own (the scope cancels it), which reports as it
+        ends (``_host.launch``: eagerly, a call that returns at once has reported already)."""
         cx: Any
         method: Callable[[Any], Awaitable[Any]]
-        if type(request) is PreStepRequest:
-            key, method = ("preStep", request.turn, request.step), self._host.pre_step
-            cx = PreStepContext(request.turn, request.step, request.messages, scope.cancelled, self)
-        elif type(request) is StepRequest:
+        if type(request) is StepRequest:
             key, method = ("step", request.turn, request.step), self._host.step
-            cx = StepContext(request.turn, request.step, scope.cancelled, self)
+            cx = step_context(request.turn, request.step, scope.cancelled, self)
+        elif type(request) is PreStepRequest:
+            key, method = ("preStep", request.turn, request.step), self._host.pre_step
+            cx = pre_step_context(request.turn, request.step, request.messages, scope.cancelled,
+                                  self)
         else:
             key, method = ("turnStopping", request.turn, 0), self._host.turn_stopping
-            cx = TurnStoppingContext(request.turn, scope.cancelled, self)
-        call = HostCall(self._answered, key)
-        scope.task = self._loop.create_task(call.run(method, cx), context=self._context.copy())
-        if scope.cancelled.is_set():
-            scope.task.cancel()
-        scope.task.add_done_callback(call.unstarted)
+            cx = turn_stopping_context(request.turn, scope.cancelled, self)
+        call = scope.call = HostCall(self._answered, key)
+        eager = EAGER and self._eager > 0 and not scope.cancelled.is_set()
+        self._eager -= eager
+        launch(self._loop, scope, call.run(method, cx), self._context.copy(), eager)
 
     def _answered(self, request: tuple[str, int, int], failure: str | None, value: Any) -> None:
         """The host call for ``request`` returned ``value`` (a word, messages to enter, nothing, a
@@ -279,8 +283,7 @@ class Agent(Calls, Reports):
         self._kick()
 
     def _end(self, ending: Ending) -> None:
-        """The loop ended the agent: stop what runs, sync and release the log, publish the
-        ending, then answer whoever still waits."""
+        """The loop ended the agent: stop what runs, sync and release the log, publish, answer."""
         self._ending = ending
         self._scope.cancel()
         if self._wake is not None and not self._wake.done():
@@ -289,8 +292,6 @@ class Agent(Calls, Reports):
             self._log.close()  # it takes no append after this
         except LogError as error:  # the file was replaced, truncated or written by another
             self._final_sync = error
-        except OSError as error:
-            self._final_sync = LogError(f"the final sync of the log failed: {error}")
         self._publish(Ended(ending))
         self._subscribers.clear()
         self._idle.set()

@@ -1,6 +1,7 @@
-//! What a `FileLog` and a `SegmentLog` do to their file alike: open it locked, check it is still
-//! the log's file and still ends where and how the log left it, and cut a failed append back
-//! (never extending the file); and [`LogFile`], the operations they do on the open file.
+//! What a log that writes a file does to it (this crate's [`FileLog`](crate::FileLog) and the
+//! tokio driver's segment log alike): open it locked, check it is still the log's file and still
+//! ends where and how the log left it, and cut a failed append back (never extending the file);
+//! and [`LogFile`], the operations they do on the open file.
 
 use std::fmt;
 use std::fs::{File, Metadata};
@@ -14,7 +15,7 @@ use rustix::fs::{fcntl_getfl, fcntl_setfl, flock, FlockOperation, OFlags};
 
 use crate::error::LogError;
 
-/// The operations a [`FileLog`](crate::FileLog) and a [`SegmentLog`](crate::SegmentLog) do on
+/// The operations a [`FileLog`](crate::FileLog) and a segment log do on
 /// their file once they opened it, took its lock and synced its directory: every write, read,
 /// cut, sync and `fstat` of the log's file goes through here, its checks (length, last bytes,
 /// identity) included.
@@ -22,8 +23,8 @@ use crate::error::LogError;
 /// [`File`] implements it, and is the default: a `FileLog` is a `FileLog<File>`, opened with
 /// [`FileLog::open`](crate::FileLog::open). A wrapper that observes the operations or changes
 /// their outcome (counts the syncs, slows them, fails them as a simulator injects faults) is
-/// given the opened file by [`FileLog::open_wrapped`](crate::FileLog::open_wrapped) or
-/// [`SegmentLog::open_wrapped`](crate::SegmentLog::open_wrapped). The logs are generic over it
+/// given the opened file by [`FileLog::open_wrapped`](crate::FileLog::open_wrapped) (or the
+/// segment log's `open_wrapped`). The logs are generic over it
 /// (static dispatch): the plain file costs nothing.
 ///
 /// A wrapper keeps the file it was given open for as long as it lives (the log's lock is held
@@ -80,11 +81,7 @@ impl LogFile for File {
 
 /// Fills `buf` from `offset` of `file` (`pread` until it is full; an error at the end of the
 /// file).
-pub(crate) fn read_exact_at(
-    file: &impl LogFile,
-    mut buf: &mut [u8],
-    mut offset: u64,
-) -> io::Result<()> {
+pub fn read_exact_at(file: &impl LogFile, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
     while !buf.is_empty() {
         match file.read_at(buf, offset) {
             Ok(0) => {
@@ -106,7 +103,7 @@ pub(crate) fn read_exact_at(
 
 /// How many of the last bytes a log wrote it compares with the file's own before and after every
 /// append: enough to hold the end of a record (its closing `}` and `\n`, and the data before).
-const TAIL: usize = 32;
+pub const TAIL: usize = 32;
 
 /// Opens (or creates) the log file for appending, takes its exclusive lock for the file's whole
 /// life (`LogError::Locked` for a second writer) and syncs its directory entry (also when an
@@ -116,7 +113,11 @@ const TAIL: usize = 32;
 /// refused with [`LogError::NotRegular`] before it is opened, and the opened file is checked
 /// again (`fstat`): it is opened non-blocking, so a FIFO put in its place in between does not
 /// block the open either.
-pub(crate) fn open_locked(path: &Path) -> Result<(File, Metadata), LogError> {
+pub fn open_locked(path: &Path) -> Result<(File, Metadata), LogError> {
+    open_locked_unnamed(path).map_err(|error| error.in_file(path))
+}
+
+fn open_locked_unnamed(path: &Path) -> Result<(File, Metadata), LogError> {
     match std::fs::metadata(path) {
         Ok(meta) => NotRegularFile::check(path, meta.file_type())?,
         Err(error) if error.kind() == io::ErrorKind::NotFound => {}
@@ -149,16 +150,12 @@ pub(crate) fn open_locked(path: &Path) -> Result<(File, Metadata), LogError> {
 
 /// The identity of a file: its device and inode.
 #[inline]
-pub(crate) fn identity(meta: &Metadata) -> (u64, u64) {
+pub fn identity(meta: &Metadata) -> (u64, u64) {
     (meta.dev(), meta.ino())
 }
 
 /// The path still names this file (same device and inode), and the file is still linked.
-pub(crate) fn check_identity(
-    file: &impl LogFile,
-    path: &Path,
-    id: (u64, u64),
-) -> Result<(), LogError> {
+pub fn check_identity(file: &impl LogFile, path: &Path, id: (u64, u64)) -> Result<(), LogError> {
     check_named(&file.metadata()?, path, id)
 }
 
@@ -181,9 +178,9 @@ fn check_named(meta: &Metadata, path: &Path, id: (u64, u64)) -> Result<(), LogEr
 /// Where and how a log left its file: the length of what it wrote (or read back and repaired)
 /// and the last bytes of it. Everything up to `len` is acknowledged, or was read back.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct End {
+pub struct End {
     /// The file's length as the log left it.
-    pub(crate) len: u64,
+    pub len: u64,
     /// The last `tail_len` bytes before `len`.
     tail: [u8; TAIL],
     tail_len: usize,
@@ -192,7 +189,7 @@ pub(crate) struct End {
 impl End {
     /// The end of a file of `len` bytes whose last bytes are not known yet (before a read back).
     #[inline]
-    pub(crate) fn unread(len: u64) -> End {
+    pub fn unread(len: u64) -> End {
         End {
             len,
             tail: [0; TAIL],
@@ -202,7 +199,7 @@ impl End {
 
     /// The end of `file` at `len`, its last bytes read from the file (after a read back and
     /// repair: the file's current length).
-    pub(crate) fn read(file: &impl LogFile, len: u64) -> io::Result<End> {
+    pub fn read(file: &impl LogFile, len: u64) -> io::Result<End> {
         let mut end = End::unread(len);
         end.tail_len = usize::try_from(len.min(TAIL as u64)).unwrap_or(TAIL);
         read_exact_at(
@@ -215,7 +212,7 @@ impl End {
 
     /// The end once `bytes` were appended after this one.
     #[inline]
-    pub(crate) fn after(&self, bytes: &[u8]) -> End {
+    pub fn after(&self, bytes: &[u8]) -> End {
         let mut end = *self;
         end.len = self.len + bytes.len() as u64;
         if bytes.len() >= TAIL {
@@ -247,7 +244,7 @@ impl End {
 ///
 /// What this cannot see: bytes overwritten in place before the last [`TAIL`] (the same length,
 /// the same last bytes), and a change made and undone between two checks.
-pub(crate) fn check_end(
+pub fn check_end(
     file: &impl LogFile,
     path: &Path,
     end: &End,
@@ -259,7 +256,7 @@ pub(crate) fn check_end(
 /// As [`check_end`], but the file may be longer than `end` (after a failed cut-back this log's
 /// own bytes may follow it): it must hold `end` itself, its bytes before `len` ending as the log
 /// wrote them.
-pub(crate) fn check_prefix(
+pub fn check_prefix(
     file: &impl LogFile,
     path: &Path,
     end: &End,
@@ -309,7 +306,7 @@ fn check(
 /// found shorter than `end` is left as it is, and the append is
 /// [`LogError::Indeterminate`] (its `undo` a [`LogError::Truncated`]); so is a cut after which
 /// the file does not end in the log's last bytes (its `undo` a [`LogError::Tampered`]).
-pub(crate) fn cut_back(file: &impl LogFile, path: &Path, end: &End, error: LogError) -> LogError {
+pub fn cut_back(file: &impl LogFile, path: &Path, end: &End, error: LogError) -> LogError {
     let undone = (|| {
         let found = file.metadata()?.len();
         if found < end.len {
@@ -329,7 +326,7 @@ pub(crate) fn cut_back(file: &impl LogFile, path: &Path, end: &End, error: LogEr
 /// What a failed append becomes once its cut-back was tried (`undone`): the append's own error
 /// if the cut-back and its sync succeeded (the input is not in the log), `Indeterminate` if they
 /// failed. A write to a file that is no longer the log's stays `Replaced`: the log never had it.
-pub(crate) fn after_cut_back(undone: Result<(), LogError>, error: LogError) -> LogError {
+pub fn after_cut_back(undone: Result<(), LogError>, error: LogError) -> LogError {
     match (undone, error) {
         (_, replaced @ LogError::Replaced { .. }) => replaced,
         (Ok(()), error) => error,
@@ -350,7 +347,7 @@ fn as_io(error: LogError) -> Arc<io::Error> {
 }
 
 /// The directory a log file lives in: `.` for a bare file name.
-pub(crate) fn parent_dir(path: &Path) -> &Path {
+pub fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),

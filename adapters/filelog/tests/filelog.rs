@@ -1,0 +1,276 @@
+//! The shared file log on its own, blocking: what every runtime's file log now is. The tamper
+//! and truncation suites of the drivers (tokio, threads, Python, Node) run against it through
+//! their agents; these pin the log's own calls and its error vocabulary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs::File;
+use std::io;
+use std::ops::ControlFlow;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use coxswain_core::{Config, Event, Message, TurnEndReason};
+use coxswain_file_log::{FileLog, LogError, LogFile, SyncPolicy};
+use coxswain_log::{Entry, HostEvent};
+use coxswain_session::ResumeOptions;
+use serde_json::json;
+
+fn batch() -> Vec<Entry> {
+    vec![
+        Entry::Machine(Event::TurnStart { turn: 1 }),
+        Entry::Host(HostEvent::new("model/output", json!("hi")).unwrap()),
+        Entry::Machine(Event::TurnEnd {
+            turn: 1,
+            reason: TurnEndReason::Completed,
+        }),
+    ]
+}
+
+fn count(log: &mut FileLog<impl LogFile>) -> usize {
+    let mut records = 0;
+    log.read_back(&mut |_| {
+        records += 1;
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    records
+}
+
+#[test]
+fn appends_number_on_and_a_second_open_reads_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.jsonl");
+    let mut log = FileLog::open(&path, SyncPolicy::EveryAppend).unwrap();
+    assert!(!log.is_ready());
+    assert_eq!(log.append(&batch()).unwrap(), 1);
+    assert!(log.is_ready());
+    assert_eq!(log.append(&batch()[..1]).unwrap(), 4);
+    assert_eq!(log.append(&[]).unwrap(), 5);
+    assert_eq!(log.next_seq(), 5);
+    drop(log);
+    let mut log = FileLog::open(&path, SyncPolicy::Never).unwrap();
+    assert_eq!(count(&mut log), 4);
+    assert_eq!(log.next_seq(), 5);
+}
+
+/// S50, S57: `resume` closes the turn a crash interrupted, cuts the torn tail, and a refused
+/// log is left exactly as it was.
+#[test]
+fn resume_repairs_a_torn_tail_and_appends_the_closers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.jsonl");
+    let mut log = FileLog::open(&path, SyncPolicy::EveryAppend).unwrap();
+    let mut machine = log
+        .resume(ResumeOptions::from(Config::new()))
+        .unwrap()
+        .machine;
+    let events = machine
+        .followup(Message::user("m1", "hi"))
+        .unwrap()
+        .events()
+        .to_vec();
+    log.append(&events.into_iter().map(Entry::Machine).collect::<Vec<_>>())
+        .unwrap();
+    drop(log);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(b"{\"seq\":4,\"ty");
+    std::fs::write(&path, &bytes).unwrap();
+    let mut log = FileLog::open(&path, SyncPolicy::EveryAppend).unwrap();
+    let plan = log.resume(ResumeOptions::from(Config::new())).unwrap();
+    assert_eq!(plan.torn.map(|torn| (torn.line, torn.bytes)), Some((4, 12)));
+    assert_eq!(
+        (plan.records, plan.interrupted, plan.next_seq),
+        (3, Some(1), 4)
+    );
+    assert_eq!(log.next_seq(), 5);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 4);
+    assert!(
+        text.ends_with("\"reason\":{\"kind\":\"interrupted\"}}}\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_log_the_core_refuses_is_invalid_names_the_file_and_is_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.jsonl");
+    // One splice that inserts the id `a` twice (S13).
+    let content = concat!(
+        r#"{"seq":1,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"#,
+        r#""inserted":[{"id":"a","source":{"kind":"user"},"content":"a"},"#,
+        r#"{"id":"a","source":{"kind":"user"},"content":"a"}]}}"#,
+        "\n"
+    );
+    std::fs::write(&path, content).unwrap();
+    let mut log = FileLog::open(&path, SyncPolicy::EveryAppend).unwrap();
+    let error = log.resume(ResumeOptions::default()).unwrap_err();
+    assert_eq!(error.kind(), "invalid");
+    assert!(
+        error.to_string().starts_with(&format!(
+            "{}: the log cannot be resumed: ",
+            log.path().display()
+        )),
+        "{error}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), content);
+}
+
+#[test]
+fn a_corrupt_line_is_named_by_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.jsonl");
+    std::fs::write(&path, b"not json\n").unwrap();
+    let mut log = FileLog::open(&path, SyncPolicy::EveryAppend).unwrap();
+    let error = log
+        .read_back(&mut |_| ControlFlow::Continue(()))
+        .unwrap_err();
+    assert_eq!(error.kind(), "corrupt");
+    assert!(
+        error.to_string().starts_with("corrupt log: line 1: "),
+        "{error}"
+    );
+}
+
+/// Issue 52: a FIFO, a directory and a socket are refused at open, before anything is opened
+/// (a FIFO opened for writing would block until a reader comes: never).
+#[test]
+fn only_a_regular_file_is_a_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let socket = dir.path().join("socket");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    for (path, what) in [
+        (fifo, "a FIFO"),
+        (dir.path().to_owned(), "a directory"),
+        (socket, "a socket"),
+    ] {
+        let error = FileLog::open(&path, SyncPolicy::EveryAppend).unwrap_err();
+        assert_eq!(error.kind(), "not-regular");
+        assert_eq!(
+            error.to_string(),
+            format!("{}: not a regular file ({what})", path.display())
+        );
+    }
+}
+
+#[test]
+fn a_second_writer_is_locked_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.jsonl");
+    let _first = FileLog::open(&path, SyncPolicy::EveryAppend).unwrap();
+    let error = FileLog::open(&path, SyncPolicy::EveryAppend).unwrap_err();
+    assert_eq!(error.kind(), "locked");
+    assert_eq!(
+        error.to_string(),
+        format!("the log {} is locked by another writer", path.display())
+    );
+}
+
+#[test]
+fn a_file_the_process_may_not_open_is_permission_denied() {
+    if rustix::process::geteuid().is_root() {
+        // root opens a mode-000 file all the same: nothing to refuse.
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.jsonl");
+    std::fs::write(&path, b"").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let error = FileLog::open(&path, SyncPolicy::EveryAppend).unwrap_err();
+    assert_eq!(error.kind(), "permission-denied");
+    assert!(
+        error.to_string().starts_with(&format!(
+            "the log file {}: permission denied",
+            path.display()
+        )),
+        "{error}"
+    );
+}
+
+/// A file whose writes fail with `ENOSPC` while `full` is set.
+#[derive(Debug)]
+struct Full {
+    file: File,
+    full: Arc<AtomicBool>,
+}
+
+impl LogFile for Full {
+    fn append(&self, bytes: &[u8]) -> io::Result<()> {
+        if self.full.load(Ordering::SeqCst) {
+            // Half of it lands before the disk fills: the log cuts it back.
+            self.file.append(&bytes[..bytes.len() / 2])?;
+            return Err(io::Error::from_raw_os_error(
+                rustix::io::Errno::NOSPC.raw_os_error(),
+            ));
+        }
+        self.file.append(bytes)
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        LogFile::read_at(&self.file, buf, offset)
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        LogFile::set_len(&self.file, len)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        LogFile::sync_data(&self.file)
+    }
+    fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        LogFile::metadata(&self.file)
+    }
+}
+
+#[test]
+fn a_full_disk_is_storage_full_the_append_is_cut_back_and_the_log_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.jsonl");
+    let full = Arc::new(AtomicBool::new(false));
+    let flag = full.clone();
+    let mut log = FileLog::open_wrapped(&path, SyncPolicy::EveryAppend, move |file| Full {
+        file,
+        full: flag,
+    })
+    .unwrap();
+    log.append(&batch()).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    full.store(true, Ordering::SeqCst);
+    let error = log.append(&batch()).unwrap_err();
+    assert_eq!(error.kind(), "storage-full");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the log file {} cannot grow: no space left on its file system",
+            log.path().display()
+        )
+    );
+    assert!(!error.stops_the_agent());
+    assert_eq!(std::fs::read(&path).unwrap(), before, "cut back");
+    full.store(false, Ordering::SeqCst);
+    assert_eq!(log.append(&batch()).unwrap(), 4);
+}
+
+#[test]
+fn an_io_error_keeps_its_os_error() {
+    let path = std::path::Path::new("/logs/a.jsonl");
+    let error = LogError::at_path(path, io::Error::from_raw_os_error(5));
+    assert_eq!(error.kind(), "io");
+    let LogError::Io(io) = &error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(io.raw_os_error(), Some(5));
+    assert!(
+        error
+            .to_string()
+            .starts_with("log i/o failed: Input/output error"),
+        "{error}"
+    );
+}
