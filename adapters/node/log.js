@@ -152,12 +152,12 @@ class FileLog {
       const encoded = encodingFrom(first, entries);
       if (encoded === undefined) {
         const bytes = Buffer.from(encodeRecords(first, entries), 'utf8');
-        return inner.appendEncoded(bytes, entries.length, entries.some((entry) => entry.type === 'turn/end'));
+        return inner.appendEncoded(first, bytes, entries.length, entries.some((entry) => entry.type === 'turn/end'));
       }
       // The session's sealed lines, copied into the buffer the log writes: no string is made.
       const bytes = Buffer.allocUnsafe(encoded.bytes);
       const written = encoded.writeInto(bytes, 0);
-      return inner.appendEncoded(bytes.subarray(0, written), entries.length, encoded.turnEnd);
+      return inner.appendEncoded(first, bytes.subarray(0, written), entries.length, encoded.turnEnd);
     });
   }
 

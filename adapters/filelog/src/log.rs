@@ -321,10 +321,11 @@ pub const READ_CHUNK: usize = 1 << 20;
 ///
 /// # What it checks of its file
 ///
-/// Before every append it checks that its file still has the length it left it at and still
-/// ends in the last 32 bytes it wrote (one `fstat`, one `pread`); after the write and its sync,
-/// and before acknowledging, it checks the same of the new end and that the path still names the
-/// file (one `stat` more); every [`sync`](FileLog::sync) checks it too. So a file removed,
+/// Before every append it checks that the path still names its file and that the file still has
+/// the length it left it at and still ends in the last 32 bytes it wrote (one `stat`, one
+/// `fstat`, one `pread`: nothing is written to a file that is no longer the log's); after the
+/// write and its sync, and before acknowledging, it checks the same of the new end; every
+/// [`sync`](FileLog::sync) checks it too. So a file removed,
 /// renamed or replaced ([`LogError::Replaced`]), cut in place (`logrotate`'s `copytruncate`,
 /// `: > file`: [`LogError::Truncated`]), or appended to or overwritten at its end by a writer
 /// that ignores the lock ([`LogError::Tampered`]) fails the append instead of acknowledging it.
@@ -640,25 +641,39 @@ impl<F: LogFile> FileLog<F> {
         result
     }
 
-    /// Appends `count` records already encoded as `lines` (numbered from
-    /// [`next_seq`](FileLog::next_seq) of a log that [`is_ready`](FileLog::is_ready): read
-    /// `next_seq` after the read back and repair, or after [`resume`](FileLog::resume); each line
-    /// ending in `\n`: a binding's session seals its
-    /// batch as these bytes), syncing as the policy says for a batch that does (`ends_turn`) or
-    /// does not end a turn. Returns the first record's `seq`. The caller vouches for the lines
-    /// (the session layer encoded them with [`encode`](coxswain_log::encode)): they are written
-    /// as given.
+    /// Appends `count` records already encoded as `lines`, numbered from `first_seq` (a
+    /// binding's session seals its batch as these bytes, [`encode`](coxswain_log::encode)d from
+    /// the log's [`next_seq`](FileLog::next_seq)), syncing as the policy says for a batch that
+    /// does (`ends_turn`) or does not end a turn. Returns `first_seq`. Reads and repairs the log
+    /// first if that was not done.
     ///
     /// # Errors
     ///
-    /// As [`append`](FileLog::append).
+    /// As [`append`](FileLog::append); and, before anything is written,
+    /// [`LogError::Encode`] when `first_seq` is not the log's next `seq` (another append came
+    /// first: the lines would duplicate its numbers) or `lines` is not `count` lines each ending
+    /// in `\n`.
     pub fn append_encoded(
         &mut self,
+        first_seq: u64,
         lines: &[u8],
         count: usize,
         ends_turn: bool,
     ) -> Result<u64, LogError> {
         self.ready_to_append()?;
+        if first_seq != self.next_seq {
+            return Err(LogError::Encode(format!(
+                "the lines are numbered from seq {first_seq}, but the log's next record is seq {}: nothing written",
+                self.next_seq
+            )));
+        }
+        let found = lines.iter().filter(|&&byte| byte == b'\n').count();
+        if found != count || lines.last().is_some_and(|&last| last != b'\n') {
+            return Err(LogError::Encode(format!(
+                "{} bytes of lines holding {found} complete lines are not {count} records: nothing written",
+                lines.len()
+            )));
+        }
         self.write_lines(lines, count, self.policy.syncs(ends_turn))
     }
 
@@ -736,7 +751,8 @@ impl<F: LogFile> FileLog<F> {
     /// file is still the log's and ends in the batch. On a failure after the write began the
     /// file is cut back to the last acknowledged length and the cut synced ([`cut_back`]).
     fn write_checked(&mut self, bytes: &[u8], sync: bool) -> Result<(), LogError> {
-        self.check_end(&self.end, false)?;
+        // The path still names the file too: nothing is written to a file no longer the log's.
+        self.check_end(&self.end, true)?;
         let after = self.end.after(bytes);
         match self.write_and_sync(bytes, sync, &after) {
             Ok(()) => {

@@ -274,3 +274,135 @@ fn an_io_error_keeps_its_os_error() {
         "{error}"
     );
 }
+
+/// Encoded lines are taken only as the records they claim to be, numbered from the log's next
+/// `seq`: a caller that counted wrong, or encoded before another append landed, writes nothing.
+#[test]
+fn encoded_lines_must_be_the_next_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.jsonl");
+    let mut log = FileLog::open(&path, SyncPolicy::Never).unwrap();
+    let mut lines = Vec::new();
+    for (seq, entry) in (1..).zip(&batch()) {
+        coxswain_log::encode(seq, entry, &mut lines).unwrap();
+    }
+    let refused = |error: LogError| (error.kind(), error.to_string());
+    assert_eq!(
+        refused(log.append_encoded(2, &lines, 3, true).unwrap_err()),
+        (
+            "encode",
+            "cannot encode a record: the lines are numbered from seq 2, but the log's next record is seq 1: nothing written".into()
+        )
+    );
+    let len = lines.len();
+    assert_eq!(
+        refused(log.append_encoded(1, &lines, 1, true).unwrap_err()),
+        (
+            "encode",
+            format!("cannot encode a record: {len} bytes of lines holding 3 complete lines are not 1 records: nothing written")
+        )
+    );
+    assert_eq!(
+        refused(
+            log.append_encoded(1, &lines[..len - 1], 2, true)
+                .unwrap_err()
+        )
+        .0,
+        "encode"
+    );
+    assert_eq!(
+        log.append_encoded(1, &lines, 0, true).unwrap_err().kind(),
+        "encode"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"", "nothing written");
+    assert_eq!(log.append_encoded(1, &lines, 3, true).unwrap(), 1);
+    assert_eq!(log.next_seq(), 4);
+}
+
+/// A write the OS refuses (`EACCES`, `EPERM`, a read-only file system) is `permission-denied`,
+/// naming the file, and cut back; reached through the `LogFile` seam, so it runs as root too.
+#[test]
+fn a_refused_write_is_permission_denied_naming_the_file() {
+    #[derive(Debug)]
+    struct ReadOnly(File);
+    impl LogFile for ReadOnly {
+        fn append(&self, _: &[u8]) -> io::Result<()> {
+            Err(io::Error::from_raw_os_error(
+                rustix::io::Errno::ROFS.raw_os_error(),
+            ))
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            LogFile::read_at(&self.0, buf, offset)
+        }
+        fn set_len(&self, len: u64) -> io::Result<()> {
+            LogFile::set_len(&self.0, len)
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            LogFile::sync_data(&self.0)
+        }
+        fn metadata(&self) -> io::Result<std::fs::Metadata> {
+            LogFile::metadata(&self.0)
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.jsonl");
+    let mut log = FileLog::open_wrapped(&path, SyncPolicy::EveryAppend, ReadOnly).unwrap();
+    let error = log.append(&batch()).unwrap_err();
+    assert_eq!(error.kind(), "permission-denied");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the log file {}: permission denied (Read-only file system (os error 30))",
+            log.path().display()
+        )
+    );
+    for errno in [rustix::io::Errno::ACCESS, rustix::io::Errno::PERM] {
+        let error = LogError::at_path(&path, io::Error::from_raw_os_error(errno.raw_os_error()));
+        assert_eq!(error.kind(), "permission-denied");
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), b"");
+}
+
+/// A file renamed away is found before the write: nothing lands in it, not even for a moment
+/// (issue 52, as the Python and Node logs always did): the file's writes are counted.
+#[test]
+fn a_replaced_file_gets_nothing_written() {
+    #[derive(Debug)]
+    struct Counted(File, Arc<std::sync::atomic::AtomicUsize>);
+    impl LogFile for Counted {
+        fn append(&self, bytes: &[u8]) -> io::Result<()> {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            LogFile::append(&self.0, bytes)
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            LogFile::read_at(&self.0, buf, offset)
+        }
+        fn set_len(&self, len: u64) -> io::Result<()> {
+            LogFile::set_len(&self.0, len)
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            LogFile::sync_data(&self.0)
+        }
+        fn metadata(&self) -> io::Result<std::fs::Metadata> {
+            LogFile::metadata(&self.0)
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.jsonl");
+    let writes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = writes.clone();
+    let mut log = FileLog::open_wrapped(&path, SyncPolicy::EveryAppend, move |file| {
+        Counted(file, counter)
+    })
+    .unwrap();
+    log.append(&batch()).unwrap();
+    assert_eq!(writes.load(Ordering::SeqCst), 1);
+    let moved = dir.path().join("moved.jsonl");
+    std::fs::rename(&path, &moved).unwrap();
+    let before = std::fs::read(&moved).unwrap();
+    let error = log.append(&batch()).unwrap_err();
+    assert_eq!(error.kind(), "replaced");
+    assert_eq!(writes.load(Ordering::SeqCst), 1, "found before the write");
+    assert_eq!(std::fs::read(&moved).unwrap(), before);
+    assert!(!path.exists());
+}

@@ -167,14 +167,22 @@ impl NativeFileLog {
         AsyncTask::new(Prepare { call: self.call() })
     }
 
-    /// Appends `count` records encoded as `lines` (numbered from `nextSeq` of a log that was
-    /// resumed or prepared; each line ending in `\n`), syncing as the policy says for a batch
-    /// that does (`endsTurn`) or does not end a turn (`FileLog::append_encoded`). Resolves with
-    /// the first record's `seq`.
+    /// Appends `count` records encoded as `lines`, numbered from `firstSeq` (the log's
+    /// `nextSeq`: refused with the `encode` kind, nothing written, when another append came
+    /// first or the lines are not `count` records), syncing as the policy says for a batch that
+    /// does (`endsTurn`) or does not end a turn (`FileLog::append_encoded`). Resolves with the
+    /// first record's `seq`.
     #[napi]
-    pub fn append_encoded(&self, lines: Buffer, count: u32, ends_turn: bool) -> AsyncTask<Append> {
+    pub fn append_encoded(
+        &self,
+        first_seq: i64,
+        lines: Buffer,
+        count: u32,
+        ends_turn: bool,
+    ) -> AsyncTask<Append> {
         AsyncTask::new(Append {
             call: self.call(),
+            first_seq: u64::try_from(first_seq).unwrap_or(0),
             lines,
             count: count as usize,
             ends_turn,
@@ -316,6 +324,7 @@ pub struct Append {
     lines: Buffer,
     count: usize,
     ends_turn: bool,
+    first_seq: u64,
 }
 
 impl Task for Append {
@@ -324,9 +333,10 @@ impl Task for Append {
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let (lines, count, ends_turn) = (&self.lines[..], self.count, self.ends_turn);
+        let first_seq = self.first_seq;
         Ok(self
             .call
-            .with(|log| log.append_encoded(lines, count, ends_turn)))
+            .with(|log| log.append_encoded(first_seq, lines, count, ends_turn)))
     }
 
     fn resolve(&mut self, _: Env, output: Self::Output) -> napi::Result<i64> {

@@ -64,6 +64,8 @@ pub(crate) struct NativeFileLog {
     /// An append failed indeterminately: the log takes no more (`failed`), and closing it
     /// releases the file without a last sync or check (that append's error said it all).
     failed: AtomicBool,
+    /// The log was closed (read without its lock).
+    released: AtomicBool,
 }
 
 /// The sync policy `sync` names (`every-append`, `per-turn`, `never`): `InvalidInput` naming
@@ -115,6 +117,7 @@ impl NativeFileLog {
             #[cfg(feature = "faults")]
             hooks,
             failed: AtomicBool::new(false),
+            released: AtomicBool::new(false),
             log: Mutex::new(Some(log)),
         })
     }
@@ -161,17 +164,25 @@ impl NativeFileLog {
 
     /// Appends `count` records encoded as `data` (numbered from `next_seq`), syncing as the
     /// policy says for a batch that does (`ends_turn`) or does not end a turn; returns the first
-    /// record's `seq`. Reads and repairs the log first if that was not done.
-    #[pyo3(signature = (data, count, ends_turn = true, hooks = None))]
+    /// record's `seq`. Reads and repairs the log first if that was not done. `first_seq`: the
+    /// `seq` the lines were numbered from, refused (`encode`, nothing written) unless it is the
+    /// log's next (another append came first); `None`: the log's next, whatever it is. Lines that
+    /// are not `count` records are refused the same way.
+    #[pyo3(signature = (data, count, ends_turn = true, first_seq = None, hooks = None))]
     fn append_encoded(
         &self,
         py: Python<'_>,
         data: &[u8],
         count: usize,
         ends_turn: bool,
+        first_seq: Option<u64>,
         hooks: Given,
     ) -> PyResult<u64> {
-        self.run(py, hooks, |log| log.append_encoded(data, count, ends_turn))
+        self.run(py, hooks, |log| {
+            log.repair_tail()?; // read back first if not yet: `next_seq` is the log's
+            let first = first_seq.unwrap_or(log.next_seq());
+            log.append_encoded(first, data, count, ends_turn)
+        })
     }
 
     /// Makes everything appended durable, whatever the policy, and checks the file is still
@@ -186,24 +197,22 @@ impl NativeFileLog {
     /// does nothing; any other call on it raises `closed`.
     #[pyo3(signature = (hooks = None))]
     fn close(&self, py: Python<'_>, hooks: Given) -> PyResult<()> {
-        if self.failed.load(Ordering::Acquire) {
-            let released = self.slot().take();
-            py.detach(|| drop(released));
-            return Ok(());
-        }
-        let synced = self.run(py, hooks, FileLog::sync);
-        // Released whatever the sync said (a closed log's `closed` is no failure of close).
-        let was_open = self.slot().take().is_some();
-        match synced {
-            Err(_) if !was_open => Ok(()),
-            other => other,
-        }
+        // The last sync and the release in one hold of the log's lock (no append between them),
+        // the GIL released while it is waited for.
+        let failed = self.failed.load(Ordering::Acquire);
+        self.run_with(
+            py,
+            hooks,
+            true,
+            |log| if failed { Ok(()) } else { log.sync() },
+        )
+        .map(drop)
     }
 
     /// Whether the log was closed.
     #[getter]
     fn closed(&self) -> bool {
-        self.slot().is_none()
+        self.released.load(Ordering::Acquire)
     }
 
     /// The `seq` the next appended record takes.
@@ -231,11 +240,14 @@ impl NativeFileLog {
     pub(crate) fn append_lines(
         &self,
         py: Python<'_>,
+        first_seq: u64,
         lines: &[u8],
         count: usize,
         ends_turn: bool,
     ) -> PyResult<u64> {
-        self.run(py, None, |log| log.append_encoded(lines, count, ends_turn))
+        self.run(py, None, |log| {
+            log.append_encoded(first_seq, lines, count, ends_turn)
+        })
     }
 
     fn slot(&self) -> MutexGuard<'_, Slot> {
@@ -251,6 +263,23 @@ impl NativeFileLog {
         hooks: Given,
         body: impl FnOnce(&mut FileLog<Wrapped>) -> Result<T, LogError> + Send,
     ) -> PyResult<T> {
+        self.run_with(py, hooks, false, body)?.ok_or_else(|| {
+            let closed = LogError::Closed {
+                path: self.path.clone(),
+            };
+            log_error(py, &closed, &self.path)
+        })
+    }
+
+    /// [`run`](NativeFileLog::run), and then (`release`) the log released, in the same hold of
+    /// its lock; `None` when it was released already (`release`: nothing to do).
+    fn run_with<T: Send>(
+        &self,
+        py: Python<'_>,
+        hooks: Given,
+        release: bool,
+        body: impl FnOnce(&mut FileLog<Wrapped>) -> Result<T, LogError> + Send,
+    ) -> PyResult<Option<T>> {
         #[cfg(not(feature = "faults"))]
         if hooks.is_some() {
             return Err(errors::invalid_input(
@@ -265,6 +294,9 @@ impl NativeFileLog {
         let (done, hooks) = py.detach(|| {
             let mut slot = self.slot();
             let Some(log) = slot.as_mut() else {
+                if release {
+                    return (Ok(None), hooks);
+                }
                 let closed = LogError::Closed {
                     path: self.path.clone(),
                 };
@@ -278,10 +310,15 @@ impl NativeFileLog {
             }
             #[cfg(not(feature = "faults"))]
             drop(hooks);
-            let done = body(log);
+            let done = body(log).map(Some);
             self.next_seq.store(log.next_seq(), Ordering::Release);
             if matches!(&done, Err(error) if error.is_indeterminate()) {
                 self.failed.store(true, Ordering::Release);
+            }
+            if release {
+                // Released whatever the body said: the file and its lock go now.
+                drop(slot.take());
+                self.released.store(true, Ordering::Release);
             }
             #[cfg(feature = "faults")]
             let hooks = if hooked { self.hooks.take() } else { None };

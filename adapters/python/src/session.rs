@@ -479,7 +479,7 @@ impl NativeSession {
                 let appended = match &native {
                     Some(native) => native
                         .get()
-                        .append_lines(py, &self.buffer, sealed.count, sealed.ends_turn)
+                        .append_lines(py, first_seq, &self.buffer, sealed.count, sealed.ends_turn)
                         .map(drop),
                     None => {
                         let lines = PyBytes::new(py, &self.buffer);

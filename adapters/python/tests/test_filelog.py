@@ -6,6 +6,7 @@ message names it), a second writer, a full disk, a refused permission and a clos
 from __future__ import annotations
 
 import asyncio
+import json
 import errno
 import os
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any, Awaitable, Callable
 import pytest
 
 import coxswain._filelog as filelog
-from coxswain import InvalidInput, Message, StepAnswer, log
+from coxswain import EncodeError, InvalidInput, Message, StepAnswer, log
 from coxswain.asyncio import Agent, Host, StepContext
 from coxswain.log import (
     FileLog,
@@ -374,3 +375,31 @@ def test_a_log_that_cannot_be_resumed_names_its_kind_file_and_line(tmp_path: Pat
         FileLog.open(path, 0, None, 0)
     assert (corrupt.value.kind, corrupt.value.path, corrupt.value.line) == ("corrupt", str(path), 2)
     assert str(corrupt.value).startswith(f"{path}: corrupt log: line 2: ")
+
+
+def test_threads_appending_at_once_never_duplicate_a_seq(tmp_path: Path) -> None:
+    """Appends from several threads to one ``FileLog``: each encodes from the ``seq`` it read,
+    and the log takes the lines only if that is still its next (checked under its lock); one
+    that lost the race is refused (``encode``, nothing written), so the log stays a log."""
+    import threading
+
+    path = tmp_path / "s.jsonl"
+    file = FileLog(path, sync="never")
+    refused: list[str] = []
+
+    def appender() -> None:
+        for _ in range(200):
+            try:
+                file.append(records(1))
+            except EncodeError as error:  # the class of the `encode` kind
+                refused.append(getattr(error, "kind", "?"))
+
+    threads = [threading.Thread(target=appender) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    file.close()
+    assert set(refused) <= {"encode"}
+    seqs = [json.loads(line)["seq"] for line in path.read_text().splitlines()]
+    assert seqs == list(range(1, 801 - len(refused)))

@@ -205,6 +205,9 @@ impl<F: LogFile> DurableLog for FileLog<F> {
     async fn append(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
         self.repair_tail().await?;
         let first = self.log()?.next_seq();
+        if batch.is_empty() {
+            return Ok(first);
+        }
         let mut buffer = std::mem::take(&mut self.buffer);
         let encoded = seqs(first, batch.len())
             .zip(batch)
@@ -220,7 +223,7 @@ impl<F: LogFile> DurableLog for FileLog<F> {
         let count = batch.len();
         let (mut buffer, written) = self
             .with_log(move |log| {
-                let written = log.append_encoded(&buffer, count, ends_turn);
+                let written = log.append_encoded(first, &buffer, count, ends_turn);
                 (buffer, written)
             })
             .await?;

@@ -287,7 +287,8 @@ fn check_fates(agent: &Agent, story: &Story, ledger: &Ledger, life: u64, report:
     }
 }
 
-/// Resumes the session on `disk` as the threads `FileLog` does: the plan with the allowance
+/// Resumes the session on `disk` (bytes in memory: the simulated disk, not a file) through the
+/// session layer's plan, as the shared file log's `resume` does for a file: the allowance
 /// `A = 1`, then its repair carried out (the torn tail cut, the closers appended, S50, and the
 /// redelivery splices, S59). The machine and the next `seq`.
 fn resume(disk: &Disk, seed: u64) -> Result<(Machine, u64), String> {

@@ -200,17 +200,22 @@ class FileLog(RecordLog):
         """Encodes and appends ``records`` (``{type, data}``), reading and repairing the log
         first if that was not done; returns their ``seq``s."""
         if self._log.next_seq == 1:
-            self._log.append_encoded(b"", 0, False, self._hooks())  # reads and repairs first
-        return super().append(records)
+            self._log.append_encoded(b"", 0, False, None, self._hooks())  # reads, repairs first
+        first = self.next_seq  # the lines' numbers, checked under the log's lock
+        self.append_encoded(self.encode(records, first), len(records), True, first)
+        return list(range(first, first + len(records)))
 
-    def append_encoded(self, data: bytes, count: int, ends_turn: bool = True) -> None:
-        """Appends ``count`` records encoded as ``data`` (numbered from :attr:`next_seq`) as one
-        write, syncing as the policy says for a batch that does (``ends_turn``) or does not end
-        a turn. From a failed append the batch is not in the log (cut back), except
-        ``indeterminate`` (see :class:`LogError`)."""
+    def append_encoded(self, data: bytes, count: int, ends_turn: bool = True,
+                       first_seq: int | None = None) -> None:
+        """Appends ``count`` records encoded as ``data`` as one write, syncing as the policy says
+        for a batch that does (``ends_turn``) or does not end a turn. ``first_seq``: the ``seq``
+        they were numbered from; unless it is :attr:`next_seq` when the log takes them (another
+        append came first), or ``data`` is not ``count`` records, nothing is written
+        (:class:`~coxswain.EncodeError`-like ``LogError``, kind ``encode``). From a failed append
+        the batch is not in the log (cut back), except ``indeterminate`` (see :class:`LogError`)."""
         write, sync = FileLog._write_all, _sync
         hooks = None if write is _write_all and sync is _fdatasync else (write, sync)
-        self._log.append_encoded(data, count, ends_turn, hooks)
+        self._log.append_encoded(data, count, ends_turn, first_seq, hooks)
 
     async def append_in_thread(self, data: bytes, count: int, ends_turn: bool) -> None:
         """:meth:`append_encoded` on the log's writer thread (one warm thread of its own, made at
