@@ -7,7 +7,6 @@ use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use coxswain_core::Event;
 use coxswain_log::{encode, Entry, LineBuffer, Reader, Record, Tail, TornTail};
 use coxswain_session::{ResumeOptions, ResumePlan, Resuming};
 
@@ -620,10 +619,7 @@ impl<F: LogFile> FileLog<F> {
     ///
     /// As the type's docs say.
     pub fn append(&mut self, batch: &[Entry]) -> Result<u64, LogError> {
-        let ends_turn = batch
-            .iter()
-            .any(|entry| matches!(entry, Entry::Machine(Event::TurnEnd { .. })));
-        self.append_synced(batch, self.policy.syncs(ends_turn))
+        self.append_synced(batch, self.policy.syncs(Entry::ends_turn(batch)))
     }
 
     fn append_synced(&mut self, batch: &[Entry], sync: bool) -> Result<u64, LogError> {

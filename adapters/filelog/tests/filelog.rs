@@ -3,14 +3,12 @@
 //! their agents; these pin the log's own calls and its error vocabulary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::fs::File;
 use std::io;
 use std::ops::ControlFlow;
 use std::os::unix::fs::PermissionsExt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use coxswain_core::{Config, Event, Message, TurnEndReason};
+use coxswain_driver_sim::file_faults::FileFaults;
 use coxswain_file_log::{FileLog, LogError, LogFile, SyncPolicy};
 use coxswain_log::{Entry, HostEvent};
 use coxswain_session::ResumeOptions;
@@ -197,52 +195,19 @@ fn a_file_the_process_may_not_open_is_permission_denied() {
     );
 }
 
-/// A file whose writes fail with `ENOSPC` while `full` is set.
-#[derive(Debug)]
-struct Full {
-    file: File,
-    full: Arc<AtomicBool>,
-}
-
-impl LogFile for Full {
-    fn append(&self, bytes: &[u8]) -> io::Result<()> {
-        if self.full.load(Ordering::SeqCst) {
-            // Half of it lands before the disk fills: the log cuts it back.
-            self.file.append(&bytes[..bytes.len() / 2])?;
-            return Err(io::Error::from_raw_os_error(
-                rustix::io::Errno::NOSPC.raw_os_error(),
-            ));
-        }
-        self.file.append(bytes)
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        LogFile::read_at(&self.file, buf, offset)
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        LogFile::set_len(&self.file, len)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        LogFile::sync_data(&self.file)
-    }
-    fn metadata(&self) -> io::Result<std::fs::Metadata> {
-        LogFile::metadata(&self.file)
-    }
-}
-
 #[test]
 fn a_full_disk_is_storage_full_the_append_is_cut_back_and_the_log_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.jsonl");
-    let full = Arc::new(AtomicBool::new(false));
-    let flag = full.clone();
-    let mut log = FileLog::open_wrapped(&path, SyncPolicy::EveryAppend, move |file| Full {
-        file,
-        full: flag,
-    })
-    .unwrap();
+    let faults = FileFaults::new();
+    let wrap = faults.clone();
+    let mut log =
+        FileLog::open_wrapped(&path, SyncPolicy::EveryAppend, move |file| wrap.wrap(file)).unwrap();
     log.append(&batch()).unwrap();
     let before = std::fs::read(&path).unwrap();
-    full.store(true, Ordering::SeqCst);
+    // 10 bytes of it land before the disk fills: the log cuts them back.
+    faults.fail_writes_after(10);
+    faults.fail_writes_with(Some(rustix::io::Errno::NOSPC.raw_os_error()));
     let error = log.append(&batch()).unwrap_err();
     assert_eq!(error.kind(), "storage-full");
     assert_eq!(
@@ -254,7 +219,7 @@ fn a_full_disk_is_storage_full_the_append_is_cut_back_and_the_log_goes_on() {
     );
     assert!(!error.stops_the_agent());
     assert_eq!(std::fs::read(&path).unwrap(), before, "cut back");
-    full.store(false, Ordering::SeqCst);
+    faults.fail_writes_after(u64::MAX);
     assert_eq!(log.append(&batch()).unwrap(), 4);
 }
 
@@ -323,30 +288,14 @@ fn encoded_lines_must_be_the_next_records() {
 /// naming the file, and cut back; reached through the `LogFile` seam, so it runs as root too.
 #[test]
 fn a_refused_write_is_permission_denied_naming_the_file() {
-    #[derive(Debug)]
-    struct ReadOnly(File);
-    impl LogFile for ReadOnly {
-        fn append(&self, _: &[u8]) -> io::Result<()> {
-            Err(io::Error::from_raw_os_error(
-                rustix::io::Errno::ROFS.raw_os_error(),
-            ))
-        }
-        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-            LogFile::read_at(&self.0, buf, offset)
-        }
-        fn set_len(&self, len: u64) -> io::Result<()> {
-            LogFile::set_len(&self.0, len)
-        }
-        fn sync_data(&self) -> io::Result<()> {
-            LogFile::sync_data(&self.0)
-        }
-        fn metadata(&self) -> io::Result<std::fs::Metadata> {
-            LogFile::metadata(&self.0)
-        }
-    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.jsonl");
-    let mut log = FileLog::open_wrapped(&path, SyncPolicy::EveryAppend, ReadOnly).unwrap();
+    let faults = FileFaults::new();
+    faults.fail_writes_after(0);
+    faults.fail_writes_with(Some(rustix::io::Errno::ROFS.raw_os_error()));
+    let wrap = faults.clone();
+    let mut log =
+        FileLog::open_wrapped(&path, SyncPolicy::EveryAppend, move |file| wrap.wrap(file)).unwrap();
     let error = log.append(&batch()).unwrap_err();
     assert_eq!(error.kind(), "permission-denied");
     assert_eq!(
@@ -367,42 +316,20 @@ fn a_refused_write_is_permission_denied_naming_the_file() {
 /// (issue 52, as the Python and Node logs always did): the file's writes are counted.
 #[test]
 fn a_replaced_file_gets_nothing_written() {
-    #[derive(Debug)]
-    struct Counted(File, Arc<std::sync::atomic::AtomicUsize>);
-    impl LogFile for Counted {
-        fn append(&self, bytes: &[u8]) -> io::Result<()> {
-            self.1.fetch_add(1, Ordering::SeqCst);
-            LogFile::append(&self.0, bytes)
-        }
-        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-            LogFile::read_at(&self.0, buf, offset)
-        }
-        fn set_len(&self, len: u64) -> io::Result<()> {
-            LogFile::set_len(&self.0, len)
-        }
-        fn sync_data(&self) -> io::Result<()> {
-            LogFile::sync_data(&self.0)
-        }
-        fn metadata(&self) -> io::Result<std::fs::Metadata> {
-            LogFile::metadata(&self.0)
-        }
-    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.jsonl");
-    let writes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = writes.clone();
-    let mut log = FileLog::open_wrapped(&path, SyncPolicy::EveryAppend, move |file| {
-        Counted(file, counter)
-    })
-    .unwrap();
+    let faults = FileFaults::new();
+    let wrap = faults.clone();
+    let mut log =
+        FileLog::open_wrapped(&path, SyncPolicy::EveryAppend, move |file| wrap.wrap(file)).unwrap();
     log.append(&batch()).unwrap();
-    assert_eq!(writes.load(Ordering::SeqCst), 1);
+    assert_eq!(faults.writes(), 1);
     let moved = dir.path().join("moved.jsonl");
     std::fs::rename(&path, &moved).unwrap();
     let before = std::fs::read(&moved).unwrap();
     let error = log.append(&batch()).unwrap_err();
     assert_eq!(error.kind(), "replaced");
-    assert_eq!(writes.load(Ordering::SeqCst), 1, "found before the write");
+    assert_eq!(faults.writes(), 1, "found before the write");
     assert_eq!(std::fs::read(&moved).unwrap(), before);
     assert!(!path.exists());
 }

@@ -36,7 +36,7 @@ use coxswain_binding_kit::options::{saturating_millis as millis, session_options
 use coxswain_binding_kit::records::{encode_lines, host_events};
 use coxswain_binding_kit::request::{number, request};
 use coxswain_binding_kit::shapes::{refusal, refused};
-use coxswain_core::{Event, Input, MessageId, PreStepAnswer};
+use coxswain_core::{Input, MessageId, PreStepAnswer};
 use coxswain_log::Entry;
 use coxswain_session::{
     AgentLoop, BatchNo, Command, Ending, Failure, Hooks, HostFailure, HostReply, LogFailure,
@@ -490,9 +490,7 @@ impl AgentCore {
             write = Some(ToWrite {
                 count: entries.len() as u64,
                 entries: carried.then(|| entries.to_vec()),
-                turn_end: entries
-                    .iter()
-                    .any(|e| matches!(e, Entry::Machine(Event::TurnEnd { .. }))),
+                turn_end: Entry::ends_turn(entries),
                 lines: lines.as_ref().map(|l| l.len() as u64),
             });
             self.sealed = Some((batch, entries.len() as u64));

@@ -21,7 +21,7 @@ use std::time::Duration;
 use coxswain_binding_kit::options::{saturating_seconds, seconds, session_options};
 use coxswain_binding_kit::records::{encode_entries, host_events};
 use coxswain_binding_kit::request::request;
-use coxswain_core::{Event, Input, MessageId, Outstanding, Pending, PreStepAnswer};
+use coxswain_core::{Input, MessageId, Outstanding, Pending, PreStepAnswer};
 use coxswain_log::Entry;
 use coxswain_session::{
     AgentLoop, BatchMismatch, BatchNo, Command, Ending, Failure, Hooks, HostFailure, HostReply,
@@ -673,10 +673,7 @@ impl NativeSession {
                 return Ok(None);
             };
             let (batch, count) = (append.batch, append.entries.len());
-            let ends_turn = append
-                .entries
-                .iter()
-                .any(|entry| matches!(entry, Entry::Machine(Event::TurnEnd { .. })));
+            let ends_turn = Entry::ends_turn(append.entries);
             self.buffer.clear();
             let failed = encode_entries(first_seq, append.entries, &mut self.buffer)
                 .err()

@@ -11,18 +11,18 @@
 //! (cut back, the agent going on), a refused permission `PermissionDenied`; and the sync
 //! policies, with the final sync when the agent ends.
 
-use std::fs::{File, Metadata, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use coxswain_core::{Config, Input, Message, StepAnswer};
+use coxswain_driver_sim::file_faults::FileFaults;
 use coxswain_log::parse;
 use coxswain_session::Options;
 use coxswain_threads::{
-    open_log, open_log_wrapped, Agent, AgentError, Host, LogError, LogFile, LogOptions, OpenError,
+    open_log, open_log_wrapped, Agent, AgentError, Host, LogError, LogOptions, OpenError,
     SyncPolicy,
 };
 
@@ -43,105 +43,7 @@ fn inject(id: &str) -> Input {
     Input::Inject(Message::user(id, id).into())
 }
 
-// A file's faults -------------------------------------------------------------------------------
-
-/// The switches of one log file's faults (clones share them); all off at first.
-#[derive(Clone, Debug, Default)]
-struct Faults(Arc<Switches>);
-
-#[derive(Debug, Default)]
-struct Switches {
-    /// Bytes that may still be written, plus one; 0: no limit.
-    budget: AtomicU64,
-    /// A write over the budget fails `ENOSPC` (else an injected i/o error).
-    full: AtomicBool,
-    fail_truncates: AtomicBool,
-    fail_syncs: AtomicBool,
-    /// The length the next write first sets the file to, plus one; 0: none.
-    resize: AtomicU64,
-    syncs: AtomicUsize,
-}
-
-impl Faults {
-    fn wrap(&self, file: File) -> Faulty {
-        Faulty {
-            file,
-            faults: self.clone(),
-        }
-    }
-
-    /// Writes fail once `bytes` more were written (the write that crosses it writes its first
-    /// bytes, then fails); `None`: no longer.
-    fn fail_writes_after(&self, bytes: Option<u64>) {
-        self.0
-            .budget
-            .store(bytes.map_or(0, |b| b + 1), Ordering::SeqCst);
-    }
-
-    /// The next write (once) first sets the file's length to `len`, as another writer landing
-    /// between the log's check and its write would.
-    fn resize_before_next_write(&self, len: u64) {
-        self.0.resize.store(len + 1, Ordering::SeqCst);
-    }
-
-    fn syncs(&self) -> usize {
-        self.0.syncs.load(Ordering::SeqCst)
-    }
-}
-
-#[derive(Debug)]
-struct Faulty {
-    file: File,
-    faults: Faults,
-}
-
-impl LogFile for Faulty {
-    fn append(&self, bytes: &[u8]) -> io::Result<()> {
-        let switches = &self.faults.0;
-        if let Some(len) = switches.resize.swap(0, Ordering::SeqCst).checked_sub(1) {
-            self.file.set_len(len)?;
-        }
-        let mut allowed = bytes.len();
-        let _ = switches
-            .budget
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |budget| {
-                let left = budget.checked_sub(1)?;
-                allowed = allowed.min(usize::try_from(left).unwrap_or(usize::MAX));
-                Some(budget - allowed as u64)
-            });
-        LogFile::append(&self.file, &bytes[..allowed])?;
-        if allowed < bytes.len() {
-            return Err(match switches.full.load(Ordering::SeqCst) {
-                true => io::Error::from_raw_os_error(28), // ENOSPC
-                false => io::Error::other("write failed (injected)"),
-            });
-        }
-        Ok(())
-    }
-
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        LogFile::read_at(&self.file, buf, offset)
-    }
-
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        if self.faults.0.fail_truncates.load(Ordering::SeqCst) {
-            return Err(io::Error::other("truncate failed (injected)"));
-        }
-        self.file.set_len(len)
-    }
-
-    fn sync_data(&self) -> io::Result<()> {
-        self.faults.0.syncs.fetch_add(1, Ordering::SeqCst);
-        if self.faults.0.fail_syncs.load(Ordering::SeqCst) {
-            return Err(io::Error::other("sync failed (injected)"));
-        }
-        self.file.sync_data()
-    }
-
-    fn metadata(&self) -> io::Result<Metadata> {
-        self.file.metadata()
-    }
-}
+// A file's faults: the simulator's `FileFaults` (the tokio suite's own) ----------------------
 
 // Helpers ---------------------------------------------------------------------------------------
 
@@ -152,8 +54,8 @@ fn log_path() -> (tempfile::TempDir, PathBuf) {
 }
 
 /// An agent on a faulty file log syncing as `policy` says.
-fn agent_on(path: &Path, policy: SyncPolicy) -> (Agent, Faults) {
-    let faults = Faults::default();
+fn agent_on(path: &Path, policy: SyncPolicy) -> (Agent, FileFaults) {
+    let faults = FileFaults::new();
     let options = LogOptions::from(Config::new()).with_sync(policy);
     let wrap = |file| faults.wrap(file);
     let (log, plan) = open_log_wrapped(path, options, wrap).unwrap();
@@ -163,7 +65,7 @@ fn agent_on(path: &Path, policy: SyncPolicy) -> (Agent, Faults) {
 
 /// The tokio suite's steps 1 and 2: an agent that took `followup(a)`, went idle and took
 /// `inject(b)`; its file's faults, and the log's length then.
-fn agent_with_history(path: &Path) -> (Agent, Faults, u64) {
+fn agent_with_history(path: &Path) -> (Agent, FileFaults, u64) {
     let (agent, faults) = agent_on(path, SyncPolicy::EveryAppend);
     agent.input(followup("a")).unwrap();
     agent.when_idle().unwrap();
@@ -412,7 +314,7 @@ fn a_failing_append_after_a_truncation_writes_nothing_and_never_extends_the_file
     let (_dir, path) = log_path();
     let (agent, faults, len) = agent_with_history(&path);
     truncate(&path, 0);
-    faults.fail_writes_after(Some(10));
+    faults.fail_writes_after(10);
     for input in [inject("c"), followup("d")] {
         let error = agent.input(input).unwrap_err();
         assert!(
@@ -438,7 +340,7 @@ fn a_cut_back_after_a_truncation_is_indeterminate_and_never_extends_the_file() {
     let (_dir, path) = log_path();
     let (agent, faults, len) = agent_with_history(&path);
     faults.resize_before_next_write(0);
-    faults.fail_writes_after(Some(10));
+    faults.fail_writes_after(10);
     let error = agent.input(inject("c")).unwrap_err();
     assert_eq!(
         (error.kind(), log_error(&error).kind()),
@@ -534,7 +436,7 @@ fn a_cut_back_append_keeps_the_log_and_an_indeterminate_one_releases_it() {
     let (_dir, path) = log_path();
     let (agent, faults, _) = agent_with_history(&path);
     let before = std::fs::read(&path).unwrap();
-    faults.fail_writes_after(Some(10));
+    faults.fail_writes_after(10);
     let error = agent.input(inject("c")).unwrap_err();
     let injected = |e: &io::Error| e.to_string() == "write failed (injected)";
     assert!(
@@ -553,11 +455,11 @@ fn a_cut_back_append_keeps_the_log_and_an_indeterminate_one_releases_it() {
         format!("the log {} is locked by another writer", path.display())
     );
     assert_eq!(std::fs::read(&path).unwrap(), before);
-    faults.fail_writes_after(None);
+    faults.fail_writes_after(u64::MAX);
     agent.input(inject("c")).unwrap();
 
-    faults.fail_writes_after(Some(10));
-    faults.0.fail_truncates.store(true, Ordering::SeqCst);
+    faults.fail_writes_after(10);
+    faults.fail_truncates(true);
     let error = agent.input(inject("d")).unwrap_err();
     assert!(
         matches!(
@@ -656,8 +558,8 @@ fn a_full_file_system_fails_the_batch_alone_and_the_retry_goes_in_once() {
     let (_dir, path) = log_path();
     let (agent, faults, len) = agent_with_history(&path);
     let before = std::fs::read(&path).unwrap();
-    faults.0.full.store(true, Ordering::SeqCst);
-    faults.fail_writes_after(Some(10));
+    faults.fail_writes_with(Some(rustix::io::Errno::NOSPC.raw_os_error()));
+    faults.fail_writes_after(10);
     let error = agent.input(inject("c")).unwrap_err();
     assert!(
         matches!(&error, AgentError::Persistence(LogError::StorageFull { path: p }) if *p == path),
@@ -674,7 +576,7 @@ fn a_full_file_system_fails_the_batch_alone_and_the_retry_goes_in_once() {
     );
     going_on(&agent);
     assert_eq!(std::fs::read(&path).unwrap(), before, "cut back to {len}");
-    faults.fail_writes_after(None);
+    faults.fail_writes_after(u64::MAX);
     agent.input(inject("c")).unwrap();
     agent.close_checked().unwrap();
     drop(agent);
@@ -767,7 +669,7 @@ fn dispose_reports_a_failed_final_sync() {
     let (_dir, path) = log_path();
     let (agent, faults) = agent_on(&path, SyncPolicy::Never);
     agent.input(inject("a")).unwrap();
-    faults.0.fail_syncs.store(true, Ordering::SeqCst);
+    faults.fail_syncs(usize::MAX);
     let error = agent.dispose().unwrap_err();
     assert!(
         matches!(&error, AgentError::FinalSync(LogError::Io(_))),

@@ -22,8 +22,6 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use coxswain_core::Event;
-
 pub use crate::error::LogError;
 pub(crate) use coxswain_file_log::seqs;
 use coxswain_file_log::{recycle, Advance, LogFile, Reading, TailFix};
@@ -90,8 +88,6 @@ pub struct FileLog<F = File> {
     path: PathBuf,
     /// The blocking log; `None` while a blocking task holds it, or if that task was lost.
     log: Option<Box<coxswain_file_log::FileLog<F>>>,
-    /// The log was read back and its tail repaired: appends are encoded from its `next_seq`.
-    ready: bool,
     /// The append buffer, kept between appends.
     buffer: Vec<u8>,
 }
@@ -128,7 +124,6 @@ impl<F: LogFile> FileLog<F> {
         Ok(FileLog {
             path: log.path().to_owned(),
             log: Some(Box::new(log)),
-            ready: false,
             buffer: Vec::new(),
         })
     }
@@ -173,7 +168,6 @@ impl<F: LogFile> DurableLog for FileLog<F> {
         &mut self,
         visit: &mut (dyn FnMut(Record) -> ControlFlow<()> + Send),
     ) -> Result<ReadBack, LogError> {
-        self.ready = false;
         // Read through this log's own handle, and only while the path still names it.
         let mut reading = self.with_log(|log| log.start_read()).await??;
         loop {
@@ -195,9 +189,9 @@ impl<F: LogFile> DurableLog for FileLog<F> {
     }
 
     async fn repair_tail(&mut self) -> Result<(), LogError> {
-        if !self.ready {
+        // Appends are encoded from the log's `next_seq` once it was read back and repaired.
+        if !self.log()?.is_ready() {
             self.with_log(|log| log.repair_tail()).await??;
-            self.ready = true;
         }
         Ok(())
     }
@@ -217,9 +211,7 @@ impl<F: LogFile> DurableLog for FileLog<F> {
             self.buffer = buffer;
             return Err(error.into());
         }
-        let ends_turn = batch
-            .iter()
-            .any(|entry| matches!(entry, Entry::Machine(Event::TurnEnd { .. })));
+        let ends_turn = Entry::ends_turn(batch);
         let count = batch.len();
         let (mut buffer, written) = self
             .with_log(move |log| {
@@ -413,7 +405,7 @@ impl DurableLog for MemoryLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coxswain_core::TurnEndReason;
+    use coxswain_core::{Event, TurnEndReason};
     use coxswain_file_log::file::parent_dir;
     use coxswain_file_log::KEPT_BUFFER;
     use coxswain_log::{HostEvent, Problem};

@@ -231,6 +231,24 @@ pub enum Entry {
 }
 
 impl Entry {
+    /// Whether a batch of records ends a turn (holds a `turn/end`): the batch a log that syncs
+    /// per turn syncs on. The one owner of that test, for every log and binding.
+    ///
+    /// ```
+    /// use coxswain_core::{Event, TurnEndReason};
+    /// use coxswain_log::Entry;
+    ///
+    /// let start = Entry::Machine(Event::TurnStart { turn: 1 });
+    /// let end = Entry::Machine(Event::TurnEnd { turn: 1, reason: TurnEndReason::Completed });
+    /// assert!(!Entry::ends_turn(&[start.clone()]));
+    /// assert!(Entry::ends_turn(&[start, end]));
+    /// ```
+    pub fn ends_turn(batch: &[Entry]) -> bool {
+        batch
+            .iter()
+            .any(|entry| matches!(entry, Entry::Machine(Event::TurnEnd { .. })))
+    }
+
     /// The record's `type`.
     pub fn kind(&self) -> &str {
         match self {

@@ -7,7 +7,7 @@
 use std::fs::{File, Metadata};
 use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use coxswain_tokio::{FileLog, LogError, LogFile, SegmentLog, SyncPolicy};
@@ -26,10 +26,14 @@ struct Switches {
     fail_truncate: AtomicBool,
     /// The length the next write first sets the file to; `u64::MAX`: none.
     resize_before_write: AtomicU64,
+    /// The OS error a write over the budget fails with (`ENOSPC`, `EACCES`…); 0: an injected
+    /// i/o error.
+    errno: AtomicI32,
     /// Syncs wait while this is true.
     held: Mutex<bool>,
     released: Condvar,
     syncs: AtomicUsize,
+    writes: AtomicUsize,
 }
 
 impl Default for Switches {
@@ -39,9 +43,11 @@ impl Default for Switches {
             fail_syncs: AtomicUsize::new(0),
             fail_truncate: AtomicBool::new(false),
             resize_before_write: AtomicU64::new(u64::MAX),
+            errno: AtomicI32::new(0),
             held: Mutex::new(false),
             released: Condvar::new(),
             syncs: AtomicUsize::new(0),
+            writes: AtomicUsize::new(0),
         }
     }
 }
@@ -92,6 +98,13 @@ impl FileFaults {
         self.0.budget.store(bytes, Ordering::SeqCst);
     }
 
+    /// A write over the budget ([`fail_writes_after`](FileFaults::fail_writes_after)) fails with
+    /// the OS error `errno` (`ENOSPC`: a full file system; `EROFS`: a refused permission), or
+    /// (`None`) with an injected i/o error.
+    pub fn fail_writes_with(&self, errno: Option<i32>) {
+        self.0.errno.store(errno.unwrap_or(0), Ordering::SeqCst);
+    }
+
     /// The next `count` syncs fail (`usize::MAX`: all of them; 0: none).
     pub fn fail_syncs(&self, count: usize) {
         self.0.fail_syncs.store(count, Ordering::SeqCst);
@@ -125,6 +138,11 @@ impl FileFaults {
     /// How many syncs the log attempted (a held one once it was released).
     pub fn syncs(&self) -> usize {
         self.0.syncs.load(Ordering::SeqCst)
+    }
+
+    /// How many writes the log attempted.
+    pub fn writes(&self) -> usize {
+        self.0.writes.load(Ordering::SeqCst)
     }
 
     /// How many of `want` bytes the write may write.
@@ -208,13 +226,17 @@ pub struct FaultyFile {
 impl LogFile for FaultyFile {
     #[inline]
     fn append(&self, bytes: &[u8]) -> io::Result<()> {
+        self.faults.0.writes.fetch_add(1, Ordering::SeqCst);
         if let Some(len) = self.faults.resize_before_write() {
             self.file.set_len(len)?;
         }
         let allowed = self.faults.take_budget(bytes.len());
         LogFile::append(&self.file, &bytes[..allowed])?;
         if allowed < bytes.len() {
-            return Err(io::Error::other("write failed (injected)"));
+            return Err(match self.faults.0.errno.load(Ordering::SeqCst) {
+                0 => io::Error::other("write failed (injected)"),
+                errno => io::Error::from_raw_os_error(errno),
+            });
         }
         Ok(())
     }
