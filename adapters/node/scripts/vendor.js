@@ -7,7 +7,8 @@
 // `rust/crates/filelog`, the one file log of every runtime), under a manifest made from the repository's
 // own (its package fields, dependency versions and lints; only these members) and its lockfile,
 // trimmed offline to what these crates use, so the install builds with `--locked` the exact
-// versions the repository tests. `--clean` (postpack) removes `rust/` again.
+// versions the repository tests. The crates' manifests lose their `[dev-dependencies]` (no tests
+// are vendored). `--clean` (postpack) removes `rust/` again.
 //
 // Usage: node scripts/vendor.js [--clean]
 const fs = require('node:fs');
@@ -30,6 +31,22 @@ const CRATES = [
 
 function copy(from, to) {
   fs.cpSync(from, to, { recursive: true, dereference: true });
+}
+
+/**
+ * A crate's manifest without its `[dev-dependencies]` (and `[target.*.dev-dependencies]`), as
+ * `cargo package` leaves it: `rust/` holds no tests, and a dev-dependency may be a path crate of
+ * the repository that is not vendored (the simulator, `tests/sim`), which cargo would fail to load.
+ */
+function withoutDevDependencies(toml) {
+  const kept = [];
+  let dropping = false;
+  for (const line of toml.split('\n')) {
+    const header = /^\s*\[([^\]]+)\]\s*(#.*)?$/.exec(line);
+    if (header) dropping = /(^|\.)dev-dependencies$/.test(header[1].trim());
+    if (!dropping) kept.push(line);
+  }
+  return kept.join('\n');
 }
 
 /** The text of one `[section]` of a TOML file (up to the next section header). */
@@ -73,7 +90,8 @@ function vendor() {
     const to = path.join(out, 'crates', name);
     fs.mkdirSync(to);
     copy(path.join(repo, folder, 'src'), path.join(to, 'src'));
-    copy(path.join(repo, folder, 'Cargo.toml'), path.join(to, 'Cargo.toml'));
+    const crateToml = fs.readFileSync(path.join(repo, folder, 'Cargo.toml'), 'utf8');
+    fs.writeFileSync(path.join(to, 'Cargo.toml'), withoutDevDependencies(crateToml));
     for (const file of ['LICENSE-APACHE', 'LICENSE-MIT']) {
       copy(path.join(repo, file), path.join(to, file));
     }
