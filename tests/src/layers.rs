@@ -6,7 +6,7 @@
 //! | --- | --- | --- |
 //! | 0 pure | `core/` | the machine, the record format, the session layer: no IO, no async, no clock |
 //! | 1 verification | `model/` | the model checker's model, the executable spec, mutants, the conformance kit |
-//! | 2 IO | `adapters/` | the drivers, the logs, the load generator, the CLI, the bindings |
+//! | 2 IO | `adapters/` | the drivers, the logs, the load generator, the CLI, the bindings, the ACP adapter |
 //! | 3 tests | `tests/`, `benches/` | integration tests, the driver simulator, the PostgreSQL harness, benches |
 //!
 //! The CLI ships the verifier (`check`, `conform`, `traces`, `fuzz`, `port`), so IO sits above

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use coxswain_core::Event;
 use coxswain_log::{Entry, HostEvent, Record};
-use coxswain_postgres::{PgError, PgLog, Store, StoreOptions};
+use coxswain_postgres::{redact, PgError, PgLog, Store, StoreOptions};
 use coxswain_tokio::{DurableLog, FileLog, LogError};
 
 use crate::verify::{verify_records, Verdict};
@@ -87,20 +87,6 @@ pub(crate) fn cannot_open(path: &Path, error: &LogError) -> String {
             error.to_string()
         }
         _ => format!("cannot open {}: {error}", path.display()),
-    }
-}
-
-/// A password in a URL, replaced by `***`.
-fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    match rest.split_once('@') {
-        Some((user, host)) if user.contains(':') => {
-            let name = user.split(':').next().unwrap_or_default();
-            format!("{scheme}://{name}:***@{host}")
-        }
-        _ => url.to_owned(),
     }
 }
 

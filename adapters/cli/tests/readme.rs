@@ -120,6 +120,14 @@ const NO_RUN: &[(&str, &str)] = &[
         "CARGO_TARGET_DIR=$HOME/.cache/coxswain-mutants-target PROPTEST_CASES=32 nice -n 10 cargo mutants -p coxswain-core --profile mutants --test-package coxswain-core --test-package coxswain-tests --baseline=skip --timeout 90 --build-timeout 600 -j 1 --output /tmp/mutants-out -- --lib -- tests:: mutation_gate conformance:: proptests::s5",
     ),
     (
+        "docs/acp.md",
+        "cargo run --manifest-path adapters/acp/Cargo.toml -- --echo --dir sessions/",
+    ),
+    (
+        "docs/acp.md",
+        "cargo run --manifest-path adapters/acp/Cargo.toml -- --echo --store postgres://user@localhost/db",
+    ),
+    (
         "docs/node.md",
         "npm --prefix adapters/node ci && npm --prefix adapters/node run build:test",
     ),

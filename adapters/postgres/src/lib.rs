@@ -43,6 +43,7 @@
 mod committer;
 mod error;
 mod log;
+mod redact;
 pub mod schema;
 mod stats;
 mod store;
@@ -50,6 +51,7 @@ mod worker;
 
 pub use error::PgError;
 pub use log::PgLog;
+pub use redact::redact;
 pub use stats::StoreStats;
 pub use store::{SessionInfo, Store, StoreOptions};
 pub use worker::{Worker, WorkerError};

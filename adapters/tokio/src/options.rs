@@ -20,8 +20,9 @@ pub enum InvalidOptions {
     /// `update_capacity` is not within `1..=`[`Options::MAX_CAPACITY`].
     #[error("update_capacity {0} is not within 1..={max}", max = Options::MAX_CAPACITY)]
     UpdateCapacity(usize),
-    /// `delivery_memory` is above [`Options::MAX_CAPACITY`].
-    #[error("delivery_memory {0} is above {max}", max = Options::MAX_CAPACITY)]
+    /// `delivery_memory` is above [`Options::MAX_CAPACITY`] and not
+    /// [`Options::UNBOUNDED_DELIVERY_MEMORY`].
+    #[error("delivery_memory {0} is above {max} (and not UNBOUNDED_DELIVERY_MEMORY)", max = Options::MAX_CAPACITY)]
     DeliveryMemory(usize),
     /// `max_batch` is not within `1..=`[`Options::MAX_CAPACITY`].
     #[error("max_batch {0} is not within 1..={max}", max = Options::MAX_CAPACITY)]
@@ -50,8 +51,11 @@ pub struct Options {
     pub update_capacity: usize,
     /// The capacity `W` of the core's delivery memory (S51): a retried delivery of one of the
     /// last `W` messages that left the lists fails [`AgentError::AlreadyDelivered`] instead of
-    /// running twice. `0..=`[`Options::MAX_CAPACITY`]; 0 is plain S9. Pass the same value every
-    /// time the log is opened (it is not written to the log, S51).
+    /// running twice. `0..=`[`Options::MAX_CAPACITY`], or
+    /// [`Options::UNBOUNDED_DELIVERY_MEMORY`] (S58's `unbounded`: no id is ever forgotten, for a
+    /// host that promises idempotency for a session's whole life; the memory grows by one
+    /// record per message that left a list); 0 is plain S9. Pass the same value every time the
+    /// log is opened (it is not written to the log, S51).
     pub delivery_memory: usize,
     /// Group commit: the most inputs (and host events) one append takes. The driver takes every
     /// call already waiting, up to this many, feeds them to the core in arrival order and
@@ -134,6 +138,10 @@ impl Options {
     /// docs/performance.md).
     pub const DEFAULT_DELIVERY_MEMORY: usize = 256;
 
+    /// The `delivery_memory` that never forgets an id (S58's `unbounded`): the core's
+    /// [`Config::UNBOUNDED_DELIVERY_MEMORY`].
+    pub const UNBOUNDED_DELIVERY_MEMORY: usize = Config::UNBOUNDED_DELIVERY_MEMORY;
+
     /// The default `max_batch`: the session layer's
     /// ([`coxswain_session::Options::DEFAULT`]), 64 inputs per append, the default
     /// `channel_capacity` (a group takes what waits in the channel). On the bench disk 64
@@ -179,7 +187,9 @@ impl Options {
         if !within(self.update_capacity) {
             return Err(InvalidOptions::UpdateCapacity(self.update_capacity));
         }
-        if self.delivery_memory > Options::MAX_CAPACITY {
+        if self.delivery_memory > Options::MAX_CAPACITY
+            && self.delivery_memory != Options::UNBOUNDED_DELIVERY_MEMORY
+        {
             return Err(InvalidOptions::DeliveryMemory(self.delivery_memory));
         }
         if !within(self.max_batch) {

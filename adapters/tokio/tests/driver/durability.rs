@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use coxswain_driver_sim::file_faults::FileFaults;
-use coxswain_tokio::coxswain_core::{Message, Status, StepAnswer};
+use coxswain_tokio::coxswain_core::{Fate, Message, Status, StepAnswer};
 use coxswain_tokio::coxswain_log::{
     parse, CorruptLine, Problem, TooDeep, MAX_DATA_DEPTH, MAX_MESSAGE_DEPTH,
 };
@@ -609,6 +609,42 @@ async fn item10_options_out_of_bounds_are_rejected() {
     )
     .await
     .unwrap();
+    agent.close().await.unwrap();
+}
+
+/// S58: the delivery memory may be unbounded (`Options::UNBOUNDED_DELIVERY_MEMORY`), and only
+/// that value above `MAX_CAPACITY`; an unbounded agent remembers every id that left its lists.
+#[tokio::test]
+async fn s58_an_unbounded_delivery_memory_is_accepted_and_a_capacity_above_the_bound_is_not() {
+    let mut options = Options::default();
+    options.delivery_memory = Options::MAX_CAPACITY + 1;
+    let opened = Agent::open_with(options.clone(), FakeHost::new(), open_memory()).await;
+    let error = opened.err().unwrap();
+    assert!(
+        matches!(&error, OpenError::Options(InvalidOptions::DeliveryMemory(n)) if *n == Options::MAX_CAPACITY + 1),
+        "{error:?}"
+    );
+    assert_eq!(
+        InvalidOptions::DeliveryMemory(Options::MAX_CAPACITY + 1).to_string(),
+        "delivery_memory 1048577 is above 1048576 (and not UNBOUNDED_DELIVERY_MEMORY)"
+    );
+    options.delivery_memory = Options::UNBOUNDED_DELIVERY_MEMORY;
+    let (agent, _) = Agent::open_with(options, FakeHost::new(), open_memory())
+        .await
+        .unwrap();
+    for i in 0..300 {
+        agent
+            .followup(Message::user(format!("m{i}"), "hi"))
+            .await
+            .unwrap();
+        agent.remove(format!("m{i}")).await.unwrap();
+    }
+    // 300 > the default memory of 256: the first id (claimed by turn 1 at once: the agent was
+    // idle) is still held (S58).
+    let fate = agent.fate("m0").await;
+    assert!(matches!(fate, Fate::Claimed { turn: 1, .. }), "{fate:?}");
+    let again = agent.followup(Message::user("m0", "hi")).await.unwrap_err();
+    assert_eq!(again.kind(), "already-delivered");
     agent.close().await.unwrap();
 }
 
