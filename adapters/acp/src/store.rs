@@ -921,18 +921,7 @@ mod tests {
             .unwrap();
         assert_eq!(reopened.session_id, first.session_id);
         assert_eq!(reopened.recovery.records, 7);
-        assert_eq!(
-            lines(&reopened.history),
-            [
-                r#"1 agent/inbox/spliced {"target":"next-turn","start":0,"inserted":[{"id":"m1","source":{"kind":"user"},"content":"hi"}],"wakeup":true}"#,
-                r#"2 turn/start {"turn":1}"#,
-                r#"3 agent/inbox/spliced {"target":"next-turn","start":0,"removedCount":1,"inserted":[]}"#,
-                r#"4 step/start {"turn":1,"step":1}"#,
-                r#"5 user/message {"id":"m1","source":{"kind":"user"},"content":"hi"}"#,
-                r#"6 step/end {"turn":1,"step":1}"#,
-                r#"7 turn/end {"turn":1,"reason":{"kind":"completed"}}"#,
-            ]
-        );
+        assert_eq!(lines(&reopened.history), ONE_TURN);
         // What the agent appends after the open is not history.
         reopened
             .agent
@@ -941,7 +930,7 @@ mod tests {
             .unwrap();
         reopened.agent.when_idle().await.unwrap();
         reopened.agent.close().await.unwrap();
-        assert_eq!(reopened.history.len(), 7);
+        assert_eq!(lines(&reopened.history), ONE_TURN);
     }
 
     /// The 7 records of one completed turn that entered `m1` ("hi").
@@ -1405,15 +1394,7 @@ mod tests {
             assert_eq!(reopened.recovery.records, 7);
             assert_eq!(
                 lines(&reopened.history),
-                [
-                    r#"1 agent/inbox/spliced {"target":"next-turn","start":0,"inserted":[{"id":"m1","source":{"kind":"user"},"content":"hi"}],"wakeup":true}"#,
-                    r#"2 turn/start {"turn":1}"#,
-                    r#"3 agent/inbox/spliced {"target":"next-turn","start":0,"removedCount":1,"inserted":[]}"#,
-                    r#"4 step/start {"turn":1,"step":1}"#,
-                    r#"5 user/message {"id":"m1","source":{"kind":"user"},"content":"hi"}"#,
-                    r#"6 step/end {"turn":1,"step":1}"#,
-                    r#"7 turn/end {"turn":1,"reason":{"kind":"completed"}}"#,
-                ]
+                ONE_TURN
             );
             reopened.agent.close().await.unwrap();
 

@@ -107,8 +107,9 @@ async fn bad_requests_get_typed_errors_and_nothing_is_inserted() {
         )
         .await;
     assert_eq!(code_message(&image), invalid, "{image}");
-    assert!(
-        image["error"]["data"].to_string().contains("image"),
+    assert_eq!(
+        image["error"]["data"],
+        json!({ "reason": "content block type not advertised", "type": "image", "index": 1 }),
         "{image}"
     );
 
