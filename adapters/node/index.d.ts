@@ -280,10 +280,16 @@ export class Transition {
 
 /** The core's delivery state machine. Every method that takes an input throws a `RejectedError` subclass on rejection. */
 export class Machine {
-  /** `memory`: the delivery memory's capacity (S51, default 0; `'unbounded'`, S58); `maxPending`: the admission bound (S55, default `null`: unbounded). */
-  constructor(options?: { memory?: Memory; maxPending?: number | null });
+  /**
+   * `memory`: the delivery memory's capacity (S51, default 0; `'unbounded'`, S58); `maxPending`:
+   * the admission bound (S55, default `null`: unbounded); `implicitBatch` (default `false`):
+   * each accepted input commits the previous input's batch and opens its own, so `rollBack()`
+   * takes back the last input (its append failed) with no `beginBatch()`/`commitBatch()` around
+   * each. `InvalidOptionsError` for a value out of its range or of another type.
+   */
+  constructor(options?: { memory?: Memory; maxPending?: number | null; implicitBatch?: boolean });
   /** Restores from a durable log (S46–S48), the memory's records too (S58); throws `InvalidLogError` (S47). A restored list longer than `maxPending` is kept (S55). */
-  static restore(log: LogEvent[], options?: { seedLength?: number; memory?: Memory; maxPending?: number | null }): Machine;
+  static restore(log: LogEvent[], options?: { seedLength?: number; memory?: Memory; maxPending?: number | null; implicitBatch?: boolean }): Machine;
   /**
    * Crash repair (S50, S59) of a log that may end inside an open turn, then restore: the
    * events repair appended (`appended`: the closers, then with `redelivery` ≥ 1 one redelivery
@@ -292,7 +298,7 @@ export class Machine {
    * `resume()`, S57). `redelivery`: default 0 (S50 unchanged), an integer within 0..=1000, else
    * `InvalidRedeliveryError`; `InvalidLogError` (S47).
    */
-  static repair(log: LogEvent[], options?: { redelivery?: number; seedLength?: number; memory?: Memory; maxPending?: number | null }): { machine: Machine; appended: MachineEvent[] };
+  static repair(log: LogEvent[], options?: { redelivery?: number; seedLength?: number; memory?: Memory; maxPending?: number | null; implicitBatch?: boolean }): { machine: Machine; appended: MachineEvent[] };
   handle(input: Input): Transition;
   /** The last input's transition again, when it was not drained. */
   drain(): Transition;
@@ -326,6 +332,14 @@ export class Machine {
   commitBatch(): void;
   /** Takes back every input of the batch: the machine is as before it; `BatchError` without a batch. */
   rollBackBatch(): void;
+  /**
+   * `rollBackBatch()` by the name an `implicitBatch` host calls it: takes back the last accepted
+   * input, and only it (a rejected input changed nothing, the batch included, S5); `BatchError`
+   * (`not-open`) when no input was accepted since the last rollback or `commitBatch()`.
+   */
+  rollBack(): void;
+  /** Whether each accepted input runs in a batch of its own (the `implicitBatch` option). */
+  readonly implicitBatch: boolean;
   /** Whether a batch is open. */
   readonly batchOpen: boolean;
   state(): MachineState;

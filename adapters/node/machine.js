@@ -57,16 +57,23 @@ class Transition {
 /** The delivery state machine (the Rust core behind N-API). */
 class Machine {
   /**
-   * @param {{memory?: number | 'unbounded', maxPending?: number | null}} [options] the delivery
-   *   memory's capacity (S51, default 0; `'unbounded'`: no id is ever forgotten, S58) and the
-   *   admission bound (S55, default `null`: unbounded)
+   * @param {{memory?: number | 'unbounded', maxPending?: number | null, implicitBatch?: boolean}} [options]
+   *   the delivery memory's capacity (S51, default 0; `'unbounded'`: no id is ever forgotten,
+   *   S58), the admission bound (S55, default `null`: unbounded), and `implicitBatch` (default
+   *   `false`): each accepted input commits the previous input's batch and opens its own, so
+   *   `rollBack()` takes back the last input when its append failed, with no `beginBatch()` /
+   *   `commitBatch()` around each (the core's `Machine::set_implicit_batches`)
    */
   constructor(options = {}) {
+    const implicit = implicitBatch(options.implicitBatch);
     this._inner = nativeMachine(capacity(options.memory ?? 0), bound(options.maxPending));
+    if (implicit) batchCall(this._inner.setImplicitBatches(true));
     /** The hot path: functions bound to the native machine's core (a fifth of a method call's cost). */
     this._hot = this._inner.hotPath();
     /** The hot path's delivery of a message's three strings, by preset code (`PRESETS`). */
     this._fields = [this._hot.fields0, this._hot.fields1, this._hot.fields2];
+    /** The hot path's delivery of a message whose source is any plain object of strings (`fieldsOf`). */
+    this._sourced = [this._hot.sourced0, this._hot.sourced1, this._hot.sourced2];
     /** The frozen messages the native machine names by handle (tape.js). */
     this._messages = new tape.Messages();
     /** Whether the caller said the queued transition is persisted (passed on with the next call). */
@@ -85,7 +92,7 @@ class Machine {
   static restore(log, options = {}) {
     const memory = capacity(options.memory ?? 0);
     const maxPending = bound(options.maxPending);
-    const machine = new Machine({ memory, maxPending });
+    const machine = new Machine({ memory, maxPending, implicitBatch: options.implicitBatch });
     const given = { log, seedLength: options.seedLength ?? 0, memory, maxPending };
     const reply = JSON.parse(machine._inner.restoreGiven(encode(given)));
     if (reply.ready) return machine;
@@ -108,7 +115,7 @@ class Machine {
     const redeliver = redelivery(options.redelivery);
     const memory = capacity(options.memory ?? 0);
     const maxPending = bound(options.maxPending);
-    const machine = new Machine({ memory, maxPending });
+    const machine = new Machine({ memory, maxPending, implicitBatch: options.implicitBatch });
     const given = { log, seedLength: options.seedLength ?? 0, memory, maxPending, repair: { redeliver } };
     const reply = parse(machine._inner.restoreGiven(encode(given)));
     if (reply.ready) return { machine, appended: reply.ready.repaired.map((output) => output.event) };
@@ -178,14 +185,17 @@ class Machine {
   /** Context that rides along with the next step; never wakes (S20). */
   inject(message) { return this._deliver(PRESETS.inject, message); }
   /**
-   * A follow-up, steer or inject (its code in `PRESETS`): the message crosses as its three
-   * strings (`plainFields`), else as its own JSON text.
+   * A follow-up, steer or inject (its code in `PRESETS`): the message crosses as its strings
+   * (`fieldsOf`), else as its own JSON text.
    */
   _deliver(preset, message) {
-    const fields = plainFields(message);
+    const fields = fieldsOf(message);
     if (fields !== undefined) {
-      const [id, kind, content] = fields;
-      return this._transition(this._fields[preset](this._takeAck(), id, kind, content), [message]);
+      if (fields.length === 3) {
+        const [id, kind, content] = fields;
+        return this._transition(this._fields[preset](this._takeAck(), id, kind, content), [message]);
+      }
+      return this._transition(this._sourced[preset](this._takeAck(), ...fields), [message]);
     }
     const text = encode(message);
     return this._transition(this._hot.deliver(this._takeAck(), preset, text), [message]);
@@ -277,8 +287,16 @@ class Machine {
     batchCall(this._inner.rollBackBatch());
     this._generation++;
   }
+  /**
+   * `rollBackBatch()`, by the name an `implicitBatch` machine's host calls it: takes back the
+   * last accepted input (its append failed), and only it; the machine is as before that input.
+   * Throws `BatchError` (`not-open`: no input since the last rollback or `commitBatch()`).
+   */
+  rollBack() { this.rollBackBatch(); }
   /** Whether a batch is open. */
   get batchOpen() { return this._inner.isBatchOpen(); }
+  /** Whether each accepted input runs in a batch of its own (the `implicitBatch` option). */
+  get implicitBatch() { return this._inner.isImplicitBatches(); }
 
   /** The machine's state: status, quiescence, outstanding request, both pending lists (their messages the delivered objects, S8). */
   state() {
@@ -313,13 +331,28 @@ const NO_MESSAGES = [];
 const PRESETS = { followup: 0, steer: 1, inject: 2 };
 
 /**
- * `[id, kind, content]` of a message that is exactly `{id, source: {kind}, content}`, plain
- * objects (as `json.js` takes them) of well-formed strings: JSON text carries it as it is, so
- * it may cross as those three strings instead (the native side builds the message its text
- * parses to, src/machine.rs `plain_message`). `undefined` for any other message (its JSON
- * text crosses; a lone surrogate, which JSON text cannot carry to the core, is refused there).
+ * `[id, kind, content]` of a message that is exactly `{id, source: {kind}, content}` (`fieldsOf`'s
+ * three strings), else `undefined`.
  */
 function plainFields(message) {
+  const fields = fieldsOf(message);
+  return fields !== undefined && fields.length === 3 ? fields : undefined;
+}
+
+/** The most fields a `source` crosses with as strings (src/machine.rs `MAX_SOURCE_FIELDS`). */
+const MAX_SOURCE_FIELDS = 8;
+
+/**
+ * The strings a message that is exactly `{id, source, content}` crosses as, plain objects (as
+ * `json.js` takes them) of well-formed strings, `source` of at most `MAX_SOURCE_FIELDS` own
+ * fields: JSON text carries it as it is, so it may cross as those strings instead (the native
+ * side builds the message its text parses to, src/machine.rs `plain_message` and
+ * `sourced_message`). `[id, kind, content]` when `source` is `{kind}` alone; else `[id,
+ * content, key, value, …]`, `source`'s fields in its order (an even length). `undefined` for
+ * any other message (its JSON text crosses; a lone surrogate, which JSON text cannot carry to
+ * the core, is refused there).
+ */
+function fieldsOf(message) {
   if (!isPlain(message)) return undefined;
   let id;
   let source;
@@ -333,14 +366,28 @@ function plainFields(message) {
     else return undefined;
   }
   if (count !== 3 || typeof id !== 'string' || typeof content !== 'string' || !isPlain(source)) return undefined;
-  let kind;
+  // A `toJSON` (one not enumerable: the loops do not see it) is what JSON text would carry.
+  if (message.toJSON !== undefined || source.toJSON !== undefined) return undefined;
+  if (!id.isWellFormed() || !content.isWellFormed()) return undefined;
+  let fields;
   for (const key in source) {
-    if (key !== 'kind' || kind !== undefined) return undefined;
-    kind = source[key];
+    const value = source[key];
+    // An inherited field is not in JSON text; a value not a string crosses as text.
+    if (typeof value !== 'string' || !Object.hasOwn(source, key)) return undefined;
+    if (!key.isWellFormed() || !value.isWellFormed()) return undefined;
+    if (fields === undefined) {
+      if (key === 'kind') {
+        fields = [id, value, content];
+        continue;
+      }
+      fields = [id, content];
+    } else if (fields.length === 3) {
+      fields = [id, content, 'kind', fields[1]];
+    }
+    if (fields.length >= 2 + 2 * MAX_SOURCE_FIELDS) return undefined;
+    fields.push(key, value);
   }
-  // A `toJSON` (one not enumerable: the loops above do not see it) is what JSON text would carry.
-  if (typeof kind !== 'string' || message.toJSON !== undefined || source.toJSON !== undefined) return undefined;
-  return id.isWellFormed() && kind.isWellFormed() && content.isWellFormed() ? [id, kind, content] : undefined;
+  return fields ?? [id, content];
 }
 
 /** An object `json.js` encodes as a JSON object: a plain one (or one without a prototype). */
@@ -360,6 +407,12 @@ function sendInput(message, target, wakeup, expect) {
   const send = { message, target, wakeup };
   if (expect !== undefined && expect !== null) send.expect = expect;
   return { send };
+}
+
+/** The `implicitBatch` option: absent (`undefined`) is `false`, else a boolean. */
+function implicitBatch(value) {
+  if (value === undefined || typeof value === 'boolean') return value === true;
+  throw new errors.InvalidOptionsError(`implicitBatch ${shown(value)} is not a boolean`);
 }
 
 /** An admission bound (S55): `null`/`undefined` (unbounded) or an integer within 1..=2^32-1. */
@@ -459,6 +512,6 @@ const INPUTS = {
 const FOUND = new Set(['remove', 'replace']);
 
 module.exports = {
-  Machine, Transition, capacity, bound, nativeMachine, redelivery, fateOf, sendInput, plainFields,
+  Machine, Transition, capacity, bound, nativeMachine, redelivery, fateOf, sendInput, plainFields, fieldsOf,
   INPUTS, FOUND, WORDS, PRESETS, UNBOUNDED,
 };

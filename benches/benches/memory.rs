@@ -123,6 +123,26 @@ fn main() {
     }
     figures.insert("delivery_memory".into(), json!(held_figures));
 
+    // What an idle agent holds on the heap, counted (a current-thread runtime, so the driver
+    // tasks allocate on this thread), and the parts of it that can be built alone: its log
+    // handle, a command channel of boxed calls, a watch channel. The rest is the task (the
+    // driver's future, ~1.5 kB, the session layer's loop and the machine inline in it), the
+    // cancellation tokens, the handle's shared parts and the update channel's header.
+    let counted_agents = if full { 1_000 } else { 10 };
+    let heap = idle_agent_heap(counted_agents);
+    let log = heap_of(|| Box::new(MemoryLog::new()));
+    let channel = heap_of(|| Box::new(tokio::sync::mpsc::channel::<Box<u8>>(64)));
+    let watch = heap_of(|| Box::new(tokio::sync::watch::channel([0u64; 4])));
+    println!(
+        "idle agent heap (counted, {counted_agents} agents): {heap:.0} B per agent; of it: \
+         the in-memory log {log} B, a command channel {channel} B, a watch channel {watch} B"
+    );
+    figures.insert(
+        "idle_agent_heap".into(),
+        json!({"agents": counted_agents, "per_agent": heap, "memory_log": log,
+               "command_channel": channel, "watch_channel": watch}),
+    );
+
     // Each configuration runs in a child process of its own: memory freed by one would be reused
     // by the next and hide its growth. The update buffer is allocated at the first subscribe, so
     // default options cost no buffer for agents nobody watches.
@@ -154,6 +174,45 @@ fn main() {
     if full {
         save("memory", &serde_json::Value::Object(figures));
     }
+}
+
+/// Net heap bytes that building `value` leaves allocated (the box itself not counted).
+fn heap_of<T>(value: impl FnOnce() -> Box<T>) -> i64 {
+    let before = ALLOC.snapshot();
+    let value = value();
+    let held = ALLOC.snapshot().since(&before).net_bytes() - std::mem::size_of::<T>() as i64;
+    drop(value);
+    held
+}
+
+/// Net heap bytes per idle agent: `agents` agents opened (in-memory log, no-op host) on a
+/// current-thread runtime, every driver task started and parked, counted on this thread.
+fn idle_agent_heap(agents: usize) -> f64 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        tokio::task::yield_now().await;
+        let names: Vec<String> = (0..agents).map(|i| format!("a{i}")).collect();
+        let mut handles = Vec::with_capacity(agents);
+        let before = ALLOC.snapshot();
+        for name in &names {
+            let options = Options::named(name.clone());
+            let (agent, _) = Agent::open_with(options, Noop, MemoryLog::new())
+                .await
+                .expect("agent opens");
+            handles.push(agent);
+        }
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        let held = ALLOC.snapshot().since(&before).net_bytes();
+        for agent in &handles {
+            agent.close().await.expect("agent closes");
+        }
+        held as f64 / agents as f64
+    })
 }
 
 /// Resident memory added by `agents` idle agents (open on an in-memory log, no-op host) on one

@@ -15,6 +15,7 @@ use coxswain_core::{
     Batch, Config, Effect, Event, Input, Machine, Message, MessageId, PreStepAnswer, Request,
     StepAnswer, Target, Transition, TurnStoppingAnswer,
 };
+use coxswain_log::{EncodeError, Entry, TooDeep, MAX_DEPTH, MAX_LINE_BYTES};
 use coxswain_session::{Release, Session};
 
 pub mod alloc;
@@ -102,24 +103,31 @@ pub fn followup_cycle(machine: &mut Machine, message: Arc<Message>) -> usize {
 /// Never on a session that is idle between cycles.
 pub fn session_cycle(session: &mut Session, message: Arc<Message>) -> usize {
     let mut released = 0;
+    // Carries each release out as a driver does (here: looks at it), and keeps the pre-step
+    // request's batch.
     let mut commit = |session: &mut Session| {
         let batch = session.seal().expect("one staged input").batch;
-        let releases = session
+        let mut claimed = None;
+        for release in session
             .persisted(batch, Duration::ZERO)
-            .expect("the sealed batch");
-        released += releases.len();
-        releases
+            .expect("the sealed batch")
+        {
+            released += 1;
+            match release {
+                Release::Effect(Effect::Request(Request::PreStep { messages, .. })) => {
+                    claimed = Some(messages)
+                }
+                other => {
+                    black_box(&other);
+                }
+            }
+        }
+        claimed
     };
     session
         .feed(Input::Followup(message))
         .expect("followup accepted");
-    let claimed = commit(session)
-        .into_iter()
-        .find_map(|release| match release {
-            Release::Effect(Effect::Request(Request::PreStep { messages, .. })) => Some(messages),
-            _ => None,
-        })
-        .expect("a pre-step request");
+    let claimed = commit(session).expect("a pre-step request");
     session
         .feed(Input::PreStep(PreStepAnswer::Enter(claimed)))
         .expect("pre-step answer accepted");
@@ -504,4 +512,59 @@ pub fn read_typed_log(log: &[Event]) -> usize {
         }
     }
     black_box(sum)
+}
+
+/// A record's line as `serde_json` writes it, checked as [`coxswain_log::encode`] checks it (the
+/// line's length, then its nesting): the path `coxswain-log` took before its own encoder (issue
+/// 54), the reference that encoder is pinned against byte for byte (`tests/encode_pin.rs`) and
+/// the "before" of the `encode` bench. `session` is the segment log's key.
+///
+/// # Errors
+/// What `encode` refuses, the same way: `SeqExhausted`, `TooLong`, then `TooDeep`; `out` is left
+/// as it was.
+pub fn serde_json_line(
+    seq: u64,
+    session: Option<&str>,
+    entry: &Entry,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        seq: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session: Option<&'a str>,
+        #[serde(flatten)]
+        entry: &'a Entry,
+    }
+    if seq == u64::MAX {
+        return Err(EncodeError::SeqExhausted(seq));
+    }
+    let line = Line {
+        seq,
+        session,
+        entry,
+    };
+    let start = out.len();
+    if let Err(error) = serde_json::to_writer(&mut *out, &line) {
+        out.truncate(start);
+        return Err(EncodeError::Json(error.to_string()));
+    }
+    let bytes = out.len() - start;
+    if bytes > MAX_LINE_BYTES {
+        out.truncate(start);
+        return Err(EncodeError::TooLong {
+            bytes,
+            max: MAX_LINE_BYTES,
+        });
+    }
+    let depth = coxswain_log::depth_of(&line);
+    if depth > MAX_DEPTH {
+        out.truncate(start);
+        return Err(EncodeError::TooDeep(TooDeep {
+            depth,
+            max: MAX_DEPTH,
+        }));
+    }
+    out.push(b'\n');
+    Ok(())
 }

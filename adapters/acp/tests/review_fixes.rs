@@ -200,7 +200,9 @@ async fn v2_a_steering_retry_keeps_its_outcome() {
     let dir = tempdir();
     let (acp, _) = Acp::start(V2, dir.path(), &[]).await;
     let s = acp.new_session().await;
-    let p1 = acp.prompt("P1", &s, "/tools 2", Some("k1"));
+    // The turn sleeps in its step, so the steer meets it running however loaded the machine
+    // is (a turn of instant tool steps could end before the steer arrives).
+    let p1 = acp.prompt("P1", &s, "/sleep 1000", Some("k1"));
     acp.wait_for("running turn=1").await;
     let injected = json!({ "result": { "outcome": "injected", "messageId": "st" } });
     let extra = json!({ "idempotencyKey": "st", "turn": 1 });

@@ -16,7 +16,9 @@
 //! `/tmp/` becomes a fresh temporary directory (so the test neither reads nor clobbers a reader's
 //! files, and parallel runs do not share a log), and the commands in [`SMALLER`], which run for
 //! minutes as written, get smaller counts. The commands run in order, file by file (README.md,
-//! then `docs/*.md` by name), so `verify` and `view` read the log the `run` before them wrote.
+//! then `docs/*.md` by name), so `verify` and `view` read the log the `run` before them wrote;
+//! the self-contained [`cpu_bound`] ones (model checks, mutants, the simulator) run in order in a
+//! test of their own, at the same time as the others.
 //! The ignored test [`exhaustive_the_docs_long_commands_run_as_written`] runs each command of
 //! [`SMALLER`] but the [`LONG`] ones as written instead, with the full checks (`cargo test
 //! --workspace --tests -- --ignored exhaustive`, which `.ci/run` runs, runs it).
@@ -173,11 +175,31 @@ const NO_RUN: &[(&str, &str)] = &[
     ),
     (
         "docs/performance.md",
+        "cargo bench -p coxswain-benches --bench encode",
+    ),
+    (
+        "docs/performance.md",
+        "cargo bench -p coxswain-benches --bench agents",
+    ),
+    (
+        "docs/performance.md",
         "cargo run --release -p coxswain -- load --log postgres://user@host/db --workers 4 --sessions 10000 --senders 1 --seconds 20",
     ),
     (
         "docs/performance.md",
         "cargo run --release -p coxswain -- load --log postgres://user@host/db --failover --workers 4 --sessions 10000",
+    ),
+    (
+        "docs/performance.md",
+        "cargo build --release -p coxswain-benches --bin coxswain-cycle-count",
+    ),
+    (
+        "docs/performance.md",
+        "valgrind --tool=callgrind target/release/coxswain-cycle-count session 11000",
+    ),
+    (
+        "docs/performance.md",
+        "target/release/coxswain-cycle-count sizes",
     ),
     (
         "docs/postgres.md",
@@ -240,21 +262,41 @@ const NO_RUN: &[(&str, &str)] = &[
 ];
 
 /// The kinds of output [`check_output`] checks; each must be checked at least once, so a check
-/// cannot go quietly dead when the docs drop its command.
+/// cannot go quietly dead when the docs drop its command. These are the checks of the commands
+/// that run in order (every command but the [`cpu_bound`] ones); [`CPU_BOUND_CHECKS`] are the
+/// others'.
 const CHECKS: &[&str] = &[
     "run cancel-and-resume",
     "run resumes an existing log",
     "run retry-after-crash",
     "verify",
     "conform",
-    "check",
     "load",
-    "coxswain-mutants",
     "view",
-    "driver-sim",
     "jepsen",
     "failover",
 ];
+
+/// The checks of the [`cpu_bound`] commands, each got at least once (as [`CHECKS`]).
+const CPU_BOUND_CHECKS: &[&str] = &["check", "coxswain-mutants", "driver-sim"];
+
+/// The commands (as written) that keep both cores busy for most of the README's test command's
+/// docs test: the model checks (`check`, two checker threads), the mutant runner (a build of the
+/// mutated core) and the simulator. Each is self-contained (it reads nothing another command
+/// wrote, and the mutant runs share their work directory only with each other), so they run in
+/// their own test, [`every_model_check_mutant_and_simulation_command_of_the_docs_runs_as_written`],
+/// in order among themselves, beside the others, which mostly wait (`load`'s and the
+/// Jepsen-style test's fixed seconds, cargo starting up): libtest runs the two tests at once.
+fn cpu_bound(command: &str) -> bool {
+    let package = command
+        .split_once(" -p ")
+        .map(|(_, rest)| rest.split(' ').next().unwrap_or(rest));
+    match package {
+        Some("coxswain-mutants" | "coxswain-driver-sim") => true,
+        Some("coxswain") => subcommand(command) == "check",
+        _ => false,
+    }
+}
 
 /// One command of a ```` ```sh ```` block.
 struct Shown {
@@ -747,10 +789,13 @@ fn report(ran: &[(String, String)], total: std::time::Instant) {
     }
 }
 
+/// Every runnable command of the docs but the [`cpu_bound`] ones (which
+/// [`every_model_check_mutant_and_simulation_command_of_the_docs_runs_as_written`] runs at the
+/// same time), in order.
 #[test]
 fn every_shell_command_of_the_readme_and_the_docs_runs_as_written() {
     let total = std::time::Instant::now();
-    let (checked, ran) = run_commands(|_| true, true);
+    let (checked, ran) = run_commands(|command| !cpu_bound(command), true);
     for check in CHECKS {
         assert!(
             checked.contains(check),
@@ -758,6 +803,58 @@ fn every_shell_command_of_the_readme_and_the_docs_runs_as_written() {
         );
     }
     report(&ran, total);
+}
+
+/// The [`cpu_bound`] commands of the docs (the model checks, the mutant runner, the
+/// simulator), in order, with their [`SMALLER`] stand-ins.
+#[test]
+fn every_model_check_mutant_and_simulation_command_of_the_docs_runs_as_written() {
+    let total = std::time::Instant::now();
+    let (checked, ran) = run_commands(cpu_bound, true);
+    for check in CPU_BOUND_CHECKS {
+        assert!(
+            checked.contains(check),
+            "no command of the docs got the `{check}` check: a command it checked is gone"
+        );
+    }
+    report(&ran, total);
+}
+
+/// The split of the two tests above: the model checks, the mutant runner and the simulator are
+/// [`cpu_bound`], nothing else is, and no check is in both lists.
+#[test]
+fn the_cpu_bound_commands_are_the_checks_apart() {
+    let shown = shown_commands();
+    let runnable: Vec<&str> = shown
+        .iter()
+        .filter(|shown| !shown.no_run)
+        .map(|shown| command(&shown.line))
+        .collect();
+    let cpu_bound_ones: Vec<&&str> = runnable.iter().filter(|c| cpu_bound(c)).collect();
+    assert!(
+        cpu_bound_ones.len() >= CPU_BOUND_CHECKS.len() && cpu_bound_ones.len() < runnable.len(),
+        "{cpu_bound_ones:?}"
+    );
+    for check in CPU_BOUND_CHECKS {
+        assert!(!CHECKS.contains(check), "`{check}` is in both lists");
+    }
+    for (command, expected) in [
+        ("cargo run --release -p coxswain -- check", true),
+        ("cargo run --release -p coxswain -- check --memory 2", true),
+        ("cargo run -p coxswain-mutants -- --self-test", true),
+        (
+            "cargo run --release -p coxswain-driver-sim -- --seeds 0-4999",
+            true,
+        ),
+        (
+            "cargo run --release -p coxswain -- load --log /tmp/load --agents 1 --senders 64",
+            false,
+        ),
+        ("cargo run -p coxswain -- verify /tmp/session.jsonl", false),
+        ("cargo run -p coxswain-core --example by_hand", false),
+    ] {
+        assert_eq!(cpu_bound(command), expected, "{command}");
+    }
 }
 
 /// The commands that [`SMALLER`] stands in for in the README's test command, as written (the

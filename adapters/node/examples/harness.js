@@ -1,24 +1,23 @@
 'use strict';
 // A harness that owns its log and drives Machine from its own loop: an append is refused, the
-// batch is rolled back (as if its input was never fed), and the harness goes on.
+// input is rolled back (as if it was never fed), and the harness goes on.
 //   node adapters/node/examples/harness.js
 const { Machine, userMessage } = require('..'); // require('coxswain') in your own project
 
 const log = []; // the harness's own log, which refuses appends while the disk is full
 let diskFull = false;
-const machine = new Machine({ memory: 16 });
+// Each input in a batch of its own, committed by the next: `rollBack()` takes back the last.
+const machine = new Machine({ memory: 16, implicitBatch: true });
 
-/** Feeds one input as a batch and answers the requests it makes, or rolls it back. */
+/** Feeds one input and answers the requests it makes, or rolls it back. */
 function feed(input) {
-  machine.beginBatch();
   const transition = input();
   if (diskFull) {
-    machine.rollBackBatch(); // the append failed: the machine is as it was (lists, memory, turn)
+    machine.rollBack(); // the append failed: the machine is as it was (lists, memory, turn)
     return console.log('append refused: rolled back');
   }
   log.push(...transition.events); // durable once appended (a real log syncs here)
   const effects = transition.persisted();
-  machine.commitBatch();
   for (const { request } of effects) { // the agent loop: the model call goes here
     if (request?.preStep) feed(() => machine.answerPreStep({ enter: request.preStep.messages }));
     if (request?.step) feed(() => machine.answerStep('completed'));

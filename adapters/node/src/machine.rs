@@ -100,7 +100,7 @@ impl NativeMachine {
             Err(error) => json!({ "error": error }),
             Ok(given) => match given.restore() {
                 Ok((machine, repaired)) => {
-                    core.machine = machine;
+                    core.adopt(machine);
                     given.ready(repaired)
                 }
                 Err(error) => json!({ "invalidLog": error.to_string() }),
@@ -139,7 +139,7 @@ impl NativeMachine {
                 wire::text(&json!({ "corrupt": { "line": 0, "message": other.to_string() } }))
             }
             Ok(plan) => {
-                core.machine = plan.machine;
+                core.adopt(plan.machine);
                 wire::text(&json!({ "ok": {
                     "records": plan.records,
                     "completeLen": plan.cut_to,
@@ -161,7 +161,7 @@ impl NativeMachine {
     pub fn adopt_resumed(&mut self, log: &NativeFileLog) -> bool {
         match log.take_resumed() {
             Some(machine) => {
-                self.core.borrow_mut().machine = machine;
+                self.core.borrow_mut().adopt(machine);
                 true
             }
             None => false,
@@ -181,6 +181,9 @@ impl NativeMachine {
     ///   `fields0`/`1`/`2`(ack, id, kind, content), the same by the preset's code in the
     ///   name, of the message `{id, source: {kind}, content}` given as its three strings
     ///   (`plain_message`, `machine.js` `plainFields`): no text to parse at all;
+    ///   `sourced0`/`1`/`2`(ack, id, content, key, value, …), the same of a message whose
+    ///   `source` is any plain object of at most eight strings, given as its pairs
+    ///   (`sourced_message`, `machine.js` `fieldsOf`);
     /// * `enter(ack, handles)`, `enterOne(ack, handle)`: the pre-step answer `enter` of the
     ///   messages behind the tape's handles, so none crosses again (`2` for a handle the table
     ///   does not hold);
@@ -216,6 +219,17 @@ impl NativeMachine {
                 let (ack, id) = (call.get::<bool>(0)?, call.get::<String>(1)?);
                 let (kind, content) = (call.get::<String>(2)?, call.get::<String>(3)?);
                 let input = preset_input(preset, plain_message(id, kind, content));
+                Ok(core.deliver_input(ack, input))
+            })?;
+        }
+        // A message whose `source` is any plain object of strings (`machine.js` `fieldsOf`):
+        // `sourced0`/`1`/`2`(ack, id, content, key, value, …), its source's fields as pairs.
+        for (name, preset) in [("sourced0", 0), ("sourced1", 1), ("sourced2", 2)] {
+            path.bind(name, move |core, call| {
+                let (ack, id) = (call.get::<bool>(0)?, call.get::<String>(1)?);
+                let content = call.get::<String>(2)?;
+                let input = sourced_message(call, id, content)?
+                    .and_then(|message| preset_input(preset, message));
                 Ok(core.deliver_input(ack, input))
             })?;
         }
@@ -284,6 +298,22 @@ impl NativeMachine {
     pub fn roll_back_batch(&mut self) -> String {
         let mut core = self.core.borrow_mut();
         batch_reply(core.machine.roll_back_batch())
+    }
+
+    /// Turns implicit batches on or off ([`Machine::set_implicit_batches`]: each accepted input
+    /// commits the open batch and opens its own, so `roll_back_batch` takes back the last
+    /// input): `""`, or the refusal's kind (`already-open`: a batch is open).
+    #[napi]
+    pub fn set_implicit_batches(&mut self, on: bool) -> String {
+        let mut core = self.core.borrow_mut();
+        batch_reply(core.machine.set_implicit_batches(on))
+    }
+
+    /// Whether implicit batches are on.
+    #[napi]
+    pub fn is_implicit_batches(&self) -> bool {
+        let core = self.core.borrow();
+        core.machine.is_implicit_batches()
     }
 
     /// Whether a batch is open.
@@ -362,6 +392,16 @@ impl NativeMachine {
 }
 
 impl Core {
+    /// Takes `machine` (restored or resumed) as this core's, in this machine's batch mode: a
+    /// machine made with `implicitBatch` stays so.
+    pub(crate) fn adopt(&mut self, mut machine: Machine) {
+        if self.machine.is_implicit_batches() {
+            // A restored machine has no batch open: turning the mode on cannot be refused.
+            let _ = machine.set_implicit_batches(true);
+        }
+        self.machine = machine;
+    }
+
     /// Applies one input (JSON text of a trace's `"in"` value) and replies with a tape (the
     /// module `tape`): the swept handles, then `0`, `found`, the events and the effects of the
     /// transition (left queued in the core until the caller's persisted word: `ack`); or `1`
@@ -533,6 +573,42 @@ pub(crate) fn plain_message(id: String, kind: String, content: String) -> Shared
         Value::Object(source),
         Value::String(content),
     ))
+}
+
+/// The most fields a `source` crosses with as pairs of strings (`machine.js` `MAX_SOURCE_FIELDS`):
+/// a larger one crosses as JSON text.
+const MAX_SOURCE_FIELDS: usize = 8;
+
+/// The message `{id, source, content}` whose `source` is the plain object of strings given as
+/// the call's arguments from the fourth on, in pairs (key, value), in the object's order: the
+/// very message its JSON text parses to, as [`plain_message`] is. Pairs that do not pair up, or
+/// more than [`MAX_SOURCE_FIELDS`], are no message `machine.js` sends (`unknown input: …`).
+///
+/// # Errors
+///
+/// When an argument is not a string (N-API's conversion error).
+fn sourced_message(
+    call: &napi::bindgen_prelude::FunctionCallContext<'_>,
+    id: String,
+    content: String,
+) -> napi::Result<Result<SharedMessage, String>> {
+    let given = call.length().saturating_sub(3);
+    if !given.is_multiple_of(2) || given / 2 > MAX_SOURCE_FIELDS {
+        return Ok(Err(format!(
+            "unknown input: a source given as {given} strings, not up to {MAX_SOURCE_FIELDS} \
+             key-value pairs"
+        )));
+    }
+    let mut source = serde_json::Map::new();
+    for at in (3..call.length()).step_by(2) {
+        let (key, value) = (call.get::<String>(at)?, call.get::<String>(at + 1)?);
+        source.insert(key, Value::String(value));
+    }
+    Ok(Ok(SharedMessage::new(Message::new(
+        id,
+        Value::Object(source),
+        Value::String(content),
+    ))))
 }
 
 /// A message's handle from JavaScript: a handle is below 2^53 (a counter); any other number

@@ -317,8 +317,10 @@ impl<'h> Tape<'h> {
             Some(slot) => self.num(slot as u64 + 1),
             None => {
                 self.num(0);
-                let text = serde_json::to_string(&**message).unwrap_or_else(|_| "null".into());
-                self.str(&text);
+                // The one encoder's bytes (coxswain-log), as serde_json wrote them.
+                let mut text = Vec::new();
+                coxswain_log::encode_message(message, &mut text);
+                self.str(&String::from_utf8_lossy(&text));
             }
         }
     }

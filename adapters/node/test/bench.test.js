@@ -7,18 +7,25 @@ const assert = require('node:assert/strict');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 
-test('bench/cycle.js prints the machine, the baseline and their ratio', () => {
+test('bench/cycle.js prints the machine, the baseline, the harness rows and their ratios', () => {
   const bench = spawnSync(process.execPath, [path.join(__dirname, '..', 'bench', 'cycle.js'), '50'], {
     encoding: 'utf8',
   });
   assert.equal(bench.status, 0, bench.stderr);
   const lines = bench.stdout.trim().split('\n');
-  assert.equal(lines.length, 6);
+  assert.equal(lines.length, 13);
   assert.match(lines[1], /^machine \(Rust core via N-API\): \d+\.\d ns\/cycle$/);
   assert.match(lines[2], /^baseline \(JS array, 15 push\+shift\): \d+\.\d ns\/cycle$/);
   assert.match(lines[3], /^ratio machine\/baseline: \d+\.\dx$/);
   assert.match(lines[4], /^agent \(Promise driver, in-memory log\): \d+\.\d ns\/cycle$/);
   assert.match(lines[5], /^ratio agent\/baseline: \d+\.\dx$/);
+  assert.match(lines[6], /^harness \(implicitBatch machine, its own log append per event\): \d+\.\d ns\/cycle$/);
+  assert.match(lines[7], /^harness, explicit beginBatch\/commitBatch per input: \d+\.\d ns\/cycle$/);
+  assert.match(lines[8], /^baseline with the same log appends \(JS array\): \d+\.\d ns\/cycle$/);
+  assert.match(lines[9], /^baseline \(JS array, these rounds\): \d+\.\d ns\/cycle$/);
+  assert.match(lines[10], /^ratio harness\/baseline with appends: \d+\.\d\dx$/);
+  assert.match(lines[11], /^ratio harness\/baseline: \d+\.\d\dx$/);
+  assert.match(lines[12], /^ratio explicit harness\/baseline with appends: \d+\.\d\dx$/);
 });
 
 test('bench/restore.js restores the same log through Agent.open and the Rust restore, and prints their ratio', () => {

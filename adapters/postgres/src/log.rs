@@ -217,7 +217,8 @@ fn write_line(seq: i64, kind: &str, data: Option<&str>, out: &mut Vec<u8>) {
 }
 
 /// The record's `type` and `data` (JSON text; `None` when the record has no `data`), checked
-/// as the file log checks a line, plus what PostgreSQL cannot hold (NUL in text).
+/// as the file log checks a line, plus what PostgreSQL cannot hold (NUL in text). `data` is cut
+/// from the line the one encoder wrote (no second serialisation).
 fn split(
     seq: u64,
     entry: &Entry,
@@ -225,26 +226,47 @@ fn split(
 ) -> Result<(String, Option<String>), LogError> {
     scratch.clear();
     encode(seq, entry, scratch)?;
-    let value = serde_json::to_value(entry).map_err(|error| LogError::Encode(error.to_string()))?;
     let kind = entry.kind().to_owned();
-    let data = value.get("data");
+    let data = data_of(scratch);
     if kind.contains('\0') || data.is_some_and(has_nul) {
         return Err(LogError::Encode(
             "PostgreSQL cannot store a NUL character (\\u0000) in text or jsonb".to_owned(),
         ));
     }
-    Ok((kind, data.map(Value::to_string)))
+    let data = data
+        .map(|data| std::str::from_utf8(data).map(str::to_owned))
+        .transpose()
+        .map_err(|error| LogError::Encode(error.to_string()))?;
+    Ok((kind, data))
 }
 
-fn has_nul(value: &Value) -> bool {
-    match value {
-        Value::String(text) => text.contains('\0'),
-        Value::Array(items) => items.iter().any(has_nul),
-        Value::Object(map) => map
-            .iter()
-            .any(|(key, value)| key.contains('\0') || has_nul(value)),
-        _ => false,
+/// The `data` of a line `{"seq":…,"type":…,"data":…}\n` as [`encode`] writes it: the text after
+/// its first `,"data":` (inside a string every `"` is escaped, so the type cannot hold one),
+/// without the closing `}\n`.
+fn data_of(line: &[u8]) -> Option<&[u8]> {
+    const KEY: &[u8] = b",\"data\":";
+    let at = line.windows(KEY.len()).position(|window| window == KEY)?;
+    line.get(at + KEY.len()..line.len().checked_sub(2)?)
+}
+
+/// Whether JSON text holds a NUL character: an escape `\u0000` (the encoder writes every
+/// control character escaped; a `\\` is an escaped backslash, skipped whole).
+fn has_nul(json: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(offset) = json
+        .get(at..)
+        .and_then(|rest| rest.iter().position(|&byte| byte == b'\\'))
+    {
+        let escape = at + offset + 1;
+        if json
+            .get(escape..)
+            .is_some_and(|rest| rest.starts_with(b"u0000"))
+        {
+            return true;
+        }
+        at = escape + 1;
     }
+    false
 }
 
 impl DurableLog for PgLog {
@@ -384,6 +406,7 @@ async fn renew(store: Store, session: Arc<str>, epoch: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use coxswain_core::{Event, Message};
     use coxswain_log::HostEvent;
     use serde_json::json;
 
@@ -420,6 +443,30 @@ mod tests {
             (kind.as_str(), data.as_deref()),
             ("model/output", Some(r#"{"text":"\\u0000"}"#))
         );
+        // A NUL after an escaped backslash is still a NUL; a backslash at the end is not one.
+        for data in [json!("\\\u{0}"), json!({"\\": "\\\\\u{0}"})] {
+            let error = split(1, &entry(data), &mut scratch).unwrap_err();
+            assert!(matches!(error, LogError::Encode(_)), "{error:?}");
+        }
+        let (_, data) = split(1, &entry(json!(["\\", "u0000\\"])), &mut scratch).unwrap();
+        assert_eq!(data.as_deref(), Some(r#"["\\","u0000\\"]"#));
+        // `data` is the line's own text: a message's `id` first, as the file log writes it.
+        let message = Arc::new(Message::user("m1", "hi"));
+        let (kind, data) = split(
+            3,
+            &Entry::Machine(Event::UserMessage(message)),
+            &mut scratch,
+        )
+        .unwrap();
+        assert_eq!(
+            (kind.as_str(), data.as_deref()),
+            (
+                "user/message",
+                Some(r#"{"id":"m1","content":"hi","source":{"kind":"user"}}"#)
+            )
+        );
+        assert!(!has_nul(b"\\"));
+        assert_eq!(data_of(b"}"), None);
         assert!(matches!(
             split(u64::MAX, &entry(json!(1)), &mut scratch),
             Err(LogError::SeqExhausted)

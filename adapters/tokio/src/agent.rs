@@ -101,7 +101,11 @@ impl Agent {
     /// Resolves once the driver has ended; fails with [`AgentError::FinalSync`] if the final sync
     /// failed (also when the driver had ended before, for another reason).
     pub async fn close(&self) -> Result<(), AgentError> {
-        let _ = self.inner.tx.send((Command::Close, Waiter::Close)).await;
+        let _ = self
+            .inner
+            .tx
+            .send(Box::new((Command::Close, Waiter::Close)))
+            .await;
         match self.wait_ended().await {
             (_, Some(error)) => Err(AgentError::FinalSync(error)),
             (_, None) => Ok(()),
@@ -114,7 +118,7 @@ impl Agent {
         if self
             .inner
             .tx
-            .send((Command::Pending, Waiter::Pending(reply)))
+            .send(Box::new((Command::Pending, Waiter::Pending(reply))))
             .await
             .is_err()
         {
@@ -142,7 +146,8 @@ impl Agent {
     pub async fn fate(&self, id: impl Into<MessageId>) -> Fate {
         let id = id.into();
         let (reply, answer) = oneshot::channel();
-        let asked = (self.inner.tx).send((Command::Fate(id.clone()), Waiter::Fate(reply)));
+        let fate = Box::new((Command::Fate(id.clone()), Waiter::Fate(reply)));
+        let asked = self.inner.tx.send(fate);
         if asked.await.is_ok() {
             if let Ok(fate) = answer.await {
                 return fate;
@@ -187,7 +192,7 @@ impl Agent {
         command: impl FnOnce(Reply<T>) -> Call,
     ) -> Result<Result<T, AgentError>, AgentError> {
         let (reply, answer) = oneshot::channel();
-        if self.inner.tx.send(command(reply)).await.is_err() {
+        if self.inner.tx.send(Box::new(command(reply))).await.is_err() {
             return Err(self.ended_error());
         }
         answer.await.map_err(|_| self.ended_error())

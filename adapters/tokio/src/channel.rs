@@ -17,12 +17,15 @@ use crate::updates::{PendingSnapshot, State, Updates};
 /// A handle's ties to its driver.
 #[derive(Debug)]
 pub(crate) struct Inner {
-    pub(crate) tx: mpsc::Sender<Call>,
+    /// Boxed calls: a channel allocates its slots 32 at a time, at once, and a call is 88
+    /// bytes; boxed, an idle agent's channel holds 32 pointers (about 2.6 kB less per agent).
+    pub(crate) tx: mpsc::Sender<Box<Call>>,
     pub(crate) state: watch::Receiver<State>,
     pub(crate) updates: Arc<Updates>,
     /// The driver's machine as it ended: what [`Agent::fate`](crate::Agent::fate) answers from
     /// once the driver is gone (S58: also after dispose). Set before the ending is published.
-    pub(crate) last: Arc<OnceLock<Machine>>,
+    /// Boxed: an agent that is running holds only a pointer's room for it.
+    pub(crate) last: Arc<OnceLock<Box<Machine>>>,
 }
 
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, AgentError>>;

@@ -13,7 +13,12 @@
 //! ([`LogError::failure`] is the mapping; the policy is the loop's). Its callers are told once
 //! the ending is published and the log released.
 
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock, Weak};
+use std::task::{Context, Poll, Waker};
 
 use coxswain_core::{Effect, Input, Machine, Outstanding, Status};
 use coxswain_session::{
@@ -33,6 +38,10 @@ use crate::log::{DurableLog, LogError};
 use crate::options::Options;
 use crate::updates::{PendingSnapshot, State, Update, Updates};
 
+/// At most this many host calls in a row are answered at their first poll, without a task, before
+/// the driver goes back to its commands and its runtime (as Python's `Agent.EAGER_CALLS`).
+const EAGER_CALLS: usize = 16;
+
 /// The host call or maintenance job running now (at most one: S4).
 enum Inflight {
     Request(Outstanding, JoinHandle<Input>),
@@ -41,7 +50,7 @@ enum Inflight {
 
 /// The driver's ties to its handles.
 pub(crate) struct Links {
-    pub(crate) rx: mpsc::Receiver<Call>,
+    pub(crate) rx: mpsc::Receiver<Box<Call>>,
     /// Upgraded to hand host calls an [`Agent`]; weak, so dropping every handle ends the driver.
     pub(crate) handle: Weak<Inner>,
     /// Tripped when the embedder dropped its last handle (host calls' handles do not count).
@@ -49,7 +58,7 @@ pub(crate) struct Links {
     pub(crate) state: watch::Sender<State>,
     pub(crate) updates: Arc<Updates>,
     /// Where the machine goes when the driver ends ([`Inner::last`]).
-    pub(crate) last: Arc<OnceLock<Machine>>,
+    pub(crate) last: Arc<OnceLock<Box<Machine>>>,
 }
 
 pub(crate) struct Driver<H, L> {
@@ -68,10 +77,16 @@ pub(crate) struct Driver<H, L> {
     failed: Option<LogError>,
     /// Set once the ending is published.
     ending: Option<Ending>,
+    /// Host calls answered at their first poll since the driver last waited in its select.
+    eager: usize,
+    /// What [`publish_state`](Driver::publish_state) published last (at first, what the agent
+    /// opened with: [`State::of`]).
+    published: (Status, bool, u64),
 }
 
 impl<H: Host, L: DurableLog> Driver<H, L> {
     pub(crate) fn new(machine: Machine, options: &Options, log: L, host: H, links: Links) -> Self {
+        let published = State::key(&machine);
         Driver {
             agent: AgentLoop::new(machine, options.session(host.hooks())),
             log: Some(log),
@@ -83,45 +98,58 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             inflight: None,
             failed: None,
             ending: None,
+            eager: 0,
+            published,
         }
     }
 
-    pub(crate) async fn run(mut self) {
-        self.span = Span::current();
-        while self.ending.is_none() {
-            let deadline = self
-                .agent
-                .poll_timeout()
-                .and_then(|at| self.start.checked_add(at));
-            tokio::select! {
-                biased;
-                done = next_done(&mut self.inflight) => self.complete(done),
-                () = sleep_until(deadline) => self.agent.handle_timeout(self.start.elapsed()),
-                call = self.links.rx.recv() => match call {
-                    Some(call) => self.take_in(call).await,
-                    None => self.agent.submit(Command::Close, Waiter::Close),
-                },
-                () = self.links.owners_gone.cancelled() => {
-                    self.agent.submit(Command::Close, Waiter::Close);
+    /// The driver task. An `async` block, not an `async fn`: the driver is then held once in the
+    /// task, not twice (an `async fn` keeps its argument beside the local it is moved into), which
+    /// is about a kilobyte per agent.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn would hold the driver twice"
+    )]
+    pub(crate) fn run(mut self) -> impl Future<Output = ()> {
+        async move {
+            self.span = Span::current();
+            while self.ending.is_none() {
+                self.eager = 0;
+                let deadline = self
+                    .agent
+                    .poll_timeout()
+                    .and_then(|at| self.start.checked_add(at));
+                tokio::select! {
+                    biased;
+                    done = next_done(&mut self.inflight) => self.complete(done),
+                    () = sleep_until(deadline) => self.agent.handle_timeout(self.start.elapsed()),
+                    call = self.links.rx.recv() => match call {
+                        Some(call) => self.take_in(call).await,
+                        None => self.agent.submit(Command::Close, Waiter::Close),
+                    },
+                    () = self.links.owners_gone.cancelled() => {
+                        self.agent.submit(Command::Close, Waiter::Close);
+                    }
                 }
+                self.pump().await;
             }
-            self.pump().await;
+            // What was sent meanwhile is answered by the ended loop (a `fate` from its machine).
+            self.links.rx.close();
+            while let Ok(call) = self.links.rx.try_recv() {
+                let (command, waiter) = *call;
+                self.agent.submit(command, waiter);
+            }
+            self.carry_out_all().await;
         }
-        // What was sent meanwhile is answered by the ended loop (a `fate` from its machine).
-        self.links.rx.close();
-        while let Ok((command, waiter)) = self.links.rx.try_recv() {
-            self.agent.submit(command, waiter);
-        }
-        self.carry_out_all().await;
     }
 
     /// Takes `first` and the commands already waiting, up to `max_batch`, into the loop; a
     /// query or `close` ends the intake (what follows waits for the next turn of the select, so
     /// a host answer or a deadline due meanwhile goes first).
-    async fn take_in(&mut self, first: Call) {
+    async fn take_in(&mut self, first: Box<Call>) {
         let max = self.agent.options().max_batch.max(1);
         let (mut taken, mut yielded) = (1, max == 1);
-        let mut grouped = self.submit(first);
+        let mut grouped = self.submit(*first);
         while grouped && taken < max {
             let call = match self.links.rx.try_recv() {
                 Ok(call) => call,
@@ -137,7 +165,7 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                 }
                 Err(_) => break,
             };
-            grouped = self.submit(call);
+            grouped = self.submit(*call);
             taken += 1;
         }
     }
@@ -315,8 +343,33 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
                 };
                 let (outstanding, token) = (request.outstanding(), self.token.clone());
                 let host = call(self.host.clone(), request, token, Agent::for_host(inner));
-                let handle = tokio::spawn(host.instrument(self.span.clone()));
-                self.inflight = Some(Inflight::Request(outstanding, handle));
+                let mut host = Box::pin(host.instrument(self.span.clone()));
+                // A call that answers without waiting for anything needs no task of its own: its
+                // answer is taken at once. One that waits runs on in a task, and so does every
+                // call after EAGER_CALLS answered at once in a row: a host that never waits
+                // cannot keep the driver from its commands (a `cancel`) and its runtime.
+                let first = if self.eager < EAGER_CALLS {
+                    self.eager += 1;
+                    poll_once(host.as_mut())
+                } else {
+                    Poll::Pending
+                };
+                match first {
+                    Poll::Ready(Ok(answer)) => {
+                        self.agent
+                            .host_answered(outstanding, HostReply::Answer(answer));
+                    }
+                    Poll::Ready(Err(panic)) => {
+                        let panic = panic_message(panic.as_ref());
+                        tracing::error!(parent: &self.span, panic, "host call panicked");
+                        let failed = HostReply::Failed(HostFailure::Panicked, String::new());
+                        self.agent.host_answered(outstanding, failed);
+                    }
+                    Poll::Pending => {
+                        let handle = tokio::spawn(host);
+                        self.inflight = Some(Inflight::Request(outstanding, handle));
+                    }
+                }
             }
             Effect::Abort(abort) => {
                 tracing::info!(parent: &self.span, cause = ?abort.cause, "abort");
@@ -332,6 +385,13 @@ impl<H: Host, L: DurableLog> Driver<H, L> {
             return;
         }
         let machine = self.agent.machine();
+        // Only this driver changes the published state before it ends: when what it would
+        // publish is what it published last, the channel's lock is not taken.
+        let now = State::key(machine);
+        if now == self.published {
+            return;
+        }
+        self.published = now;
         self.links
             .state
             .send_if_modified(|state| state.update(machine));
@@ -391,7 +451,7 @@ impl<H, L> Driver<H, L> {
     /// dropped without finishing (its runtime shut down).
     fn keep_last(&self) {
         if self.links.last.get().is_none() {
-            let _ = self.links.last.set(self.agent.machine().clone());
+            let _ = self.links.last.set(Box::new(self.agent.machine().clone()));
         }
     }
 }
@@ -408,6 +468,26 @@ async fn next_done(inflight: &mut Option<Inflight>) -> Result<Option<Input>, Joi
         Some(Inflight::Request(_, handle)) => handle.await.map(Some),
         Some(Inflight::Maintenance(handle, _)) => handle.await.map(|()| None),
         None => std::future::pending().await,
+    }
+}
+
+/// Polls `future` once, with a waker that does nothing (a future still pending is spawned, and
+/// its task's first poll registers the task's own waker); a panic is caught and returned.
+fn poll_once<F: Future>(future: Pin<&mut F>) -> Poll<Result<F::Output, Box<dyn Any + Send>>> {
+    let mut cx = Context::from_waker(Waker::noop());
+    match std::panic::catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx))) {
+        Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+        Ok(Poll::Pending) => Poll::Pending,
+        Err(panic) => Poll::Ready(Err(panic)),
+    }
+}
+
+/// A panic's message, as a task's panic reports it.
+fn panic_message(panic: &(dyn Any + Send)) -> &str {
+    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(message), _) => message,
+        (_, Some(message)) => message,
+        _ => "Box<dyn Any>",
     }
 }
 

@@ -13,8 +13,11 @@ use crate::agent::Agent;
 use crate::error::AgentError;
 
 /// The embedder's asynchronous work, which the core sequences (S3): the pre-step decision, the
-/// step, and the turn-stopping hooks. At most one call runs at a time per agent (S4), in a task
-/// of its own, so deliveries keep flowing meanwhile.
+/// step, and the turn-stopping hooks. At most one call runs at a time per agent (S4). A call is
+/// first polled by the agent's driver: one that answers without waiting for anything is answered
+/// at once, with no task (at most 16 in a row; the next runs in a task); one that waits runs on
+/// in a task of its own, so deliveries keep flowing meanwhile. Do not block the thread in a call:
+/// await instead (a call that blocks before its first wait holds up its agent's driver).
 ///
 /// Every call gets the current activity's [`CancellationToken`] (a fresh one per turn, S42),
 /// which the core's `abort` request trips. Cancellation is cooperative (S40): a call should

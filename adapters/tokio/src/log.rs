@@ -388,11 +388,15 @@ impl DurableLog for MemoryLog {
         let next = first
             .checked_add(batch.len() as u64)
             .ok_or(LogError::SeqExhausted)?;
-        let mut lines = Vec::new();
+        // Encoded in place (no staging buffer growing from empty at every append); a record
+        // refused cuts the batch's lines back, so the log is left as it was.
+        let start = inner.bytes.len();
         for (seq, entry) in seqs(first, batch.len()).zip(batch) {
-            encode(seq, entry, &mut lines)?;
+            if let Err(error) = encode(seq, entry, &mut inner.bytes) {
+                inner.bytes.truncate(start);
+                return Err(error.into());
+            }
         }
-        inner.bytes.extend_from_slice(&lines);
         inner.appended(next);
         Ok(first)
     }
@@ -573,6 +577,35 @@ mod tests {
                 ..
             }))
         ));
+    }
+
+    /// A batch whose last record cannot be encoded is refused whole: the lines of the records
+    /// before it are cut back (they are encoded in place), and the next append takes their
+    /// `seq`s.
+    #[tokio::test]
+    async fn memory_log_refuses_a_batch_whole_when_a_record_does_not_encode() {
+        let mut log = MemoryLog::new();
+        log.append(&batch()[..1]).await.unwrap();
+        let before = log.bytes();
+        let mut deep = json!(1);
+        for _ in 0..coxswain_log::MAX_DEPTH {
+            deep = json!([deep]);
+        }
+        let mut refused = batch();
+        refused.push(Entry::Host(HostEvent::new("deep", deep).unwrap()));
+        let error = log.append(&refused).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "cannot write a record: the value nests {} levels deep; at most {} fit in a log record",
+                coxswain_log::MAX_DEPTH + 1,
+                coxswain_log::MAX_DEPTH
+            )
+        );
+        assert_eq!(log.bytes(), before);
+        assert_eq!(log.append(&batch()[1..]).await.unwrap(), 2);
+        let seqs: Vec<_> = log.records().unwrap().iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, [Some(1), Some(2), Some(3)]);
     }
 
     #[tokio::test]

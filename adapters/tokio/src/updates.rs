@@ -1,5 +1,7 @@
 //! What an agent publishes: live updates ([`Update`]) and the state its handles read.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use coxswain_core::{Machine, Notification, Pending, Status};
 use coxswain_log::Entry;
 use tokio::sync::broadcast;
@@ -43,6 +45,10 @@ pub struct PendingSnapshot {
 pub(crate) struct Updates {
     capacity: usize,
     channel: std::sync::Mutex<Channel>,
+    /// Whether the channel is open (someone subscribed, and the driver has not ended): read
+    /// without the lock, so an agent nobody watches takes no lock per update it does not send.
+    /// Written under the lock.
+    open: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -57,6 +63,7 @@ impl Updates {
         Updates {
             capacity,
             channel: std::sync::Mutex::new(Channel::Unused),
+            open: AtomicBool::new(false),
         }
     }
 
@@ -73,6 +80,7 @@ impl Updates {
             Channel::Unused => {
                 let (sender, receiver) = broadcast::channel(self.capacity);
                 *channel = Channel::Open(sender);
+                self.open.store(true, Ordering::Release);
                 receiver
             }
             // The driver ended: a receiver that reports the channel closed.
@@ -82,11 +90,14 @@ impl Updates {
 
     /// Whether anyone subscribed (the driver builds no update for nobody).
     pub(crate) fn watched(&self) -> bool {
-        matches!(&*self.lock(), Channel::Open(_))
+        self.open.load(Ordering::Acquire)
     }
 
     /// Publishes an update to the subscribers, if there are any.
     pub(crate) fn send(&self, update: Update) {
+        if !self.watched() {
+            return;
+        }
         if let Channel::Open(sender) = &*self.lock() {
             let _ = sender.send(update);
         }
@@ -94,7 +105,9 @@ impl Updates {
 
     /// The driver ended: subscribers get what is buffered, then the channel closes.
     pub(crate) fn end(&self) {
-        *self.lock() = Channel::Ended;
+        let mut channel = self.lock();
+        *channel = Channel::Ended;
+        self.open.store(false, Ordering::Release);
     }
 }
 
@@ -123,13 +136,18 @@ impl State {
         }
     }
 
-    /// Takes `machine`'s state; whether it changed.
-    pub(crate) fn update(&mut self, machine: &Machine) -> bool {
-        let now = (
+    /// What of `machine` is published: its status, whether it is quiescent, its last turn.
+    pub(crate) fn key(machine: &Machine) -> (Status, bool, u64) {
+        (
             machine.status(),
             machine.is_quiescent(),
             machine.last_turn(),
-        );
+        )
+    }
+
+    /// Takes `machine`'s state; whether it changed.
+    pub(crate) fn update(&mut self, machine: &Machine) -> bool {
+        let now = State::key(machine);
         let changed = (self.status, self.quiescent, self.last_turn) != now;
         (self.status, self.quiescent, self.last_turn) = now;
         changed

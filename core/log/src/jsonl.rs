@@ -82,7 +82,8 @@ pub struct Measure {
     pub depth: usize,
 }
 
-/// [`Measure`]s `value` as serialized to JSON.
+/// [`Measure`]s `value` as serialized to JSON. A message is measured without serialising it by
+/// [`measure_message`](crate::measure_message) (what admission calls).
 pub fn measure<T: Serialize + ?Sized>(value: &T) -> Measure {
     let mut counter = DepthCounter::default();
     // The counter never fails; a value that cannot be serialized is not written either.
@@ -270,15 +271,6 @@ impl From<HostEvent> for Entry {
     }
 }
 
-#[derive(Serialize)]
-struct Line<'a> {
-    seq: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    session: Option<&'a str>,
-    #[serde(flatten)]
-    entry: &'a Entry,
-}
-
 /// A record that cannot be written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -330,19 +322,14 @@ fn encode_line(
         return Err(EncodeError::SeqExhausted(seq));
     }
     let start = out.len();
-    if let Err(error) = serde_json::to_writer(
-        &mut *out,
-        &Line {
-            seq,
-            session,
-            entry,
-        },
-    ) {
-        out.truncate(start);
-        return Err(EncodeError::Json(error.to_string()));
-    }
-    // Nesting `d` deep takes `d` opening and `d` closing brackets: a line shorter than
-    // `2 * (MAX_DEPTH + 1)` bytes cannot be too deep, and most lines are (no scan for them).
+    // The one encoder (crate::encode): serde_json's bytes, and the nesting counted as it writes.
+    let depth = crate::encode::record(seq, session, entry, out);
+    check_line(out, start, depth)
+}
+
+/// The checks every written line passes (its `\n` not yet added): no longer than
+/// [`MAX_LINE_BYTES`], no deeper than [`MAX_DEPTH`]. A refused line is cut off `out`.
+fn check_line(out: &mut Vec<u8>, start: usize, depth: usize) -> Result<(), EncodeError> {
     let line = &out[start..];
     if line.len() > MAX_LINE_BYTES {
         let bytes = line.len();
@@ -352,11 +339,6 @@ fn encode_line(
             max: MAX_LINE_BYTES,
         });
     }
-    let depth = if line.len() < 2 * (MAX_DEPTH + 1) {
-        0
-    } else {
-        json_depth(line)
-    };
     if depth > MAX_DEPTH {
         out.truncate(start);
         return Err(EncodeError::TooDeep(TooDeep {

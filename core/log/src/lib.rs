@@ -6,7 +6,8 @@
 //!   I5 and the splice rules) — the engine of `coxswain verify`, and the history checker of the
 //!   model checker and the property tests.
 //! * The JSON-lines record format ([`encode`], [`parse`]): one `{seq, type, data}` object per
-//!   line, the machine's events ([`Entry::Machine`]) and the host's ([`HostEvent`]) interleaved,
+//!   line, written by one hand-made encoder that every log and binding calls (byte for byte what
+//!   `serde_json` writes; [`measure_message`] sizes a message the same way without writing it), the machine's events ([`Entry::Machine`]) and the host's ([`HostEvent`]) interleaved,
 //!   a torn final line detected ([`TornTail`]), corruption named by line ([`CorruptLine`]).
 //! * Shared segment logs ([`SegmentReader`], [`split_segment`]): many sessions' records in one
 //!   file, each line naming its `session`, split back into per-session streams.
@@ -16,12 +17,14 @@
 #![deny(missing_docs)]
 
 mod audit;
+mod encode;
 mod jsonl;
 mod lines;
 mod repair;
 mod segment;
 
 pub use audit::{AuditError, Auditor, Rule};
+pub use encode::{encode_message, measure_message};
 pub use jsonl::{
     check_data, check_message, depth_of, encode, encode_in_session, measure, parse, CorruptLine,
     EncodeError, Entry, HostEvent, Measure, Parsed, Problem, Reader, Record, ReservedType, Tail,

@@ -112,9 +112,12 @@ pub(crate) struct Inbox {
     undo: Option<Box<Journal>>,
 }
 
-/// The undo journal of the open batch.
+/// The undo journal of the open batch, and the machine's own saved state for its batch (one
+/// allocation for both).
 #[derive(Clone, Debug, Default)]
 struct Journal {
+    /// The machine's batch bookkeeping ([`Machine::begin_batch`](crate::Machine::begin_batch)).
+    machine: crate::machine::Before,
     open: bool,
     /// How to take back each change since the batch opened, oldest first.
     changes: Vec<Undo>,
@@ -525,6 +528,41 @@ impl Inbox {
         let journal = self.undo.get_or_insert_with(Box::default);
         journal.open = true;
         journal.changes.clear();
+    }
+
+    /// The machine's batch bookkeeping, if a batch was ever opened.
+    pub(crate) fn batch_state(&self) -> Option<&crate::machine::Before> {
+        self.undo.as_deref().map(|journal| &journal.machine)
+    }
+
+    /// [`batch_state`](Inbox::batch_state), to change it.
+    pub(crate) fn batch_state_mut(&mut self) -> Option<&mut crate::machine::Before> {
+        self.undo.as_deref_mut().map(|journal| &mut journal.machine)
+    }
+
+    /// The machine's batch bookkeeping, allocated (closed, explicit) at its first use.
+    pub(crate) fn batch_state_or_default(&mut self) -> &mut crate::machine::Before {
+        &mut self.undo.get_or_insert_with(Box::default).machine
+    }
+
+    /// An implicit batch's input is about to apply (`Machine::set_implicit_batches`, batch.rs):
+    /// opens the journal if it is closed, and returns how many changes it holds (the open
+    /// batch's, which the input commits if it is accepted: [`Inbox::commit_first`]).
+    pub(crate) fn journal_mark(&mut self) -> usize {
+        let journal = self.undo.get_or_insert_with(Box::default);
+        if !journal.open {
+            journal.open = true;
+            journal.changes.clear();
+        }
+        journal.changes.len()
+    }
+
+    /// Keeps the first `mark` changes for good (the batch before an accepted implicit input);
+    /// the journal stays open on the rest (the input's own).
+    pub(crate) fn commit_first(&mut self, mark: usize) {
+        if let Some(journal) = self.undo.as_deref_mut() {
+            journal.changes.drain(..mark.min(journal.changes.len()));
+        }
     }
 
     /// Closes the batch, keeping its changes.

@@ -193,39 +193,44 @@ pub struct Machine {
     max_pending: Option<NonZeroUsize>,
     /// The outputs of the input being applied, until the host drains them.
     queue: Queue,
-    /// The phase and turn number before the open batch (the inbox journals its own changes).
-    batch: BatchStart,
 }
 
 /// What [`Machine::roll_back_batch`] puts back besides the inbox.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Before {
+pub(crate) struct Before {
     open: bool,
+    /// Implicit batches ([`Machine::set_implicit_batches`], batch.rs): each accepted input
+    /// commits the open batch and opens its own.
+    implicit: bool,
     phase: Phase,
     last_turn: u64,
 }
 
-/// The state before the open batch, if one is open: allocated at the first batch and kept
-/// closed in between, so later batches reuse it. The kept allocation is not part of the value,
-/// as a `Vec`'s capacity is not: two of them are equal when both have no open batch, or both
-/// one opened on the same state.
-#[derive(Clone, Debug)]
-struct BatchStart(Option<Box<Before>>);
-
-impl BatchStart {
-    /// The saved state of the open batch.
-    fn open(&self) -> Option<&Before> {
-        self.0.as_deref().filter(|before| before.open)
+/// The state before the open batch, if one is open, kept in the inbox journal's allocation
+/// (one pointer for both, allocated at the first batch and kept closed in between, so later
+/// batches reuse it: an idle machine stays small, bench 6). The kept allocation is not part of
+/// the value, as a `Vec`'s capacity is not: two machines are equal when both have no open
+/// batch, or both one opened on the same state (and both the same batch mode).
+impl Default for Before {
+    fn default() -> Self {
+        Before {
+            open: false,
+            implicit: false,
+            phase: Phase::Idle,
+            last_turn: 0,
+        }
     }
 }
 
-impl PartialEq for BatchStart {
-    fn eq(&self, other: &Self) -> bool {
-        self.open() == other.open()
+impl Before {
+    /// What `==` sees of the batch bookkeeping: the open batch's saved state and the mode.
+    pub(crate) fn view(before: Option<&Before>) -> (Option<&Before>, bool) {
+        (
+            before.filter(|before| before.open),
+            before.is_some_and(|before| before.implicit),
+        )
     }
 }
-
-impl Eq for BatchStart {}
 
 /// The activity phase (S23). Disposing is a flag on the activity's cancellation (S45).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -237,8 +242,14 @@ enum Phase {
 }
 
 /// What a running driver or a maintenance job carries: its cancellation and its wake latch.
+/// Boxed, since an ordinary turn sets neither: one pointer keeps an idle machine small (bench
+/// 6). `None` whenever neither is set, so that `==` and the hash stay structural.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-struct Activity {
+struct Activity(Option<Box<Marks>>);
+
+/// An activity's cancellation and wake latch, once either is set.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Marks {
     /// Set by the activity's first cancel (S39); a later cancel keeps the first cause.
     cancel: Option<Cancellation>,
     /// The wake latch (S24–S26). While running it can only be set once a cancel was requested.
@@ -253,14 +264,42 @@ struct Cancellation {
 }
 
 impl Activity {
+    /// The first cancel's cancellation, once one was requested (S39).
+    fn cancel(&self) -> Option<&Cancellation> {
+        self.0.as_ref()?.cancel.as_ref()
+    }
+
+    fn cancel_mut(&mut self) -> Option<&mut Cancellation> {
+        self.0.as_mut()?.cancel.as_mut()
+    }
+
+    /// Records the first cancel (the caller checked there was none).
+    fn set_cancel(&mut self, cancellation: Cancellation) {
+        self.0.get_or_insert_with(Box::default).cancel = Some(cancellation);
+    }
+
+    /// Whether the wake latch is set (S24–S26).
+    fn wake_requested(&self) -> bool {
+        self.0.as_ref().is_some_and(|marks| marks.wake_requested)
+    }
+
+    /// Clears the wake latch (an ordinary cancel's clear, S41).
+    fn clear_wake(&mut self) {
+        if let Some(marks) = self.0.as_deref_mut() {
+            marks.wake_requested = false;
+            if marks.cancel.is_none() {
+                self.0 = None;
+            }
+        }
+    }
+
     /// S24: latch a wake unless disposing or cancelled with cause `disposed`.
     fn latch(&mut self) {
         let suppressed = self
-            .cancel
-            .as_ref()
+            .cancel()
             .is_some_and(|c| c.disposing || c.cause == CancelCause::Disposed);
         if !suppressed {
-            self.wake_requested = true;
+            self.0.get_or_insert_with(Box::default).wake_requested = true;
         }
     }
 }
@@ -348,7 +387,6 @@ impl Machine {
             last_turn,
             max_pending,
             queue: Queue::default(),
-            batch: BatchStart(None),
         }
     }
 
@@ -372,7 +410,13 @@ impl Machine {
         if self.is_disposed() {
             return Err(Rejected::AfterDisposal);
         }
-        step(self)
+        // Implicit batches (batch.rs): the step is called at this one place either way.
+        let implicit = self.is_implicit_batches().then(|| self.implicit_start());
+        let result = step(self);
+        if let Some(start) = implicit {
+            self.implicit_end(start, result.is_ok());
+        }
+        result
     }
 
     /// An input in its [`frame`](Machine::frame), and the outputs it queued.
@@ -452,7 +496,7 @@ impl Machine {
         self.apply_cancel(CancelCause::Disposed, false);
         match self.activity_mut() {
             Some(activity) => {
-                if let Some(cancellation) = activity.cancel.as_mut() {
+                if let Some(cancellation) = activity.cancel_mut() {
                     cancellation.disposing = true;
                 }
             }
@@ -576,7 +620,7 @@ impl Machine {
     fn check_guard(&self, expect: Expect) -> Result<(), Rejected> {
         let holds = match (expect, &self.phase) {
             (Expect::Turn(turn), Phase::Running(run)) => {
-                turn == self.last_turn && run.activity.cancel.is_none()
+                turn == self.last_turn && run.activity.cancel().is_none()
             }
             (Expect::IdleAfter(turn), Phase::Idle) => turn == self.last_turn,
             _ => false,
@@ -649,7 +693,7 @@ impl Machine {
     fn end_if_cancelled(&mut self) -> bool {
         let cause = self
             .running()
-            .and_then(|run| run.activity.cancel.as_ref())
+            .and_then(|run| run.activity.cancel())
             .map(|cancellation| cancellation.cause.clone());
         match cause {
             Some(reason) => {
@@ -665,14 +709,14 @@ impl Machine {
         if !keep_inbox {
             self.inbox.clear(&mut self.queue);
             if let Some(activity) = self.activity_mut() {
-                activity.wake_requested = false;
+                activity.clear_wake();
             }
         }
         let Some(activity) = self.activity_mut() else {
             return;
         };
-        if activity.cancel.is_none() {
-            activity.cancel = Some(Cancellation {
+        if activity.cancel().is_none() {
+            activity.set_cancel(Cancellation {
                 cause: cause.clone(),
                 disposing: false,
             });
@@ -684,7 +728,7 @@ impl Machine {
     fn wake(&mut self) {
         match &mut self.phase {
             Phase::Idle => self.start_driver(),
-            Phase::Running(run) if run.activity.cancel.is_none() => {
+            Phase::Running(run) if run.activity.cancel().is_none() => {
                 // The live driver claims the input at its next boundary.
             }
             Phase::Running(run) => run.activity.latch(),
@@ -791,10 +835,10 @@ impl Machine {
 
     /// An activity ended and the machine is idle: finish a disposal, or replay the latch (S25).
     fn activity_ended(&mut self, activity: Activity) {
-        let disposing = activity.cancel.as_ref().is_some_and(|c| c.disposing);
+        let disposing = activity.cancel().is_some_and(|c| c.disposing);
         if disposing {
             self.finish_disposal();
-        } else if activity.wake_requested && self.inbox.has_waking_work() {
+        } else if activity.wake_requested() && self.inbox.has_waking_work() {
             self.start_driver();
         }
     }

@@ -162,7 +162,8 @@ impl<'m> Transition<'m> {
     /// collecting hosts) and releases the effects: `events` then `persisted` in one
     /// ([example](crate::Event#examples)).
     pub fn persist_into(self, log: &mut impl Extend<Event>) -> Effects<'m> {
-        log.extend(self.events().iter().cloned());
+        // The events leave the queue for the log: moved, not cloned (`persisted` clears them).
+        log.extend(self.queue.events.drain(..));
         self.persisted()
     }
 

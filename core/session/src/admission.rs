@@ -4,7 +4,7 @@
 
 use coxswain_core::{Input, Message, MessageId, Outstanding, PreStepAnswer, Rejected};
 use coxswain_log::{
-    check_data, check_message, measure, HostEvent, Measure, TooDeep, MAX_MESSAGE_DEPTH,
+    check_data, check_message, measure_message, HostEvent, Measure, TooDeep, MAX_MESSAGE_DEPTH,
 };
 
 /// The host's size limits on what a send may carry.
@@ -130,8 +130,9 @@ fn admit_id(id: &MessageId, limits: Limits) -> Result<(), Refused> {
 
 fn admit_message(message: &Message, limits: Limits) -> Result<(), Refused> {
     admit_id(message.id(), limits)?;
-    // One pass over the encoding gives both the size and the nesting.
-    let Measure { bytes, depth } = measure(message);
+    // One walk gives both the size and the nesting: the log's encoder counting the bytes it
+    // would write, without writing them (no serialisation, no allocation).
+    let Measure { bytes, depth } = measure_message(message);
     if bytes > limits.max_message_bytes {
         return Err(Refused::MessageTooLarge {
             id: message.id().clone(),
@@ -184,7 +185,7 @@ mod tests {
         );
         let big = Input::Inject(Message::user("m1", "x".repeat(64)).into());
         // {"id":"m1","content":"xx…","source":{"kind":"user"}}
-        let bytes = measure(&Message::user("m1", "x".repeat(64))).bytes;
+        let bytes = measure_message(&Message::user("m1", "x".repeat(64))).bytes;
         assert_eq!(
             bytes,
             serde_json::to_vec(&Message::user("m1", "x".repeat(64)))
@@ -209,6 +210,35 @@ mod tests {
             max_message_bytes: usize::MAX,
         };
         assert!(matches!(admit(&deep, unbounded), Err(Refused::TooDeep(_))));
+        assert_eq!(
+            admit(&deep, unbounded),
+            Err(Refused::TooDeep(TooDeep {
+                depth: 201,
+                max: MAX_MESSAGE_DEPTH
+            }))
+        );
+        // Escapes count as serde_json writes them: a control character is six bytes.
+        let hostile = Message::user("m\"1", "\u{1}\n\\/🦀");
+        let text = serde_json::to_vec(&hostile).unwrap();
+        assert_eq!(text.len(), 66);
+        let fits = Limits {
+            max_id_bytes: 4,
+            max_message_bytes: 66,
+        };
+        let input = Input::Followup(hostile.clone().into());
+        assert_eq!(admit(&input, fits), Ok(()));
+        let tight = Limits {
+            max_message_bytes: 65,
+            ..fits
+        };
+        assert_eq!(
+            admit(&input, tight),
+            Err(Refused::MessageTooLarge {
+                id: "m\"1".into(),
+                bytes: 66,
+                max: 65
+            })
+        );
         // The ids a remove or a replace names are held to the limit too.
         let remove = Input::Remove("m12345".into());
         assert_eq!(

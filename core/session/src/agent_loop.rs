@@ -257,6 +257,8 @@ pub struct AgentLoop<W> {
     /// Whether [`Output::Ended`] was handed out.
     announced: bool,
     finished: bool,
+    /// The releases of the batch being persisted, a buffer kept between batches.
+    released: Vec<Release>,
 }
 
 impl<W> AgentLoop<W> {
@@ -273,6 +275,7 @@ impl<W> AgentLoop<W> {
             after_end: Vec::new(),
             announced: false,
             finished: false,
+            released: Vec::new(),
         }
     }
 
@@ -405,9 +408,13 @@ impl<W> AgentLoop<W> {
     ) -> Result<(), BatchMismatch> {
         match result {
             Ok(()) => {
-                let released = self.session.persisted(batch, now)?;
-                let mut members = std::mem::take(&mut self.members).into_iter();
-                for release in released {
+                // The releases and the waiters leave their buffers, which stay allocated for
+                // the next batch: a persisted batch allocates nothing here.
+                let mut released = std::mem::take(&mut self.released);
+                released.extend(self.session.persisted(batch, now)?);
+                let mut waiters = std::mem::take(&mut self.members);
+                let mut members = waiters.drain(..);
+                for release in released.drain(..) {
                     match release {
                         Release::Effect(effect) => self.effect(effect),
                         Release::Ack(_, ack) => {
@@ -416,6 +423,11 @@ impl<W> AgentLoop<W> {
                             }
                         }
                     }
+                }
+                drop(members);
+                self.released = released;
+                if self.members.is_empty() {
+                    self.members = waiters;
                 }
             }
             Err(failure) => self.fail(batch, failure, now)?,

@@ -48,6 +48,81 @@ pub enum Release {
     Ack(Ticket, Ack),
 }
 
+/// What [`Session::persisted`] releases, in input order: each member's effects, then its
+/// acknowledgement. It takes them out of the session's staging buffers, which stay allocated
+/// for the next batch: releasing a batch allocates nothing. Releases left unread when it is
+/// dropped are dropped with it.
+#[derive(Debug)]
+pub struct Released<'s> {
+    batch: BatchNo,
+    effects: std::vec::Drain<'s, Effect>,
+    members: std::iter::Enumerate<std::vec::Drain<'s, Member>>,
+    /// The member whose effects are being released: its place and acknowledgement.
+    current: Option<(usize, Ack)>,
+    /// How many of the current member's effects are left.
+    left: usize,
+    /// Where the current member's effects end in the batch's effects.
+    end: usize,
+}
+
+impl<'s> Released<'s> {
+    pub(crate) fn new(
+        batch: BatchNo,
+        effects: std::vec::Drain<'s, Effect>,
+        members: std::vec::Drain<'s, Member>,
+    ) -> Self {
+        Released {
+            batch,
+            effects,
+            members: members.enumerate(),
+            current: None,
+            left: 0,
+            end: 0,
+        }
+    }
+}
+
+impl Iterator for Released<'_> {
+    type Item = Release;
+
+    #[inline]
+    fn next(&mut self) -> Option<Release> {
+        loop {
+            if self.current.is_some() {
+                if self.left > 0 {
+                    self.left -= 1;
+                    if let Some(effect) = self.effects.next() {
+                        return Some(Release::Effect(effect));
+                    }
+                }
+                let (index, ack) = self.current.take()?;
+                let batch = self.batch;
+                return Some(Release::Ack(Ticket { batch, index }, ack));
+            }
+            let (index, member) = self.members.next()?;
+            self.left = member.effects_end.saturating_sub(self.end);
+            self.end = member.effects_end;
+            self.current = Some((index, member.ack));
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        // Every effect left belongs to a member whose acknowledgement is left too.
+        let len = self.effects.len() + self.members.len() + usize::from(self.current.is_some());
+        (len, Some(len))
+    }
+}
+
+impl ExactSizeIterator for Released<'_> {}
+
+/// A staged member: its acknowledgement once durable, and where its effects end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Member {
+    pub(crate) ack: Ack,
+    /// One past this member's last effect in the batch's effects.
+    pub(crate) effects_end: usize,
+}
+
 /// The entries of a sealed batch: append them as one write, then call
 /// [`persisted`](Session::persisted) or [`failed`](Session::failed) with its number.
 #[derive(Debug)]

@@ -37,7 +37,7 @@ mod session;
 
 pub use admission::{Limits, Refused};
 pub use agent_loop::{AgentLoop, Command, Ending, Failure, HostReply, LogFailure, Output, Reply};
-pub use batch::{Ack, Append, BatchMismatch, BatchNo, Failed, Release, Ticket, Timeout};
+pub use batch::{Ack, Append, BatchMismatch, BatchNo, Failed, Release, Released, Ticket, Timeout};
 pub use failure::HostFailure;
 pub use hooks::{default_answer, pre_step_default, turn_stopping_default, Hooks};
 pub use resume::{

@@ -13,7 +13,9 @@ use coxswain_core::{Effect, Input, Machine, Outstanding};
 use coxswain_log::{Entry, HostEvent};
 
 use crate::admission::{admit, admit_events, Limits, Refused};
-use crate::batch::{Ack, Append, BatchMismatch, BatchNo, Failed, Release, Ticket, Timeout};
+use crate::batch::{
+    Ack, Append, BatchMismatch, BatchNo, Failed, Member, Released, Ticket, Timeout,
+};
 use crate::failure::HostFailure;
 use crate::hooks::{default_answer, Hooks};
 
@@ -56,13 +58,6 @@ impl Default for Options {
     fn default() -> Self {
         Options::DEFAULT
     }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Member {
-    ack: Ack,
-    /// One past this member's last effect in `effects`.
-    effects_end: usize,
 }
 
 /// The batch being staged, or being persisted once sealed.
@@ -125,7 +120,7 @@ struct Grace {
 /// let Some(append) = session.seal() else { unreachable!() };
 /// let batch = append.batch;
 /// let released = session.persisted(batch, now)?;
-/// assert_eq!(released.last(), Some(&Release::Ack(first, Ack::Input { found: true })));
+/// assert_eq!(released.last(), Some(Release::Ack(first, Ack::Input { found: true })));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]
@@ -229,10 +224,9 @@ impl Session {
         let found = transition.is_some();
         if let Some(transition) = transition {
             let from = self.staging.effects.len();
-            self.staging
-                .entries
-                .extend(transition.events().iter().cloned().map(Entry::Machine));
-            self.staging.effects.extend(transition.persisted());
+            // The events move into the staged records (no clone), the effects are staged.
+            let effects = transition.persist_into(&mut Records(&mut self.staging.entries));
+            self.staging.effects.extend(effects);
             self.answer_unwritten_hooks(from);
         }
         let ticket = self.join(Ack::Input { found });
@@ -422,26 +416,16 @@ impl Session {
         &mut self,
         batch: BatchNo,
         now: Duration,
-    ) -> Result<Vec<Release>, BatchMismatch> {
+    ) -> Result<Released<'_>, BatchMismatch> {
         self.check_sealed(batch)?;
         // A batch is open in the machine whenever members are staged.
         let _ = self.machine.commit_batch();
+        let aborted = self
+            .staging
+            .effects
+            .iter()
+            .any(|effect| matches!(effect, Effect::Abort(_)));
         let staging = &mut self.staging;
-        let mut released = Vec::with_capacity(staging.effects.len() + staging.members.len());
-        let mut aborted = false;
-        let mut effects = staging.effects.drain(..);
-        let mut start = 0;
-        for (index, member) in staging.members.drain(..).enumerate() {
-            for effect in effects.by_ref().take(member.effects_end - start) {
-                aborted |= matches!(effect, Effect::Abort(_));
-                released.push(Release::Effect(effect));
-            }
-            start = member.effects_end;
-            released.push(Release::Ack(Ticket { batch, index }, member.ack));
-        }
-        drop(effects);
-        // The buffers stay for the next batch.
-        staging.members.clear();
         staging.entries.clear();
         staging.answers.clear();
         staging.sealed = false;
@@ -462,7 +446,14 @@ impl Session {
         {
             self.grace = None;
         }
-        Ok(released)
+        // The effects and members leave the buffers as they are released; the buffers stay
+        // for the next batch.
+        let staging = &mut self.staging;
+        Ok(Released::new(
+            batch,
+            staging.effects.drain(..),
+            staging.members.drain(..),
+        ))
     }
 
     /// The sealed batch could not be made durable at `now`: every member is taken back, the
@@ -650,6 +641,16 @@ impl Session {
             request,
             deadline: now.saturating_add(self.options.abort_grace),
         });
+    }
+}
+
+/// The staged records, as the machine's transitions persist into them
+/// ([`Transition::persist_into`](coxswain_core::Transition::persist_into)).
+struct Records<'a>(&'a mut Vec<Entry>);
+
+impl Extend<coxswain_core::Event> for Records<'_> {
+    fn extend<I: IntoIterator<Item = coxswain_core::Event>>(&mut self, events: I) {
+        self.0.extend(events.into_iter().map(Entry::Machine));
     }
 }
 

@@ -357,7 +357,11 @@ impl SessionModel {
             return;
         };
         let now = Duration::from_secs(next.now);
-        let released = match next.session.persisted(batch, now) {
+        let persisted = next
+            .session
+            .persisted(batch, now)
+            .map(|released| released.collect::<Vec<_>>());
+        let released = match persisted {
             Ok(released) => released,
             Err(error) => {
                 next.violate(SessionProperty::ReleaseOrder, format!("persisted: {error}"));

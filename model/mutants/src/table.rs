@@ -134,10 +134,10 @@ const CORE: [Mutant; 39] = [
         rule: "S39",
         wrong: "a cancel with keepInbox still discards NS",
         file: "core/machine/src/machine.rs",
-        from: "                activity.wake_requested = false;
+        from: "                activity.clear_wake();
             }
         }",
-        to: "                activity.wake_requested = false;
+        to: "                activity.clear_wake();
             }
         } else {
             self.inbox.clear_list(Target::NextStep, &mut self.queue);
@@ -355,13 +355,13 @@ const CORE: [Mutant; 39] = [
         file: "core/machine/src/machine.rs",
         from: "self.inbox.clear(&mut self.queue);
             if let Some(activity) = self.activity_mut() {
-                activity.wake_requested = false;
+                activity.clear_wake();
             }
         }",
         to: "self.inbox.clear(&mut self.queue);
         }
         if let Some(activity) = self.activity_mut() {
-            activity.wake_requested = false;
+            activity.clear_wake();
         }",
         killer: Property::Equivalence,
         // The latch is state: the outputs differ only later, if at all within the path.
@@ -388,8 +388,8 @@ const CORE: [Mutant; 39] = [
         rule: "S25",
         wrong: "the wake latch replays at an activity's end even with no waking work pending",
         file: "core/machine/src/machine.rs",
-        from: "} else if activity.wake_requested && self.inbox.has_waking_work() {",
-        to: "} else if activity.wake_requested {",
+        from: "} else if activity.wake_requested() && self.inbox.has_waking_work() {",
+        to: "} else if activity.wake_requested() {",
         killer: Property::Always(Invariant::NoSpuriousActivity),
         shows_in_outputs: true,
         proptest: None,
@@ -465,7 +465,7 @@ const CORE: [Mutant; 39] = [
         rule: "S54",
         wrong: "a steer guarded by turn n is accepted after turn n's cancellation was requested",
         file: "core/machine/src/machine.rs",
-        from: "turn == self.last_turn && run.activity.cancel.is_none()",
+        from: "turn == self.last_turn && run.activity.cancel().is_none()",
         to: "turn == self.last_turn",
         killer: Property::Always(Invariant::I12Guard),
         shows_in_outputs: true,
@@ -582,9 +582,9 @@ const CORE: [Mutant; 39] = [
         name: "AcksReordered",
         rule: "session: group commit",
         wrong: "a persisted batch swaps each pair of its members' acknowledgements",
-        file: "core/session/src/session.rs",
-        from: "released.push(Release::Ack(Ticket { batch, index }, member.ack));",
-        to: "released.push(Release::Ack(Ticket { batch, index: index ^ 1 }, member.ack));",
+        file: "core/session/src/batch.rs",
+        from: "return Some(Release::Ack(Ticket { batch, index }, ack));",
+        to: "return Some(Release::Ack(Ticket { batch, index: index ^ 1 }, ack));",
         killer: Property::Session(SessionProperty::ReleaseOrder),
         shows_in_outputs: false,
         proptest: None,

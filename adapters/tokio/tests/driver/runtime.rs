@@ -1,7 +1,7 @@
 //! Many agents on one runtime, handles dropped, host panics, close mid-turn.
 
-use coxswain_tokio::coxswain_core::StepAnswer;
-use coxswain_tokio::{AgentError, Ending, Update};
+use coxswain_tokio::coxswain_core::{CancelCause, StepAnswer};
+use coxswain_tokio::{Agent, AgentError, Ending, Host, MemoryLog, StepContext, Update};
 
 use crate::support::*;
 
@@ -57,6 +57,50 @@ async fn a_panicking_host_fails_the_turn_and_the_agent_goes_on() {
     agent.followup(user("b")).await.unwrap();
     agent.when_idle().await.unwrap();
     assert_eq!(brief(&log).last().unwrap(), "end 2 completed");
+}
+
+/// The same once the call has waited for something first: an instant call is answered without a
+/// task of its own, a waiting one runs on in its task, and a panic in either is `host-panicked`.
+#[tokio::test(start_paused = true)]
+async fn a_host_panicking_after_it_waited_fails_the_turn_and_the_agent_goes_on() {
+    let host = FakeHost::new().on_step(|cx| async move {
+        sleep(5).await;
+        if cx.turn == 1 {
+            panic!("tool crashed");
+        }
+        StepAnswer::Completed
+    });
+    let (agent, log) = open(host).await;
+    let mut updates = agent.subscribe();
+    agent.followup(user("a")).await.unwrap();
+    agent.when_idle().await.unwrap();
+    assert_eq!(brief(&log)[5..], ["/step 1.1", "end 1 error host-panicked"]);
+    assert!(notes(&drain_updates(&mut updates)).contains(&"error 1.1 host-panicked".to_owned()));
+    agent.followup(user("b")).await.unwrap();
+    agent.when_idle().await.unwrap();
+    assert_eq!(brief(&log).last().unwrap(), "end 2 completed");
+}
+
+/// A host that never waits (every step answers `continue` at once, so the turn never ends by
+/// itself): a call answered at its first poll needs no task, but at most 16 in a row are, so the
+/// driver still takes its commands: the cancel gets in and ends the turn. On this one-thread
+/// runtime a driver that answered every call at once would never let the test send it.
+#[tokio::test(start_paused = true)]
+async fn a_host_that_never_waits_cannot_keep_a_cancel_out() {
+    struct Eager;
+    impl Host for Eager {
+        async fn step(&self, _cx: StepContext) -> StepAnswer {
+            StepAnswer::Continue
+        }
+    }
+    let log = MemoryLog::new();
+    let (agent, _) = Agent::open(Eager, log.clone()).await.unwrap();
+    agent.followup(user("a")).await.unwrap();
+    agent.cancel(CancelCause::User, false).await.unwrap();
+    agent.when_idle().await.unwrap();
+    let brief = brief(&log);
+    assert_eq!(brief.last().unwrap(), "end 1 aborted user");
+    assert!(brief.len() > 10, "{brief:?}");
 }
 
 #[tokio::test(start_paused = true)]

@@ -2,10 +2,12 @@
 //! item by item. The model checker compares [`Behaviour`](crate::Behaviour) instead.
 
 use super::{Inbox, Journal, List, Pending, Undo};
+use crate::machine::Before;
 
 /// Structural: both lists item by item (message, waking flag and key) with their next keys, the
-/// id index, the waking count, the delivery memory and the open batch's journal (a closed
-/// journal's kept buffer is no part of the value, as a `Vec`'s capacity is not). The index's
+/// id index, the waking count, the delivery memory, the open batch's journal and the machine's
+/// saved state for it (a closed journal's kept buffer is no part of the value, as a `Vec`'s
+/// capacity is not). The index's
 /// hasher is the machine's [`Config`](crate::Config), compared there. What the model checker
 /// compares is [`Behaviour`](crate::Behaviour).
 impl PartialEq for Inbox {
@@ -29,7 +31,13 @@ impl PartialEq for Inbox {
                 }
                 (one, two) => one.is_none() && two.is_none(),
             }
+            && Before::view(batch_state(undo)) == Before::view(batch_state(&other.undo))
     }
+}
+
+/// The machine's batch bookkeeping kept in the journal's allocation, if any.
+fn batch_state(undo: &Option<Box<Journal>>) -> Option<&Before> {
+    undo.as_deref().map(|journal| &journal.machine)
 }
 
 impl Eq for Inbox {}

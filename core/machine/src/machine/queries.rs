@@ -29,28 +29,26 @@ impl Machine {
 
     /// The current activity's cancellation was requested (S18), `dispose` included.
     pub fn is_cancel_requested(&self) -> bool {
-        self.activity().is_some_and(|a| a.cancel.is_some())
+        self.activity().is_some_and(|a| a.cancel().is_some())
     }
 
     /// The first cancel cause of the current activity, if its cancellation was requested (S39).
     pub fn cancel_cause(&self) -> Option<&CancelCause> {
-        self.activity()
-            .and_then(|a| a.cancel.as_ref())
-            .map(|c| &c.cause)
+        self.activity().and_then(|a| a.cancel()).map(|c| &c.cause)
     }
 
     /// `dispose` was accepted while an activity ran: the machine becomes disposed when it ends
     /// (S45).
     pub fn is_disposing(&self) -> bool {
         self.activity()
-            .and_then(|a| a.cancel.as_ref())
+            .and_then(|a| a.cancel())
             .is_some_and(|c| c.disposing)
     }
 
     /// The current activity's wake latch is set: waking work will open a turn when it ends
     /// (S24–S26).
     pub fn is_wake_latched(&self) -> bool {
-        self.activity().is_some_and(|a| a.wake_requested)
+        self.activity().is_some_and(|a| a.wake_requested())
     }
 
     /// The items pending in one list, in order.

@@ -1,6 +1,7 @@
 //! The session layer's unit tests.
 
 use super::*;
+use crate::batch::Release;
 use coxswain_core::{
     CancelCause, Event, Message, Notification, PreStepAnswer, Rejected, Request, TurnEndReason,
 };
@@ -92,7 +93,6 @@ fn a_refusal_against_staged_members_waits_for_their_batch() {
     let acks: Vec<Release> = session
         .persisted(batch, Duration::ZERO)
         .unwrap()
-        .into_iter()
         .filter(|release| matches!(release, Release::Ack(..)))
         .collect();
     assert_eq!(
@@ -148,7 +148,7 @@ fn persist(session: &mut Session, now: Duration) -> Vec<Release> {
         return Vec::new();
     };
     let batch = append.batch;
-    session.persisted(batch, now).unwrap()
+    session.persisted(batch, now).unwrap().collect()
 }
 
 /// What a release list says, one word per release: `ack`, or the effect's kind.
@@ -231,8 +231,8 @@ fn a_sealed_batch_takes_no_member_and_batch_calls_must_name_it() {
     let mut session = Session::new(Machine::new(), Options::default());
     assert_eq!(session.seal().map(|append| append.batch), None);
     assert_eq!(
-        session.persisted(BatchNo(1), Duration::ZERO),
-        Err(BatchMismatch::NotSealed)
+        session.persisted(BatchNo(1), Duration::ZERO).err(),
+        Some(BatchMismatch::NotSealed)
     );
     session.feed(followup("m1")).unwrap();
     let batch = session.seal().map(|append| append.batch).unwrap();
