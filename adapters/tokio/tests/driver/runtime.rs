@@ -40,9 +40,14 @@ async fn dropping_every_handle_ends_the_driver() {
     ));
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_panicking_host_fails_the_turn_and_the_agent_goes_on() {
-    let host = FakeHost::new().on_step(|cx| async move {
+/// A host whose step of turn 1 panics, after waiting 5 ms first if `waits`: the turn ends
+/// `host-panicked` and the agent goes on. An instant call is answered without a task of its own,
+/// a waiting one runs on in its task: a panic in either is the same.
+async fn a_panicking_step_fails_its_turn(waits: bool) {
+    let host = FakeHost::new().on_step(move |cx| async move {
+        if waits {
+            sleep(5).await;
+        }
         if cx.turn == 1 {
             panic!("tool crashed");
         }
@@ -59,26 +64,14 @@ async fn a_panicking_host_fails_the_turn_and_the_agent_goes_on() {
     assert_eq!(brief(&log).last().unwrap(), "end 2 completed");
 }
 
-/// The same once the call has waited for something first: an instant call is answered without a
-/// task of its own, a waiting one runs on in its task, and a panic in either is `host-panicked`.
+#[tokio::test(start_paused = true)]
+async fn a_panicking_host_fails_the_turn_and_the_agent_goes_on() {
+    a_panicking_step_fails_its_turn(false).await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_host_panicking_after_it_waited_fails_the_turn_and_the_agent_goes_on() {
-    let host = FakeHost::new().on_step(|cx| async move {
-        sleep(5).await;
-        if cx.turn == 1 {
-            panic!("tool crashed");
-        }
-        StepAnswer::Completed
-    });
-    let (agent, log) = open(host).await;
-    let mut updates = agent.subscribe();
-    agent.followup(user("a")).await.unwrap();
-    agent.when_idle().await.unwrap();
-    assert_eq!(brief(&log)[5..], ["/step 1.1", "end 1 error host-panicked"]);
-    assert!(notes(&drain_updates(&mut updates)).contains(&"error 1.1 host-panicked".to_owned()));
-    agent.followup(user("b")).await.unwrap();
-    agent.when_idle().await.unwrap();
-    assert_eq!(brief(&log).last().unwrap(), "end 2 completed");
+    a_panicking_step_fails_its_turn(true).await;
 }
 
 /// A host that never waits (every step answers `continue` at once, so the turn never ends by
@@ -100,7 +93,9 @@ async fn a_host_that_never_waits_cannot_keep_a_cancel_out() {
     agent.when_idle().await.unwrap();
     let brief = brief(&log);
     assert_eq!(brief.last().unwrap(), "end 1 aborted user");
-    assert!(brief.len() > 10, "{brief:?}");
+    // The records written before the cancel got in, exact: the paused one-thread runtime makes
+    // the schedule deterministic (a driver that never yielded would not end at all).
+    assert_eq!(brief.len(), 549, "{brief:?}");
 }
 
 #[tokio::test(start_paused = true)]
